@@ -1,0 +1,305 @@
+#include "replay/event_splitter.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define REPLAY_SPLITTER_SSE2 1
+#endif
+
+namespace replay {
+namespace {
+
+constexpr std::uint64_t kOddBits = 0xAAAAAAAAAAAAAAAAULL;
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+struct BlockMasks {
+    std::uint64_t quote, backslash, open_brace, close_brace, close_bracket;
+};
+
+#ifdef REPLAY_SPLITTER_SSE2
+inline std::uint64_t eq_mask(const __m128i (&v)[4], char c) {
+    const __m128i needle = _mm_set1_epi8(c);
+    std::uint64_t m = 0;
+    for (int i = 0; i < 4; ++i)
+        m |= static_cast<std::uint64_t>(
+                 static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v[i], needle))))
+             << (16 * i);
+    return m;
+}
+inline BlockMasks classify(const char* block) {
+    __m128i v[4];
+    for (int i = 0; i < 4; ++i)
+        v[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
+    return {eq_mask(v, '"'), eq_mask(v, '\\'), eq_mask(v, '{'), eq_mask(v, '}'), eq_mask(v, ']')};
+}
+#else
+inline BlockMasks classify(const char* block) {
+    BlockMasks m{0, 0, 0, 0, 0};
+    for (int i = 0; i < 64; ++i) {
+        const std::uint64_t bit = 1ULL << i;
+        switch (block[i]) {
+            case '"': m.quote |= bit; break;
+            case '\\': m.backslash |= bit; break;
+            case '{': m.open_brace |= bit; break;
+            case '}': m.close_brace |= bit; break;
+            case ']': m.close_bracket |= bit; break;
+            default: break;
+        }
+    }
+    return m;
+}
+#endif
+
+// Bit i set when an odd number of quote bits are at or below i: the bytes inside strings.
+inline std::uint64_t prefix_xor(std::uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+// Characters escaped by a backslash run of odd length (simdjson's json_escape_scanner).
+inline std::uint64_t escaped_bits(std::uint64_t backslash, std::uint64_t& next_is_escaped) {
+    if (backslash == 0) {
+        std::uint64_t escaped = next_is_escaped;
+        next_is_escaped = 0;
+        return escaped;
+    }
+    const std::uint64_t potential_escape = backslash & ~next_is_escaped;
+    const std::uint64_t maybe_escaped = potential_escape << 1;
+    const std::uint64_t escape_and_terminal_code =
+        ((maybe_escaped | kOddBits) - potential_escape) ^ kOddBits;
+    const std::uint64_t escaped = escape_and_terminal_code ^ (backslash | next_is_escaped);
+    const std::uint64_t escape = escape_and_terminal_code & backslash;
+    next_is_escaped = escape >> 63;
+    return escaped;
+}
+
+// Finds the end of a JSON string starting at buf[i] == '"'; returns the index just past the
+// closing quote, or 0 when the buffer ends first.
+std::size_t string_end(const char* buf, std::size_t i, std::size_t size) {
+    for (++i; i < size; ++i) {
+        if (buf[i] == '\\') {
+            ++i;
+        } else if (buf[i] == '"') {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+// Finds the end of any JSON value starting at buf[i]; 0 when the buffer ends first.
+std::size_t value_end(const char* buf, std::size_t i, std::size_t size) {
+    if (buf[i] == '"') return string_end(buf, i, size);
+    if (buf[i] == '{' || buf[i] == '[') {
+        std::int64_t depth = 0;
+        while (i < size) {
+            const char c = buf[i];
+            if (c == '"') {
+                i = string_end(buf, i, size);
+                if (i == 0) return 0;
+                continue;
+            }
+            if (c == '{' || c == '[') ++depth;
+            if (c == '}' || c == ']') {
+                if (--depth == 0) return i + 1;
+            }
+            ++i;
+        }
+        return 0;
+    }
+    while (i < size && buf[i] != ',' && buf[i] != '}' && buf[i] != ']' && !is_space(buf[i])) ++i;
+    return i < size ? i : 0;
+}
+
+}  // namespace
+
+std::size_t EventSplitter::scan(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
+    while (true) {
+        if (state_ == State::Events) {
+            scan_events(buf, size, eof, out);
+            if (state_ == State::Events) break;  // needs more input
+        } else if (!scan_top(buf, size, eof, out)) {
+            break;
+        }
+    }
+    if (eof) return size;
+    std::size_t keep = pos_;
+    if (state_ == State::Events && depth_ > 0) keep = event_begin_;
+    if ((state_ == State::RootColon || state_ == State::RootValue)) keep = key_begin_ - 1;
+    if (state_ == State::Events && depth_ == 0 && gap_begin_ < keep) {
+        on_event_gap(buf, gap_begin_, keep);
+        gap_begin_ = keep;
+    }
+    pos_ -= keep;
+    if (event_begin_ >= keep) event_begin_ -= keep;
+    if (gap_begin_ >= keep) gap_begin_ -= keep;
+    if (key_begin_ >= keep) key_begin_ -= keep;
+    base_ += keep;
+    return keep;
+}
+
+void EventSplitter::on_event_gap(const char* buf, std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i) {
+        if (!is_space(buf[i]) && buf[i] != ',') {
+            if (stray_bytes_ == 0) first_stray_ = base_ + i;
+            ++stray_bytes_;
+        }
+    }
+}
+
+// Returns false when more input is needed.
+bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
+    while (true) {
+        while (pos_ < size && is_space(buf[pos_])) ++pos_;
+        if (pos_ >= size) {
+            if (eof && state_ == State::Start) throw SplitError{base_ + pos_, "a JSON object or array (the input is empty)"};
+            return false;
+        }
+        const char c = buf[pos_];
+        switch (state_) {
+            case State::Start:
+                if (c == '{') {
+                    state_ = State::RootKey;
+                } else if (c == '[') {
+                    bare_array_ = true;
+                    saw_events_ = true;
+                    state_ = State::Events;
+                    gap_begin_ = pos_ + 1;
+                    ++pos_;
+                    return true;
+                } else {
+                    throw SplitError{base_ + pos_, "'{' or '[' at the start of a JSON trace"};
+                }
+                ++pos_;
+                break;
+            case State::RootKey: {
+                if (c == '}') {
+                    state_ = State::Done;
+                    ++pos_;
+                    break;
+                }
+                if (c != '"') throw SplitError{base_ + pos_, "a member name or '}'"};
+                const std::size_t end = string_end(buf, pos_, size);
+                if (end == 0) {
+                    if (eof) throw SplitError{base_ + pos_, "the end of a member name"};
+                    return false;
+                }
+                key_begin_ = pos_ + 1;
+                key_length_ = end - pos_ - 2;
+                pos_ = end;
+                state_ = State::RootColon;
+                break;
+            }
+            case State::RootColon:
+                if (c != ':') throw SplitError{base_ + pos_, "':' after a member name"};
+                ++pos_;
+                state_ = State::RootValue;
+                break;
+            case State::RootValue: {
+                const std::string_view key(buf + key_begin_, key_length_);
+                if (key == "traceEvents") {
+                    if (c != '[') throw SplitError{base_ + pos_, "'[' after \"traceEvents\":"};
+                    saw_events_ = true;
+                    state_ = State::Events;
+                    depth_ = 0;
+                    prev_in_string_ = 0;
+                    prev_escaped_ = 0;
+                    gap_begin_ = pos_ + 1;
+                    ++pos_;
+                    return true;
+                }
+                const std::size_t end = value_end(buf, pos_, size);
+                if (end == 0) {
+                    if (eof) throw SplitError{base_ + pos_, "the end of the value of \"" + std::string(key) + "\""};
+                    pos_ = key_begin_ - 1;
+                    state_ = State::RootKey;
+                    return false;
+                }
+                Span span;
+                span.begin = static_cast<std::uint32_t>(pos_);
+                span.length = static_cast<std::uint32_t>(end - pos_);
+                span.metadata = true;
+                span.key_begin = static_cast<std::uint32_t>(key_begin_);
+                span.key_length = static_cast<std::uint32_t>(key_length_);
+                out.push_back(span);
+                last_end_abs_ = base_ + end;
+                pos_ = end;
+                state_ = State::RootComma;
+                break;
+            }
+            case State::RootComma:
+                if (c == ',') {
+                    state_ = State::RootKey;
+                } else if (c == '}') {
+                    state_ = State::Done;
+                } else {
+                    throw SplitError{base_ + pos_, "',' or '}' between top-level members"};
+                }
+                ++pos_;
+                break;
+            case State::Done:
+                // Text after the document is skipped and counted, not fatal.
+                if (stray_bytes_ == 0) first_stray_ = base_ + pos_;
+                stray_bytes_ += size - pos_;
+                pos_ = size;
+                return false;
+            case State::Events: return true;
+        }
+    }
+}
+
+void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
+    alignas(64) char tail[64];
+    while (pos_ < size) {
+        const char* block = buf + pos_;
+        std::size_t valid = 64;
+        if (pos_ + 64 > size) {
+            if (!eof) return;
+            valid = size - pos_;
+            std::memset(tail, ' ', sizeof tail);
+            std::memcpy(tail, block, valid);
+            block = tail;
+        }
+        const BlockMasks m = classify(block);
+        const std::uint64_t escaped = escaped_bits(m.backslash, prev_escaped_);
+        const std::uint64_t quotes = m.quote & ~escaped;
+        const std::uint64_t in_string = prefix_xor(quotes) ^ prev_in_string_;
+        prev_in_string_ = static_cast<std::uint64_t>(static_cast<std::int64_t>(in_string) >> 63);
+        std::uint64_t structural = (m.open_brace | m.close_brace | m.close_bracket) & ~in_string;
+        while (structural != 0) {
+            const std::size_t at = pos_ + static_cast<std::size_t>(__builtin_ctzll(structural));
+            structural &= structural - 1;
+            const char c = buf[at];
+            if (c == '{') {
+                if (depth_ == 0) {
+                    on_event_gap(buf, gap_begin_, at);
+                    event_begin_ = at;
+                }
+                ++depth_;
+            } else if (c == '}') {
+                if (depth_ == 0) throw SplitError{base_ + at, "'{' or ']' in traceEvents, not '}'"};
+                if (--depth_ == 0) {
+                    out.push_back(Span{static_cast<std::uint32_t>(event_begin_),
+                                       static_cast<std::uint32_t>(at + 1 - event_begin_), false, 0, 0});
+                    gap_begin_ = at + 1;
+                    last_end_abs_ = base_ + at + 1;
+                }
+            } else if (depth_ == 0) {  // ']' closes traceEvents
+                on_event_gap(buf, gap_begin_, at);
+                last_end_abs_ = base_ + at + 1;
+                pos_ = at + 1;
+                state_ = bare_array_ ? State::Done : State::RootComma;
+                return;
+            }
+        }
+        pos_ += valid;
+    }
+}
+
+}  // namespace replay

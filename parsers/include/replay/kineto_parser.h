@@ -1,0 +1,53 @@
+// Kineto (PyTorch profiler) Chrome-trace reader: every schema variant from 2021 on, plain, .gz or
+// .zst, streamed in bounded memory on two threads (read+split, parse).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "replay/source.h"
+#include "replay/trace_model.h"
+
+namespace replay {
+
+struct ParseOptions {
+    bool strict = false;  // a malformed event becomes an InputError instead of a skipped count
+    // Called now and then with (raw bytes consumed, raw size or 0 when unknown).
+    std::function<void(std::uint64_t, std::uint64_t)> progress;
+    std::size_t chunk_bytes = 4u << 20;
+};
+
+// Named import statistics, Perfetto style: what was read, skipped and why.
+struct ParseStats {
+    std::uint64_t raw_bytes = 0;   // bytes of the file (compressed for .gz/.zst)
+    std::uint64_t json_bytes = 0;  // decompressed JSON bytes
+    std::uint64_t events = 0;      // complete event objects in traceEvents
+    std::uint64_t malformed = 0;
+    std::uint64_t first_malformed_offset = 0;
+    std::string first_malformed_reason;
+    bool truncated = false;
+    std::uint64_t truncated_lost_bytes = 0;  // decompressed bytes after the last complete event
+    std::uint64_t stray_bytes = 0;
+    std::uint64_t first_stray_offset = 0;
+    std::uint64_t peak_buffer_bytes = 0;  // parser-owned memory (chunks), not the model
+    Compression compression = Compression::None;
+    std::map<std::string, std::uint64_t> by_category;  // "cat/ph" -> events
+};
+
+struct ParseResult {
+    Trace trace;
+    ParseStats stats;
+    std::vector<std::string> warnings;  // one line each, ready to print
+};
+
+// Throws InputError (file + byte offset) for input that is not a trace at all.
+ParseResult parse_kineto(const std::string& path, const ParseOptions& options = {});
+
+// Parses "123", "123.4567", "1.2e3" microseconds into nanoseconds without going through a double
+// where the text allows it. Returns false for text that is not a number.
+bool micros_to_nanos(std::string_view text, std::int64_t& out);
+
+}  // namespace replay

@@ -1,0 +1,55 @@
+// Byte sources: a file (plain, gzip or zstd, told apart by magic bytes), or standard input ("-").
+// Data is pulled in fixed-size chunks so memory does not grow with the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace replay {
+
+enum class Compression { None, Gzip, Zstd };
+const char* to_string(Compression compression);
+
+// An input error a user can act on: it names the file and the byte offset.
+class InputError : public std::runtime_error {
+public:
+    InputError(const std::string& file, std::uint64_t offset, const std::string& what);
+    const std::string& file() const { return file_; }
+    std::uint64_t offset() const { return offset_; }
+
+private:
+    std::string file_;
+    std::uint64_t offset_;
+};
+
+class ByteSource {
+public:
+    virtual ~ByteSource() = default;
+    // Fills `out` as far as it can; returns the number of bytes written, 0 at end of input.
+    // A truncated compressed stream ends quietly; `truncated()` then says so.
+    virtual std::size_t read(std::span<char> out) = 0;
+    // Bytes consumed from the underlying file so far (compressed bytes for .gz/.zst).
+    virtual std::uint64_t raw_offset() const = 0;
+    // True when a compressed stream ended before its end-of-stream marker.
+    virtual bool truncated() const { return false; }
+    virtual Compression compression() const = 0;
+    // Size of the underlying file when known (for progress), else 0.
+    virtual std::uint64_t raw_size() const { return 0; }
+    const std::string& name() const { return name_; }
+
+protected:
+    explicit ByteSource(std::string name) : name_(std::move(name)) {}
+    std::string name_;
+};
+
+// Opens `path` ("-" is standard input) and picks the decoder by content. Throws InputError.
+std::unique_ptr<ByteSource> open_source(const std::string& path);
+
+// Reads a whole (small) input into memory, decompressing as needed; for side files such as the
+// Execution Trace. Throws InputError.
+std::string read_all(const std::string& path);
+
+}  // namespace replay
