@@ -1,0 +1,437 @@
+#include "replay/classifier.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <functional>
+#include <optional>
+
+namespace replay {
+namespace {
+
+bool contains_nocase(std::string_view text, std::string_view needle) {
+    auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(),
+                          [](char a, char b) { return std::tolower(a) == std::tolower(b); });
+    return it != text.end();
+}
+
+bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
+    for (auto n : needles)
+        if (text.find(n) != std::string_view::npos) return true;
+    return false;
+}
+
+constexpr std::array<std::string_view, 6> kGemmOps = {"aten::mm", "aten::addmm", "aten::bmm",
+                                                      "aten::baddbmm", "aten::linear", "aten::matmul"};
+bool is_gemm_op(std::string_view name) {
+    return std::find(kGemmOps.begin(), kGemmOps.end(), name) != kGemmOps.end();
+}
+
+bool looks_like_gemm_kernel(std::string_view name) {
+    return contains_any(name, {"gemm", "Gemm", "GEMM", "nvjet", "cutlass", "xmma", "wmma", "cublas", "Cijk_",
+                               "sm90_", "sm80_", "sm75_", "ampere_", "volta_", "turing_", "hopper_", "s16816",
+                               "h16816", "s1688", "h1688", "s884", "h884", "gemv", "splitK", "magma"});
+}
+
+bool is_splitk_reduce(std::string_view name) {
+    return contains_any(name, {"splitKreduce", "splitK_reduce", "reduce_1Block"});
+}
+
+// A CPU op that names a dispatcher operator ("aten::add", "c10d::allreduce_", "vllm::...").
+bool is_dispatcher_op(std::string_view name) {
+    const auto colons = name.find("::");
+    if (colons == std::string_view::npos || colons == 0) return false;
+    return !name.starts_with("autograd::") && !name.starts_with("torch::autograd") &&
+           !name.starts_with("ProfilerStep") && name.find(' ') == std::string_view::npos;
+}
+
+// Everything a rule looks at for one activity.
+struct Context {
+    const KernelGraph& graph;
+    const GraphNode& node;
+    const GpuActivity& activity;
+    std::string_view name;
+    std::vector<std::uint32_t> chain;  // innermost op first
+    std::optional<std::uint32_t> gemm_op;
+    std::optional<std::uint32_t> aten_op;  // innermost dispatcher op
+    const Trace& trace() const { return graph.trace(); }
+    const CpuOp& op(std::uint32_t i) const { return trace().cpu_ops[i]; }
+    std::string_view op_name(std::uint32_t i) const { return trace().names.view(op(i).name); }
+    const OpShapes* shapes(std::uint32_t i) const {
+        return op(i).shapes == kNoIndex ? nullptr : &trace().op_shapes[op(i).shapes];
+    }
+    bool has_shapes(std::uint32_t i) const {
+        const OpShapes* s = shapes(i);
+        if (s == nullptr) return false;
+        for (const auto& a : s->inputs)
+            if (!a.dims.empty() || a.type != StringPool::kEmpty) return true;
+        return false;
+    }
+};
+
+TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t first, std::size_t rank) {
+    TensorSpec t;
+    t.dims.assign(arg.dims.begin() + static_cast<std::ptrdiff_t>(first),
+                  arg.dims.begin() + static_cast<std::ptrdiff_t>(first + rank));
+    if (arg.has_strides && arg.strides.size() >= first + rank)
+        t.strides.assign(arg.strides.begin() + static_cast<std::ptrdiff_t>(first),
+                         arg.strides.begin() + static_cast<std::ptrdiff_t>(first + rank));
+    t.dtype = dtype_from_kineto(trace.names.view(arg.type));
+    t.storage_id = arg.storage_id == kNoId ? -1 : arg.storage_id;
+    t.storage_offset = arg.storage_offset;
+    return t;
+}
+
+AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
+    AtenArgument arg;
+    const std::string_view type = trace.names.view(in.type);
+    arg.type = type;
+    arg.value = trace.names.view(in.concrete);
+    if (!in.list_ranks.empty() || type == "TensorList" || type.starts_with("GenericList")) {
+        arg.kind = ArgKind::TensorList;
+        std::size_t first = 0;
+        for (auto rank : in.list_ranks) {
+            arg.tensors.push_back(tensor_from(trace, in, first, rank));
+            first += rank;
+        }
+        // Element dtypes are not recorded for lists: "TensorList" carries none.
+        for (auto& t : arg.tensors)
+            if (t.dtype == DType::Unknown) t.dtype = DType::Float32;
+    } else if (type == "Scalar" || type == "Int" || type == "Double" || type == "Bool") {
+        arg.kind = ArgKind::Scalar;
+    } else if (type == "ScalarList") {
+        arg.kind = ArgKind::ScalarList;
+    } else if (type == "String" || type == "Device" || type == "str") {
+        arg.kind = ArgKind::String;
+    } else if (!in.dims.empty() || dtype_from_kineto(type) != DType::Unknown) {
+        arg.kind = ArgKind::Tensor;
+        arg.tensors.push_back(tensor_from(trace, in, 0, in.dims.size()));
+    } else if (type.empty()) {
+        arg.kind = ArgKind::None;
+    }
+    return arg;
+}
+
+AtenRecipe aten_recipe(const Context& c, std::uint32_t op) {
+    AtenRecipe r;
+    r.op = c.op_name(op);
+    if (const OpShapes* s = c.shapes(op)) {
+        r.schema = c.trace().names.view(s->schema);
+        // "aten::add.Tensor(Tensor self, ...)": the overload sits between the first '.' and '('.
+        const auto paren = r.schema.find('(');
+        const auto dot = r.schema.substr(0, paren).find('.', r.op.size());
+        if (dot != std::string::npos && paren != std::string::npos) r.overload = r.schema.substr(dot + 1, paren - dot - 1);
+        for (const auto& in : s->inputs) r.args.push_back(argument_from(c.trace(), in));
+    }
+    return r;
+}
+
+double scalar_or(const AtenArgument* arg, double fallback) {
+    if (arg == nullptr || arg->value.empty()) return fallback;
+    if (arg->value == "True") return 1.0;
+    if (arg->value == "False") return 0.0;
+    try {
+        return std::stod(arg->value);
+    } catch (...) {
+        return fallback;
+    }
+}
+
+// Row-major operand layout from dims and strides of its last two dimensions.
+struct Layout {
+    bool ok = false;
+    bool transposed = false;
+    std::int64_t ld = 0;
+    std::int64_t batch_stride = 0;
+};
+Layout layout_of(const TensorSpec& t) {
+    Layout l;
+    const std::size_t r = t.dims.size();
+    if (r < 2) return l;
+    const auto strides = t.strides.size() == r ? t.strides : t.contiguous_strides();
+    const std::int64_t rows = t.dims[r - 2], cols = t.dims[r - 1];
+    const std::int64_t s0 = strides[r - 2], s1 = strides[r - 1];
+    if (s1 == 1 || cols == 1) {
+        l.ld = std::max<std::int64_t>(s0, std::max<std::int64_t>(cols, 1));
+    } else if (s0 == 1 || rows == 1) {
+        l.transposed = true;
+        l.ld = std::max<std::int64_t>(s1, std::max<std::int64_t>(rows, 1));
+    } else {
+        return l;  // neither dimension is dense: cuBLAS cannot take it without a copy
+    }
+    l.batch_stride = r >= 3 ? strides[r - 3] : 0;
+    l.ok = true;
+    return l;
+}
+
+// GEMM recipe for mm/addmm/bmm/baddbmm/linear/matmul from the recorded argument shapes.
+std::optional<GemmRecipe> gemm_recipe(const AtenRecipe& aten, std::string& why) {
+    auto tensor = [&](std::size_t i) -> const TensorSpec* {
+        if (i >= aten.args.size() || aten.args[i].kind != ArgKind::Tensor || aten.args[i].tensors.empty()) return nullptr;
+        return &aten.args[i].tensors[0];
+    };
+    auto arg = [&](std::size_t i) -> const AtenArgument* { return i < aten.args.size() ? &aten.args[i] : nullptr; };
+    GemmRecipe g;
+    g.op = aten.op;
+    const TensorSpec *a = nullptr, *b = nullptr, *c = nullptr;
+    const std::string& op = aten.op;
+    if (op == "aten::mm" || op == "aten::bmm") {
+        a = tensor(0), b = tensor(1);
+    } else if (op == "aten::addmm" || op == "aten::baddbmm") {
+        c = tensor(0), a = tensor(1), b = tensor(2);
+        g.beta = scalar_or(arg(3), 1.0);
+        g.alpha = scalar_or(arg(4), 1.0);
+    } else if (op == "aten::matmul") {
+        a = tensor(0), b = tensor(1);
+    } else if (op == "aten::linear") {
+        a = tensor(0), b = tensor(1), c = tensor(2);
+    }
+    if (a == nullptr || b == nullptr) {
+        why = "GEMM operands have no recorded shapes";
+        return std::nullopt;
+    }
+    TensorSpec A = *a, B = *b;
+    if (op == "aten::linear") {
+        // y = x W^T + bias: W [N, K] read transposed.
+        if (B.dims.size() != 2) {
+            why = "linear weight is not 2-D";
+            return std::nullopt;
+        }
+        B.dims = {b->dims[1], b->dims[0]};
+        const auto ws = b->strides.size() == 2 ? b->strides : b->contiguous_strides();
+        B.strides = {ws[1], ws[0]};
+        g.beta = c != nullptr ? 1.0 : 0.0;
+    }
+    // Fold leading dims of a >2-D A into M when B is 2-D (linear / matmul on [.., M, K] x [K, N]).
+    if (A.dims.size() > 2 && B.dims.size() == 2) {
+        std::int64_t rows = 1;
+        for (std::size_t i = 0; i + 1 < A.dims.size(); ++i) rows *= A.dims[i];
+        const auto as = A.strides.size() == A.dims.size() ? A.strides : A.contiguous_strides();
+        A.dims = {rows, A.dims.back()};
+        A.strides = {as[as.size() - 2], as.back()};
+    }
+    if (A.dims.size() != B.dims.size() || A.dims.size() < 2 || A.dims.size() > 3) {
+        why = "unsupported GEMM operand ranks";
+        return std::nullopt;
+    }
+    const std::size_t r = A.dims.size();
+    g.m = A.dims[r - 2];
+    g.k = A.dims[r - 1];
+    g.n = B.dims[r - 1];
+    g.batch = r == 3 ? A.dims[0] : 1;
+    if (B.dims[r - 2] != g.k || (r == 3 && B.dims[0] != g.batch)) {
+        why = "GEMM inner dimensions disagree";
+        return std::nullopt;
+    }
+    const Layout la = layout_of(A), lb = layout_of(B);
+    if (!la.ok || !lb.ok) {
+        why = "GEMM operand is not dense in either of its last two dimensions";
+        return std::nullopt;
+    }
+    g.trans_a = la.transposed, g.lda = la.ld, g.stride_a = la.batch_stride;
+    g.trans_b = lb.transposed, g.ldb = lb.ld, g.stride_b = lb.batch_stride;
+    g.ldc = g.n;
+    g.stride_c = r == 3 ? g.m * g.n : 0;
+    g.a_type = a->dtype, g.b_type = b->dtype;
+    g.c_type = a->dtype;
+    g.compute_type = a->dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+    if (c != nullptr) {
+        if (c->dims.size() == 1 && (op == "aten::addmm" || op == "aten::linear")) {
+            g.bias = true;  // 1-D bias broadcast over rows: cuBLASLt's bias epilogue
+            g.bias_type = c->dtype;
+        } else if (op == "aten::baddbmm" || op == "aten::addmm") {
+            g.c_broadcast = c->numel() != g.m * g.n * g.batch;
+        }
+    } else if (op != "aten::addmm" && op != "aten::baddbmm") {
+        g.beta = 0.0;
+    }
+    if (g.a_type == DType::Unknown) {
+        why = "GEMM operand dtype not recorded";
+        return std::nullopt;
+    }
+    return g;
+}
+
+// ---- rules -------------------------------------------------------------------------------------
+
+struct Rule {
+    RuleInfo info;
+    std::function<bool(const Context&)> matches;
+    std::function<Recipe(const Context&)> build;
+};
+
+Recipe not_replayable(std::string reason) {
+    Recipe r;
+    r.reason = std::move(reason);
+    return r;
+}
+
+CopyRecipe copy_from(const GpuActivity& a, std::string_view name) {
+    CopyRecipe copy;
+    copy.bytes = std::max<std::int64_t>(a.bytes, 0);
+    copy.is_memset = a.kind == ActivityKind::Memset;
+    copy.host_pinned = name.find("Pinned") != std::string_view::npos;
+    if (copy.is_memset) {
+        copy.direction = CopyDirection::Device;
+    } else if (contains_any(name, {"HtoD", "H2D"})) {
+        copy.direction = CopyDirection::HostToDevice;
+    } else if (contains_any(name, {"DtoH", "D2H"})) {
+        copy.direction = CopyDirection::DeviceToHost;
+    } else if (contains_any(name, {"PtoP", "P2P"})) {
+        copy.direction = CopyDirection::PeerToPeer;
+    } else if (contains_any(name, {"HtoH", "H2H"})) {
+        copy.direction = CopyDirection::HostToHost;
+    } else {
+        copy.direction = CopyDirection::DeviceToDevice;
+    }
+    return copy;
+}
+
+CollectiveRecipe collective_from(const Context& c) {
+    CollectiveRecipe r;
+    const auto& names = c.trace().names;
+    if (c.activity.collective != StringPool::kEmpty) r.collective = names.view(c.activity.collective);
+    for (std::string_view kind : {"AllReduce", "AllGather", "ReduceScatter", "SendRecv", "Broadcast", "AllToAll", "Reduce"})
+        if (r.collective.empty() && c.name.find(kind) != std::string_view::npos) r.collective = kind;
+    if (r.collective.empty()) r.collective = "unknown";
+    r.in_nelems = c.activity.in_nelems;
+    r.out_nelems = c.activity.out_nelems;
+    r.group_size = c.activity.group_size;
+    r.dtype = dtype_from_kineto(names.view(c.activity.collective_dtype));
+    for (auto [suffix, dtype] : {std::pair{"_float", DType::Float32}, std::pair{"_half", DType::Float16},
+                                 std::pair{"_bf16", DType::BFloat16}, std::pair{"_int8_t", DType::Int8}})
+        if (r.dtype == DType::Unknown && c.name.find(suffix) != std::string_view::npos) r.dtype = dtype;
+    return r;
+}
+
+Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
+    AtenRecipe aten = aten_recipe(c, *c.gemm_op);
+    std::string why;
+    auto gemm = gemm_recipe(aten, why);
+    if (!gemm) {
+        Recipe r = not_replayable(why);
+        r.rule = rule;
+        return r;
+    }
+    Recipe r;
+    r.tier = Tier::Gemm;
+    r.issued_with_op = issued_with_op;
+    if (issued_with_op) r.reason = "issued by its GEMM's replay (cuBLASLt split-K / epilogue kernel)";
+    r.detail = std::move(*gemm);
+    return r;
+}
+
+const std::vector<Rule>& rules() {
+    static const std::vector<Rule> table = {
+        {{"memcpy", "gpu_memcpy activity: tier 1 cudaMemcpyAsync with the recorded bytes and direction"},
+         [](const Context& c) { return c.activity.kind == ActivityKind::Memcpy; },
+         [](const Context& c) {
+             Recipe r;
+             r.tier = Tier::Copy;
+             r.detail = copy_from(c.activity, c.name);
+             return r;
+         }},
+        {{"memset", "gpu_memset activity: tier 1 cudaMemsetAsync with the recorded bytes"},
+         [](const Context& c) { return c.activity.kind == ActivityKind::Memset; },
+         [](const Context& c) {
+             Recipe r;
+             r.tier = Tier::Copy;
+             r.detail = copy_from(c.activity, c.name);
+             return r;
+         }},
+        {{"nccl-collective", "NCCL/RCCL kernel: tier 4 collective from its args or name"},
+         [](const Context& c) { return contains_nocase(c.name, "nccl"); },
+         [](const Context& c) {
+             Recipe r;
+             r.tier = Tier::Collective;
+             r.detail = collective_from(c);
+             return r;
+         }},
+        {{"triton", "Triton kernel: not replayable without its compiled binary"},
+         [](const Context& c) { return c.name.starts_with("triton_") || contains_any(c.name, {"triton_poi", "triton_red", "triton_per", "triton_tem"}); },
+         [](const Context&) { return not_replayable("Triton kernel: its binary is not in the trace"); }},
+        {{"unlinked", "no runtime launch and no op carry this activity's ids"},
+         [](const Context& c) { return c.chain.empty() && c.node.launch == kNoIndex; },
+         [](const Context& c) { return not_replayable(to_string(c.node.link)); }},
+        {{"gemm-splitk-reduce", "cuBLASLt split-K reduction under a GEMM op: tier 2, issued by its GEMM"},
+         [](const Context& c) { return c.gemm_op && is_splitk_reduce(c.name); },
+         [](const Context& c) { return gemm_or_reason(c, true, "gemm-splitk-reduce"); }},
+        {{"gemm", "GEMM kernel under aten::mm/addmm/bmm/baddbmm/linear/matmul: tier 2 cuBLASLt"},
+         [](const Context& c) { return c.gemm_op && looks_like_gemm_kernel(c.name); },
+         [](const Context& c) { return gemm_or_reason(c, false, "gemm"); }},
+        {{"aten-op", "kernel under a dispatcher op with recorded shapes: tier 3 libtorch op"},
+         [](const Context& c) { return c.aten_op && c.has_shapes(*c.aten_op); },
+         [](const Context& c) {
+             Recipe r;
+             r.tier = Tier::AtenOp;
+             r.detail = aten_recipe(c, *c.aten_op);
+             return r;
+         }},
+        {{"no-shapes", "kernel under a dispatcher op without recorded shapes (no record_shapes, ET or shape log)"},
+         [](const Context& c) { return c.aten_op.has_value(); },
+         [](const Context& c) {
+             return not_replayable("no shapes recorded for " + std::string(c.op_name(*c.aten_op)) +
+                                   " (record_shapes off; pass --et or --shapes)");
+         }},
+        {{"no-op", "the launch is not inside any recorded dispatcher op"},
+         [](const Context&) { return true; },
+         [](const Context& c) {
+             return not_replayable(c.chain.empty() ? std::string(to_string(LinkState::NoOp))
+                                                   : "only non-operator ranges enclose the launch (e.g. " +
+                                                         std::string(c.op_name(c.chain.front())) + ")");
+         }},
+    };
+    return table;
+}
+
+}  // namespace
+
+const std::vector<RuleInfo>& classifier_rules() {
+    static const std::vector<RuleInfo> infos = [] {
+        std::vector<RuleInfo> v;
+        for (const auto& r : rules()) v.push_back(r.info);
+        return v;
+    }();
+    return infos;
+}
+
+std::vector<Recipe> classify(const KernelGraph& graph) {
+    std::vector<Recipe> recipes;
+    recipes.reserve(graph.nodes().size());
+    for (const GraphNode& node : graph.nodes()) {
+        const GpuActivity& activity = graph.activity(node);
+        Context c{graph, node, activity, graph.trace().names.view(activity.name), graph.op_chain(node), {}, {}};
+        for (std::uint32_t op : c.chain) {
+            const std::string_view name = c.op_name(op);
+            if (!c.aten_op && c.op(op).category == 0 && is_dispatcher_op(name)) c.aten_op = op;
+            // The innermost GEMM op with shapes decides (aten::linear -> aten::addmm picks addmm).
+            if (!c.gemm_op && is_gemm_op(name) && c.has_shapes(op)) c.gemm_op = op;
+        }
+        for (const Rule& rule : rules()) {
+            if (!rule.matches(c)) continue;
+            Recipe recipe = rule.build(c);
+            if (recipe.rule.empty()) recipe.rule = rule.info.id;
+            // A non-GEMM kernel whose innermost op is itself a GEMM op is part of that op's work.
+            if (recipe.tier == Tier::AtenOp && c.aten_op && is_gemm_op(c.op_name(*c.aten_op)) && c.gemm_op) {
+                recipe = gemm_or_reason(c, true, "gemm-aux");
+                recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
+            }
+            recipes.push_back(std::move(recipe));
+            break;
+        }
+    }
+    return recipes;
+}
+
+double kernel_time_coverage(const KernelGraph& graph, const std::vector<Recipe>& recipes) {
+    double total = 0, covered = 0;
+    for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+        const GpuActivity& a = graph.activity(graph.nodes()[i]);
+        if (a.kind != ActivityKind::Kernel) continue;
+        total += static_cast<double>(a.dur);
+        if (recipes[i].replayable()) covered += static_cast<double>(a.dur);
+    }
+    return total > 0 ? covered / total : 0.0;
+}
+
+}  // namespace replay

@@ -1,0 +1,107 @@
+// Replay recipes: everything a backend needs to re-issue one recorded GPU activity (or the op
+// that launched it), independent of any GPU library, so that they can be written to JSON,
+// compared and replayed on CUDA or on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace replay {
+
+enum class Tier : std::uint8_t { NotReplayable = 0, Copy = 1, Gemm = 2, AtenOp = 3, Collective = 4 };
+const char* to_string(Tier tier);
+
+enum class DType : std::uint8_t {
+    Unknown, Float32, Float16, BFloat16, Float64, Int64, Int32, Int16, Int8, UInt8, Bool,
+    Float8E4M3, Float8E5M2, ComplexFloat, ComplexDouble
+};
+const char* to_string(DType dtype);
+DType dtype_from_kineto(std::string_view type);  // "c10::Half", "float", "long int", ...
+DType dtype_from_name(std::string_view name);    // to_string() inverse
+std::size_t element_size(DType dtype);
+
+struct TensorSpec {
+    std::vector<std::int64_t> dims;
+    std::vector<std::int64_t> strides;  // empty: contiguous
+    DType dtype = DType::Unknown;
+    std::int64_t storage_id = -1;  // recorded storage (Execution Trace) for dataflow replay
+    std::int64_t storage_offset = 0;
+    std::int64_t numel() const;
+    // Elements the storage must hold for these dims/strides (max offset + 1).
+    std::int64_t storage_elements() const;
+    std::vector<std::int64_t> contiguous_strides() const;
+};
+
+enum class CopyDirection : std::uint8_t { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost, PeerToPeer, Device };
+const char* to_string(CopyDirection direction);
+
+struct CopyRecipe {
+    bool is_memset = false;
+    CopyDirection direction = CopyDirection::DeviceToDevice;
+    bool host_pinned = false;  // "Pinned" in the activity name; "Pageable" otherwise
+    std::int64_t bytes = 0;
+    int value = 0;  // memset byte value (not recorded by Kineto: 0)
+};
+
+struct GemmRecipe {
+    std::string op;  // aten::addmm, aten::mm, aten::bmm, aten::baddbmm
+    // Row-major view, as PyTorch sees it: C[b] (m x n) = alpha * op(A[b]) (m x k) * op(B[b]) (k x n)
+    // + beta * C. `trans_a` means A is stored column-major (its strides are (1, lda)).
+    std::int64_t m = 0, n = 0, k = 0, batch = 1;
+    bool trans_a = false, trans_b = false;
+    std::int64_t lda = 0, ldb = 0, ldc = 0;
+    std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // batch strides (elements)
+    DType a_type = DType::Unknown, b_type = DType::Unknown, c_type = DType::Unknown;
+    DType compute_type = DType::Float32;
+    double alpha = 1.0, beta = 0.0;
+    bool bias = false;  // addmm with a 1-D bias broadcast over rows: cuBLASLt bias epilogue
+    DType bias_type = DType::Unknown;
+    bool c_broadcast = false;  // beta != 0 with a C that is broadcast (baddbmm self [B,1,N])
+    double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
+};
+
+enum class ArgKind : std::uint8_t { Tensor, TensorList, Scalar, ScalarList, None, String, Other };
+const char* to_string(ArgKind kind);
+
+struct AtenArgument {
+    ArgKind kind = ArgKind::Other;
+    std::string type;                 // recorded type text ("c10::Half", "Scalar", "ScalarList")
+    std::vector<TensorSpec> tensors;  // one for Tensor, several for TensorList
+    std::string value;                // concrete scalar / list text ("1", "0.125", "[1024]", "True")
+};
+
+struct AtenRecipe {
+    std::string op;        // "aten::layer_norm"
+    std::string overload;  // "" (default) or e.g. "Tensor", "Scalar", "out"; from the schema when known
+    std::string schema;    // full schema from the Execution Trace, when given
+    std::vector<AtenArgument> args;
+};
+
+struct CollectiveRecipe {
+    std::string collective;  // allreduce, allgather, reduce_scatter, all_to_all, send_recv, broadcast
+    std::int64_t in_nelems = -1, out_nelems = -1;
+    DType dtype = DType::Unknown;
+    int group_size = -1;
+};
+
+using RecipeDetail = std::variant<std::monostate, CopyRecipe, GemmRecipe, AtenRecipe, CollectiveRecipe>;
+
+struct Recipe {
+    Tier tier = Tier::NotReplayable;
+    std::string rule;    // id of the classification rule that decided
+    std::string reason;  // why not replayable, or a note ("replayed with its GEMM")
+    // True for a kernel that its op's replay re-issues as a side effect (cuBLASLt split-K reduce,
+    // the second kernel of a multi-kernel aten op): it is timed but not issued on its own.
+    bool issued_with_op = false;
+    RecipeDetail detail;
+    bool replayable() const { return tier != Tier::NotReplayable; }
+    // Stable text identifying the work (tier + parameters) for signatures and matching.
+    std::string key() const;
+    // Bytes moved for copies; 0 otherwise.
+    double bytes() const;
+    double flops() const;
+};
+
+}  // namespace replay

@@ -1,0 +1,37 @@
+// Unique kernels: activities grouped by signature (tier + recipe + kernel name + grid/block),
+// with invocation counts and recorded duration statistics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "replay/kernel_graph.h"
+#include "replay/recipe.h"
+
+namespace replay {
+
+struct DurationStats {
+    std::size_t count = 0;
+    double min = 0, median = 0, mean = 0, max = 0, sum = 0, stddev = 0, p95 = 0, p99 = 0;
+};
+// Statistics of a sample (any unit); the input is copied and sorted.
+DurationStats summarize(std::vector<double> samples);
+
+struct UniqueKernel {
+    std::string id;  // 16 hex digits of a hash of the signature text; stable across runs
+    ActivityKind kind = ActivityKind::Kernel;
+    std::string name;
+    std::int32_t grid[3] = {0, 0, 0};
+    std::int32_t block[3] = {0, 0, 0};
+    Recipe recipe;
+    std::vector<std::uint32_t> nodes;  // graph node indices, in launch order
+    DurationStats recorded_us;         // recorded durations, microseconds
+};
+
+// Sorted by recorded total time, largest first.
+std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const std::vector<Recipe>& recipes);
+
+std::string hash_hex(std::string_view text);
+
+}  // namespace replay

@@ -1,0 +1,87 @@
+// The device backend interface shared by the CUDA and CPU backends. Drivers (sequential,
+// unique) prepare recipes once, then issue them on streams; backends report what ran and when.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "replay/recipe.h"
+
+namespace replay {
+
+// A recipe that cannot run is data, not an exception (CUTLASS's Disposition).
+enum class Disposition : std::uint8_t { Ready, Skipped, Failed };
+const char* to_string(Disposition disposition);
+
+struct Prepared {
+    Disposition disposition = Disposition::Skipped;
+    std::string reason;          // why skipped/failed, or a note ("fp16 computed as float on CPU")
+    std::uint32_t handle = 0;    // backend-owned launch object, valid when Ready
+};
+
+// A replayed GPU activity as the backend observed it (CUPTI record, CUDA event pair or host clock).
+struct TimedActivity {
+    std::uint64_t tag = 0;  // the tag given to issue(): step index of the driver
+    std::string name;       // kernel name (CUPTI) or the recipe's label when names are unknown
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    std::int64_t stream = 0;
+    bool per_kernel = false;  // true: one record per kernel (CUPTI); false: whole issue
+};
+
+struct Environment {
+    std::string backend;  // "cuda" | "cpu"
+    std::string device_name;
+    std::string driver_version;
+    std::string cuda_runtime_version;
+    std::string cublas_version;
+    std::string libtorch_version;
+    std::string timing;  // "cupti" | "cuda-events" | "host-clock"
+    int sm_clock_mhz = 0;
+    int memory_clock_mhz = 0;
+    int max_sm_clock_mhz = 0;
+    std::int64_t total_memory = 0;
+    int compute_major = 0, compute_minor = 0;
+    std::vector<std::string> notes;
+};
+
+struct BackendOptions {
+    int device = 0;
+    std::uint64_t seed = 0;
+    bool dataflow = true;  // reuse one buffer per recorded storage id where known
+    bool use_cupti = true;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual Environment environment() const = 0;
+
+    // Allocates what the recipe needs (by storage, reused across recipes), fills inputs with
+    // random valid data and checks that it can run. Never throws for a recipe it cannot run.
+    virtual Prepared prepare(const Recipe& recipe) = 0;
+
+    // Streams are numbered 0..n-1 by the driver (one per recorded stream).
+    virtual void set_stream_count(int count) = 0;
+    // Enqueues the prepared work on `stream`; activities it produces carry `tag`.
+    virtual void issue(std::uint32_t handle, int stream, std::uint64_t tag) = 0;
+    // Makes later work on `waiter` wait for everything issued so far on `producer`.
+    virtual void stream_wait(int waiter, int producer) = 0;
+    virtual void synchronize() = 0;
+    // Evicts the L2 cache (cold runs); a no-op where there is none to flush.
+    virtual void flush_l2() = 0;
+    // Sleeps on the device (recorded pacing) for `ns` on `stream`, or waits on the host.
+    virtual void delay(int stream, std::int64_t ns) = 0;
+
+    // Timed activities since the last call (after synchronize()).
+    virtual std::vector<TimedActivity> collect() = 0;
+};
+
+// Factories; return nullptr with `why` filled when the backend is not available in this build
+// or on this machine (no GPU, no libtorch).
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options, std::string& why);
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::string& why);
+
+}  // namespace replay

@@ -1,0 +1,282 @@
+// Parse-to-model benchmark for the Kineto parser (no Google Benchmark needed).
+//
+//   parse_bench --plain big.json [--zst big.json.zst] [--python-doc small.json] [--repeat N]
+//
+// Each parse runs in a forked child so that its peak RSS (getrusage ru_maxrss) belongs to that parse
+// alone. For each input it prints the throughput (decompressed JSON bytes / wall seconds of
+// parse_kineto, best of --repeat), the peak RSS, the parser's own buffers (stats.peak_buffer_bytes)
+// and the peak RSS minus the RSS before the parse minus an estimate of the model's size (the typed
+// vectors, the op shapes and the string pool, with malloc overheads). --python-doc times
+// `python3 -c 'import json;json.loads(open(p,"rb").read())'` (whole process, as `time` would) on a
+// smaller document and parses the same document here too, for a like-for-like ratio.
+// Targets: >= 1000 MB/s plain, >= 700 MB/s .zst, <= 64 MiB parser memory beyond the model,
+// >= 20x Python.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "replay/kineto_parser.h"
+
+namespace {
+
+constexpr double kTargetPlain = 1000.0;    // MB/s
+constexpr double kTargetZst = 700.0;       // MB/s
+constexpr double kTargetParserMiB = 64.0;  // beyond the model
+constexpr double kTargetVsPython = 20.0;
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::uint64_t current_rss() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long long pages = 0, resident = 0;
+    const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
+    std::fclose(f);
+    return n == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+std::uint64_t peak_rss_self() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+// A heap block of n bytes as glibc malloc holds it (8-byte header, 16-byte granules, 32 minimum).
+std::uint64_t heap(std::uint64_t n) {
+    if (n == 0) return 0;
+    return std::max<std::uint64_t>(32, (n + 8 + 15) / 16 * 16);
+}
+template <typename T>
+std::uint64_t vec(const std::vector<T>& v) {
+    return heap(v.capacity() * sizeof(T));
+}
+
+// Bytes the model holds on the heap (what a parser cannot avoid allocating).
+std::uint64_t model_bytes(const replay::Trace& t) {
+    std::uint64_t total = vec(t.cpu_ops) + vec(t.runtime_calls) + vec(t.activities) + vec(t.op_shapes);
+    for (const auto& s : t.op_shapes) {
+        total += vec(s.inputs) + vec(s.output_storage_ids) + vec(s.output_dims);
+        for (const auto& a : s.inputs) total += vec(a.dims) + vec(a.strides) + vec(a.list_ranks);
+        for (const auto& d : s.output_dims) total += vec(d);
+    }
+    // StringPool: a std::string in a deque, a pointer in a vector, an unordered_map node
+    // (next, string_view, id, cached hash) and its bucket, plus the text when it is not inline.
+    const std::size_t strings = t.names.size();
+    total += strings * (sizeof(std::string) + sizeof(void*) + heap(8 + 16 + 4 + 8) + sizeof(void*));
+    for (std::size_t i = 0; i < strings; ++i) {
+        const std::size_t n = t.names.view(static_cast<replay::NameId>(i)).size();
+        if (n > 15) total += heap(n + 1);
+    }
+    for (const auto& d : t.meta.devices) total += sizeof(d) + (d.name.size() > 15 ? heap(d.name.size() + 1) : 0);
+    return total;
+}
+
+struct Result {
+    bool ok = false;
+    char error[256] = {};
+    double seconds = 0;  // best of the repeats
+    double mean_seconds = 0;
+    std::uint64_t json_bytes = 0;
+    std::uint64_t raw_bytes = 0;
+    std::uint64_t events = 0;
+    std::uint64_t malformed = 0;
+    std::uint64_t kernels = 0;
+    std::uint64_t cpu_ops = 0;
+    std::uint64_t peak_buffer = 0;
+    std::uint64_t rss_before = 0;
+    std::uint64_t peak_rss = 0;
+    std::uint64_t rss_after = 0;  // model still alive, parser gone
+    std::uint64_t model = 0;
+};
+
+// Parses `path` `repeat` times in a forked child; the child's peak RSS covers these parses only.
+Result measure(const std::string& path, int repeat) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        std::perror("pipe");
+        std::exit(2);
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        Result r;
+        r.rss_before = current_rss();
+        try {
+            double total = 0;
+            r.seconds = 1e30;
+            for (int i = 0; i < repeat; ++i) {
+                const double t0 = now();
+                replay::ParseResult parsed = replay::parse_kineto(path);
+                const double s = now() - t0;
+                total += s;
+                r.seconds = std::min(r.seconds, s);
+                if (i == repeat - 1) {
+                    r.json_bytes = parsed.stats.json_bytes;
+                    r.raw_bytes = parsed.stats.raw_bytes;
+                    r.events = parsed.stats.events;
+                    r.malformed = parsed.stats.malformed;
+                    r.kernels = parsed.trace.count(replay::ActivityKind::Kernel);
+                    r.cpu_ops = parsed.trace.cpu_ops.size();
+                    r.peak_buffer = parsed.stats.peak_buffer_bytes;
+                    r.model = model_bytes(parsed.trace);
+                    r.rss_after = current_rss();
+                }
+            }
+            r.mean_seconds = total / repeat;
+            r.peak_rss = peak_rss_self();
+            r.ok = true;
+        } catch (const std::exception& e) {
+            std::snprintf(r.error, sizeof r.error, "%s", e.what());
+        }
+        const ssize_t n = write(fds[1], &r, sizeof r);
+        _exit(n == static_cast<ssize_t>(sizeof r) ? 0 : 1);
+    }
+    close(fds[1]);
+    Result r;
+    ssize_t got = 0;
+    while (got < static_cast<ssize_t>(sizeof r)) {
+        const ssize_t n = read(fds[0], reinterpret_cast<char*>(&r) + got, sizeof r - got);
+        if (n <= 0) break;
+        got += n;
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (got != static_cast<ssize_t>(sizeof r)) std::snprintf(r.error, sizeof r.error, "child died (status %d)", status);
+    return r;
+}
+
+struct PythonRun {
+    bool ok = false;
+    double seconds = 0;
+    std::uint64_t peak_rss = 0;
+};
+
+PythonRun time_python(const std::string& python, const std::string& path) {
+    PythonRun run;
+    const double t0 = now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const char* code = "import json,sys;json.loads(open(sys.argv[1],'rb').read())";
+        execlp(python.c_str(), python.c_str(), "-c", code, path.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    wait4(pid, &status, 0, &usage);
+    run.seconds = now() - t0;
+    run.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    run.peak_rss = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+    return run;
+}
+
+double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+double mbps(const Result& r) { return r.json_bytes / r.seconds / 1e6; }
+const char* verdict(bool ok) { return ok ? "MET" : "NOT MET"; }
+
+// Returns the parser's memory beyond the model, in MiB.
+double report(const char* label, const std::string& path, const Result& r) {
+    if (!r.ok) {
+        std::printf("%-6s %s: FAILED: %s\n", label, path.c_str(), r.error);
+        return -1;
+    }
+    const double beyond = (static_cast<double>(r.peak_rss) - static_cast<double>(r.rss_before) -
+                           static_cast<double>(r.model)) / (1024.0 * 1024.0);
+    std::printf("%-6s %s\n", label, path.c_str());
+    std::printf("       %.1f MB JSON (%.1f MB on disk), %llu events (%llu malformed), %llu kernels, %llu cpu_ops\n",
+                r.json_bytes / 1e6, r.raw_bytes / 1e6, static_cast<unsigned long long>(r.events),
+                static_cast<unsigned long long>(r.malformed), static_cast<unsigned long long>(r.kernels),
+                static_cast<unsigned long long>(r.cpu_ops));
+    std::printf("       parse-to-model: %.3f s best, %.3f s mean -> %.0f MB/s (best), %.0f MB/s (mean)\n", r.seconds,
+                r.mean_seconds, mbps(r), r.json_bytes / r.mean_seconds / 1e6);
+    std::printf("       peak RSS %.1f MiB (RSS before parse %.1f MiB, after parse with model %.1f MiB)\n",
+                mib(r.peak_rss), mib(r.rss_before), mib(r.rss_after));
+    std::printf("       model estimate %.1f MiB; parser buffers (stats.peak_buffer_bytes) %.1f MiB; "
+                "peak RSS - before - model = %.1f MiB\n",
+                mib(r.model), mib(r.peak_buffer), beyond);
+    return std::max(beyond, mib(r.peak_buffer));
+}
+
+void usage() {
+    std::fprintf(stderr,
+                 "usage: parse_bench --plain FILE [--zst FILE] [--python-doc FILE] [--python EXE] [--repeat N]\n");
+    std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string plain, zst, python_doc, python = "python3";
+    int repeat = 3;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) usage();
+            return argv[++i];
+        };
+        if (arg == "--plain") plain = next();
+        else if (arg == "--zst") zst = next();
+        else if (arg == "--python-doc") python_doc = next();
+        else if (arg == "--python") python = next();
+        else if (arg == "--repeat") repeat = std::max(1, std::atoi(next().c_str()));
+        else usage();
+    }
+    if (plain.empty()) usage();
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    std::printf("parse_bench: %ld online cores, best of %d parse(s) per input, each input in its own process\n",
+                sysconf(_SC_NPROCESSORS_ONLN), repeat);
+
+    const Result p = measure(plain, repeat);
+    double parser_mem = report("plain", plain, p);
+    Result z;
+    if (!zst.empty()) {
+        z = measure(zst, repeat);
+        parser_mem = std::max(parser_mem, report("zst", zst, z));
+    }
+    Result small;
+    PythonRun py;
+    if (!python_doc.empty()) {
+        small = measure(python_doc, repeat);
+        report("small", python_doc, small);
+        py = time_python(python, python_doc);
+        if (py.ok && small.ok) {
+            std::printf("python `json.loads(open(p,'rb').read())` (whole process) on the same %.1f MB: %.2f s -> "
+                        "%.1f MB/s, peak RSS %.0f MiB\n",
+                        small.json_bytes / 1e6, py.seconds, small.json_bytes / py.seconds / 1e6, mib(py.peak_rss));
+        } else {
+            std::printf("python run FAILED\n");
+        }
+    }
+
+    std::printf("\nsummary (targets)\n");
+    if (p.ok)
+        std::printf("  plain throughput   %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(p), kTargetPlain,
+                    mbps(p) / kTargetPlain, verdict(mbps(p) >= kTargetPlain));
+    if (z.ok)
+        std::printf("  zst throughput     %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(z), kTargetZst,
+                    mbps(z) / kTargetZst, verdict(mbps(z) >= kTargetZst));
+    if (p.ok)
+        std::printf("  parser memory      %7.1f MiB   target <= %.0f MiB beyond the model  ratio %.2f  %s\n",
+                    parser_mem, kTargetParserMiB, parser_mem / kTargetParserMiB,
+                    verdict(parser_mem <= kTargetParserMiB));
+    if (py.ok && small.ok && p.ok) {
+        const double py_mbps = small.json_bytes / py.seconds / 1e6;
+        const double same_doc = mbps(small) / py_mbps;
+        const double big = mbps(p) / py_mbps;
+        std::printf("  vs python          %7.1fx        target %4.0fx (same %.0f MB document; %.1fx using the "
+                    "1 GB plain MB/s against Python's MB/s on the small one)  ratio %.2f  %s\n",
+                    same_doc, kTargetVsPython, small.json_bytes / 1e6, big, same_doc / kTargetVsPython,
+                    verdict(same_doc >= kTargetVsPython));
+    }
+    return p.ok && (zst.empty() || z.ok) ? 0 : 1;
+}
