@@ -1,6 +1,9 @@
 #include "replay/event_splitter.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -13,55 +16,6 @@ namespace {
 constexpr std::uint64_t kOddBits = 0xAAAAAAAAAAAAAAAAULL;
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-struct BlockMasks {
-    std::uint64_t quote, backslash, open_brace, close_brace, close_bracket;
-};
-
-#ifdef REPLAY_SPLITTER_SSE2
-inline std::uint64_t eq_mask(const __m128i (&v)[4], char c) {
-    const __m128i needle = _mm_set1_epi8(c);
-    std::uint64_t m = 0;
-    for (int i = 0; i < 4; ++i)
-        m |= static_cast<std::uint64_t>(
-                 static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v[i], needle))))
-             << (16 * i);
-    return m;
-}
-inline BlockMasks classify(const char* block) {
-    __m128i v[4];
-    for (int i = 0; i < 4; ++i)
-        v[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
-    return {eq_mask(v, '"'), eq_mask(v, '\\'), eq_mask(v, '{'), eq_mask(v, '}'), eq_mask(v, ']')};
-}
-#else
-inline BlockMasks classify(const char* block) {
-    BlockMasks m{0, 0, 0, 0, 0};
-    for (int i = 0; i < 64; ++i) {
-        const std::uint64_t bit = 1ULL << i;
-        switch (block[i]) {
-            case '"': m.quote |= bit; break;
-            case '\\': m.backslash |= bit; break;
-            case '{': m.open_brace |= bit; break;
-            case '}': m.close_brace |= bit; break;
-            case ']': m.close_bracket |= bit; break;
-            default: break;
-        }
-    }
-    return m;
-}
-#endif
-
-// Bit i set when an odd number of quote bits are at or below i: the bytes inside strings.
-inline std::uint64_t prefix_xor(std::uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-}
 
 // Characters escaped by a backslash run of odd length (simdjson's json_escape_scanner).
 inline std::uint64_t escaped_bits(std::uint64_t backslash, std::uint64_t& next_is_escaped) {
@@ -79,6 +33,135 @@ inline std::uint64_t escaped_bits(std::uint64_t backslash, std::uint64_t& next_i
     next_is_escaped = escape >> 63;
     return escaped;
 }
+
+// Bit i set when an odd number of quote bits are at or below i: the bytes inside strings.
+inline std::uint64_t prefix_xor(std::uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+// Carry between 64-byte blocks: inside a string, and whether the next byte is escaped.
+struct StringState {
+    std::uint64_t in_string = 0;  // all ones when the last block ended inside a string
+    std::uint64_t escaped = 0;    // 1 when the next block's first byte is escaped
+};
+
+// The structural characters of one block outside strings: '{', '}' and ']'.
+inline std::uint64_t structural_bits(std::uint64_t brace_bracket, std::uint64_t in_string, StringState& state) {
+    const std::uint64_t s = in_string ^ state.in_string;
+    state.in_string = static_cast<std::uint64_t>(static_cast<std::int64_t>(s) >> 63);
+    return brace_bracket & ~s;
+}
+
+// Indexes `blocks` full 64-byte blocks of `buf` into one structural mask each. One function per
+// instruction set, picked once at run time; it is called for runs of blocks, so the indirect call
+// costs nothing per block.
+using IndexFn = void (*)(const char* buf, std::size_t blocks, std::uint64_t* out, StringState& state);
+
+void index_generic(const char* buf, std::size_t blocks, std::uint64_t* out, StringState& state) {
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const char* block = buf + 64 * b;
+        std::uint64_t quote = 0, backslash = 0, structural = 0;
+#ifdef REPLAY_SPLITTER_SSE2
+        for (int i = 0; i < 4; ++i) {
+            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
+            auto mask = [&](char c) {
+                return static_cast<std::uint64_t>(
+                    static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)))));
+            };
+            quote |= mask('"') << (16 * i);
+            backslash |= mask('\\') << (16 * i);
+            structural |= (mask('{') | mask('}') | mask(']')) << (16 * i);
+        }
+#else
+        for (int i = 0; i < 64; ++i) {
+            const std::uint64_t bit = 1ULL << i;
+            switch (block[i]) {
+                case '"': quote |= bit; break;
+                case '\\': backslash |= bit; break;
+                case '{':
+                case '}':
+                case ']': structural |= bit; break;
+                default: break;
+            }
+        }
+#endif
+        const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
+        out[b] = structural_bits(structural, prefix_xor(quote & ~escaped), state);
+    }
+}
+
+#ifdef REPLAY_SPLITTER_SSE2
+__attribute__((target("avx2"))) inline std::uint64_t movemask64(__m256i lo, __m256i hi) {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(lo))) |
+           (static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(hi))) << 32);
+}
+
+__attribute__((target("avx2,pclmul"))) void index_avx2(const char* buf, std::size_t blocks, std::uint64_t* out,
+                                                          StringState& state) {
+    const __m256i q = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
+    const __m256i ob = _mm256_set1_epi8('{'), cb = _mm256_set1_epi8('}'), cbr = _mm256_set1_epi8(']');
+    const __m128i ones = _mm_set1_epi8(-1);
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const char* block = buf + 64 * b;
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32));
+        const __m256i slo = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, ob), _mm256_cmpeq_epi8(lo, cb)),
+                                            _mm256_cmpeq_epi8(lo, cbr));
+        const __m256i shi = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(hi, ob), _mm256_cmpeq_epi8(hi, cb)),
+                                            _mm256_cmpeq_epi8(hi, cbr));
+        const std::uint64_t structural = movemask64(slo, shi);
+        const std::uint64_t quote = movemask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
+        const std::uint64_t backslash = movemask64(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs));
+        const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
+        const std::uint64_t quotes = quote & ~escaped;
+        const std::uint64_t in_string = static_cast<std::uint64_t>(_mm_cvtsi128_si64(
+            _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(quotes)), ones, 0)));
+        out[b] = structural_bits(structural, in_string, state);
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,pclmul"))) void index_avx512(const char* buf, std::size_t blocks,
+                                                                        std::uint64_t* out, StringState& state) {
+    const __m512i q = _mm512_set1_epi8('"'), bs = _mm512_set1_epi8('\\');
+    const __m512i ob = _mm512_set1_epi8('{'), cb = _mm512_set1_epi8('}'), cbr = _mm512_set1_epi8(']');
+    const __m128i ones = _mm_set1_epi8(-1);
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const __m512i v = _mm512_loadu_si512(buf + 64 * b);
+        const std::uint64_t quote = _mm512_cmpeq_epi8_mask(v, q);
+        const std::uint64_t backslash = _mm512_cmpeq_epi8_mask(v, bs);
+        const std::uint64_t structural =
+            _mm512_cmpeq_epi8_mask(v, ob) | _mm512_cmpeq_epi8_mask(v, cb) | _mm512_cmpeq_epi8_mask(v, cbr);
+        const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
+        const std::uint64_t quotes = quote & ~escaped;
+        const std::uint64_t in_string = static_cast<std::uint64_t>(_mm_cvtsi128_si64(
+            _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(quotes)), ones, 0)));
+        out[b] = structural_bits(structural, in_string, state);
+    }
+}
+#endif
+
+IndexFn pick_index() {
+#ifdef REPLAY_SPLITTER_SSE2
+    __builtin_cpu_init();
+    if (const char* force = std::getenv("REPLAY_SPLITTER_ISA")) {  // for tests: generic, avx2, avx512
+        const std::string_view isa(force);
+        if (isa == "generic") return index_generic;
+        if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul")) return index_avx2;
+    }
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("pclmul"))
+        return index_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul")) return index_avx2;
+#endif
+    return index_generic;
+}
+
+const IndexFn index_blocks = pick_index();
 
 // Finds the end of a JSON string starting at buf[i] == '"'; returns the index just past the
 // closing quote, or 0 when the buffer ends first.
@@ -255,51 +338,57 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
 }
 
 void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
+    constexpr std::size_t kRun = 64;  // blocks indexed per call (4 KiB)
+    std::uint64_t masks[kRun];
     alignas(64) char tail[64];
+    StringState strings{prev_in_string_, prev_escaped_};
     while (pos_ < size) {
-        const char* block = buf + pos_;
+        std::size_t blocks = std::min<std::size_t>((size - pos_) / 64, kRun);
         std::size_t valid = 64;
-        if (pos_ + 64 > size) {
-            if (!eof) return;
+        if (blocks == 0) {
+            if (!eof) break;
             valid = size - pos_;
             std::memset(tail, ' ', sizeof tail);
-            std::memcpy(tail, block, valid);
-            block = tail;
+            std::memcpy(tail, buf + pos_, valid);
+            index_blocks(tail, 1, masks, strings);
+            blocks = 1;
+        } else {
+            index_blocks(buf + pos_, blocks, masks, strings);
         }
-        const BlockMasks m = classify(block);
-        const std::uint64_t escaped = escaped_bits(m.backslash, prev_escaped_);
-        const std::uint64_t quotes = m.quote & ~escaped;
-        const std::uint64_t in_string = prefix_xor(quotes) ^ prev_in_string_;
-        prev_in_string_ = static_cast<std::uint64_t>(static_cast<std::int64_t>(in_string) >> 63);
-        std::uint64_t structural = (m.open_brace | m.close_brace | m.close_bracket) & ~in_string;
-        while (structural != 0) {
-            const std::size_t at = pos_ + static_cast<std::size_t>(__builtin_ctzll(structural));
-            structural &= structural - 1;
-            const char c = buf[at];
-            if (c == '{') {
-                if (depth_ == 0) {
+        for (std::size_t b = 0; b < blocks; ++b, pos_ += valid) {
+            std::uint64_t structural = masks[b];
+            while (structural != 0) {
+                const std::size_t at = pos_ + static_cast<std::size_t>(__builtin_ctzll(structural));
+                structural &= structural - 1;
+                const char c = buf[at];
+                if (c == '{') {
+                    if (depth_ == 0) {
+                        on_event_gap(buf, gap_begin_, at);
+                        event_begin_ = at;
+                    }
+                    ++depth_;
+                } else if (c == '}') {
+                    if (depth_ == 0) throw SplitError{base_ + at, "'{' or ']' in traceEvents, not '}'"};
+                    if (--depth_ == 0) {
+                        out.push_back(Span{static_cast<std::uint32_t>(event_begin_),
+                                           static_cast<std::uint32_t>(at + 1 - event_begin_), false, 0, 0});
+                        gap_begin_ = at + 1;
+                        last_end_abs_ = base_ + at + 1;
+                    }
+                } else if (depth_ == 0) {  // ']' closes traceEvents
                     on_event_gap(buf, gap_begin_, at);
-                    event_begin_ = at;
-                }
-                ++depth_;
-            } else if (c == '}') {
-                if (depth_ == 0) throw SplitError{base_ + at, "'{' or ']' in traceEvents, not '}'"};
-                if (--depth_ == 0) {
-                    out.push_back(Span{static_cast<std::uint32_t>(event_begin_),
-                                       static_cast<std::uint32_t>(at + 1 - event_begin_), false, 0, 0});
-                    gap_begin_ = at + 1;
                     last_end_abs_ = base_ + at + 1;
+                    pos_ = at + 1;
+                    state_ = bare_array_ ? State::Done : State::RootComma;
+                    prev_in_string_ = strings.in_string;
+                    prev_escaped_ = strings.escaped;
+                    return;
                 }
-            } else if (depth_ == 0) {  // ']' closes traceEvents
-                on_event_gap(buf, gap_begin_, at);
-                last_end_abs_ = base_ + at + 1;
-                pos_ = at + 1;
-                state_ = bare_array_ ? State::Done : State::RootComma;
-                return;
             }
         }
-        pos_ += valid;
     }
+    prev_in_string_ = strings.in_string;
+    prev_escaped_ = strings.escaped;
 }
 
 }  // namespace replay

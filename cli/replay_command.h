@@ -1,0 +1,163 @@
+// The replaying commands of the CLI: `replay TRACE --mode ...`, `replay regress`, `replay compare`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "replay/analysis.h"
+#include "replay/backend.h"
+#include "replay/drivers.h"
+#include "replay/recipe_json.h"
+#include "replay/report.h"
+#include "replay/source.h"
+
+namespace replay::cli {
+
+// Settings every replaying command shares.
+struct ReplaySettings {
+    std::string mode = "unique";
+    std::string backend = "auto";
+    std::string out_dir = "replay_out";
+    std::string pace = "none";
+    int iterations = 1;
+    int warmup = 10;
+    int runs = 50;
+    bool l2_flush = false;
+    bool no_sequential_check = false;
+    bool no_cupti = false;
+    int device = 0;
+    std::uint64_t seed = 0;
+
+    void add_options(CLI::App& app, bool with_out = true) {
+        app.add_option("--mode", mode, "sequential: every activity in recorded order on the recorded streams; unique: each unique kernel alone")
+            ->check(CLI::IsMember({"sequential", "unique"}))
+            ->capture_default_str();
+        app.add_option("--backend", backend, "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto (cuda when a GPU is usable)")
+            ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+            ->capture_default_str();
+        if (with_out) app.add_option("--out", out_dir, "Output folder: report.json, kernels.csv, replay_trace.json")->capture_default_str();
+        app.add_option("--pace", pace, "sequential: none (back to back) or recorded (keep the recorded idle gaps on each stream)")
+            ->check(CLI::IsMember({"none", "recorded"}))
+            ->capture_default_str();
+        app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")->check(CLI::PositiveNumber)->capture_default_str();
+        app.add_option("--warmup", warmup, "unique: untimed runs per kernel")->check(CLI::NonNegativeNumber)->capture_default_str();
+        app.add_option("--runs", runs, "unique: timed runs per kernel")->check(CLI::PositiveNumber)->capture_default_str();
+        app.add_flag("--l2-flush", l2_flush, "unique: flush the L2 cache before every timed run (cold timing)");
+        app.add_flag("--no-sequential-check", no_sequential_check, "unique: skip the sequential pass that the predicted total is compared with");
+        app.add_flag("--no-cupti", no_cupti, "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
+        app.add_option("--device", device, "GPU index")->capture_default_str();
+        app.add_option("--seed", seed, "Seed of the random input data")->capture_default_str();
+    }
+
+    DriverOptions driver_options(bool quiet) const {
+        DriverOptions o;
+        o.pace = pace == "recorded" ? Pace::Recorded : Pace::None;
+        o.iterations = iterations;
+        o.warmup = warmup;
+        o.runs = runs;
+        o.l2_flush = l2_flush;
+        o.sequential_check = !no_sequential_check;
+        if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "replay: %s\n", line.c_str()); };
+        return o;
+    }
+
+    std::unique_ptr<Backend> make_backend() const {
+        BackendOptions options;
+        options.device = device;
+        options.seed = seed;
+        options.use_cupti = !no_cupti;
+        std::string why_cuda, why_cpu;
+        if (backend == "cuda" || backend == "auto") {
+            auto b = make_cuda_backend(options, why_cuda);
+            if (b) return b;
+            if (backend == "cuda") throw std::runtime_error("CUDA backend unavailable: " + why_cuda);
+        }
+        auto b = make_cpu_backend(options, why_cpu);
+        if (b) {
+            if (backend == "auto") std::fprintf(stderr, "replay: no usable GPU (%s); using the CPU backend\n", why_cuda.c_str());
+            return b;
+        }
+        throw std::runtime_error("no backend available: " + (why_cuda.empty() ? "" : why_cuda + "; ") + why_cpu);
+    }
+
+    Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet, Timeline* timeline) const {
+        const DriverOptions options = driver_options(quiet);
+        if (analysis == nullptr) return replay_unique(*kernels, backend, options);
+        if (mode == "sequential") return replay_sequential(*analysis, backend, options, timeline);
+        return replay_unique(*analysis, backend, options);
+    }
+};
+
+template <typename Fn>
+void write_file(const std::filesystem::path& path, Fn&& fn) {
+    const auto tmp = path.string() + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary);
+        if (!out) throw InputError(path.string(), 0, "cannot create output file");
+        fn(out);
+        if (!out.flush()) throw InputError(path.string(), 0, "write failed");
+    }
+    std::filesystem::rename(tmp, path);
+}
+
+void print_summary(const Report& r) {
+    const ReportTotals& t = r.totals;
+    std::printf("mode %s on %s (%s)\n", r.mode.c_str(), r.backend.c_str(), r.env("gpu").c_str());
+    std::printf("  recorded kernel time      %12.1f us, %.2f%% with a recipe\n", t.recorded_kernel_us, 100 * t.recipe_coverage);
+    std::printf("  replayed                  %12.2f%% of recorded kernel time\n", 100 * t.replayed_coverage);
+    std::printf("  replayed kernel time      %12.1f us vs %.1f us recorded for the same kernels (%+.2f%%)\n",
+                t.replayed_kernel_us, t.replayed_recorded_us, t.total_error_pct);
+    std::printf("  median |error| per kernel %12.2f%%\n", t.median_abs_error_pct);
+    std::printf("  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
+    if (r.mode == "unique") {
+        std::printf("  predicted total           %12.1f us (sum of count x median)\n", t.predicted_total_us);
+        if (t.sequential_kernel_us == t.sequential_kernel_us)
+            std::printf("  sequential pass           %12.1f us (predicted %+.2f%%)\n", t.sequential_kernel_us,
+                        100 * (t.predicted_total_us - t.sequential_kernel_us) / t.sequential_kernel_us);
+    }
+    std::size_t skipped = 0;
+    for (const auto& k : r.kernels) skipped += k.disposition == "skipped" || k.disposition == "failed";
+    std::printf("  unique kernels            %12zu (%zu skipped or failed; reasons in report.json)\n", r.kernels.size(), skipped);
+}
+
+class ReplayCommand {
+public:
+    void add_options(CLI::App& app) {
+        settings_.add_options(app);
+        app.add_option("--kernels", kernel_file_, "Replay a kernel_signatures.json (from `replay classify`) in unique mode, without the trace");
+    }
+    bool has_kernel_file() const { return !kernel_file_.empty(); }
+
+    int run(const Analysis* analysis, bool quiet) {
+        SignatureFile file;
+        if (analysis == nullptr) {
+            if (settings_.mode != "unique") throw std::runtime_error("--kernels replays in --mode unique only");
+            file = read_signature_file(kernel_file_);
+        }
+        auto backend = settings_.make_backend();
+        std::filesystem::create_directories(settings_.out_dir);
+        Timeline timeline;
+        Report report = settings_.run(analysis, analysis ? nullptr : &file, *backend, quiet,
+                                      settings_.mode == "sequential" ? &timeline : nullptr);
+        const std::filesystem::path dir(settings_.out_dir);
+        write_file(dir / "report.json", [&](std::ostream& out) { write_report_json(out, report); });
+        write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, report); });
+        if (settings_.mode == "sequential")
+            write_file(dir / "replay_trace.json", [&](std::ostream& out) { write_replay_trace(out, timeline); });
+        if (!quiet) print_summary(report);
+        if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings_.out_dir.c_str());
+        return 0;
+    }
+
+private:
+    ReplaySettings settings_;
+    std::string kernel_file_;
+};
+
+}  // namespace replay::cli

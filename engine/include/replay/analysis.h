@@ -1,0 +1,38 @@
+// One trace, read and understood: parsed model, kernel graph, recipes and unique kernels.
+// Every command starts here.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "replay/classifier.h"
+#include "replay/kernel_graph.h"
+#include "replay/kineto_parser.h"
+#include "replay/signatures.h"
+
+namespace replay {
+
+struct AnalysisOptions {
+    std::string trace_path;
+    std::string execution_trace_path;  // --et: PyTorch Execution Trace of the same run
+    std::string shape_log_path;        // --shapes: JSONL shape log
+    ParseOptions parse;
+};
+
+struct Analysis {
+    ParseResult parsed;
+    KernelGraph graph;
+    std::vector<Recipe> recipes;  // per graph node
+    std::vector<UniqueKernel> kernels;
+    double coverage = 0;     // share of recorded kernel time with a recipe
+    std::string trace_hash;  // content hash of the recorded GPU activities (compression-independent)
+    std::vector<std::string> notes;
+    double parse_seconds = 0;
+    const Trace& trace() const { return parsed.trace; }
+};
+
+// Throws InputError for unusable input. The result is not movable: the graph points into it.
+std::unique_ptr<Analysis> analyze(const AnalysisOptions& options);
+
+}  // namespace replay

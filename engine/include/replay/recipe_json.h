@@ -1,0 +1,27 @@
+// Recipes and unique kernels to and from JSON (kernel_signatures.json, report.json), so that
+// `replay --mode unique --kernels FILE` can replay without the trace.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "replay/json_writer.h"
+#include "replay/recipe.h"
+#include "replay/signatures.h"
+
+namespace replay {
+
+void write_recipe(JsonWriter& json, const Recipe& recipe);
+void write_duration_stats(JsonWriter& json, const DurationStats& stats);
+
+struct SignatureFile {
+    std::string trace;       // the trace it was made from
+    std::string trace_hash;  // Analysis::trace_hash
+    std::vector<UniqueKernel> kernels;  // nodes are empty; recorded_us holds the statistics
+};
+// Writes kernel_signatures.json (schemas/kernel_signatures.schema.json).
+void write_signature_file(std::ostream& out, const SignatureFile& file);
+// Throws InputError naming the file and byte offset for malformed content.
+SignatureFile read_signature_file(const std::string& path);
+
+}  // namespace replay

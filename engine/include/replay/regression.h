@@ -1,0 +1,133 @@
+// `replay regress` / `replay compare`: a baseline report against a current one, per unique kernel
+// (matched by id), per tier and in total. Pure statistics on two Reports; no GPU involved.
+//
+// A kernel is regressed (improved: the mirror image) only when
+//   (a) its median moved by more than max(threshold_pct, k x robust relative spread of the runs),
+//       the spread being 1.4826 x MAD of the samples' relative deviations from their own side's
+//       median, baseline and current pooled; and
+//   (b) when both sides have >= min_samples samples, a two-sided Mann-Whitney U test gives
+//       p < alpha (exact distribution for small tie-free samples, normal approximation with tie and
+//       continuity correction otherwise). With fewer samples (a) alone decides and the kernel's
+//       note says so.
+#pragma once
+
+#include <cmath>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "replay/recipe.h"
+#include "replay/report.h"
+
+namespace replay {
+
+struct RegressionOptions {
+    double threshold_pct = 5.0;   // minimum median change that counts
+    double k = 3.0;               // ... and at least k x the run-to-run spread
+    double alpha = 0.01;          // significance level of the rank test
+    std::size_t min_samples = 5;  // per side, for the rank test to be used
+    // Compare the recorded durations (recorded_us, no per-run samples: threshold only) instead of
+    // the replayed ones: `replay compare` on two traces.
+    bool recorded = false;
+};
+
+enum class Verdict : std::uint8_t { Unchanged, Improved, Regressed, New, Missing };
+const char* to_string(Verdict verdict);  // unchanged | improved | regressed | new | missing
+
+struct KernelComparison {
+    std::string id;
+    std::string name;
+    std::string kind;
+    Tier tier = Tier::NotReplayable;
+    Verdict verdict = Verdict::Unchanged;
+    std::size_t baseline_count = 0, current_count = 0;  // recorded invocations per trace
+    std::size_t baseline_samples = 0, current_samples = 0;
+    double baseline_median_us = NAN, current_median_us = NAN;
+    double change_pct = NAN;     // (current - baseline) / baseline x 100: the effect
+    double spread_pct = NAN;     // robust relative spread of the runs, pooled (percent)
+    double threshold_pct = NAN;  // max(options.threshold_pct, k x spread_pct): what (a) used
+    double p_value = NAN;        // Mann-Whitney U, two-sided; NaN when the test was not run
+    bool rank_test = false;      // (b) was applied
+    bool exact = false;          // p from the exact U distribution (else normal approximation)
+    std::string note;            // "3 samples: threshold only", "not replayed in current run", ...
+    double baseline_total_us() const { return static_cast<double>(baseline_count) * baseline_median_us; }
+    double current_total_us() const { return static_cast<double>(current_count) * current_median_us; }
+};
+
+struct RegressionSummary {
+    std::size_t regressed = 0, improved = 0, unchanged = 0, added = 0 /* "new" */, missing = 0;
+};
+
+struct RegressionTotals {
+    std::size_t matched = 0;  // kernels compared on both sides
+    double baseline_us = 0;   // sum over matched kernels of count x median
+    double current_us = 0;
+    double change_pct = NAN;
+};
+
+struct TierComparison {
+    Tier tier = Tier::NotReplayable;
+    RegressionSummary summary;
+    RegressionTotals totals;
+};
+
+struct MachineDifference {
+    std::string key;  // gpu | driver | cuda | cublas | libtorch
+    std::string baseline, current;
+};
+
+struct Regression {
+    std::string schema = "replay.regression/1";
+    std::string baseline;  // label (path) of the baseline report
+    std::string current;
+    bool same_machine = true;
+    std::vector<MachineDifference> machine_differences;
+    RegressionOptions options;
+    RegressionSummary summary;
+    RegressionTotals totals;
+    std::vector<TierComparison> tiers;     // tiers 0..4 that have kernels, in order
+    std::vector<KernelComparison> kernels;  // baseline order, then the new ones
+    std::vector<std::string> notes;
+};
+
+// Environment keys whose difference makes two reports "not the same machine".
+const std::vector<std::string>& machine_keys();
+
+Regression compare_reports(const Report& baseline, const Report& current, const RegressionOptions& options = {},
+                           const std::string& baseline_label = "baseline", const std::string& current_label = "current");
+
+// Writes schemas/regression.schema.json.
+void write_regression_json(std::ostream& out, const Regression& regression);
+// A short Markdown summary for a CI log: regressed/improved table, then counts and totals.
+void write_regression_markdown(std::ostream& out, const Regression& regression);
+// 1 when any kernel regressed, else 0.
+int regression_exit_code(const Regression& regression);
+
+struct Baseline {
+    std::string path;
+    Report report;
+};
+// `path_or_dir` a report file: read it. A folder: read every *.json in it and in its immediate
+// subfolders, keep the replay reports whose inputs["trace_hash"] equals `trace_hash`, and pick the
+// newest (modification time; path order breaks ties). Throws InputError when none matches.
+Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash);
+
+// The statistics, exposed for tests and for other tools.
+namespace stats {
+double median(std::vector<double> values);
+// 1.4826 x MAD of the relative deviations of `a` from median(a) and of `b` from median(b), pooled,
+// as a fraction (0.02 = 2%): the run-to-run noise of one sample, not shifted by a change between
+// the two sides. A side with fewer than 2 samples contributes nothing; 0 when neither has 2.
+double robust_relative_spread(const std::vector<double>& a, const std::vector<double>& b);
+struct RankTest {
+    double u = NAN;  // U of the first sample
+    double z = NAN;  // normal approximation (NaN when exact)
+    double p = NAN;  // two-sided
+    bool exact = false;
+};
+// Two-sided Mann-Whitney U test. Exact for tie-free samples with n1 + n2 <= 40; otherwise the
+// normal approximation with tie and continuity correction.
+RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
+}  // namespace stats
+
+}  // namespace replay

@@ -1,0 +1,27 @@
+// Tier 3 on the CUDA backend: aten ops run through libtorch (replay_torch's TorchOpRunner) on the
+// backend's device and streams. Builds without libtorch report why instead.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "replay/backend.h"
+
+namespace replay::cuda {
+
+class AtenRunner {
+public:
+    virtual ~AtenRunner() = default;
+    virtual Prepared prepare(const AtenRecipe& recipe) = 0;
+    virtual void run(std::uint32_t handle, cudaStream_t stream) = 0;
+
+    // nullptr with `why` when this build has no libtorch or libtorch cannot start on `device`.
+    static std::unique_ptr<AtenRunner> create(int device, std::uint64_t seed, std::string& why);
+    // The libtorch version this build was compiled against ("" without libtorch).
+    static std::string libtorch_version();
+};
+
+}  // namespace replay::cuda

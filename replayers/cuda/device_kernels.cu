@@ -1,0 +1,60 @@
+// Device helpers of the CUDA backend; see device_kernels.h.
+#include "device_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace replay::cuda {
+namespace {
+
+__device__ __forceinline__ std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// Uniform in [-1, 1) from the top 24 bits.
+__device__ __forceinline__ float uniform(std::uint64_t bits) {
+    return static_cast<float>(bits >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+__global__ void fill_uniform_kernel(void* data, std::size_t count, int type, std::uint64_t seed) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+        const std::uint64_t bits = splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull));
+        switch (type) {
+            case 0: static_cast<float*>(data)[i] = uniform(bits); break;
+            case 1: static_cast<__half*>(data)[i] = __float2half(uniform(bits)); break;
+            case 2: static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(uniform(bits)); break;
+            case 3: static_cast<double*>(data)[i] = static_cast<double>(uniform(bits)); break;
+            default: static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(bits >> 56); break;
+        }
+    }
+}
+
+__global__ void spin_kernel(long long cycles) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {
+    }
+}
+
+}  // namespace
+
+cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, std::uint64_t seed,
+                                cudaStream_t stream) {
+    if (count == 0) return cudaSuccess;
+    constexpr unsigned kThreads = 256;
+    const std::size_t wanted = (count + kThreads - 1) / kThreads;
+    const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
+    fill_uniform_kernel<<<blocks, kThreads, 0, stream>>>(data, count, static_cast<int>(type), seed);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_spin(long long cycles, cudaStream_t stream) {
+    if (cycles <= 0) return cudaSuccess;
+    spin_kernel<<<1, 1, 0, stream>>>(cycles);
+    return cudaGetLastError();
+}
+
+}  // namespace replay::cuda

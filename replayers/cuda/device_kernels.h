@@ -1,0 +1,22 @@
+// Small device helpers of the CUDA backend (compiled by nvcc, C++17, no ATen): random fills for
+// GEMM operands and a clock64 spin that stands in for recorded idle time on a stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace replay::cuda {
+
+enum class FillType : int { Float32 = 0, Float16 = 1, BFloat16 = 2, Float64 = 3, Bytes = 4 };
+
+// Fills `count` elements at `data` with uniform values in [-1, 1) (random bytes for Bytes),
+// a pure function of (seed, index). Returns the launch error.
+cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, std::uint64_t seed,
+                                cudaStream_t stream);
+
+// One thread that spins until clock64() has advanced by `cycles` on its multiprocessor.
+cudaError_t launch_spin(long long cycles, cudaStream_t stream);
+
+}  // namespace replay::cuda

@@ -1,0 +1,56 @@
+// Replay drivers: sequential (every activity in recorded order, streams and waits kept) and
+// unique (each unique kernel alone, warmup + timed runs). Both fill a Report.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "replay/analysis.h"
+#include "replay/backend.h"
+#include "replay/recipe_json.h"
+#include "replay/report.h"
+
+namespace replay {
+
+enum class Pace { None, Recorded };
+
+struct DriverOptions {
+    Pace pace = Pace::None;
+    int iterations = 1;
+    int warmup = 10;
+    int runs = 50;
+    bool l2_flush = false;
+    bool sequential_check = true;  // unique mode: also time one sequential pass to compare
+    std::function<void(const std::string&)> progress;  // one line of progress, or empty
+};
+
+// What a sequential replay produced, kept for the Chrome trace of recorded vs replayed.
+struct Timeline {
+    struct Item {
+        std::string name;
+        std::int64_t stream = 0;
+        double start_us = 0, dur_us = 0;
+        bool replayed = false;
+    };
+    std::vector<Item> items;
+};
+
+// One group of recorded activities issued by one recipe (an op instance: a GEMM and its split-K
+// reduction, or the kernels of one aten op).
+struct Step {
+    std::uint32_t issue_node = 0;        // graph node whose recipe is issued
+    std::vector<std::uint32_t> nodes;    // graph nodes this issue re-creates, in launch order
+    int stream = 0;                      // stream slot
+};
+std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>& recipes);
+
+Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options, Timeline* timeline);
+Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOptions& options);
+Report replay_unique(const SignatureFile& kernels, Backend& backend, const DriverOptions& options);
+
+// Chrome trace (Perfetto / chrome://tracing / HTA) with recorded and replayed tracks side by side.
+void write_replay_trace(std::ostream& out, const Timeline& timeline);
+
+}  // namespace replay

@@ -1,0 +1,142 @@
+// The CPU backend: replays recipes with libtorch's CPU kernels, synchronously, timed with the
+// host's steady clock. It needs no GPU, so traces can be checked and their op mix timed anywhere;
+// the timings say how the CPU runs the work, not how the recorded GPU did.
+//
+// Intra-op threads are libtorch's default (one per core, or OMP_NUM_THREADS): the backend does not
+// pick a count, so that the environment, not the code, decides; environment() reports it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <utility>
+#include <variant>
+
+#include <ATen/Parallel.h>
+
+#include "replay/backend.h"
+#include "replay/torch_ops.h"
+
+namespace replay {
+namespace {
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);) {
+        if (!line.starts_with("model name")) continue;
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) break;
+        const auto first = line.find_first_not_of(" \t", colon + 1);
+        return first == std::string::npos ? std::string() : line.substr(first);
+    }
+    return "unknown CPU";
+}
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(const BackendOptions& options)
+        : runner_(TorchDevice{TorchDevice::Kind::Cpu, 0}, options.seed, options.dataflow) {}
+
+    Environment environment() const override {
+        Environment env;
+        env.backend = "cpu";
+        env.device_name = cpu_model();
+        env.libtorch_version = TorchOpRunner::libtorch_version();
+        env.timing = "host-clock";
+        const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page_size > 0) env.total_memory = static_cast<std::int64_t>(pages) * page_size;
+        env.notes.push_back("intra-op threads: " + std::to_string(at::get_num_threads()) + " (libtorch default)");
+        env.notes.push_back("timings are whole ops on the host clock, including dispatch overhead");
+        for (auto& note : runner_.notes()) env.notes.push_back(std::move(note));
+        if (failed_runs_ > 0)
+            env.notes.push_back(std::to_string(failed_runs_) + " issued runs failed; first: " + first_failure_);
+        return env;
+    }
+
+    Prepared prepare(const Recipe& recipe) override {
+        Prepared result;
+        switch (recipe.tier) {
+            case Tier::Copy:
+                if (const auto* copy = std::get_if<CopyRecipe>(&recipe.detail)) return runner_.prepare_copy(*copy);
+                break;
+            case Tier::Gemm:
+                if (const auto* gemm = std::get_if<GemmRecipe>(&recipe.detail)) return runner_.prepare_gemm(*gemm);
+                break;
+            case Tier::AtenOp:
+                if (const auto* aten = std::get_if<AtenRecipe>(&recipe.detail)) return runner_.prepare(*aten);
+                break;
+            case Tier::Collective:
+                result.reason = "collectives need several processes";
+                return result;
+            case Tier::NotReplayable:
+                result.reason = recipe.reason.empty() ? "not replayable" : recipe.reason;
+                return result;
+        }
+        result.disposition = Disposition::Failed;
+        result.reason = std::string("tier ") + to_string(recipe.tier) + " recipe without its details";
+        return result;
+    }
+
+    void set_stream_count(int /*count*/) override {}  // one host thread runs every stream in issue order
+
+    void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        const std::int64_t start = now_ns();
+        const std::string error = runner_.run(handle);
+        const std::int64_t end = now_ns();
+        if (!error.empty()) {
+            // A failed run has no meaningful duration: count it and report it in environment().
+            if (failed_runs_++ == 0) first_failure_ = runner_.label(handle) + ": " + error;
+            return;
+        }
+        activities_.push_back(TimedActivity{tag, runner_.label(handle), start, end, stream, false});
+    }
+
+    // Work runs synchronously in issue order, so every wait is already satisfied.
+    void stream_wait(int /*waiter*/, int /*producer*/) override {}
+    void synchronize() override {}
+
+    // Cold caches: writing a buffer twice the last-level cache evicts what the replay left there.
+    void flush_l2() override {
+        if (flush_buffer_.empty()) {
+            long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+            if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+            const std::size_t size = llc > 0 ? std::clamp<std::size_t>(2 * static_cast<std::size_t>(llc), 8u << 20, 1u << 30)
+                                             : std::size_t{64} << 20;
+            flush_buffer_.resize(size);
+        }
+        std::memset(flush_buffer_.data(), ++flush_value_, flush_buffer_.size());
+    }
+
+    void delay(int /*stream*/, std::int64_t ns) override {
+        if (ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+    }
+
+    std::vector<TimedActivity> collect() override { return std::exchange(activities_, {}); }
+
+private:
+    TorchOpRunner runner_;
+    std::vector<TimedActivity> activities_;
+    std::vector<unsigned char> flush_buffer_;
+    unsigned char flush_value_ = 0;
+    std::size_t failed_runs_ = 0;
+    std::string first_failure_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> create_cpu_backend(const BackendOptions& options, std::string& why) {
+    try {
+        return std::make_unique<CpuBackend>(options);
+    } catch (const std::exception& e) {
+        why = std::string("cannot start the CPU backend: ") + e.what();
+        return nullptr;
+    }
+}
+
+}  // namespace replay

@@ -1,0 +1,111 @@
+// Graph links and tier decisions on the bundled H200 BLOOM trace and a 2021 trace.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <array>
+#include <map>
+
+#include "replay/analysis.h"
+#include "test_support.h"
+
+using replay::testing::trace_path;
+
+namespace {
+
+std::unique_ptr<replay::Analysis> analyze(const std::string& relative, const std::string& et = "") {
+    replay::AnalysisOptions options;
+    options.trace_path = trace_path(relative);
+    if (!et.empty()) options.execution_trace_path = trace_path(et);
+    return replay::analyze(options);
+}
+
+}  // namespace
+
+TEST(Classifier, EveryBloomGemmKernelHasATier2RecipeMatchingInputDims) {
+    auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz");
+    simdjson::dom::parser parser;
+    std::map<std::int64_t, std::array<std::int64_t, 4>> expected;  // external id -> m, n, k, batch
+    for (auto g : parser.load(trace_path("expected_gemms_bloom.json")).get_array())
+        expected[g["external_id"].get_int64()] = {g["m"].get_int64(), g["n"].get_int64(), g["k"].get_int64(),
+                                                  g["batch"].get_int64()};
+    ASSERT_EQ(expected.size(), 145u);
+    const auto& trace = a->trace();
+    std::size_t gemm_kernels = 0;
+    for (std::size_t i = 0; i < a->graph.nodes().size(); ++i) {
+        const auto& node = a->graph.nodes()[i];
+        const auto& activity = a->graph.activity(node);
+        if (activity.kind != replay::ActivityKind::Kernel) continue;
+        // Find the GEMM op (innermost) of this kernel, if any.
+        for (auto op : a->graph.op_chain(node)) {
+            auto it = expected.find(trace.cpu_ops[op].external_id);
+            if (it == expected.end()) continue;
+            ++gemm_kernels;
+            const auto& r = a->recipes[i];
+            ASSERT_EQ(r.tier, replay::Tier::Gemm) << trace.names.view(activity.name) << " rule " << r.rule << ": " << r.reason;
+            const auto& g = std::get<replay::GemmRecipe>(r.detail);
+            EXPECT_EQ(g.m, it->second[0]);
+            EXPECT_EQ(g.n, it->second[1]);
+            EXPECT_EQ(g.k, it->second[2]);
+            EXPECT_EQ(g.batch, it->second[3]);
+            EXPECT_EQ(g.a_type, replay::DType::Float16);
+            break;
+        }
+    }
+    EXPECT_GE(gemm_kernels, 145u);  // split-K GEMMs add a reduction kernel each
+    EXPECT_GE(a->coverage, 0.99);
+}
+
+TEST(Classifier, SplitKReductionIsIssuedWithItsGemm) {
+    auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz");
+    std::size_t reductions = 0;
+    for (std::size_t i = 0; i < a->graph.nodes().size(); ++i) {
+        const auto name = a->trace().names.view(a->graph.activity(a->graph.nodes()[i]).name);
+        if (name.find("splitKreduce") == std::string_view::npos) continue;
+        ++reductions;
+        EXPECT_EQ(a->recipes[i].rule, "gemm-splitk-reduce");
+        EXPECT_TRUE(a->recipes[i].issued_with_op);
+    }
+    EXPECT_EQ(reductions, 24u);
+}
+
+TEST(Classifier, EveryDecisionNamesItsRuleAndUnreplayableOnesAReason) {
+    for (const char* t : {"public/pytorch-kineto/worker0.pt.trace.json.gz", "public/HolisticTraceAnalysis/nccl_data.json.gz",
+                          "public/TraceLens/eager_trace.json.gz"}) {
+        auto a = analyze(t);
+        for (const auto& r : a->recipes) {
+            EXPECT_FALSE(r.rule.empty()) << t;
+            if (!r.replayable()) EXPECT_FALSE(r.reason.empty()) << t << " rule " << r.rule;
+        }
+    }
+}
+
+TEST(Classifier, NcclKernelsAreTier4WithCollectiveMetadata) {
+    auto a = analyze("public/HolisticTraceAnalysis/nccl_data.json.gz");
+    std::size_t collectives = 0;
+    for (const auto& k : a->kernels) {
+        if (k.name.find("nccl") == std::string::npos) continue;
+        ++collectives;
+        ASSERT_EQ(k.recipe.tier, replay::Tier::Collective);
+        const auto& c = std::get<replay::CollectiveRecipe>(k.recipe.detail);
+        EXPECT_FALSE(c.collective.empty());
+    }
+    EXPECT_GT(collectives, 0u);
+}
+
+TEST(Graph, LinksKernelsToLaunchesAndOps) {
+    auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz");
+    const auto& s = a->graph.stats();
+    EXPECT_EQ(s.linked, a->graph.nodes().size());
+    EXPECT_GT(s.driver_launches, 0u);  // cuLaunchKernel(Ex) for nvjet/cutlass kernels
+    // 2021 schema: string tids, "external id", Runtime/Operator categories.
+    auto old = analyze("public/pytorch-kineto/worker0.pt.trace.json.gz");
+    EXPECT_GT(static_cast<double>(old->graph.stats().linked), 0.95 * static_cast<double>(old->graph.nodes().size()));
+}
+
+TEST(Graph, ExecutionTraceFixesOverloads) {
+    auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
+    std::size_t with_schema = 0;
+    for (const auto& k : a->kernels)
+        if (const auto* op = std::get_if<replay::AtenRecipe>(&k.recipe.detail); op && !op->schema.empty()) ++with_schema;
+    EXPECT_GT(with_schema, 10u);
+}

@@ -1,0 +1,255 @@
+// The parser against Python's own counts (traces/expected_counts.json) and against bad input.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "replay/kineto_parser.h"
+#include "replay/source.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using replay::ActivityKind;
+using replay::testing::trace_path;
+
+namespace {
+
+struct Expected {
+    std::uint64_t kernel = 0, memcpy = 0, memset = 0;
+    std::int64_t kernel_time_ns = 0;
+};
+
+std::map<std::string, Expected> expected_counts() {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root = parser.load(trace_path("expected_counts.json"));
+    std::map<std::string, Expected> out;
+    for (auto [key, value] : root.get_object()) {
+        Expected e;
+        e.kernel = value["kernel"].get_uint64();
+        e.memcpy = value["memcpy"].get_uint64();
+        e.memset = value["memset"].get_uint64();
+        e.kernel_time_ns = value["kernel_time_ns"].get_int64();
+        out[std::string(key)] = e;
+    }
+    return out;
+}
+
+class TempDir {
+public:
+    TempDir() : path_(fs::temp_directory_path() / ("replay_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" + std::to_string(counter_++))) {
+        fs::create_directories(path_);
+    }
+    ~TempDir() { fs::remove_all(path_); }
+    fs::path operator/(const std::string& name) const { return path_ / name; }
+    const fs::path& path() const { return path_; }
+
+private:
+    static inline int counter_ = 0;
+    fs::path path_;
+};
+
+void write_file(const fs::path& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string gzip(const std::string& data) {
+    z_stream z{};
+    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    std::string out(deflateBound(&z, data.size()) + 64, '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    z.avail_in = static_cast<uInt>(data.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    deflate(&z, Z_FINISH);
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+}
+
+std::string zstd(const std::string& data) {
+    std::string out(ZSTD_compressBound(data.size()), '\0');
+    out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
+    return out;
+}
+
+void check(const replay::ParseResult& r, const Expected& e, const std::string& name) {
+    const auto& t = r.trace;
+    EXPECT_EQ(t.count(ActivityKind::Kernel), e.kernel) << name;
+    EXPECT_EQ(t.count(ActivityKind::Memcpy), e.memcpy) << name;
+    EXPECT_EQ(t.count(ActivityKind::Memset), e.memset) << name;
+    EXPECT_EQ(t.total_time(ActivityKind::Kernel), e.kernel_time_ns) << name;
+    EXPECT_EQ(r.stats.malformed, 0u) << name;
+    EXPECT_FALSE(r.stats.truncated) << name;
+}
+
+const std::string kBloom = "h200/bloom560m_fp16_b1_s5.json.gz";
+
+}  // namespace
+
+TEST(Parser, MatchesPythonCountsOnEveryBundledTrace) {
+    const auto expected = expected_counts();
+    ASSERT_GE(expected.size(), 18u);
+    TempDir dir;
+    std::size_t checked = 0;
+    for (const auto& [name, e] : expected) {
+        const auto colon = name.find(".tar.gz:");
+        if (colon == std::string::npos) {
+            check(replay::parse_kineto(trace_path(name)), e, name);
+        } else {
+            // Archives of several ranks are unpacked here, not by the tool.
+            const std::string archive = trace_path(name.substr(0, colon + 7));
+            const std::string member = name.substr(colon + 8);
+            if (!fs::exists(dir / member))
+                ASSERT_EQ(std::system(("tar -xzf '" + archive + "' -C '" + dir.path().string() + "'").c_str()), 0);
+            check(replay::parse_kineto((dir / member).string()), e, name);
+        }
+        ++checked;
+    }
+    EXPECT_EQ(checked, expected.size());
+}
+
+TEST(Parser, ChoosesDecoderByContentNotSuffix) {
+    TempDir dir;
+    const std::string json = replay::read_all(trace_path(kBloom));
+    write_file(dir / "plain.gz", json);            // plain JSON named .gz
+    write_file(dir / "gzip.json", gzip(json));     // gzip named .json
+    write_file(dir / "zstd.txt", zstd(json));      // zstd named .txt
+    const auto expected = expected_counts().at(kBloom);
+    for (const char* name : {"plain.gz", "gzip.json", "zstd.txt"}) check(replay::parse_kineto((dir / name).string()), expected, name);
+    EXPECT_EQ(replay::parse_kineto((dir / "zstd.txt").string()).stats.compression, replay::Compression::Zstd);
+}
+
+TEST(Parser, SmallChunksGiveTheSameResult) {
+    replay::ParseOptions options;
+    options.chunk_bytes = 4096;  // forces events and metadata across chunk boundaries
+    check(replay::parse_kineto(trace_path(kBloom), options), expected_counts().at(kBloom), "4 KiB chunks");
+}
+
+TEST(Parser, TimesAreExactNanoseconds) {
+    std::int64_t ns = 0;
+    ASSERT_TRUE(replay::micros_to_nanos("4437936616668.756", ns));
+    EXPECT_EQ(ns, 4437936616668756);
+    ASSERT_TRUE(replay::micros_to_nanos("1.0005", ns));
+    EXPECT_EQ(ns, 1001);
+    ASSERT_TRUE(replay::micros_to_nanos("1694128201545123", ns));
+    EXPECT_EQ(ns, 1694128201545123000);
+    ASSERT_TRUE(replay::micros_to_nanos("2.5e3", ns));
+    EXPECT_EQ(ns, 2500000);
+    EXPECT_FALSE(replay::micros_to_nanos("\"12\"", ns));
+    EXPECT_FALSE(replay::micros_to_nanos("", ns));
+}
+
+TEST(Parser, SchemaVariants) {
+    TempDir dir;
+    // String tids ("stream 7"), 2021 category names, ids above 2^53, relative ts with a base,
+    // events without cat, and escaped braces/quotes inside strings.
+    write_file(dir / "v.json", R"({"schemaVersion": 1, "traceEvents": [
+      {"ph": "X", "cat": "Kernel", "name": "k{\"}\\", "pid": 0, "tid": "stream 7", "ts": 10.5, "dur": 2,
+       "args": {"correlation": 18446744073709551615, "external id": 9007199254740993, "grid": [1,2,3], "block": [4,5,6]}},
+      {"ph": "i", "name": "no category", "pid": "Traces", "tid": "x", "ts": 1},
+      {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": "1890023232", "ts": 5, "dur": 20,
+       "args": {"Input dims": [[5, 1024], [1024, 3072]], "Input type": ["c10::Half", "c10::Half"]}}
+    ], "baseTimeNanoseconds": 1711964646000000000})");
+    const auto r = replay::parse_kineto((dir / "v.json").string());
+    ASSERT_EQ(r.trace.activities.size(), 1u);
+    const auto& k = r.trace.activities[0];
+    EXPECT_EQ(r.trace.names.view(k.name), "k{\"}\\");
+    EXPECT_EQ(k.stream, 7);
+    EXPECT_EQ(k.ts, 10500);
+    EXPECT_EQ(static_cast<std::uint64_t>(k.correlation), 18446744073709551615ULL);
+    EXPECT_EQ(k.external_id, 9007199254740993LL);
+    EXPECT_EQ(k.grid[2], 3);
+    EXPECT_EQ(k.block[0], 4);
+    EXPECT_EQ(r.trace.meta.base_time_ns, 1711964646000000000LL);
+    ASSERT_EQ(r.trace.cpu_ops.size(), 1u);
+    EXPECT_EQ(r.trace.cpu_ops[0].tid, 1890023232);
+    const auto& shapes = r.trace.op_shapes.at(r.trace.cpu_ops[0].shapes);
+    ASSERT_EQ(shapes.inputs.size(), 2u);
+    EXPECT_EQ(shapes.inputs[1].dims, (std::vector<std::int64_t>{1024, 3072}));
+}
+
+TEST(BadInput, TruncatedPlainJsonKeepsCompleteEvents) {
+    TempDir dir;
+    const std::string json = replay::read_all(trace_path(kBloom));
+    const std::size_t cut = json.size() * 6 / 10;
+    write_file(dir / "cut.json", json.substr(0, cut));
+    const auto r = replay::parse_kineto((dir / "cut.json").string());
+    EXPECT_TRUE(r.stats.truncated);
+    EXPECT_GT(r.stats.events, 1000u);
+    EXPECT_GT(r.stats.truncated_lost_bytes, 0u);
+    EXPECT_LT(r.stats.truncated_lost_bytes, 4096u);  // only the event in progress is lost
+    ASSERT_FALSE(r.warnings.empty());
+    EXPECT_NE(r.warnings[0].find("bytes after the last complete event"), std::string::npos);
+}
+
+TEST(BadInput, TruncatedCompressedStreamsWarnAndKeepEvents) {
+    TempDir dir;
+    const std::string json = replay::read_all(trace_path(kBloom));
+    const std::string gz = gzip(json), zs = zstd(json);
+    write_file(dir / "cut.json.gz", gz.substr(0, gz.size() / 2));
+    write_file(dir / "cut.json.zst", zs.substr(0, zs.size() / 2));
+    for (const char* name : {"cut.json.gz", "cut.json.zst"}) {
+        const auto r = replay::parse_kineto((dir / name).string());
+        EXPECT_TRUE(r.stats.truncated) << name;
+        EXPECT_GT(r.stats.events, 100u) << name;
+        ASSERT_FALSE(r.warnings.empty()) << name;
+        EXPECT_NE(r.warnings[0].find("cut short"), std::string::npos) << r.warnings[0];
+    }
+}
+
+TEST(BadInput, MalformedEventIsSkippedCountedAndLocated) {
+    TempDir dir;
+    const std::string good = R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"correlation": 1}})";
+    const std::string bad = R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "late", "dur": 2})";
+    const std::string doc = "{\"traceEvents\": [" + good + ", " + bad + ", " + good + "]}";
+    write_file(dir / "m.json", doc);
+    const auto r = replay::parse_kineto((dir / "m.json").string());
+    EXPECT_EQ(r.stats.malformed, 1u);
+    EXPECT_EQ(r.stats.first_malformed_offset, doc.find(bad));
+    EXPECT_EQ(r.trace.activities.size(), 2u);
+    ASSERT_FALSE(r.warnings.empty());
+    EXPECT_NE(r.warnings[0].find("byte " + std::to_string(doc.find(bad))), std::string::npos) << r.warnings[0];
+
+    replay::ParseOptions strict;
+    strict.strict = true;
+    try {
+        replay::parse_kineto((dir / "m.json").string(), strict);
+        FAIL() << "strict mode accepted a malformed event";
+    } catch (const replay::InputError& e) {
+        EXPECT_EQ(e.offset(), doc.find(bad));
+    }
+}
+
+TEST(BadInput, UnusableInputsAreErrorsWithFileAndOffset) {
+    TempDir dir;
+    const std::string json = replay::read_all(trace_path(kBloom));
+    std::string corrupt_gz = gzip(json);
+    for (std::size_t i = 100; i < 400; ++i) corrupt_gz[i] = static_cast<char>(corrupt_gz[i] ^ 0x5a);
+    std::string corrupt_zst = zstd(json);
+    for (std::size_t i = 100; i < 400; ++i) corrupt_zst[i] = static_cast<char>(corrupt_zst[i] ^ 0x5a);
+    const std::map<std::string, std::string> cases = {
+        {"empty.json", ""},
+        {"text.json", "this is not JSON at all\n"},
+        {"array_of_numbers.json", "[1, 2, 3]"},
+        {"no_events.json", "{\"traceEvents\": []}"},
+        {"other.json", "{\"nodes\": [{\"id\": 1}]}"},
+        {"corrupt.json.gz", corrupt_gz},
+        {"corrupt.json.zst", corrupt_zst},
+    };
+    for (const auto& [name, bytes] : cases) {
+        write_file(dir / name, bytes);
+        try {
+            replay::parse_kineto((dir / name).string());
+            ADD_FAILURE() << name << " was accepted";
+        } catch (const replay::InputError& e) {
+            EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("byte "), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(replay::parse_kineto((dir / "missing.json").string()), replay::InputError);
+}

@@ -1,0 +1,446 @@
+// `replay regress` / `replay compare` statistics on reports with known, injected changes.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "replay/regression.h"
+#include "replay/report.h"
+#include "replay/source.h"
+
+namespace {
+
+using replay::KernelComparison;
+using replay::Regression;
+using replay::RegressionOptions;
+using replay::Report;
+using replay::Tier;
+using replay::Verdict;
+
+// Standard normal variates from mt19937_64 (whose output the standard fixes) by Box-Muller, so that
+// the samples are the same with every standard library (std::normal_distribution is not).
+class Noise {
+public:
+    explicit Noise(std::uint64_t seed) : rng_(seed) {}
+    double uniform() { return (static_cast<double>(rng_() >> 11) + 0.5) * 0x1.0p-53; }
+    double normal() {
+        const double u1 = uniform(), u2 = uniform();
+        return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    }
+
+private:
+    std::mt19937_64 rng_;
+};
+
+struct Spec {
+    std::string id;
+    double median_us = 10;
+    double sigma = 0.02;  // lognormal noise, relative
+    Tier tier = Tier::AtenOp;
+    std::size_t count = 10;
+};
+
+// 20 stable kernels with 1% to 3% run-to-run noise, medians from 3 us to 600 us.
+std::vector<Spec> stable_kernels() {
+    std::vector<Spec> specs;
+    for (int i = 0; i < 20; ++i) {
+        Spec s;
+        s.id = "k" + std::to_string(i);
+        s.median_us = 3.0 * std::pow(1.32, i);
+        s.sigma = 0.01 + 0.02 * i / 19.0;
+        s.tier = i % 4 == 0 ? Tier::Gemm : i % 7 == 3 ? Tier::Copy : Tier::AtenOp;
+        s.count = 1 + static_cast<std::size_t>(i) * 3;
+        specs.push_back(s);
+    }
+    return specs;
+}
+
+Report make_report(const std::vector<Spec>& specs, std::uint64_t seed, std::size_t samples = 50,
+                   const std::vector<std::pair<std::string, double>>& factors = {}) {
+    Noise noise(seed);
+    Report r;
+    r.tool_version = "test";
+    r.mode = "unique";
+    r.backend = "cuda";
+    r.environment = {{"gpu", "NVIDIA H200"}, {"driver", "570.86.15"}, {"cuda", "12.8"}, {"cublas", "12.8.3"},
+                     {"libtorch", "2.6.0"}, {"sm_clock_mhz", "1980"}};
+    r.inputs = {{"trace", "bloom.json.gz"}, {"trace_hash", "feedfacecafebeef"}};
+    for (const auto& s : specs) {
+        replay::KernelResult k;
+        k.id = s.id;
+        k.name = "kernel_" + s.id + "<float, 4>";
+        k.kind = s.tier == Tier::Copy ? "memcpy" : "kernel";
+        k.tier = s.tier;
+        k.disposition = "replayed";
+        k.count = s.count;
+        k.recorded_us = replay::summarize(std::vector<double>(s.count, s.median_us));
+        double factor = 1;
+        for (const auto& [id, f] : factors)
+            if (id == s.id) factor = f;
+        for (std::size_t i = 0; i < samples; ++i)
+            k.samples_us.push_back(s.median_us * factor * std::exp(s.sigma * noise.normal()));
+        r.kernels.push_back(std::move(k));
+    }
+    replay::finalize_report(r);
+    return r;
+}
+
+const KernelComparison& find(const Regression& r, const std::string& id) {
+    for (const auto& k : r.kernels)
+        if (k.id == id) return k;
+    throw std::runtime_error("no kernel " + id);
+}
+
+double stats_median(const Report& r, const std::string& id) {
+    for (const auto& k : r.kernels)
+        if (k.id == id) return replay::stats::median(k.samples_us);
+    return NAN;
+}
+
+std::vector<std::string> flagged(const Regression& r, Verdict v) {
+    std::vector<std::string> ids;
+    for (const auto& k : r.kernels)
+        if (k.verdict == v) ids.push_back(k.id);
+    return ids;
+}
+
+// ---- the statistics themselves ----------------------------------------------------------------
+
+TEST(RegressionStats, MannWhitneyExactSmallSamples) {
+    // Complete separation, 5 vs 5: the smallest two-sided p there is, 2 / C(10, 5).
+    auto t = replay::stats::mann_whitney({1.1, 2.3, 3.5, 4.2, 5.9}, {6.1, 7.2, 8.3, 9.4, 10.5});
+    EXPECT_TRUE(t.exact);
+    EXPECT_DOUBLE_EQ(t.u, 0);
+    EXPECT_NEAR(t.p, 2.0 / 252.0, 1e-12);
+    // References by brute-force enumeration of every split (Python, itertools.combinations).
+    t = replay::stats::mann_whitney({1.1, 2.3, 6.5, 4.2, 5.9, 12.0}, {3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5});
+    EXPECT_TRUE(t.exact);
+    EXPECT_DOUBLE_EQ(t.u, 15);
+    EXPECT_NEAR(t.p, 0.44522144522144524, 1e-12);
+    t = replay::stats::mann_whitney({1.1, 2.3, 6.5, 4.2}, {3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5, 13, 14});
+    EXPECT_DOUBLE_EQ(t.u, 6);
+    EXPECT_NEAR(t.p, 0.07552447552447553, 1e-12);
+    // Symmetric in its arguments.
+    auto swapped = replay::stats::mann_whitney({3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5, 13, 14}, {1.1, 2.3, 6.5, 4.2});
+    EXPECT_NEAR(swapped.p, t.p, 1e-12);
+}
+
+TEST(RegressionStats, MannWhitneyNormalApproximationWithTies) {
+    // Reference: U and the tie- and continuity-corrected normal approximation, computed by hand.
+    auto t = replay::stats::mann_whitney({1, 2, 2, 3, 3, 3, 4, 5}, {3, 4, 4, 5, 5, 6, 7, 8, 9});
+    EXPECT_FALSE(t.exact);
+    EXPECT_DOUBLE_EQ(t.u, 7.5);
+    EXPECT_NEAR(t.p, 0.006406285296812042, 1e-12);
+    // All equal: no evidence at all.
+    t = replay::stats::mann_whitney({2, 2, 2, 2, 2}, {2, 2, 2, 2, 2, 2});
+    EXPECT_DOUBLE_EQ(t.p, 1);
+}
+
+TEST(RegressionStats, MannWhitneyLargeSamplesUseTheNormalApproximation) {
+    Noise noise(7);
+    std::vector<double> a, b;
+    for (int i = 0; i < 50; ++i) a.push_back(10 * std::exp(0.02 * noise.normal()));
+    for (int i = 0; i < 50; ++i) b.push_back(10.2 * std::exp(0.02 * noise.normal()));
+    const auto t = replay::stats::mann_whitney(b, a);
+    EXPECT_FALSE(t.exact);
+    EXPECT_GT(t.z, 0);  // b is the larger
+    EXPECT_LT(t.p, 1e-3);
+}
+
+TEST(RegressionStats, RobustSpread) {
+    // Relative deviations 0, +-1%, +-2% on each side: MAD 1% -> 1.4826%; a shift between the sides
+    // does not inflate it.
+    const std::vector<double> a = {100, 99, 101, 98, 102};
+    const std::vector<double> b = {200, 198, 202, 196, 204};
+    EXPECT_NEAR(replay::stats::robust_relative_spread(a, b), 0.014826, 1e-12);
+    EXPECT_NEAR(replay::stats::robust_relative_spread(a, {}), 0.014826, 1e-12);
+    EXPECT_DOUBLE_EQ(replay::stats::robust_relative_spread({5}, {6}), 0);
+    EXPECT_DOUBLE_EQ(replay::stats::median({3, 1, 2, 10}), 2.5);
+}
+
+// ---- kernels with injected changes -----------------------------------------------------------
+
+TEST(Regression, TenPercentSlowdownIsTheOnlyOneFlagged) {
+    auto specs = stable_kernels();
+    specs.push_back(Spec{"slow", 42.0, 0.02, Tier::AtenOp, 12});
+    const Report baseline = make_report(specs, 1);
+    const Report current = make_report(specs, 2, 50, {{"slow", 1.10}});
+    const Regression r = replay::compare_reports(baseline, current);
+    EXPECT_EQ(flagged(r, Verdict::Regressed), std::vector<std::string>{"slow"});
+    EXPECT_TRUE(flagged(r, Verdict::Improved).empty());
+    EXPECT_EQ(r.summary.regressed, 1u);
+    EXPECT_EQ(r.summary.unchanged, 20u);
+    EXPECT_EQ(r.summary.added + r.summary.missing, 0u);
+    const auto& slow = find(r, "slow");
+    EXPECT_NEAR(slow.change_pct, 10.0, 1.5);
+    EXPECT_TRUE(slow.rank_test);
+    EXPECT_LT(slow.p_value, 1e-10);
+    EXPECT_GE(slow.threshold_pct, 5.0);
+    EXPECT_NEAR(slow.spread_pct, 2.0, 0.6);
+    EXPECT_EQ(slow.baseline_samples, 50u);
+    EXPECT_EQ(replay::regression_exit_code(r), 1);
+    EXPECT_TRUE(r.same_machine);
+    // Totals: count x median over the 21 matched kernels.
+    EXPECT_EQ(r.totals.matched, 21u);
+    double b = 0, c = 0;
+    for (const auto& k : r.kernels) {
+        b += static_cast<double>(k.baseline_count) * k.baseline_median_us;
+        c += static_cast<double>(k.current_count) * k.current_median_us;
+    }
+    EXPECT_NEAR(r.totals.baseline_us, b, 1e-9 * b);
+    EXPECT_NEAR(r.totals.current_us, c, 1e-9 * c);
+    EXPECT_GT(r.totals.change_pct, 0);
+
+    std::ostringstream md;
+    replay::write_regression_markdown(md, r);
+    EXPECT_NE(md.str().find("| regressed | `kernel_slow<float, 4>` (slow) |"), std::string::npos) << md.str();
+    EXPECT_NE(md.str().find("1 regressed, 0 improved, 20 unchanged, 0 new, 0 missing"), std::string::npos);
+    std::ostringstream json;
+    replay::write_regression_json(json, r);
+    EXPECT_NE(json.str().find("\"schema\": \"replay.regression/1\""), std::string::npos);
+    EXPECT_NE(json.str().find("\"verdict\": \"regressed\""), std::string::npos);
+}
+
+TEST(Regression, SameNoiseWithoutChangeFlagsNothing) {
+    // Many independent baseline/current pairs: no false alarm in any of them.
+    const auto specs = stable_kernels();
+    for (std::uint64_t seed = 10; seed < 30; seed += 2) {
+        const Regression r = replay::compare_reports(make_report(specs, seed), make_report(specs, seed + 1));
+        EXPECT_EQ(r.summary.regressed, 0u) << "seed " << seed;
+        EXPECT_EQ(r.summary.improved, 0u) << "seed " << seed;
+        EXPECT_EQ(r.summary.unchanged, 20u);
+        EXPECT_EQ(replay::regression_exit_code(r), 0);
+        EXPECT_NEAR(r.totals.change_pct, 0, 1.0);
+    }
+}
+
+TEST(Regression, SmallChangeUnderThresholdIsUnchanged) {
+    // 2% noise, 3% slower: the rank test sees it (p tiny), but 3% < max(5%, 3 x 2%).
+    const std::vector<Spec> specs = {Spec{"g", 25.0, 0.02, Tier::Gemm, 8}};
+    const Regression r = replay::compare_reports(make_report(specs, 3), make_report(specs, 4, 50, {{"g", 1.03}}));
+    const auto& g = find(r, "g");
+    EXPECT_EQ(g.verdict, Verdict::Unchanged);
+    EXPECT_NEAR(g.change_pct, 3.0, 1.5);
+    EXPECT_LT(g.p_value, 0.01);
+    EXPECT_GE(g.threshold_pct, 5.0);
+    // With a 1% threshold and k = 1 the same data is a regression.
+    RegressionOptions loose;
+    loose.threshold_pct = 1;
+    loose.k = 1;
+    const Regression r2 = replay::compare_reports(make_report(specs, 3), make_report(specs, 4, 50, {{"g", 1.03}}), loose);
+    EXPECT_EQ(find(r2, "g").verdict, Verdict::Regressed);
+}
+
+TEST(Regression, NoisyKernelNeedsABiggerChange) {
+    // 8% noise: threshold 3 x ~8% = ~24%, so a 15% change is not enough, a 40% one is.
+    const std::vector<Spec> specs = {Spec{"noisy", 5.0, 0.08, Tier::AtenOp, 100}, Spec{"noisy2", 5.0, 0.08}};
+    const Regression r =
+        replay::compare_reports(make_report(specs, 5), make_report(specs, 6, 50, {{"noisy", 1.15}, {"noisy2", 1.4}}));
+    EXPECT_EQ(find(r, "noisy").verdict, Verdict::Unchanged);
+    EXPECT_GT(find(r, "noisy").threshold_pct, 18.0);
+    EXPECT_EQ(find(r, "noisy2").verdict, Verdict::Regressed);
+}
+
+TEST(Regression, ImprovementIsSymmetric) {
+    auto specs = stable_kernels();
+    specs.push_back(Spec{"fast", 80.0, 0.015, Tier::Gemm, 4});
+    const Regression r = replay::compare_reports(make_report(specs, 8), make_report(specs, 9, 50, {{"fast", 0.88}}));
+    EXPECT_EQ(flagged(r, Verdict::Improved), std::vector<std::string>{"fast"});
+    EXPECT_TRUE(flagged(r, Verdict::Regressed).empty());
+    EXPECT_NEAR(find(r, "fast").change_pct, -12.0, 1.5);
+    EXPECT_EQ(replay::regression_exit_code(r), 0);
+    std::ostringstream md;
+    replay::write_regression_markdown(md, r);
+    EXPECT_NE(md.str().find("| improved | `kernel_fast<float, 4>`"), std::string::npos) << md.str();
+}
+
+TEST(Regression, LoweredGemmMedianInBaselineIsARegression) {
+    // The baseline's GEMM is 15% faster than it is now: the current run regressed by ~17.6%.
+    auto specs = stable_kernels();
+    const Report baseline = make_report(specs, 11, 50, {{"k4", 0.85}});
+    const Report current = make_report(specs, 12);
+    ASSERT_EQ(find(replay::compare_reports(current, current), "k4").verdict, Verdict::Unchanged);
+    const Regression r = replay::compare_reports(baseline, current);
+    EXPECT_EQ(flagged(r, Verdict::Regressed), std::vector<std::string>{"k4"});
+    const auto& g = find(r, "k4");
+    EXPECT_EQ(g.tier, Tier::Gemm);
+    EXPECT_NEAR(g.change_pct, 100.0 / 85.0 * 100.0 - 100.0, 1.5);
+    // The tier row carries it.
+    bool seen = false;
+    for (const auto& t : r.tiers)
+        if (t.tier == Tier::Gemm) {
+            seen = true;
+            EXPECT_EQ(t.summary.regressed, 1u);
+            EXPECT_GT(t.totals.change_pct, 0);
+        } else {
+            EXPECT_EQ(t.summary.regressed, 0u);
+        }
+    EXPECT_TRUE(seen);
+}
+
+TEST(Regression, MissingAndNewKernels) {
+    auto specs = stable_kernels();
+    auto base_specs = specs;
+    base_specs.push_back(Spec{"gone", 7.0});
+    auto cur_specs = specs;
+    cur_specs.push_back(Spec{"fresh", 9.0});
+    Report baseline = make_report(base_specs, 13);
+    Report current = make_report(cur_specs, 14);
+    // k1 failed in the current run (no samples), k2 was not replayed in the baseline.
+    current.kernels[1].samples_us.clear();
+    current.kernels[1].replayed_us = {};
+    current.kernels[1].disposition = "failed";
+    current.kernels[1].reason = "cublasLt heuristic returned no algorithm";
+    baseline.kernels[2].samples_us.clear();
+    baseline.kernels[2].replayed_us = {};
+    baseline.kernels[2].disposition = "skipped";
+    // k3 replayed in neither: not compared at all.
+    baseline.kernels[3].samples_us.clear();
+    baseline.kernels[3].replayed_us = {};
+    current.kernels[3].samples_us.clear();
+    current.kernels[3].replayed_us = {};
+    replay::finalize_report(baseline);
+    replay::finalize_report(current);
+
+    const Regression r = replay::compare_reports(baseline, current);
+    EXPECT_EQ(flagged(r, Verdict::Missing), (std::vector<std::string>{"k1", "gone"}));
+    EXPECT_EQ(flagged(r, Verdict::New), (std::vector<std::string>{"k2", "fresh"}));
+    EXPECT_TRUE(flagged(r, Verdict::Regressed).empty());
+    EXPECT_EQ(r.summary.missing, 2u);
+    EXPECT_EQ(r.summary.added, 2u);
+    EXPECT_EQ(r.summary.unchanged, 16u);
+    EXPECT_EQ(r.totals.matched, 16u);
+    EXPECT_NE(find(r, "k1").note.find("failed: cublasLt heuristic"), std::string::npos);
+    EXPECT_EQ(find(r, "gone").note, "not in the current report");
+    EXPECT_EQ(find(r, "fresh").note, "not in the baseline report");
+    EXPECT_DOUBLE_EQ(find(r, "fresh").current_median_us, stats_median(current, "fresh"));
+    EXPECT_EQ(r.kernels.size(), 20u);  // k3 is left out
+    EXPECT_EQ(replay::regression_exit_code(r), 0);
+    std::ostringstream md;
+    replay::write_regression_markdown(md, r);
+    EXPECT_NE(md.str().find("- missing `kernel_gone<float, 4>` (gone): not in the current report"), std::string::npos)
+        << md.str();
+}
+
+TEST(Regression, DifferentMachineIsFlaggedButStillCompared) {
+    auto specs = stable_kernels();
+    specs.push_back(Spec{"slow", 42.0, 0.02});
+    const Report baseline = make_report(specs, 15);
+    Report current = make_report(specs, 16, 50, {{"slow", 1.2}});
+    for (auto& [k, v] : current.environment) {
+        if (k == "driver") v = "575.51.03";
+        if (k == "sm_clock_mhz") v = "1755";  // not a machine key
+    }
+    current.environment.erase(current.environment.begin() + 3);  // no cublas
+    const Regression r = replay::compare_reports(baseline, current, {}, "base.json", "cur.json");
+    EXPECT_FALSE(r.same_machine);
+    ASSERT_EQ(r.machine_differences.size(), 2u);
+    EXPECT_EQ(r.machine_differences[0].key, "driver");
+    EXPECT_EQ(r.machine_differences[0].baseline, "570.86.15");
+    EXPECT_EQ(r.machine_differences[0].current, "575.51.03");
+    EXPECT_EQ(r.machine_differences[1].key, "cublas");
+    EXPECT_EQ(r.machine_differences[1].current, "");
+    EXPECT_EQ(flagged(r, Verdict::Regressed), std::vector<std::string>{"slow"});
+    std::ostringstream json;
+    replay::write_regression_json(json, r);
+    EXPECT_NE(json.str().find("\"same_machine\": false"), std::string::npos);
+    EXPECT_NE(json.str().find("\"machine_differences\": [\n  \"driver\",\n  \"cublas\"\n ]"), std::string::npos)
+        << json.str().substr(0, 400);
+    std::ostringstream md;
+    replay::write_regression_markdown(md, r);
+    EXPECT_NE(md.str().find("not the same machine"), std::string::npos);
+
+    const Regression same = replay::compare_reports(baseline, baseline);
+    EXPECT_TRUE(same.same_machine);
+    EXPECT_TRUE(same.machine_differences.empty());
+}
+
+TEST(Regression, FewSamplesUseTheThresholdAlone) {
+    const std::vector<Spec> specs = {Spec{"a", 10.0, 0.01}, Spec{"b", 10.0, 0.01}};
+    const Regression r = replay::compare_reports(make_report(specs, 17, 3), make_report(specs, 18, 3, {{"a", 1.10}}));
+    const auto& a = find(r, "a");
+    EXPECT_EQ(a.verdict, Verdict::Regressed);
+    EXPECT_FALSE(a.rank_test);
+    EXPECT_TRUE(std::isnan(a.p_value));
+    EXPECT_NE(a.note.find("threshold only"), std::string::npos);
+    EXPECT_EQ(find(r, "b").verdict, Verdict::Unchanged);
+    bool noted = false;
+    for (const auto& n : r.notes) noted |= n.find("without the rank test") != std::string::npos;
+    EXPECT_TRUE(noted);
+    // Five per side is enough for the exact test to reach p < 0.01 on a clear change.
+    const Regression r5 = replay::compare_reports(make_report(specs, 17, 5), make_report(specs, 18, 5, {{"a", 1.10}}));
+    EXPECT_TRUE(find(r5, "a").rank_test);
+    EXPECT_TRUE(find(r5, "a").exact);
+    EXPECT_EQ(find(r5, "a").verdict, Verdict::Regressed);
+}
+
+TEST(Regression, RecordedTimesCompare) {
+    // `replay compare` of two traces: recorded medians, no samples.
+    const std::vector<Spec> specs = {Spec{"a", 10.0}, Spec{"b", 10.0}};
+    Report base = make_report(specs, 19, 0);
+    Report cur = make_report(specs, 20, 0);
+    cur.kernels[0].recorded_us = replay::summarize(std::vector<double>(10, 12.0));
+    RegressionOptions o;
+    o.recorded = true;
+    const Regression r = replay::compare_reports(base, cur, o);
+    EXPECT_EQ(find(r, "a").verdict, Verdict::Regressed);
+    EXPECT_NEAR(find(r, "a").change_pct, 20.0, 1e-9);
+    EXPECT_EQ(find(r, "b").verdict, Verdict::Unchanged);
+    // Without `recorded` nothing was replayed: nothing to compare.
+    EXPECT_TRUE(replay::compare_reports(base, cur).kernels.empty());
+}
+
+// ---- find_baseline ---------------------------------------------------------------------------
+
+TEST(Regression, FindBaselineInAFolder) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("replay_test_baselines_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "h200" / "deeper");
+    auto write = [](const fs::path& p, const Report& r) {
+        std::ofstream out(p);
+        replay::write_report_json(out, r);
+    };
+    const auto specs = stable_kernels();
+    Report a = make_report(specs, 21);
+    a.inputs = {{"trace_hash", "aaaaaaaaaaaaaaaa"}};
+    Report b = make_report(specs, 22);
+    b.inputs = {{"trace_hash", "bbbbbbbbbbbbbbbb"}};
+    Report b_old = b;
+    b_old.tool_version = "old";
+    Report deep = make_report(specs, 23);
+    deep.inputs = {{"trace_hash", "dddddddddddddddd"}};
+    write(dir / "a.json", a);
+    write(dir / "h200" / "b_old.json", b_old);
+    write(dir / "h200" / "b.json", b);
+    write(dir / "h200" / "deeper" / "d.json", deep);  // two levels down: not searched
+    std::ofstream(dir / "notes.json") << "{\"schema\": \"replay.report/1\", broken";
+    std::ofstream(dir / "other.json") << "{\"traceEvents\": []}";
+    const auto past = fs::file_time_type::clock::now() - std::chrono::hours(1);
+    fs::last_write_time(dir / "h200" / "b_old.json", past);
+
+    const auto found_a = replay::find_baseline(dir.string(), "aaaaaaaaaaaaaaaa");
+    EXPECT_EQ(fs::path(found_a.path).filename(), "a.json");
+    EXPECT_EQ(found_a.report.kernels.size(), 20u);
+    const auto found_b = replay::find_baseline(dir.string(), "bbbbbbbbbbbbbbbb");
+    EXPECT_EQ(fs::path(found_b.path).filename(), "b.json");  // the newer of the two
+    EXPECT_EQ(found_b.report.tool_version, "test");
+    EXPECT_THROW(replay::find_baseline(dir.string(), "dddddddddddddddd"), replay::InputError);
+    EXPECT_THROW(replay::find_baseline(dir.string(), "0000000000000000"), replay::InputError);
+    // A file is read as it is.
+    const auto file = replay::find_baseline((dir / "a.json").string(), "whatever");
+    EXPECT_EQ(file.report.input("trace_hash"), "aaaaaaaaaaaaaaaa");
+    EXPECT_THROW(replay::find_baseline((dir / "other.json").string(), "x"), replay::InputError);
+    fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,374 @@
+// report.json / kernels.csv: round trip, CSV quoting, finalize_report figures, read errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "replay/report.h"
+#include "replay/source.h"
+
+namespace {
+
+using replay::KernelResult;
+using replay::Report;
+using replay::Tier;
+
+std::string temp_path(const std::string& name) {
+    const auto dir = std::filesystem::temp_directory_path() / ("replay_test_report_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return (dir / name).string();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+KernelResult kernel(const std::string& id, const std::string& name, const std::string& kind, Tier tier,
+                    std::vector<double> recorded, std::vector<double> samples) {
+    KernelResult k;
+    k.id = id;
+    k.name = name;
+    k.kind = kind;
+    k.tier = tier;
+    k.rule = tier == Tier::NotReplayable ? "unknown_kernel" : "rule_" + id;
+    k.disposition = samples.empty() ? (tier == Tier::NotReplayable ? "not_replayable" : "failed") : "replayed";
+    k.count = recorded.size();
+    k.recorded_us = replay::summarize(recorded);
+    k.samples_us = std::move(samples);
+    if (!k.samples_us.empty()) k.replayed_names = {name};
+    return k;
+}
+
+// Three kernels and one memcpy; every figure of finalize_report can be worked out by hand.
+Report hand_made() {
+    Report r;
+    r.tool_version = "0.1.0-test";
+    r.mode = "unique";
+    r.backend = "cuda";
+    r.environment = {{"gpu", "NVIDIA H100 80GB HBM3"}, {"driver", "550.54.15"}, {"cuda", "12.4"},
+                     {"cublas", "12.4.5"}, {"libtorch", "2.4.0"}};
+    r.inputs = {{"trace", "t.json.gz"}, {"trace_hash", "0123456789abcdef"}};
+    r.options = {{"warmup", "5"}, {"runs", "3"}, {"l2_flush", "true"}};
+    // GEMM: recorded 3 x 10 us, replayed 11, 11, 11 -> +10%, name matches.
+    auto gemm = kernel("aaaa", "sm90_xmma_gemm_f16f16_f16f32, \"tn\"", "kernel", Tier::Gemm, {10, 10, 10}, {11, 11, 11});
+    gemm.gflops_per_s = 512.5;
+    // Second GEMM: recorded 2 x 5 us, replayed 4, 4, 4 -> -20%, another cuBLAS kernel ran.
+    auto gemm2 = kernel("bbbb", "ampere_h16816gemm_64x64", "kernel", Tier::Gemm, {5, 5}, {4, 4, 4});
+    gemm2.replayed_names = {"sm90_other_gemm"};
+    // aten op: recorded 4 x 2 us; replayed 2, 3, 4 (median 3, mean 3) -> +50%.
+    auto aten = kernel("cccc", "vectorized_elementwise_kernel<4, at::native::add>", "kernel", Tier::AtenOp,
+                       {2, 2, 2, 2}, {2, 3, 4});
+    // Not replayable: 20 us recorded.
+    auto other = kernel("dddd", "custom_triton_kernel", "kernel", Tier::NotReplayable, {20}, {});
+    other.reason = "no rule for this kernel";
+    // A memcpy: 2 x 1 us recorded, replayed 1.5 -> +50%; not part of the kernel figures.
+    auto copy = kernel("eeee", "Memcpy HtoD (Pinned -> Device)", "memcpy", Tier::Copy, {1, 1}, {1.5, 1.5, 1.5});
+    copy.gb_per_s = 12.25;
+    r.kernels = {gemm, gemm2, aten, other, copy};
+    r.totals.recipe_coverage = 40.0 / 60.0;
+    r.totals.wall_seconds = 1.5;
+    r.notes = {"a note, with a comma", "another \"quoted\" note"};
+    return r;
+}
+
+TEST(Report, FinalizeFigures) {
+    Report r = hand_made();
+    replay::finalize_report(r);
+    const auto& k = r.kernels;
+    EXPECT_EQ(k[0].replayed_us.count, 3u);
+    EXPECT_DOUBLE_EQ(k[0].replayed_us.median, 11);
+    EXPECT_NEAR(k[0].error_pct, 10.0, 1e-9);
+    EXPECT_TRUE(k[0].name_match);
+    EXPECT_NEAR(k[1].error_pct, -20.0, 1e-9);
+    EXPECT_FALSE(k[1].name_match);
+    EXPECT_NEAR(k[2].error_pct, 50.0, 1e-9);
+    EXPECT_DOUBLE_EQ(k[2].replayed_us.mean, 3);
+    EXPECT_TRUE(std::isnan(k[3].error_pct));
+    EXPECT_EQ(k[3].replayed_us.count, 0u);
+    EXPECT_NEAR(k[4].error_pct, 50.0, 1e-9);
+
+    const auto& t = r.totals;
+    // Kernel-kind recorded time: 30 + 10 + 8 + 20 = 68 (the memcpy is not kernel time).
+    EXPECT_DOUBLE_EQ(t.recorded_kernel_us, 68);
+    EXPECT_DOUBLE_EQ(t.recipe_coverage, 40.0 / 60.0);  // kept as the driver set it
+    EXPECT_NEAR(t.replayed_coverage, 48.0 / 68.0, 1e-12);
+    // Replayed unique kernels (all kinds): mean x count = 33 + 8 + 12 + 3 = 56 against 30 + 10 + 8 + 2 = 50.
+    EXPECT_NEAR(t.replayed_kernel_us, 56, 1e-9);
+    EXPECT_NEAR(t.replayed_recorded_us, 50, 1e-9);
+    EXPECT_NEAR(t.total_error_pct, 12.0, 1e-9);
+    // |error| of the replayed kernels of kind kernel: 10, 20, 50 -> 20.
+    EXPECT_NEAR(t.median_abs_error_pct, 20.0, 1e-9);
+    // GEMM time with a matching name: 30 of 40.
+    EXPECT_NEAR(t.gemm_name_match, 0.75, 1e-12);
+    // Unique mode: count x replayed median = 33 + 8 + 12 + 3.
+    EXPECT_NEAR(t.predicted_total_us, 56, 1e-9);
+    EXPECT_DOUBLE_EQ(t.wall_seconds, 1.5);
+
+    ASSERT_EQ(r.tiers.size(), 4u);  // none, 1, 2, 3
+    EXPECT_EQ(r.tiers[0].tier, Tier::NotReplayable);
+    EXPECT_DOUBLE_EQ(r.tiers[0].recorded_us, 20);
+    EXPECT_DOUBLE_EQ(r.tiers[0].replayed_us, 0);
+    EXPECT_EQ(r.tiers[2].tier, Tier::Gemm);
+    EXPECT_EQ(r.tiers[2].unique, 2u);
+    EXPECT_EQ(r.tiers[2].activities, 5u);
+    EXPECT_DOUBLE_EQ(r.tiers[2].recorded_us, 40);
+    EXPECT_NEAR(r.tiers[2].replayed_us, 41, 1e-9);
+    EXPECT_DOUBLE_EQ(r.tiers[2].replayed_recorded_us, 40);
+}
+
+TEST(Report, RecordedKernelTimeFromDriverIsKept) {
+    Report r = hand_made();
+    r.totals.recorded_kernel_us = 100;
+    replay::finalize_report(r);
+    EXPECT_DOUBLE_EQ(r.totals.recorded_kernel_us, 100);
+    EXPECT_NEAR(r.totals.replayed_coverage, 0.48, 1e-12);
+}
+
+TEST(Report, SequentialModeHasNoPrediction) {
+    Report r = hand_made();
+    r.mode = "sequential";
+    replay::finalize_report(r);
+    EXPECT_TRUE(std::isnan(r.totals.predicted_total_us));
+}
+
+TEST(Report, NothingReplayed) {
+    Report r;
+    r.mode = "unique";
+    r.kernels = {kernel("a", "k", "kernel", Tier::Gemm, {1, 2}, {})};
+    replay::finalize_report(r);
+    EXPECT_DOUBLE_EQ(r.totals.recorded_kernel_us, 3);
+    EXPECT_DOUBLE_EQ(r.totals.replayed_coverage, 0);
+    EXPECT_TRUE(std::isnan(r.totals.total_error_pct));
+    EXPECT_TRUE(std::isnan(r.totals.median_abs_error_pct));
+    EXPECT_TRUE(std::isnan(r.totals.gemm_name_match));
+    EXPECT_TRUE(std::isnan(r.totals.predicted_total_us));
+}
+
+void expect_same_stats(const replay::DurationStats& a, const replay::DurationStats& b) {
+    EXPECT_EQ(a.count, b.count);
+    EXPECT_EQ(a.min, b.min);
+    EXPECT_EQ(a.median, b.median);
+    EXPECT_EQ(a.mean, b.mean);
+    EXPECT_EQ(a.max, b.max);
+    EXPECT_EQ(a.sum, b.sum);
+    EXPECT_EQ(a.stddev, b.stddev);
+    EXPECT_EQ(a.p95, b.p95);
+    EXPECT_EQ(a.p99, b.p99);
+}
+
+void expect_same_double(double a, double b) {
+    if (std::isnan(a)) EXPECT_TRUE(std::isnan(b));
+    else EXPECT_EQ(a, b);
+}
+
+TEST(Report, JsonRoundTrip) {
+    Report r = hand_made();
+    r.kernels[0].samples_us = {11.000000000000002, 10.9, 11.123456789};  // exact digits must survive
+    r.kernels[2].name = "tab\there, \\backslash and \xce\xbc unicode";
+    replay::finalize_report(r);
+    std::ostringstream first;
+    replay::write_report_json(first, r);
+    const std::string path = temp_path("roundtrip.json");
+    write_file(path, first.str());
+
+    const Report back = replay::read_report_json(path);
+    EXPECT_EQ(back.schema, "replay.report/1");
+    EXPECT_EQ(back.tool_version, r.tool_version);
+    EXPECT_EQ(back.mode, r.mode);
+    EXPECT_EQ(back.backend, r.backend);
+    EXPECT_EQ(back.environment, r.environment);
+    EXPECT_EQ(back.inputs, r.inputs);
+    EXPECT_EQ(back.options, r.options);
+    EXPECT_EQ(back.notes, r.notes);
+    EXPECT_EQ(back.input("trace_hash"), "0123456789abcdef");
+    EXPECT_EQ(back.env("gpu"), "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(back.env("nope"), "");
+    expect_same_double(back.totals.total_error_pct, r.totals.total_error_pct);
+    expect_same_double(back.totals.gemm_name_match, r.totals.gemm_name_match);
+    expect_same_double(back.totals.sequential_kernel_us, r.totals.sequential_kernel_us);
+    EXPECT_EQ(back.totals.recorded_kernel_us, r.totals.recorded_kernel_us);
+    EXPECT_EQ(back.totals.replayed_coverage, r.totals.replayed_coverage);
+    ASSERT_EQ(back.tiers.size(), r.tiers.size());
+    for (std::size_t i = 0; i < r.tiers.size(); ++i) {
+        EXPECT_EQ(back.tiers[i].tier, r.tiers[i].tier);
+        EXPECT_EQ(back.tiers[i].unique, r.tiers[i].unique);
+        EXPECT_EQ(back.tiers[i].replayed_us, r.tiers[i].replayed_us);
+    }
+    ASSERT_EQ(back.kernels.size(), r.kernels.size());
+    for (std::size_t i = 0; i < r.kernels.size(); ++i) {
+        const auto& a = r.kernels[i];
+        const auto& b = back.kernels[i];
+        EXPECT_EQ(b.id, a.id);
+        EXPECT_EQ(b.name, a.name);
+        EXPECT_EQ(b.kind, a.kind);
+        EXPECT_EQ(b.tier, a.tier);
+        EXPECT_EQ(b.rule, a.rule);
+        EXPECT_EQ(b.disposition, a.disposition);
+        EXPECT_EQ(b.reason, a.reason);
+        EXPECT_EQ(b.count, a.count);
+        expect_same_stats(b.recorded_us, a.recorded_us);
+        expect_same_stats(b.replayed_us, a.replayed_us);
+        EXPECT_EQ(b.samples_us, a.samples_us);
+        expect_same_double(b.error_pct, a.error_pct);
+        EXPECT_EQ(b.replayed_names, a.replayed_names);
+        EXPECT_EQ(b.name_match, a.name_match);
+        expect_same_double(b.gflops_per_s, a.gflops_per_s);
+        expect_same_double(b.gb_per_s, a.gb_per_s);
+    }
+    // Writing what was read gives the same bytes.
+    std::ostringstream second;
+    replay::write_report_json(second, back);
+    EXPECT_EQ(second.str(), first.str());
+    // NaN is written as null, the not-replayable tier as null.
+    EXPECT_NE(first.str().find("\"error_pct\": null"), std::string::npos);
+    EXPECT_NE(first.str().find("\"tier\": null"), std::string::npos);
+}
+
+TEST(Report, ReadIsTolerantOfMissingOptionalFields) {
+    const std::string path = temp_path("minimal.json");
+    write_file(path, R"({"kernels": [{"id": "k1", "recorded_us": {"count": 4, "median": 2.5}, "samples_us": [1, 2, null]},
+                                    {"id": "k2", "tier": 2, "error_pct": null, "future_field": {"x": [1, 2]}}],
+                        "options": {"runs": 5, "l2_flush": true}})");
+    const Report r = replay::read_report_json(path);
+    ASSERT_EQ(r.kernels.size(), 2u);
+    EXPECT_EQ(r.schema, "replay.report/1");
+    EXPECT_EQ(r.kernels[0].count, 4u);  // from recorded_us.count
+    EXPECT_DOUBLE_EQ(r.kernels[0].recorded_us.median, 2.5);
+    ASSERT_EQ(r.kernels[0].samples_us.size(), 3u);
+    EXPECT_TRUE(std::isnan(r.kernels[0].samples_us[2]));
+    EXPECT_EQ(r.kernels[0].tier, Tier::NotReplayable);
+    EXPECT_EQ(r.kernels[1].tier, Tier::Gemm);
+    EXPECT_TRUE(std::isnan(r.kernels[1].error_pct));
+    ASSERT_EQ(r.options.size(), 2u);
+    EXPECT_EQ(r.options[0].second, "5");
+    EXPECT_EQ(r.options[1].second, "true");
+}
+
+TEST(Report, ReadErrors) {
+    const std::string not_json = temp_path("not_json.json");
+    write_file(not_json, "this is not JSON at all");
+    EXPECT_THROW(replay::read_report_json(not_json), replay::InputError);
+
+    const std::string no_kernels = temp_path("no_kernels.json");
+    write_file(no_kernels, R"({"schema": "replay.report/1", "mode": "unique"})");
+    try {
+        replay::read_report_json(no_kernels);
+        FAIL() << "expected InputError";
+    } catch (const replay::InputError& e) {
+        EXPECT_EQ(e.file(), no_kernels);
+        EXPECT_NE(std::string(e.what()).find("kernels"), std::string::npos);
+    }
+
+    const std::string other_schema = temp_path("signatures.json");
+    write_file(other_schema, R"({"schema": "replay.kernel_signatures/1", "kernels": []})");
+    EXPECT_THROW(replay::read_report_json(other_schema), replay::InputError);
+
+    const std::string array = temp_path("array.json");
+    write_file(array, "[1, 2, 3]");
+    EXPECT_THROW(replay::read_report_json(array), replay::InputError);
+
+    // Truncated in the middle of the kernels: an error with an offset inside the file.
+    std::ostringstream full;
+    Report r = hand_made();
+    replay::finalize_report(r);
+    replay::write_report_json(full, r);
+    const std::string text = full.str();
+    const std::string truncated = temp_path("truncated.json");
+    const std::size_t cut = text.find("\"kernels\"") + 200;
+    write_file(truncated, text.substr(0, cut));
+    try {
+        replay::read_report_json(truncated);
+        FAIL() << "expected InputError";
+    } catch (const replay::InputError& e) {
+        EXPECT_LE(e.offset(), cut);
+    }
+
+    const std::string no_id = temp_path("no_id.json");
+    write_file(no_id, R"({"kernels": [{"name": "x"}]})");
+    EXPECT_THROW(replay::read_report_json(no_id), replay::InputError);
+
+    EXPECT_THROW(replay::read_report_json(temp_path("does_not_exist.json")), replay::InputError);
+}
+
+// A minimal RFC 4180 reader for the checks below.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+    std::vector<std::vector<std::string>> rows(1);
+    std::string cell;
+    bool quoted = false, row_open = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+                cell += '"';
+                ++i;
+            } else if (c == '"') {
+                quoted = false;
+            } else {
+                cell += c;
+            }
+        } else if (c == '"') {
+            quoted = true;
+            row_open = true;
+        } else if (c == ',') {
+            rows.back().push_back(cell);
+            cell.clear();
+            row_open = true;
+        } else if (c == '\n') {
+            rows.back().push_back(cell);
+            cell.clear();
+            rows.emplace_back();
+            row_open = false;
+        } else {
+            cell += c;
+            row_open = true;
+        }
+    }
+    if (row_open) rows.back().push_back(cell);
+    if (rows.back().empty()) rows.pop_back();
+    return rows;
+}
+
+TEST(Report, KernelsCsv) {
+    Report r = hand_made();
+    r.kernels[3].reason = "line one\nline two, with \"quotes\"";
+    replay::finalize_report(r);
+    std::ostringstream out;
+    replay::write_kernels_csv(out, r);
+    const auto rows = parse_csv(out.str());
+    ASSERT_EQ(rows.size(), 1 + r.kernels.size());
+    const std::vector<std::string> header = {
+        "id", "name", "kind", "tier", "rule", "disposition", "count", "recorded_median_us", "recorded_sum_us",
+        "replayed_median_us", "replayed_min_us", "replayed_mean_us", "replayed_stddev_us", "replayed_p95_us",
+        "replayed_p99_us", "error_pct", "name_match", "gflops_per_s", "gb_per_s", "reason"};
+    EXPECT_EQ(rows[0], header);
+    for (const auto& row : rows) EXPECT_EQ(row.size(), header.size());
+    // The comma and the quotes in the GEMM's name survive.
+    EXPECT_EQ(rows[1][1], "sm90_xmma_gemm_f16f16_f16f32, \"tn\"");
+    EXPECT_NE(out.str().find("\"sm90_xmma_gemm_f16f16_f16f32, \"\"tn\"\"\""), std::string::npos);
+    EXPECT_EQ(rows[1][3], "2");
+    EXPECT_EQ(rows[1][6], "3");
+    EXPECT_EQ(std::stod(rows[1][7]), 10);
+    EXPECT_EQ(std::stod(rows[1][9]), 11);
+    EXPECT_NEAR(std::stod(rows[1][15]), 10, 1e-9);
+    EXPECT_EQ(rows[1][16], "true");
+    EXPECT_EQ(std::stod(rows[1][17]), 512.5);
+    EXPECT_EQ(rows[1][18], "");  // NaN: empty
+    EXPECT_EQ(rows[3][1], "vectorized_elementwise_kernel<4, at::native::add>");
+    // Not replayed: empty tier, replayed figures, error and name_match; the multi-line reason intact.
+    EXPECT_EQ(rows[4][3], "");
+    EXPECT_EQ(rows[4][9], "");
+    EXPECT_EQ(rows[4][15], "");
+    EXPECT_EQ(rows[4][16], "");
+    EXPECT_EQ(rows[4][19], "line one\nline two, with \"quotes\"");
+    EXPECT_EQ(rows[5][2], "memcpy");
+    EXPECT_EQ(std::stod(rows[5][18]), 12.25);
+}
+
+}  // namespace
