@@ -245,10 +245,6 @@ std::optional<GemmRecipe> gemm_recipe(const AtenRecipe& aten, std::string& why) 
     } else if (op != "aten::addmm" && op != "aten::baddbmm") {
         g.beta = 0.0;
     }
-    if (g.a_type == DType::Unknown) {
-        why = "GEMM operand dtype not recorded";
-        return std::nullopt;
-    }
     return g;
 }
 
@@ -304,6 +300,13 @@ CollectiveRecipe collective_from(const Context& c) {
     return r;
 }
 
+// Traces from 2021 record dims but no `Input type`; the kernel name still tells the precision.
+DType dtype_from_kernel_name(std::string_view name) {
+    if (contains_any(name, {"bf16", "bfloat16", "BFloat16"})) return DType::BFloat16;
+    if (contains_any(name, {"hgemm", "_f16", "fp16", "__half", "hsh", "h884", "h1688", "h16816", "Half"})) return DType::Float16;
+    return DType::Float32;
+}
+
 Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
     AtenRecipe aten = aten_recipe(c, *c.gemm_op);
     std::string why;
@@ -314,7 +317,14 @@ Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
         return r;
     }
     Recipe r;
+    if (gemm->a_type == DType::Unknown) {
+        const DType inferred = dtype_from_kernel_name(c.name);
+        gemm->a_type = gemm->b_type = gemm->c_type = inferred;
+        if (gemm->bias) gemm->bias_type = inferred;
+        r.reason = std::string("operand dtype not recorded: ") + to_string(inferred) + " inferred from the kernel name";
+    }
     r.tier = Tier::Gemm;
+    r.rule = rule;
     r.issued_with_op = issued_with_op;
     if (issued_with_op) r.reason = "issued by its GEMM's replay (cuBLASLt split-K / epilogue kernel)";
     r.detail = std::move(*gemm);
@@ -414,7 +424,7 @@ std::vector<Recipe> classify(const KernelGraph& graph) {
             // A non-GEMM kernel whose innermost op is itself a GEMM op is part of that op's work.
             if (recipe.tier == Tier::AtenOp && c.aten_op && is_gemm_op(c.op_name(*c.aten_op)) && c.gemm_op) {
                 recipe = gemm_or_reason(c, true, "gemm-aux");
-                recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
+                if (recipe.replayable()) recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
             }
             recipes.push_back(std::move(recipe));
             break;

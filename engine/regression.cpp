@@ -443,7 +443,7 @@ void write_regression_json(std::ostream& out, const Regression& r) {
 
 void write_regression_markdown(std::ostream& out, const Regression& r) {
     const RegressionSummary& s = r.summary;
-    out << "### replay regress: " << (s.regressed > 0 ? "REGRESSED" : "ok") << " - " << s.regressed << " regressed, "
+    out << "### replay comparison: " << (s.regressed > 0 ? "REGRESSED" : "ok") << " - " << s.regressed << " regressed, "
         << s.improved << " improved, " << s.unchanged << " unchanged, " << s.added << " new, " << s.missing
         << " missing\n\n";
     out << "baseline `" << md_escape(r.baseline, 200) << "`, current `" << md_escape(r.current, 200) << "`; "

@@ -51,22 +51,27 @@ struct StringState {
     std::uint64_t escaped = 0;    // 1 when the next block's first byte is escaped
 };
 
-// The structural characters of one block outside strings: '{', '}' and ']'.
-inline std::uint64_t structural_bits(std::uint64_t brace_bracket, std::uint64_t in_string, StringState& state) {
-    const std::uint64_t s = in_string ^ state.in_string;
-    state.in_string = static_cast<std::uint64_t>(static_cast<std::int64_t>(s) >> 63);
-    return brace_bracket & ~s;
+// One block's structural characters outside strings: '{' and '}' in `braces`, ']' in `brackets`.
+struct BlockIndex {
+    std::uint64_t braces;
+    std::uint64_t brackets;
+};
+
+inline BlockIndex outside_strings(std::uint64_t braces, std::uint64_t brackets, std::uint64_t quote_prefix,
+                                  StringState& state) {
+    const std::uint64_t in_string = quote_prefix ^ state.in_string;
+    state.in_string = static_cast<std::uint64_t>(static_cast<std::int64_t>(in_string) >> 63);
+    return {braces & ~in_string, brackets & ~in_string};
 }
 
-// Indexes `blocks` full 64-byte blocks of `buf` into one structural mask each. One function per
-// instruction set, picked once at run time; it is called for runs of blocks, so the indirect call
-// costs nothing per block.
-using IndexFn = void (*)(const char* buf, std::size_t blocks, std::uint64_t* out, StringState& state);
+// Indexes `blocks` full 64-byte blocks of `buf`. One function per instruction set, picked once at
+// run time; it is called for runs of blocks, so the indirect call costs nothing per block.
+using IndexFn = void (*)(const char* buf, std::size_t blocks, BlockIndex* out, StringState& state);
 
-void index_generic(const char* buf, std::size_t blocks, std::uint64_t* out, StringState& state) {
+void index_generic(const char* buf, std::size_t blocks, BlockIndex* out, StringState& state) {
     for (std::size_t b = 0; b < blocks; ++b) {
         const char* block = buf + 64 * b;
-        std::uint64_t quote = 0, backslash = 0, structural = 0;
+        std::uint64_t quote = 0, backslash = 0, braces = 0, brackets = 0;
 #ifdef REPLAY_SPLITTER_SSE2
         for (int i = 0; i < 4; ++i) {
             const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
@@ -76,7 +81,8 @@ void index_generic(const char* buf, std::size_t blocks, std::uint64_t* out, Stri
             };
             quote |= mask('"') << (16 * i);
             backslash |= mask('\\') << (16 * i);
-            structural |= (mask('{') | mask('}') | mask(']')) << (16 * i);
+            braces |= (mask('{') | mask('}')) << (16 * i);
+            brackets |= mask(']') << (16 * i);
         }
 #else
         for (int i = 0; i < 64; ++i) {
@@ -85,14 +91,14 @@ void index_generic(const char* buf, std::size_t blocks, std::uint64_t* out, Stri
                 case '"': quote |= bit; break;
                 case '\\': backslash |= bit; break;
                 case '{':
-                case '}':
-                case ']': structural |= bit; break;
+                case '}': braces |= bit; break;
+                case ']': brackets |= bit; break;
                 default: break;
             }
         }
 #endif
         const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
-        out[b] = structural_bits(structural, prefix_xor(quote & ~escaped), state);
+        out[b] = outside_strings(braces, brackets, prefix_xor(quote & ~escaped), state);
     }
 }
 
@@ -102,46 +108,43 @@ __attribute__((target("avx2"))) inline std::uint64_t movemask64(__m256i lo, __m2
            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(hi))) << 32);
 }
 
-__attribute__((target("avx2,pclmul"))) void index_avx2(const char* buf, std::size_t blocks, std::uint64_t* out,
+// prefix_xor with one carry-less multiplication by all ones.
+__attribute__((target("pclmul"))) inline std::uint64_t prefix_xor_clmul(std::uint64_t x) {
+    return static_cast<std::uint64_t>(_mm_cvtsi128_si64(
+        _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(x)), _mm_set1_epi8(-1), 0)));
+}
+
+__attribute__((target("avx2,pclmul"))) void index_avx2(const char* buf, std::size_t blocks, BlockIndex* out,
                                                           StringState& state) {
     const __m256i q = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
     const __m256i ob = _mm256_set1_epi8('{'), cb = _mm256_set1_epi8('}'), cbr = _mm256_set1_epi8(']');
-    const __m128i ones = _mm_set1_epi8(-1);
     for (std::size_t b = 0; b < blocks; ++b) {
         const char* block = buf + 64 * b;
         const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
         const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32));
-        const __m256i slo = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, ob), _mm256_cmpeq_epi8(lo, cb)),
-                                            _mm256_cmpeq_epi8(lo, cbr));
-        const __m256i shi = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(hi, ob), _mm256_cmpeq_epi8(hi, cb)),
-                                            _mm256_cmpeq_epi8(hi, cbr));
-        const std::uint64_t structural = movemask64(slo, shi);
+        const std::uint64_t braces =
+            movemask64(_mm256_or_si256(_mm256_cmpeq_epi8(lo, ob), _mm256_cmpeq_epi8(lo, cb)),
+                       _mm256_or_si256(_mm256_cmpeq_epi8(hi, ob), _mm256_cmpeq_epi8(hi, cb)));
+        const std::uint64_t brackets = movemask64(_mm256_cmpeq_epi8(lo, cbr), _mm256_cmpeq_epi8(hi, cbr));
         const std::uint64_t quote = movemask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
         const std::uint64_t backslash = movemask64(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs));
         const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
-        const std::uint64_t quotes = quote & ~escaped;
-        const std::uint64_t in_string = static_cast<std::uint64_t>(_mm_cvtsi128_si64(
-            _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(quotes)), ones, 0)));
-        out[b] = structural_bits(structural, in_string, state);
+        out[b] = outside_strings(braces, brackets, prefix_xor_clmul(quote & ~escaped), state);
     }
 }
 
 __attribute__((target("avx512f,avx512bw,pclmul"))) void index_avx512(const char* buf, std::size_t blocks,
-                                                                        std::uint64_t* out, StringState& state) {
+                                                                        BlockIndex* out, StringState& state) {
     const __m512i q = _mm512_set1_epi8('"'), bs = _mm512_set1_epi8('\\');
     const __m512i ob = _mm512_set1_epi8('{'), cb = _mm512_set1_epi8('}'), cbr = _mm512_set1_epi8(']');
-    const __m128i ones = _mm_set1_epi8(-1);
     for (std::size_t b = 0; b < blocks; ++b) {
         const __m512i v = _mm512_loadu_si512(buf + 64 * b);
         const std::uint64_t quote = _mm512_cmpeq_epi8_mask(v, q);
         const std::uint64_t backslash = _mm512_cmpeq_epi8_mask(v, bs);
-        const std::uint64_t structural =
-            _mm512_cmpeq_epi8_mask(v, ob) | _mm512_cmpeq_epi8_mask(v, cb) | _mm512_cmpeq_epi8_mask(v, cbr);
+        const std::uint64_t braces = _mm512_cmpeq_epi8_mask(v, ob) | _mm512_cmpeq_epi8_mask(v, cb);
+        const std::uint64_t brackets = _mm512_cmpeq_epi8_mask(v, cbr);
         const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
-        const std::uint64_t quotes = quote & ~escaped;
-        const std::uint64_t in_string = static_cast<std::uint64_t>(_mm_cvtsi128_si64(
-            _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(quotes)), ones, 0)));
-        out[b] = structural_bits(structural, in_string, state);
+        out[b] = outside_strings(braces, brackets, prefix_xor_clmul(quote & ~escaped), state);
     }
 }
 #endif
@@ -149,14 +152,13 @@ __attribute__((target("avx512f,avx512bw,pclmul"))) void index_avx512(const char*
 IndexFn pick_index() {
 #ifdef REPLAY_SPLITTER_SSE2
     __builtin_cpu_init();
-    if (const char* force = std::getenv("REPLAY_SPLITTER_ISA")) {  // for tests: generic, avx2, avx512
-        const std::string_view isa(force);
-        if (isa == "generic") return index_generic;
-        if (isa == "avx2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul")) return index_avx2;
-    }
-    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("pclmul"))
+    const char* force = std::getenv("REPLAY_SPLITTER_ISA");  // for tests: generic, avx2
+    const std::string_view isa(force ? force : "");
+    if (isa == "generic") return index_generic;
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
+    if (isa != "avx2" && avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
         return index_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul")) return index_avx2;
+    if (avx2) return index_avx2;
 #endif
     return index_generic;
 }
@@ -337,11 +339,25 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
     }
 }
 
+// Bits [from, 64) of a 64-bit mask (from <= 64).
+inline std::uint64_t bits_from(std::size_t from) { return from >= 64 ? 0 : ~0ULL << from; }
+
 void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
     constexpr std::size_t kRun = 64;  // blocks indexed per call (4 KiB)
-    std::uint64_t masks[kRun];
+    BlockIndex index[kRun];
     alignas(64) char tail[64];
     StringState strings{prev_in_string_, prev_escaped_};
+    // ']' matters only between events (depth 0), where it closes traceEvents: inside a block, the
+    // brackets from `zero_from` up to the next '{' are looked at, the others never.
+    auto close_array = [&](std::uint64_t brackets) {
+        const std::size_t at = pos_ + static_cast<std::size_t>(__builtin_ctzll(brackets));
+        on_event_gap(buf, gap_begin_, at);
+        last_end_abs_ = base_ + at + 1;
+        pos_ = at + 1;
+        state_ = bare_array_ ? State::Done : State::RootComma;
+        prev_in_string_ = strings.in_string;
+        prev_escaped_ = strings.escaped;
+    };
     while (pos_ < size) {
         std::size_t blocks = std::min<std::size_t>((size - pos_) / 64, kRun);
         std::size_t valid = 64;
@@ -350,38 +366,49 @@ void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std
             valid = size - pos_;
             std::memset(tail, ' ', sizeof tail);
             std::memcpy(tail, buf + pos_, valid);
-            index_blocks(tail, 1, masks, strings);
+            index_blocks(tail, 1, index, strings);
             blocks = 1;
         } else {
-            index_blocks(buf + pos_, blocks, masks, strings);
+            index_blocks(buf + pos_, blocks, index, strings);
         }
         for (std::size_t b = 0; b < blocks; ++b, pos_ += valid) {
-            std::uint64_t structural = masks[b];
-            while (structural != 0) {
-                const std::size_t at = pos_ + static_cast<std::size_t>(__builtin_ctzll(structural));
-                structural &= structural - 1;
-                const char c = buf[at];
-                if (c == '{') {
+            std::uint64_t braces = index[b].braces;
+            const std::uint64_t brackets = index[b].brackets;
+            std::size_t zero_from = depth_ == 0 ? 0 : 64;  // depth is 0 from this bit on
+            while (braces != 0) {
+                const std::size_t bit = static_cast<std::size_t>(__builtin_ctzll(braces));
+                const std::size_t at = pos_ + bit;
+                braces &= braces - 1;
+                if (buf[at] == '{') {
                     if (depth_ == 0) {
+                        if (const std::uint64_t before = brackets & bits_from(zero_from) & ~bits_from(bit)) {
+                            close_array(before);
+                            return;
+                        }
                         on_event_gap(buf, gap_begin_, at);
                         event_begin_ = at;
                     }
                     ++depth_;
-                } else if (c == '}') {
-                    if (depth_ == 0) throw SplitError{base_ + at, "'{' or ']' in traceEvents, not '}'"};
+                } else {
+                    if (depth_ == 0) {
+                        if (const std::uint64_t before = brackets & bits_from(zero_from) & ~bits_from(bit)) {
+                            close_array(before);
+                            return;
+                        }
+                        throw SplitError{base_ + at, "'{' or ']' in traceEvents, not '}'"};
+                    }
                     if (--depth_ == 0) {
                         out.push_back(Span{static_cast<std::uint32_t>(event_begin_),
                                            static_cast<std::uint32_t>(at + 1 - event_begin_), false, 0, 0});
                         gap_begin_ = at + 1;
                         last_end_abs_ = base_ + at + 1;
+                        zero_from = bit + 1;
                     }
-                } else if (depth_ == 0) {  // ']' closes traceEvents
-                    on_event_gap(buf, gap_begin_, at);
-                    last_end_abs_ = base_ + at + 1;
-                    pos_ = at + 1;
-                    state_ = bare_array_ ? State::Done : State::RootComma;
-                    prev_in_string_ = strings.in_string;
-                    prev_escaped_ = strings.escaped;
+                }
+            }
+            if (depth_ == 0) {
+                if (const std::uint64_t rest = brackets & bits_from(zero_from)) {
+                    close_array(rest);
                     return;
                 }
             }

@@ -35,8 +35,11 @@ TEST(Classifier, EveryBloomGemmKernelHasATier2RecipeMatchingInputDims) {
         const auto& node = a->graph.nodes()[i];
         const auto& activity = a->graph.activity(node);
         if (activity.kind != replay::ActivityKind::Kernel) continue;
-        // Find the GEMM op (innermost) of this kernel, if any.
-        for (auto op : a->graph.op_chain(node)) {
+        // Kernels whose innermost op is the GEMM op (a broadcast copy of baddbmm's `self` runs
+        // under its own aten::copy_ and is replayed as that op).
+        const auto chain = a->graph.op_chain(node);
+        for (auto op : chain) {
+            if (op != chain.front()) break;
             auto it = expected.find(trace.cpu_ops[op].external_id);
             if (it == expected.end()) continue;
             ++gemm_kernels;
@@ -51,7 +54,7 @@ TEST(Classifier, EveryBloomGemmKernelHasATier2RecipeMatchingInputDims) {
             break;
         }
     }
-    EXPECT_GE(gemm_kernels, 145u);  // split-K GEMMs add a reduction kernel each
+    EXPECT_GE(gemm_kernels, 145u + 24u);  // 24 split-K GEMMs add a reduction kernel each
     EXPECT_GE(a->coverage, 0.99);
 }
 
@@ -99,7 +102,9 @@ TEST(Graph, LinksKernelsToLaunchesAndOps) {
     EXPECT_GT(s.driver_launches, 0u);  // cuLaunchKernel(Ex) for nvjet/cutlass kernels
     // 2021 schema: string tids, "external id", Runtime/Operator categories.
     auto old = analyze("public/pytorch-kineto/worker0.pt.trace.json.gz");
-    EXPECT_GT(static_cast<double>(old->graph.stats().linked), 0.95 * static_cast<double>(old->graph.nodes().size()));
+    // 733 of its 10,015 activities have no runtime event with their correlation id in the file.
+    EXPECT_EQ(old->graph.stats().no_launch, 733u);
+    EXPECT_GT(static_cast<double>(old->graph.stats().linked), 0.9 * static_cast<double>(old->graph.nodes().size()));
 }
 
 TEST(Graph, ExecutionTraceFixesOverloads) {

@@ -1,0 +1,487 @@
+// The CUDA backend: prepares recipes into launches (buffers from the pool, GEMM descriptors,
+// libtorch ops) and issues them on the driver's streams, bracketed by the timer.
+#include "replay/cuda_backend.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <variant>
+
+#include "aten_runner.h"
+#include "buffer_pool.h"
+#include "cuda_check.h"
+#include "cuda_raii.h"
+#include "device_kernels.h"
+#include "gemm.h"
+#include "nvml.h"
+#include "timing.h"
+
+namespace replay {
+namespace cuda {
+namespace {
+
+std::string cuda_version_text(int version) {
+    return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+const char* memcpy_name(cudaMemcpyKind kind) {
+    switch (kind) {
+        case cudaMemcpyHostToDevice: return "HtoD";
+        case cudaMemcpyDeviceToHost: return "DtoH";
+        case cudaMemcpyDeviceToDevice: return "DtoD";
+        case cudaMemcpyHostToHost: return "HtoH";
+        default: return "<unknown>";
+    }
+}
+
+struct CopyLaunch {
+    bool memset = false;
+    cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
+    void* dst = nullptr;
+    const void* src = nullptr;
+    std::size_t bytes = 0;
+    int value = 0;
+    std::string label;  // Kineto's name of the activity
+};
+
+struct GemmEntry {
+    GemmLaunch launch;
+    CudaGemmBuffers buffers;
+};
+
+struct AtenLaunch {
+    std::uint32_t runner_handle = 0;
+    std::string label;
+};
+
+using Launch = std::variant<CopyLaunch, GemmEntry, AtenLaunch>;
+
+Prepared skipped(std::string reason) { return {Disposition::Skipped, std::move(reason), 0}; }
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(const BackendOptions& options);
+    ~CudaBackend() override;
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    Environment environment() const override;
+    Prepared prepare(const Recipe& recipe) override;
+    void set_stream_count(int count) override;
+    void issue(std::uint32_t handle, int stream, std::uint64_t tag) override;
+    void stream_wait(int waiter, int producer) override;
+    void synchronize() override;
+    void flush_l2() override;
+    void delay(int stream, std::int64_t ns) override;
+    std::vector<TimedActivity> collect() override;
+
+    bool gemm_buffers(std::uint32_t handle, CudaGemmBuffers& out) const;
+
+private:
+    Prepared prepare_copy(const CopyRecipe& recipe);
+    Prepared prepare_gemm(const GemmRecipe& recipe);
+    Prepared prepare_aten(const AtenRecipe& recipe);
+    std::uint32_t add(Launch launch);
+    const Launch& launch_at(std::uint32_t handle) const;
+    cudaStream_t stream_at(int index) const;
+    void* workspace_at(int index);
+    // A filled (GEMM operand) or raw (copy) buffer; nullptr with `why` on shortage.
+    void* buffer(MemoryKind kind, int role, std::optional<FillType> fill, std::size_t elements, std::size_t element_size,
+                 std::string& why);
+
+    BackendOptions options_;
+    cudaDeviceProp properties_{};
+    int clock_khz_ = 0;
+    int l2_bytes_ = 0;
+    std::string pci_bus_id_;
+
+    BufferPool pool_;
+    Stream setup_stream_;  // fills; synchronized before prepare() returns
+    std::vector<Stream> streams_;
+    std::vector<Event> stream_events_;  // the last point of each stream that others may wait for
+    std::vector<Memory> workspaces_;    // per stream, allocated on a stream's first GEMM
+    void* l2_flush_buffer_ = nullptr;  // 2x L2, held by the pool
+    int l2_flush_value_ = 0;
+
+    CublasHandle blas_;
+    CublasLtHandle lt_;
+    BlasContext blas_context_;
+
+    std::unique_ptr<IssueTimer> timer_;
+    std::string timer_note_;
+    std::unique_ptr<Nvml> nvml_;
+    std::string nvml_note_;
+    std::unique_ptr<AtenRunner> aten_;
+    std::string aten_why_;
+    bool aten_tried_ = false;
+
+    std::vector<Launch> launches_;  // handle h is launches_[h - 1]
+    std::uint64_t fills_ = 0;
+};
+
+// Selects the device and returns the device memory the pool leaves free (2%, at least 256 MiB).
+std::size_t select_device(int device) {
+    REPLAY_CUDA_CALL(cudaSetDevice(device));
+    cudaDeviceProp p{};
+    REPLAY_CUDA_CALL(cudaGetDeviceProperties(&p, device));
+    return std::max<std::size_t>(std::size_t{256} << 20, p.totalGlobalMem / 50);
+}
+
+CudaBackend::CudaBackend(const BackendOptions& options)
+    : options_(options), pool_(select_device(options.device)) {
+    REPLAY_CUDA_CALL(cudaFree(nullptr));  // create the context now, not inside a timed call
+    REPLAY_CUDA_CALL(cudaGetDeviceProperties(&properties_, options_.device));
+    REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&clock_khz_, cudaDevAttrClockRate, options_.device));
+    REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&l2_bytes_, cudaDevAttrL2CacheSize, options_.device));
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, options_.device) == cudaSuccess) pci_bus_id_ = bus_id;
+    cudaGetLastError();
+
+    setup_stream_ = Stream::non_blocking();
+    blas_ = CublasHandle::create();
+    lt_ = CublasLtHandle::create();
+    blas_context_ = blas_options_from_environment();
+    blas_context_.blas = blas_.get();
+    blas_context_.lt = lt_.get();
+    set_stream_count(1);
+
+    if (options_.use_cupti) {
+        std::string why;
+        timer_ = make_cupti_timer(why);
+        if (!timer_) timer_note_ = "CUPTI unavailable (" + why + "): timing with CUDA events";
+    } else {
+        timer_note_ = "CUPTI off by request: timing with CUDA events";
+    }
+    if (!timer_) timer_ = make_event_timer();
+
+    std::string why;
+    nvml_ = Nvml::open(pci_bus_id_, options_.device, why);
+    if (!nvml_) nvml_note_ = "NVML unavailable: " + why;
+}
+
+CudaBackend::~CudaBackend() {
+    cudaSetDevice(options_.device);
+    REPLAY_CUDA_CALL_NOEXCEPT(cudaDeviceSynchronize());
+    launches_.clear();
+    aten_.reset();
+    timer_.reset();
+}
+
+Prepared CudaBackend::prepare(const Recipe& recipe) {
+    try {
+        REPLAY_CUDA_CALL(cudaSetDevice(options_.device));
+        return std::visit(
+            [&](const auto& detail) -> Prepared {
+                using T = std::decay_t<decltype(detail)>;
+                if constexpr (std::is_same_v<T, CopyRecipe>) {
+                    return prepare_copy(detail);
+                } else if constexpr (std::is_same_v<T, GemmRecipe>) {
+                    return prepare_gemm(detail);
+                } else if constexpr (std::is_same_v<T, AtenRecipe>) {
+                    return prepare_aten(detail);
+                } else if constexpr (std::is_same_v<T, CollectiveRecipe>) {
+                    return skipped("collectives (tier 4) are not replayed by the CUDA backend");
+                } else {
+                    return skipped(recipe.reason.empty() ? "no replay recipe" : recipe.reason);
+                }
+            },
+            recipe.detail);
+    } catch (const std::exception& e) {
+        return {Disposition::Failed, e.what(), 0};
+    }
+}
+
+void* CudaBackend::buffer(MemoryKind kind, int role, std::optional<FillType> fill, std::size_t elements,
+                          std::size_t element_size, std::string& why) {
+    const int content = fill ? static_cast<int>(*fill) : -1;
+    auto lease = pool_.acquire(kind, role, content, elements * element_size, why);
+    if (!lease) return nullptr;
+    if (lease->created && fill) {
+        // Fill the whole buffer: a later, larger recipe of the same dtype may reuse it.
+        const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + ++fills_;
+        REPLAY_CUDA_CALL(launch_fill_uniform(lease->data, lease->bytes / element_size, *fill, seed, setup_stream_.get()));
+    }
+    return lease->data;
+}
+
+Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
+    if (c.bytes <= 0) return skipped("copy of 0 bytes");
+    const auto bytes = static_cast<std::size_t>(c.bytes);
+    const MemoryKind host = c.host_pinned ? MemoryKind::Pinned : MemoryKind::Pageable;
+    const char* host_name = c.host_pinned ? "Pinned" : "Pageable";
+    std::string why, note;
+    CopyLaunch launch;
+    launch.bytes = bytes;
+    auto get = [&](MemoryKind kind, int role) { return buffer(kind, role, std::nullopt, bytes, 1, why); };
+
+    if (c.is_memset) {
+        launch.memset = true;
+        launch.value = c.value;
+        launch.dst = get(MemoryKind::Device, 10);
+        launch.label = "Memset (Device)";
+        if (launch.dst == nullptr) return skipped(why);
+        return {Disposition::Ready, note, add(std::move(launch))};
+    }
+    MemoryKind src = MemoryKind::Device, dst = MemoryKind::Device;
+    switch (c.direction) {
+        case CopyDirection::HostToDevice: src = host, launch.kind = cudaMemcpyHostToDevice; break;
+        case CopyDirection::DeviceToHost: dst = host, launch.kind = cudaMemcpyDeviceToHost; break;
+        case CopyDirection::HostToHost: src = dst = host, launch.kind = cudaMemcpyHostToHost; break;
+        case CopyDirection::PeerToPeer:
+            note = "peer copy replayed as device-to-device on one GPU";
+            launch.kind = cudaMemcpyDeviceToDevice;
+            break;
+        case CopyDirection::DeviceToDevice:
+        case CopyDirection::Device: launch.kind = cudaMemcpyDeviceToDevice; break;
+    }
+    void* from = get(src, 10);
+    if (from == nullptr) return skipped(why);
+    void* to = get(dst, 11);
+    if (to == nullptr) return skipped(why);
+    launch.src = from;
+    launch.dst = to;
+    auto kind_name = [&](MemoryKind k) { return k == MemoryKind::Device ? "Device" : host_name; };
+    launch.label = std::string("Memcpy ") + memcpy_name(launch.kind) + " (" + kind_name(src) + " -> " +
+                   kind_name(dst) + ")";
+    return {Disposition::Ready, note, add(std::move(launch))};
+}
+
+Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
+    GemmRecipe g = recipe;
+    if (auto why = normalize_gemm(g)) return skipped(*why);
+    const GemmExtents extents = gemm_extents(g);
+    const std::size_t ab_size = element_size(g.a_type), c_size = element_size(g.c_type);
+    std::string why;
+    CudaGemmBuffers buffers;
+    buffers.a = buffer(MemoryKind::Device, 0, fill_type(g.a_type), extents.a, ab_size, why);
+    if (buffers.a == nullptr) return skipped(why);
+    buffers.b = buffer(MemoryKind::Device, 1, fill_type(g.b_type), extents.b, ab_size, why);
+    if (buffers.b == nullptr) return skipped(why);
+    buffers.c = buffer(MemoryKind::Device, 2, fill_type(g.c_type), extents.c, c_size, why);
+    if (buffers.c == nullptr) return skipped(why);
+    if (g.bias) {
+        buffers.bias = buffer(MemoryKind::Device, 3, fill_type(g.bias_type), extents.bias, element_size(g.bias_type), why);
+        if (buffers.bias == nullptr) return skipped(why);
+    }
+    buffers.a_elements = extents.a, buffers.b_elements = extents.b, buffers.c_elements = extents.c;
+    buffers.bias_elements = extents.bias;
+    REPLAY_CUDA_CALL(cudaStreamSynchronize(setup_stream_.get()));
+
+    GemmLaunch launch(g, blas_context_, buffers.a, buffers.b, buffers.c, buffers.bias);
+    switch (launch.api()) {
+        case GemmLaunch::Api::LtMatmul: buffers.api = "cublasLt"; break;
+        case GemmLaunch::Api::Gemm: buffers.api = "cublas gemm"; break;
+        case GemmLaunch::Api::GemmStridedBatched: buffers.api = "cublas strided batched"; break;
+    }
+    std::string note = launch.note();
+    return {Disposition::Ready, std::move(note), add(GemmEntry{std::move(launch), std::move(buffers)})};
+}
+
+Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
+    if (!aten_tried_) {
+        aten_tried_ = true;
+        aten_ = AtenRunner::create(options_.device, options_.seed, aten_why_);
+    }
+    if (!aten_) return skipped(aten_why_);
+    Prepared p = aten_->prepare(recipe);
+    if (p.disposition != Disposition::Ready) return p;
+    return {Disposition::Ready, std::move(p.reason), add(AtenLaunch{p.handle, recipe.op})};
+}
+
+std::uint32_t CudaBackend::add(Launch launch) {
+    launches_.push_back(std::move(launch));
+    return static_cast<std::uint32_t>(launches_.size());
+}
+
+const Launch& CudaBackend::launch_at(std::uint32_t handle) const {
+    if (handle == 0 || handle > launches_.size())
+        throw std::out_of_range("CUDA backend: unknown handle " + std::to_string(handle));
+    return launches_[handle - 1];
+}
+
+cudaStream_t CudaBackend::stream_at(int index) const {
+    if (index < 0 || static_cast<std::size_t>(index) >= streams_.size())
+        throw std::out_of_range("CUDA backend: stream " + std::to_string(index) + " of " +
+                                std::to_string(streams_.size()));
+    return streams_[static_cast<std::size_t>(index)].get();
+}
+
+void* CudaBackend::workspace_at(int index) {
+    auto& workspace = workspaces_.at(static_cast<std::size_t>(index));
+    if (workspace.data() == nullptr && blas_context_.workspace_bytes > 0)
+        workspace = Memory(MemoryKind::Device, blas_context_.workspace_bytes);
+    return workspace.data();
+}
+
+void CudaBackend::set_stream_count(int count) {
+    count = std::max(count, 1);
+    REPLAY_CUDA_CALL(cudaSetDevice(options_.device));
+    if (static_cast<std::size_t>(count) < streams_.size()) REPLAY_CUDA_CALL(cudaDeviceSynchronize());
+    streams_.resize(static_cast<std::size_t>(count));
+    stream_events_.resize(streams_.size());
+    workspaces_.resize(streams_.size());
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+        if (!streams_[i]) streams_[i] = Stream::non_blocking();
+        if (!stream_events_[i]) stream_events_[i] = Event::sync_only();
+    }
+}
+
+void CudaBackend::issue(std::uint32_t handle, int stream_index, std::uint64_t tag) {
+    const Launch& launch = launch_at(handle);
+    cudaStream_t stream = stream_at(stream_index);
+    void* workspace = std::holds_alternative<GemmEntry>(launch) ? workspace_at(stream_index) : nullptr;
+    const std::string& label = std::visit(
+        [](const auto& l) -> const std::string& {
+            using T = std::decay_t<decltype(l)>;
+            if constexpr (std::is_same_v<T, GemmEntry>)
+                return l.launch.label();
+            else
+                return l.label;
+        },
+        launch);
+
+    timer_->begin(tag, stream_index, stream);
+    try {
+        if (const auto* copy = std::get_if<CopyLaunch>(&launch)) {
+            if (copy->memset)
+                REPLAY_CUDA_CALL(cudaMemsetAsync(copy->dst, copy->value, copy->bytes, stream));
+            else
+                REPLAY_CUDA_CALL(cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, copy->kind, stream));
+        } else if (const auto* gemm = std::get_if<GemmEntry>(&launch)) {
+            gemm->launch.run(blas_context_, stream, workspace);
+        } else if (const auto* aten = std::get_if<AtenLaunch>(&launch)) {
+            aten_->run(aten->runner_handle, stream);
+        }
+    } catch (...) {
+        try {
+            timer_->end(tag, stream_index, stream, label);
+        } catch (...) {
+        }
+        throw;
+    }
+    timer_->end(tag, stream_index, stream, label);
+}
+
+void CudaBackend::stream_wait(int waiter, int producer) {
+    if (waiter == producer) return;
+    cudaStream_t w = stream_at(waiter), p = stream_at(producer);
+    cudaEvent_t event = stream_events_[static_cast<std::size_t>(producer)].get();
+    // Waiting captures the event's state now; recording it again later does not affect this wait.
+    REPLAY_CUDA_CALL(cudaEventRecord(event, p));
+    REPLAY_CUDA_CALL(cudaStreamWaitEvent(w, event, 0));
+}
+
+void CudaBackend::synchronize() { REPLAY_CUDA_CALL(cudaDeviceSynchronize()); }
+
+void CudaBackend::flush_l2() {
+    if (l2_bytes_ <= 0) return;
+    const std::size_t bytes = 2 * static_cast<std::size_t>(l2_bytes_);
+    if (l2_flush_buffer_ == nullptr) {
+        std::string why;
+        auto lease = pool_.acquire(MemoryKind::Device, 20, -1, bytes, why);
+        if (!lease) throw CudaError("cannot allocate the L2 flush buffer: " + why);
+        l2_flush_buffer_ = lease->data;
+    }
+    // Join every stream into stream 0, overwrite 2x L2 there, then let every stream wait for it.
+    cudaStream_t first = stream_at(0);
+    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
+    REPLAY_CUDA_CALL(cudaMemsetAsync(l2_flush_buffer_, (++l2_flush_value_) & 0xff, bytes, first));
+    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
+}
+
+void CudaBackend::delay(int stream_index, std::int64_t ns) {
+    if (ns <= 0) return;
+    // clock64 counts SM cycles; at the peak clock (cudaDevAttrClockRate, kHz) this is `ns`. A GPU
+    // running below its peak clock spins longer.
+    const long long cycles = static_cast<long long>(static_cast<double>(ns) * clock_khz_ / 1e6);
+    REPLAY_CUDA_CALL(launch_spin(std::max(cycles, 1LL), stream_at(stream_index)));
+}
+
+std::vector<TimedActivity> CudaBackend::collect() { return timer_->collect(); }
+
+Environment CudaBackend::environment() const {
+    Environment e;
+    e.backend = "cuda";
+    e.device_name = properties_.name;
+    e.compute_major = properties_.major;
+    e.compute_minor = properties_.minor;
+    e.total_memory = static_cast<std::int64_t>(properties_.totalGlobalMem);
+
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    const std::string nvml_driver = nvml_ ? nvml_->driver_version() : std::string();
+    e.driver_version = nvml_driver.empty() ? "CUDA " + cuda_version_text(driver)
+                                           : nvml_driver + " (CUDA " + cuda_version_text(driver) + ")";
+    e.cuda_runtime_version = cuda_version_text(runtime);
+    int major = 0, minor = 0, patch = 0;
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    e.cublas_version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
+                       " (cublasLt " + std::to_string(cublasLtGetVersion()) + ")";
+    e.libtorch_version = AtenRunner::libtorch_version();
+    e.timing = timer_->method();
+    if (nvml_) {
+        e.sm_clock_mhz = nvml_->sm_clock_mhz().value_or(0);
+        e.memory_clock_mhz = nvml_->memory_clock_mhz().value_or(0);
+        e.max_sm_clock_mhz = nvml_->max_sm_clock_mhz().value_or(0);
+    }
+    if (e.max_sm_clock_mhz == 0) e.max_sm_clock_mhz = clock_khz_ / 1000;
+
+    e.notes.push_back("device " + std::to_string(options_.device) + " (" + pci_bus_id_ + "), " +
+                      std::to_string(properties_.multiProcessorCount) + " SMs, L2 " +
+                      std::to_string(l2_bytes_ >> 20) + " MiB");
+    if (!timer_note_.empty()) e.notes.push_back(timer_note_);
+    for (auto& note : timer_->notes()) e.notes.push_back(std::move(note));
+    if (!nvml_note_.empty()) e.notes.push_back(nvml_note_);
+    e.notes.push_back("cuBLAS workspace " + std::to_string(blas_context_.workspace_bytes >> 20) + " MiB per stream" +
+                      (blas_context_.prefer_lt ? "; TORCH_BLAS_PREFER_CUBLASLT: every GEMM through cuBLASLt" : "") +
+                      (blas_context_.allow_tf32 ? "; TF32 allowed for fp32 GEMMs" : ""));
+    e.notes.push_back("buffers are reused by size and role, not by recorded storage");
+    if (aten_tried_ && !aten_) e.notes.push_back("tier 3 unavailable: " + aten_why_);
+    return e;
+}
+
+bool CudaBackend::gemm_buffers(std::uint32_t handle, CudaGemmBuffers& out) const {
+    if (handle == 0 || handle > launches_.size()) return false;
+    const auto* gemm = std::get_if<GemmEntry>(&launches_[handle - 1]);
+    if (gemm == nullptr) return false;
+    out = gemm->buffers;
+    return true;
+}
+
+}  // namespace
+}  // namespace cuda
+
+std::unique_ptr<Backend> create_cuda_backend(const BackendOptions& options, std::string& why) {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        why = std::string("no usable CUDA driver or GPU: ") + cudaGetErrorName(status) + " (" +
+              cudaGetErrorString(status) + ")";
+        return nullptr;
+    }
+    if (count == 0) {
+        why = "no CUDA device";
+        return nullptr;
+    }
+    if (options.device < 0 || options.device >= count) {
+        why = "CUDA device " + std::to_string(options.device) + " does not exist (" + std::to_string(count) +
+              " device" + (count == 1 ? "" : "s") + ")";
+        return nullptr;
+    }
+    try {
+        return std::make_unique<cuda::CudaBackend>(options);
+    } catch (const std::exception& e) {
+        why = std::string("CUDA backend could not start: ") + e.what();
+        return nullptr;
+    }
+}
+
+bool cuda_gemm_buffers(Backend& backend, std::uint32_t handle, CudaGemmBuffers& out) {
+    const auto* cuda = dynamic_cast<const cuda::CudaBackend*>(&backend);
+    return cuda != nullptr && cuda->gemm_buffers(handle, out);
+}
+
+}  // namespace replay
