@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs the build and test dependencies from Debian 12 packages (run as root or with sudo).
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  build-essential cmake ninja-build pkg-config python3 python3-jsonschema zstd \
+  libsimdjson-dev libzstd-dev zlib1g-dev libcli11-dev libgtest-dev libbenchmark-dev libtorch-dev
