@@ -12,6 +12,7 @@
 #include "replay/inspect_report.h"
 #include "replay/recipe_json.h"
 #include "replay/source.h"
+#include "regress_command.h"
 #include "replay_command.h"
 
 namespace {
@@ -115,6 +116,12 @@ int main(int argc, char** argv) {
     Common replay_in;
     add_inputs(app, replay_in, false);
     replay_cmd.add_options(app);
+    auto* regress = app.add_subcommand("regress", "Replay traces and compare with baseline report(s); exit 1 when a kernel regressed");
+    replay::cli::RegressCommand regress_cmd;
+    regress_cmd.add_options(*regress);
+    auto* compare = app.add_subcommand("compare", "Compare two reports (or two traces' recorded times) without replaying; exit 1 when a kernel regressed");
+    replay::cli::CompareCommand compare_cmd;
+    compare_cmd.add_options(*compare);
 
     try {
         app.parse(argc, argv);
@@ -143,6 +150,8 @@ int main(int argc, char** argv) {
                              file.kernels.size(), 100.0 * analysis->coverage);
             return 0;
         }
+        if (*regress) return regress_cmd.run();
+        if (*compare) return compare_cmd.run();
         if (replay_in.trace.empty() && !replay_cmd.has_kernel_file()) {
             std::cerr << app.help();
             return 2;

@@ -1,0 +1,138 @@
+// `replay regress` (replay archived traces, compare with baseline reports) and `replay compare`
+// (two reports or two traces, no replay).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "replay/regression.h"
+#include "replay_command.h"
+
+namespace replay::cli {
+
+inline void add_statistics_options(CLI::App& app, RegressionOptions& o) {
+    app.add_option("--threshold", o.threshold_pct, "Smallest median change (%) that counts as a change")->capture_default_str();
+    app.add_option("--k", o.k, "... and it must exceed k x the runs' robust relative spread")->capture_default_str();
+    app.add_option("--alpha", o.alpha, "Significance level of the Mann-Whitney rank test on the per-run samples")->capture_default_str();
+}
+
+inline void write_regression_outputs(const std::filesystem::path& dir, const Regression& r) {
+    std::filesystem::create_directories(dir);
+    write_file(dir / "regression.json", [&](std::ostream& out) { write_regression_json(out, r); });
+    write_file(dir / "regression.md", [&](std::ostream& out) { write_regression_markdown(out, r); });
+}
+
+// A report made of recorded durations only, so that two traces compare without a replay.
+inline Report recorded_report(const Analysis& analysis) {
+    Report r;
+    r.mode = "recorded";
+    r.inputs = {{"trace", analysis.trace().source}, {"trace_hash", analysis.trace_hash}};
+    const auto& devices = analysis.trace().meta.devices;
+    if (!devices.empty()) r.environment.emplace_back("gpu", devices.front().name);
+    for (const auto& k : analysis.kernels) {
+        KernelResult kr;
+        kr.id = k.id;
+        kr.name = k.name;
+        kr.kind = to_string(k.kind);
+        kr.tier = k.recipe.tier;
+        kr.rule = k.recipe.rule;
+        kr.count = k.recorded_us.count;
+        kr.recorded_us = k.recorded_us;
+        kr.disposition = "recorded";
+        r.kernels.push_back(std::move(kr));
+    }
+    return r;
+}
+
+inline bool looks_like_report(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(4096, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    return head.find("\"replay.report/") != std::string::npos;
+}
+
+class RegressCommand {
+public:
+    void add_options(CLI::App& app) {
+        app.add_option("--baseline", baseline_, "Baseline report.json, or a folder of them (matched to each trace by its content hash)")
+            ->required();
+        app.add_option("traces", traces_, "Traces to replay (.json, .json.gz or archived .json.zst)")->required();
+        app.add_option("--et", et_, "Execution Trace of the run (only with a single trace)");
+        app.add_flag("-q,--quiet", quiet_, "No progress on stderr");
+        settings_.out_dir = "regress_out";
+        settings_.add_options(app);
+        add_statistics_options(app, options_);
+    }
+
+    int run() {
+        if (!et_.empty() && traces_.size() != 1) throw std::runtime_error("--et applies to a single trace");
+        auto backend = settings_.make_backend();
+        int exit_code = 0;
+        for (const auto& trace : traces_) {
+            AnalysisOptions ao;
+            ao.trace_path = trace;
+            ao.execution_trace_path = et_;
+            auto analysis = analyze(ao);
+            for (const auto& w : analysis->parsed.warnings)
+                if (!quiet_) std::fprintf(stderr, "warning: %s\n", w.c_str());
+            const Baseline baseline = find_baseline(baseline_, analysis->trace_hash);
+            Report current = settings_.run(analysis.get(), nullptr, *backend, quiet_, nullptr);
+            const Regression r = compare_reports(baseline.report, current, options_, baseline.path, trace);
+            const auto dir = std::filesystem::path(settings_.out_dir) / std::filesystem::path(trace).filename();
+            std::filesystem::create_directories(dir);
+            write_file(dir / "report.json", [&](std::ostream& out) { write_report_json(out, current); });
+            write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, current); });
+            write_regression_outputs(dir, r);
+            write_regression_markdown(std::cout, r);
+            exit_code = std::max(exit_code, regression_exit_code(r));
+        }
+        return exit_code;
+    }
+
+private:
+    std::string baseline_;
+    std::vector<std::string> traces_;
+    std::string et_;
+    bool quiet_ = false;
+    ReplaySettings settings_;
+    RegressionOptions options_;
+};
+
+class CompareCommand {
+public:
+    void add_options(CLI::App& app) {
+        app.add_option("a", a_, "Baseline: a report.json or a trace")->required();
+        app.add_option("b", b_, "Current: a report.json or a trace (the same kind as A)")->required();
+        app.add_option("--out", out_dir_, "Also write regression.json and regression.md here");
+        add_statistics_options(app, options_);
+    }
+
+    int run() {
+        const bool reports = looks_like_report(a_);
+        if (reports != looks_like_report(b_)) throw std::runtime_error("compare needs two reports or two traces, not one of each");
+        Regression r;
+        if (reports) {
+            r = compare_reports(read_report_json(a_), read_report_json(b_), options_, a_, b_);
+        } else {
+            AnalysisOptions oa, ob;
+            oa.trace_path = a_;
+            ob.trace_path = b_;
+            RegressionOptions recorded = options_;
+            recorded.recorded = true;
+            r = compare_reports(recorded_report(*analyze(oa)), recorded_report(*analyze(ob)), recorded, a_, b_);
+        }
+        if (!out_dir_.empty()) write_regression_outputs(out_dir_, r);
+        write_regression_markdown(std::cout, r);
+        return regression_exit_code(r);
+    }
+
+private:
+    std::string a_, b_, out_dir_;
+    RegressionOptions options_;
+};
+
+}  // namespace replay::cli
