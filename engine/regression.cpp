@@ -287,6 +287,8 @@ Regression compare_reports(const Report& baseline, const Report& current, const 
         r.notes.push_back("the reports come from different machines or software (" + keys +
                           "): changes may not be the code's");
     }
+    if (!options.recorded && baseline.env("timing") != current.env("timing"))
+        r.notes.push_back("timing methods differ (" + baseline.env("timing") + " vs " + current.env("timing") + ")");
     const std::string hb = baseline.input("trace_hash"), hc = current.input("trace_hash");
     if (!hb.empty() && !hc.empty() && hb != hc)
         r.notes.push_back("the reports are of different traces (trace_hash " + hb + " vs " + hc +

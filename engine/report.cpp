@@ -405,15 +405,14 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
 }
 
 void finalize_report(Report& r) {
-    // Per kernel: statistics of the replayed samples and the error against the recording.
+    // Per kernel: statistics of the replayed samples and the error against the recording. name_match
+    // is the driver's (only per-kernel timing such as CUPTI knows the names that really ran).
     for (auto& k : r.kernels) {
         if (!k.samples_us.empty()) k.replayed_us = summarize(k.samples_us);
         if (k.count == 0) k.count = k.recorded_us.count;
         k.error_pct = replayed(k) && k.recorded_us.median > 0
                           ? (k.replayed_us.median - k.recorded_us.median) / k.recorded_us.median * 100.0
                           : NAN;
-        if (!k.name_match)
-            k.name_match = std::find(k.replayed_names.begin(), k.replayed_names.end(), k.name) != k.replayed_names.end();
     }
 
     // Tier rows, tiers 0..4 in order, only those present.
