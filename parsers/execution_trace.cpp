@@ -514,9 +514,12 @@ ExecutionTrace read_execution_trace(const std::string& path) {
     if (auto e = parser.iterate(data.data(), size, data.size()).get(doc))
         reader.fail(0, std::string("not an Execution Trace: ") + simdjson::error_message(e));
     od::object root;
-    if (auto e = doc.get_object().get(root))
+    if (auto e = doc.get_object().get(root)) {
+        // On-demand sees unbalanced brackets up front: that is a cut-short file, not a wrong one.
+        if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) reader.fail(size, "truncated JSON: brackets left open at the end");
         reader.fail(reader.here(doc, 0), std::string("not an Execution Trace (expected a JSON object): ") +
                                               simdjson::error_message(e));
+    }
     bool saw_nodes = false;
     auto check = [&](simdjson::error_code e, std::string_view what) {
         if (e)

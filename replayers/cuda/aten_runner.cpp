@@ -1,10 +1,9 @@
 #include "aten_runner.h"
 
+#include "cuda_check.h"
+
 #ifdef REPLAY_CUDA_WITH_TORCH
 #include "replay/torch_ops.h"
-#if __has_include(<torch/version.h>)
-#include <torch/version.h>
-#endif
 #endif
 
 namespace replay::cuda {
@@ -15,10 +14,18 @@ namespace {
 
 class TorchAtenRunner final : public AtenRunner {
 public:
-    // Assumed TorchOpRunner constructor: a device string and the seed of its random inputs.
-    TorchAtenRunner(int device, std::uint64_t seed) : runner_("cuda:" + std::to_string(device), seed) {}
+    TorchAtenRunner(int device, std::uint64_t seed, bool dataflow)
+        : runner_("cuda:" + std::to_string(device), seed, dataflow) {}
+
     Prepared prepare(const AtenRecipe& recipe) override { return runner_.prepare(recipe); }
-    void run(std::uint32_t handle, cudaStream_t stream) override { runner_.run(handle, static_cast<void*>(stream)); }
+
+    void run(std::uint32_t handle, cudaStream_t stream) override {
+        if (std::string error = runner_.run(handle, static_cast<void*>(stream)); !error.empty())
+            throw CudaError(runner_.label(handle) + " failed in libtorch: " + error);
+    }
+
+    std::string label(std::uint32_t handle) const override { return runner_.label(handle); }
+    std::vector<std::string> notes() const override { return runner_.notes(); }
 
 private:
     TorchOpRunner runner_;
@@ -26,26 +33,24 @@ private:
 
 }  // namespace
 
-std::unique_ptr<AtenRunner> AtenRunner::create(int device, std::uint64_t seed, std::string& why) {
+std::unique_ptr<AtenRunner> AtenRunner::create(int device, std::uint64_t seed, bool dataflow, std::string& why) {
+    if (!TorchOpRunner::has_cuda()) {
+        why = "this build's libtorch has no CUDA";
+        return nullptr;
+    }
     try {
-        return std::make_unique<TorchAtenRunner>(device, seed);
+        return std::make_unique<TorchAtenRunner>(device, seed, dataflow);
     } catch (const std::exception& e) {
         why = std::string("libtorch could not start on cuda:") + std::to_string(device) + ": " + e.what();
         return nullptr;
     }
 }
 
-std::string AtenRunner::libtorch_version() {
-#ifdef TORCH_VERSION
-    return TORCH_VERSION;
-#else
-    return "unknown";
-#endif
-}
+std::string AtenRunner::libtorch_version() { return TorchOpRunner::libtorch_version(); }
 
 #else
 
-std::unique_ptr<AtenRunner> AtenRunner::create(int, std::uint64_t, std::string& why) {
+std::unique_ptr<AtenRunner> AtenRunner::create(int, std::uint64_t, bool, std::string& why) {
     why = "this build has no libtorch";
     return nullptr;
 }

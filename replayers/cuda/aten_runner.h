@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -16,10 +17,14 @@ class AtenRunner {
 public:
     virtual ~AtenRunner() = default;
     virtual Prepared prepare(const AtenRecipe& recipe) = 0;
+    // Throws CudaError when the op fails.
     virtual void run(std::uint32_t handle, cudaStream_t stream) = 0;
+    virtual std::string label(std::uint32_t handle) const = 0;
+    virtual std::vector<std::string> notes() const = 0;
 
-    // nullptr with `why` when this build has no libtorch or libtorch cannot start on `device`.
-    static std::unique_ptr<AtenRunner> create(int device, std::uint64_t seed, std::string& why);
+    // nullptr with `why` when this build has no libtorch (or one without CUDA), or libtorch cannot
+    // start on `device`. `dataflow`: share storages by recorded storage id.
+    static std::unique_ptr<AtenRunner> create(int device, std::uint64_t seed, bool dataflow, std::string& why);
     // The libtorch version this build was compiled against ("" without libtorch).
     static std::string libtorch_version();
 };

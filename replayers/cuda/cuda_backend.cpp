@@ -98,8 +98,10 @@ private:
     Stream setup_stream_;  // fills; synchronized before prepare() returns
     std::vector<Stream> streams_;
     std::vector<Event> stream_events_;  // the last point of each stream that others may wait for
-    std::vector<Memory> workspaces_;    // per stream, allocated on a stream's first GEMM
-    void* l2_flush_buffer_ = nullptr;  // 2x L2, held by the pool
+    std::vector<Memory> workspaces_;    // cuBLAS/cuBLASLt workspace per stream, made with the stream
+    void* l2_flush_buffer_ = nullptr;  // 2x L2, held by the pool, allocated up front
+    std::size_t l2_flush_bytes_ = 0;
+    std::string l2_flush_note_;
     int l2_flush_value_ = 0;
 
     CublasHandle blas_;
@@ -143,6 +145,14 @@ CudaBackend::CudaBackend(const BackendOptions& options)
     blas_context_.blas = blas_.get();
     blas_context_.lt = lt_.get();
     set_stream_count(1);
+    if (l2_bytes_ > 0) {
+        l2_flush_bytes_ = 2 * static_cast<std::size_t>(l2_bytes_);
+        std::string why;
+        if (auto lease = pool_.acquire(MemoryKind::Device, 20, -1, l2_flush_bytes_, why))
+            l2_flush_buffer_ = lease->data;
+        else
+            l2_flush_note_ = "L2 flush unavailable: " + why;
+    }
 
     if (options_.use_cupti) {
         std::string why;
@@ -279,12 +289,12 @@ Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
 Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
     if (!aten_tried_) {
         aten_tried_ = true;
-        aten_ = AtenRunner::create(options_.device, options_.seed, aten_why_);
+        aten_ = AtenRunner::create(options_.device, options_.seed, options_.dataflow, aten_why_);
     }
     if (!aten_) return skipped(aten_why_);
     Prepared p = aten_->prepare(recipe);
     if (p.disposition != Disposition::Ready) return p;
-    return {Disposition::Ready, std::move(p.reason), add(AtenLaunch{p.handle, recipe.op})};
+    return {Disposition::Ready, std::move(p.reason), add(AtenLaunch{p.handle, aten_->label(p.handle)})};
 }
 
 std::uint32_t CudaBackend::add(Launch launch) {
@@ -322,6 +332,7 @@ void CudaBackend::set_stream_count(int count) {
     for (std::size_t i = 0; i < streams_.size(); ++i) {
         if (!streams_[i]) streams_[i] = Stream::non_blocking();
         if (!stream_events_[i]) stream_events_[i] = Event::sync_only();
+        workspace_at(static_cast<int>(i));  // now, not during the first timed GEMM
     }
 }
 
@@ -373,18 +384,10 @@ void CudaBackend::stream_wait(int waiter, int producer) {
 void CudaBackend::synchronize() { REPLAY_CUDA_CALL(cudaDeviceSynchronize()); }
 
 void CudaBackend::flush_l2() {
-    if (l2_bytes_ <= 0) return;
-    const std::size_t bytes = 2 * static_cast<std::size_t>(l2_bytes_);
-    if (l2_flush_buffer_ == nullptr) {
-        std::string why;
-        auto lease = pool_.acquire(MemoryKind::Device, 20, -1, bytes, why);
-        if (!lease) throw CudaError("cannot allocate the L2 flush buffer: " + why);
-        l2_flush_buffer_ = lease->data;
-    }
+    if (l2_flush_buffer_ == nullptr) return;  // no L2 size known, or no memory for the buffer (see notes)
     // Join every stream into stream 0, overwrite 2x L2 there, then let every stream wait for it.
-    cudaStream_t first = stream_at(0);
     for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
-    REPLAY_CUDA_CALL(cudaMemsetAsync(l2_flush_buffer_, (++l2_flush_value_) & 0xff, bytes, first));
+    REPLAY_CUDA_CALL(cudaMemsetAsync(l2_flush_buffer_, (++l2_flush_value_) & 0xff, l2_flush_bytes_, stream_at(0)));
     for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
 }
 
@@ -434,11 +437,14 @@ Environment CudaBackend::environment() const {
     if (!timer_note_.empty()) e.notes.push_back(timer_note_);
     for (auto& note : timer_->notes()) e.notes.push_back(std::move(note));
     if (!nvml_note_.empty()) e.notes.push_back(nvml_note_);
+    if (!l2_flush_note_.empty()) e.notes.push_back(l2_flush_note_);
     e.notes.push_back("cuBLAS workspace " + std::to_string(blas_context_.workspace_bytes >> 20) + " MiB per stream" +
                       (blas_context_.prefer_lt ? "; TORCH_BLAS_PREFER_CUBLASLT: every GEMM through cuBLASLt" : "") +
                       (blas_context_.allow_tf32 ? "; TF32 allowed for fp32 GEMMs" : ""));
     e.notes.push_back("buffers are reused by size and role, not by recorded storage");
     if (aten_tried_ && !aten_) e.notes.push_back("tier 3 unavailable: " + aten_why_);
+    if (aten_)
+        for (auto& note : aten_->notes()) e.notes.push_back("libtorch: " + note);
     return e;
 }
 

@@ -27,7 +27,8 @@ std::uint32_t alignment_of(const void* pointer) {
     return alignment;
 }
 
-const char* op_char(cublasOperation_t op) { return op == CUBLAS_OP_N ? "n" : "t"; }
+const char* op_char(bool transposed) { return transposed ? "t" : "n"; }
+cublasOperation_t op(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 }  // namespace
 
@@ -107,20 +108,20 @@ GemmExtents gemm_extents(const GemmRecipe& g) {
 BlasArgs column_major_args(const GemmRecipe& g) {
     BlasArgs a;
     // C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m): cuBLAS's A is the recipe's B and vice versa.
-    a.transa = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    a.transb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    a.transa = g.trans_b;
+    a.transb = g.trans_a;
     a.m = g.n, a.n = g.m, a.k = g.k;
     a.lda = g.ldb, a.ldb = g.lda, a.ldc = g.ldc;
     a.stride_a = g.stride_b, a.stride_b = g.stride_a, a.stride_c = g.stride_c;
     a.batch = g.batch;
     // _cublasAdjustLdLevel3: cuBLAS checks leading dims even where a size of 1 makes them unused.
     if (a.n <= 1) a.ldc = std::max<std::int64_t>(a.m, 1);
-    if (a.transa != CUBLAS_OP_N) {
+    if (a.transa) {
         if (a.m <= 1) a.lda = std::max<std::int64_t>(a.k, 1);
     } else if (a.k <= 1) {
         a.lda = std::max<std::int64_t>(a.m, 1);
     }
-    if (a.transb != CUBLAS_OP_N) {
+    if (a.transb) {
         if (a.k <= 1) a.ldb = std::max<std::int64_t>(a.n, 1);
     } else if (a.n <= 1) {
         a.ldb = std::max<std::int64_t>(a.k, 1);
@@ -174,8 +175,8 @@ bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
         compute = CUBLAS_COMPUTE_32F_FAST_TF32;
     }
     LtMatmulDesc desc(compute, scale);
-    desc.set(CUBLASLT_MATMUL_DESC_TRANSA, args_.transa);
-    desc.set(CUBLASLT_MATMUL_DESC_TRANSB, args_.transb);
+    desc.set(CUBLASLT_MATMUL_DESC_TRANSA, op(args_.transa));
+    desc.set(CUBLASLT_MATMUL_DESC_TRANSB, op(args_.transb));
     if (with_bias) {
         desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
         desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_);
@@ -184,7 +185,7 @@ bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
     }
     // PyTorch's CuBlasLtMatrixLayout(type, rows, cols, ld, transposed): stored shape is swapped
     // when the operand is transposed.
-    const bool ta = args_.transa == CUBLAS_OP_T, tb = args_.transb == CUBLAS_OP_T;
+    const bool ta = args_.transa, tb = args_.transb;
     LtMatrixLayout a_layout(ab_type, ta ? args_.k : args_.m, ta ? args_.m : args_.k, args_.lda);
     LtMatrixLayout b_layout(ab_type, tb ? args_.n : args_.k, tb ? args_.k : args_.n, args_.ldb);
     LtMatrixLayout c_layout(c_type, args_.m, args_.n, args_.ldc);
@@ -253,30 +254,30 @@ void GemmLaunch::run(const BlasContext& context, cudaStream_t stream, void* work
 
     if (api_ == Api::Gemm) {
         if (recipe_.a_type == DType::Float32) {
-            REPLAY_CUBLAS_CALL(cublasSgemm(h, a.transa, a.transb, m, n, k, &alpha_f_, static_cast<const float*>(a_), lda,
+            REPLAY_CUBLAS_CALL(cublasSgemm(h, op(a.transa), op(a.transb), m, n, k, &alpha_f_, static_cast<const float*>(a_), lda,
                                            static_cast<const float*>(b_), ldb, &beta_f_, static_cast<float*>(c_), ldc));
         } else if (recipe_.a_type == DType::Float64) {
-            REPLAY_CUBLAS_CALL(cublasDgemm(h, a.transa, a.transb, m, n, k, &alpha_d_, static_cast<const double*>(a_),
+            REPLAY_CUBLAS_CALL(cublasDgemm(h, op(a.transa), op(a.transb), m, n, k, &alpha_d_, static_cast<const double*>(a_),
                                            lda, static_cast<const double*>(b_), ldb, &beta_d_, static_cast<double*>(c_),
                                            ldc));
         } else {
-            REPLAY_CUBLAS_CALL(cublasGemmEx(h, a.transa, a.transb, m, n, k, alpha, a_, ab_type, lda, b_, ab_type, ldb,
+            REPLAY_CUBLAS_CALL(cublasGemmEx(h, op(a.transa), op(a.transb), m, n, k, alpha, a_, ab_type, lda, b_, ab_type, ldb,
                                             beta, c_, plain ? ab_type : c_type, ldc, CUBLAS_COMPUTE_32F,
                                             CUBLAS_GEMM_DEFAULT_TENSOR_OP));
         }
     } else {
         if (recipe_.a_type == DType::Float32) {
             REPLAY_CUBLAS_CALL(cublasSgemmStridedBatched(
-                h, a.transa, a.transb, m, n, k, &alpha_f_, static_cast<const float*>(a_), lda, a.stride_a,
+                h, op(a.transa), op(a.transb), m, n, k, &alpha_f_, static_cast<const float*>(a_), lda, a.stride_a,
                 static_cast<const float*>(b_), ldb, a.stride_b, &beta_f_, static_cast<float*>(c_), ldc, a.stride_c,
                 batch));
         } else if (recipe_.a_type == DType::Float64) {
             REPLAY_CUBLAS_CALL(cublasDgemmStridedBatched(
-                h, a.transa, a.transb, m, n, k, &alpha_d_, static_cast<const double*>(a_), lda, a.stride_a,
+                h, op(a.transa), op(a.transb), m, n, k, &alpha_d_, static_cast<const double*>(a_), lda, a.stride_a,
                 static_cast<const double*>(b_), ldb, a.stride_b, &beta_d_, static_cast<double*>(c_), ldc, a.stride_c,
                 batch));
         } else {
-            REPLAY_CUBLAS_CALL(cublasGemmStridedBatchedEx(h, a.transa, a.transb, m, n, k, alpha, a_, ab_type, lda,
+            REPLAY_CUBLAS_CALL(cublasGemmStridedBatchedEx(h, op(a.transa), op(a.transb), m, n, k, alpha, a_, ab_type, lda,
                                                           a.stride_a, b_, ab_type, ldb, a.stride_b, beta, c_,
                                                           plain ? ab_type : c_type, ldc, a.stride_c, batch,
                                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP));

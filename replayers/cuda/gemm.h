@@ -18,6 +18,7 @@
 
 #include "cuda_raii.h"
 #include "device_kernels.h"
+#include "replay/cuda_gemm_args.h"
 #include "replay/recipe.h"
 
 namespace replay::cuda {
@@ -31,27 +32,6 @@ struct BlasContext {
     bool allow_tf32 = false;          // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE
 };
 BlasContext blas_options_from_environment();
-
-// Checks a recipe and completes it (output dtype, leading dims at least what the shapes need,
-// batch strides of C). Returns the reason when this backend cannot run it.
-std::optional<std::string> normalize_gemm(GemmRecipe& recipe);
-
-// Elements each operand's storage must hold (row-major recipe names; batch strides included).
-struct GemmExtents {
-    std::int64_t a = 0, b = 0, c = 0, bias = 0;
-};
-GemmExtents gemm_extents(const GemmRecipe& normalized);
-
-// The column-major cuBLAS arguments of a normalized recipe, after PyTorch's swap and its
-// leading-dimension adjustment for degenerate sizes (_cublasAdjustLdLevel3).
-struct BlasArgs {
-    cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
-    std::int64_t m = 0, n = 0, k = 0;
-    std::int64_t lda = 0, ldb = 0, ldc = 0;
-    std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-    std::int64_t batch = 1;
-};
-BlasArgs column_major_args(const GemmRecipe& normalized);
 
 std::optional<cudaDataType_t> cuda_data_type(DType dtype);
 std::optional<FillType> fill_type(DType dtype);

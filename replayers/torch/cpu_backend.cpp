@@ -38,6 +38,23 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
+// The BLAS libtorch's CPU GEMMs landed on: Debian's libtorch uses whatever libblas.so.3 the
+// alternatives system selects, and the reference (netlib) BLAS is some 30x slower than OpenBLAS.
+std::string blas_note() {
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+        const auto slash = line.find('/');
+        if (slash == std::string::npos) continue;
+        const std::string path = line.substr(slash);
+        const std::string file = path.substr(path.rfind('/') + 1);
+        if (file.find("blas") == std::string::npos && file.find("mkl_core") == std::string::npos) continue;
+        std::string note = "BLAS: " + path;
+        if (path.find("/blas/libblas.so") != std::string::npos) note += " (reference BLAS: slow CPU GEMMs; OpenBLAS is faster)";
+        return note;
+    }
+    return {};
+}
+
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(const BackendOptions& options)
@@ -53,6 +70,7 @@ public:
         if (pages > 0 && page_size > 0) env.total_memory = static_cast<std::int64_t>(pages) * page_size;
         env.notes.push_back("intra-op threads: " + std::to_string(at::get_num_threads()) + " (libtorch default)");
         env.notes.push_back("timings are whole ops on the host clock, including dispatch overhead");
+        if (auto blas = blas_note(); !blas.empty()) env.notes.push_back(std::move(blas));
         for (auto& note : runner_.notes()) env.notes.push_back(std::move(note));
         if (failed_runs_ > 0)
             env.notes.push_back(std::to_string(failed_runs_) + " issued runs failed; first: " + first_failure_);

@@ -17,17 +17,27 @@
 //   * with dataflow, only floating/complex tensors share recorded storages: an integer tensor
 //     could otherwise be overwritten by another op with values out of range for its indexing op
 //     (a device-side assert poisons a CUDA context).
+//   * tensors without a recorded dtype are float32, except arguments named target/index/indices/
+//     offsets (int64) and mask (bool); Tensor?[] index lists hold int64.
+//
+// Scalars come from the recorded text ("1", "0.125", "True", "[1024]"); an unrecorded one takes
+// the schema default, else None when optional, else (required scalars of old traces only) a
+// guess that Prepared::reason lists. Device arguments are always the replay device.
+//
+// On the CPU every op gets one trial run in prepare: a kernel missing for float16/bfloat16
+// (libtorch 1.13 lacks many) is retried with those tensors in float32.
 #include "replay/torch_ops.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -274,7 +284,10 @@ SlotInfo slot_of(const c10::Argument& argument) {
 
 // ---- binding recorded arguments to a schema ------------------------------------------------------
 
-enum class Source : std::uint8_t { Recorded, Default, None, Device };
+// Guess: a required scalar the trace has no value for (traces before PyTorch 2.1 record no
+// Concrete Inputs, and the oldest ones record scalars as None). A plausible value keeps
+// elementwise and reduction ops replayable; the guesses are listed in Prepared::reason.
+enum class Source : std::uint8_t { Recorded, Default, None, Device, Guess };
 
 struct ArgPlan {
     SlotInfo info;
@@ -323,6 +336,12 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
             else return false;
             return true;
         };
+        auto guess = [&]() {
+            if (!is_scalar_slot(slot)) return false;
+            arg.source = Source::Guess;
+            plan.cost += 3;  // an overload that needs no guess fits better
+            return true;
+        };
         if (slot == Slot::Device) {
             // Always the replay device: the recorded one names the recording machine's device,
             // and None would put factory outputs on the CPU.
@@ -337,11 +356,13 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                     break;
                 case ArgKind::TensorList:
                     if (slot != Slot::TensorList) return reject("recorded a tensor list");
+                    // No op takes an empty list where a list was recorded: its shapes are missing.
+                    if (rec->tensors.empty()) return reject("tensor list recorded without its tensors");
                     break;
                 case ArgKind::Scalar:
                     if (trim(rec->value).empty()) {
                         if (slot == Slot::Tensor || slot == Slot::TensorList) return reject("recorded a scalar");
-                        if (!fallback()) return reject("recorded a scalar without its value (no Concrete Inputs)");
+                        if (!fallback() && !guess()) return reject("recorded a scalar without its value");
                     } else if (is_scalar_slot(slot)) {
                         if ((slot == Slot::Int && !parse_int(rec->value)) || (slot == Slot::Bool && !parse_bool(rec->value)) ||
                             (slot != Slot::Int && slot != Slot::Bool && !scalar_ivalue(rec->value)))
@@ -366,10 +387,11 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                         return reject("recorded a string without its value");
                     break;
                 case ArgKind::None:
-                    if (!fallback()) return reject("recorded None");
+                    if (!fallback() && !guess()) return reject("recorded None");
                     break;
                 case ArgKind::Other:
-                    if (slot == Slot::Tensor || slot == Slot::TensorList || !fallback()) return reject("recorded an unknown kind");
+                    if (slot == Slot::Tensor || slot == Slot::TensorList || (!fallback() && !guess()))
+                        return reject("recorded an unknown kind");
                     break;
             }
         }
@@ -378,6 +400,31 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
         plan.args.push_back(arg);
     }
     return plan;
+}
+
+// A plausible value for a required scalar the trace did not record (Source::Guess).
+c10::IValue guessed_value(const c10::Argument& argument, const SlotInfo& info, const AtenRecipe& recipe) {
+    const std::string& name = argument.name();
+    auto has = [&](std::string_view key) { return name.find(key) != std::string::npos; };
+    switch (info.slot) {
+        case Slot::Int:
+            if (info.scalar_type) {  // the dtype of the op's first tensor
+                for (const auto& arg : recipe.args)
+                    for (const auto& t : arg.tensors)
+                        if (auto dtype = scalar_type_of(t.dtype)) return c10::IValue(static_cast<std::int64_t>(*dtype));
+                return c10::IValue(static_cast<std::int64_t>(at::kFloat));
+            }
+            if (has("dim")) return c10::IValue(std::int64_t{-1});  // the last dimension exists for any rank
+            if (name == "ignore_index") return c10::IValue(std::int64_t{-100});
+            return c10::IValue(std::int64_t{1});  // reduction=mean, groups=1, ...
+        case Slot::Float:
+            if (has("eps")) return c10::IValue(1e-5);
+            if (has("momentum")) return c10::IValue(0.1);
+            return c10::IValue(1.0);
+        case Slot::Bool: return c10::IValue(false);
+        case Slot::Complex: return c10::IValue(c10::complex<double>(1.0, 0.0));
+        default: return c10::IValue(std::int64_t{1});  // Scalar
+    }
 }
 
 // ---- prepared work -------------------------------------------------------------------------------
@@ -442,6 +489,15 @@ struct TorchOpRunner::Impl {
     }
 
     bool on_cpu() const { return device.kind == TorchDevice::Kind::Cpu; }
+
+    // Prepare fills inputs with kernels on the device's current stream; the backend's streams
+    // may not synchronize with it (non-blocking streams), and an index tensor read before its
+    // fill finished could hold anything. So prepare ends with that stream drained.
+    void drain_fills() const {
+#ifdef REPLAY_TORCH_CUDA
+        if (!on_cpu()) c10::cuda::getCurrentCUDAStream(torch_device.index()).synchronize();
+#endif
+    }
     at::TensorOptions options(at::ScalarType dtype) const { return at::TensorOptions().dtype(dtype).device(torch_device); }
 
     std::uint32_t add(std::string label, std::variant<OpWork, GemmWork, CopyWork> work) {
@@ -607,6 +663,12 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
         // List element dtypes are not recorded (the parser defaults them to float32); the
         // Tensor?[] lists of index/index_put hold indices.
         if (index_list && is_float_like(*dtype)) dtype = at::kLong;
+        // Traces before PyTorch 1.10 often lack dtypes: name the obvious integer/bool arguments.
+        if (spec.dtype == DType::Unknown) {
+            const std::string& name = arguments[arg].name();
+            if (name == "target" || name == "indices" || name == "index" || name == "offsets") dtype = at::kLong;
+            else if (name == "mask") dtype = at::kBool;
+        }
         if (promote && is_reduced_float(*dtype)) dtype = at::kFloat;
         Fill how = Fill::Normal;
         if (*dtype == at::kBool) how = Fill::Index;
@@ -625,6 +687,7 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
         switch (a.source) {
             case Source::Device: stack.emplace_back(torch_device); continue;
             case Source::None: stack.emplace_back(); continue;
+            case Source::Guess: stack.push_back(guessed_value(argument, a.info, recipe)); continue;
             case Source::Default: {
                 c10::IValue value = *argument.default_value();
                 if (promote && a.info.scalar_type && value.isInt() &&
@@ -666,7 +729,11 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
                 break;
             }
             case Slot::Float: stack.emplace_back(*parse_double(rec->value)); break;
-            case Slot::Bool: stack.emplace_back(*parse_bool(rec->value)); break;
+            case Slot::Bool:
+                // _softmax/_log_softmax(half_to_float=True) reject float inputs: once promoted,
+                // there is no half left to convert.
+                stack.emplace_back(*parse_bool(rec->value) && !(promote && argument.name() == "half_to_float"));
+                break;
             case Slot::Scalar: stack.push_back(*scalar_ivalue(rec->value)); break;
             case Slot::Complex: stack.emplace_back(c10::complex<double>(*parse_double(rec->value), 0.0)); break;
             case Slot::IntList:
@@ -727,7 +794,7 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         const auto& index = overload_index();
         if (auto it = index.find(recipe.op); it != index.end())
             for (const auto& o : it->second)
-                if (o != recipe.overload) candidates.push_back(o);
+                if (recipe.overload.empty() || o != recipe.overload) candidates.push_back(o);
 
         std::optional<Plan> best;
         std::string first_why;
@@ -804,6 +871,16 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
                 return result;
             }
         }
+        std::string guesses;
+        for (std::size_t i = 0; i < best->args.size(); ++i) {
+            if (best->args[i].source != Source::Guess) continue;
+            const auto& argument = best->op.schema().arguments()[i];
+            guesses += (guesses.empty() ? "" : ", ") + argument.name() + "=" +
+                       c10::str(guessed_value(argument, best->args[i].info, recipe));
+        }
+        if (!guesses.empty())
+            result.reason += (result.reason.empty() ? "" : "; ") + std::string("guessed unrecorded arguments: ") + guesses;
+        drain_fills();
         result.handle = add(recipe.op, OpWork{best->op, std::move(*stack)});
         result.disposition = Disposition::Ready;
     } catch (const std::exception& e) {
@@ -898,6 +975,7 @@ Prepared TorchOpRunner::Impl::prepare_gemm(const GemmRecipe& g) {
                 return result;
             }
         }
+        drain_fills();
         result.disposition = Disposition::Ready;
         result.reason = note;
     } catch (const std::exception& e) {
@@ -939,6 +1017,7 @@ Prepared TorchOpRunner::Impl::prepare_copy(const CopyRecipe& copy) {
             }
         }
         const std::string label = std::string(copy.is_memset ? "memset " : "memcpy ") + std::to_string(copy.bytes) + " bytes";
+        drain_fills();
         result.handle = add(label, std::move(work));
         result.disposition = Disposition::Ready;
     } catch (const std::exception& e) {
@@ -991,6 +1070,19 @@ std::string TorchOpRunner::Impl::run(std::uint32_t handle) {
 
 TorchOpRunner::TorchOpRunner(TorchDevice device, std::uint64_t seed, bool dataflow)
     : impl_(std::make_unique<Impl>(device, seed, dataflow)) {}
+namespace {
+TorchDevice parse_device(const std::string& text) {
+    if (text == "cpu") return {TorchDevice::Kind::Cpu, 0};
+    if (text == "cuda") return {TorchDevice::Kind::Cuda, 0};
+    if (text.starts_with("cuda:"))
+        if (auto index = parse_int(std::string_view(text).substr(5)); index && *index >= 0 && *index < 256)
+            return {TorchDevice::Kind::Cuda, static_cast<int>(*index)};
+    throw std::invalid_argument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
+}
+}  // namespace
+
+TorchOpRunner::TorchOpRunner(const std::string& device, std::uint64_t seed, bool dataflow)
+    : TorchOpRunner(parse_device(device), seed, dataflow) {}
 TorchOpRunner::~TorchOpRunner() = default;
 TorchOpRunner::TorchOpRunner(TorchOpRunner&&) noexcept = default;
 TorchOpRunner& TorchOpRunner::operator=(TorchOpRunner&&) noexcept = default;

@@ -12,9 +12,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "gemm.h"  // replayers/cuda (private): the row-major -> column-major mapping
 #include "replay/backend.h"
 #include "replay/cuda_backend.h"
+#include "replay/cuda_gemm_args.h"
 #include "replay/recipe.h"
 
 namespace replay {
@@ -75,8 +75,8 @@ TEST(GemmArgs, RowMajorRecipeBecomesSwappedColumnMajorCall) {
     EXPECT_EQ(a.m, 3072);
     EXPECT_EQ(a.n, 5);
     EXPECT_EQ(a.k, 1024);
-    EXPECT_EQ(a.transa, CUBLAS_OP_T);  // cuBLAS's A is W, read transposed
-    EXPECT_EQ(a.transb, CUBLAS_OP_N);
+    EXPECT_TRUE(a.transa);  // cuBLAS's A is W, read transposed
+    EXPECT_FALSE(a.transb);
     EXPECT_EQ(a.lda, 1024);
     EXPECT_EQ(a.ldb, 1024);
     EXPECT_EQ(a.ldc, 3072);
@@ -116,7 +116,9 @@ protected:
     void SetUp() override {
         std::string why;
         backend_ = create_cuda_backend(options_, why);
-        if (!backend_) GTEST_SKIP() << "no CUDA backend: " << why;
+        if (!backend_) {
+            GTEST_SKIP() << "no CUDA backend: " << why;
+        }
         timing_ = backend_->environment().timing;
     }
     void TearDown() override { backend_.reset(); }
@@ -198,9 +200,17 @@ TEST_F(CudaBackendTest, Fp16GemmWithBiasReportsItsKernel) {
         std::printf("tag %llu: %s %lld ns\n", static_cast<unsigned long long>(a.tag), a.name.c_str(),
                     static_cast<long long>(a.end_ns - a.start_ns));
         if (!a.name.empty() && a.end_ns > a.start_ns) kernel_seen = true;
-        if (timing_ == "cupti") EXPECT_TRUE(a.per_kernel);
+        if (timing_ == "cupti") {
+            EXPECT_TRUE(a.per_kernel);
+        }
     }
     EXPECT_TRUE(kernel_seen);
+    // Kernel names come from CUPTI; with the CUDA-event fallback the notes say why CUPTI failed.
+    EXPECT_EQ(timing_, "cupti") << [&] {
+        std::string notes;
+        for (const auto& note : backend_->environment().notes) notes += note + "; ";
+        return notes;
+    }();
 }
 
 TEST_F(CudaBackendTest, BatchedBaddbmmRuns) {
@@ -257,7 +267,9 @@ TEST_P(Fp32GemmTest, MatchesCpuReference) {
     ASSERT_CUDA(cudaMemcpy(buffers.a, a.data(), a.size() * sizeof(float), cudaMemcpyHostToDevice));
     ASSERT_CUDA(cudaMemcpy(buffers.b, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice));
     ASSERT_CUDA(cudaMemcpy(buffers.c, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
-    if (c.bias) ASSERT_CUDA(cudaMemcpy(buffers.bias, bias.data(), 9 * sizeof(float), cudaMemcpyHostToDevice));
+    if (c.bias) {
+        ASSERT_CUDA(cudaMemcpy(buffers.bias, bias.data(), 9 * sizeof(float), cudaMemcpyHostToDevice));
+    }
     ASSERT_CUDA(cudaDeviceSynchronize());
 
     backend_->issue(handle, 0, 1);
@@ -370,7 +382,9 @@ TEST(CudaBackendEvents, EventTimingWhenCuptiIsOff) {
     options.use_cupti = false;
     std::string why;
     auto backend = create_cuda_backend(options, why);
-    if (!backend) GTEST_SKIP() << "no CUDA backend: " << why;
+    if (!backend) {
+        GTEST_SKIP() << "no CUDA backend: " << why;
+    }
     EXPECT_EQ(backend->environment().timing, "cuda-events");
     const Prepared p = backend->prepare(as_recipe(gemm("aten::mm", DType::Float16, 128, 256, 512, false, false)));
     ASSERT_EQ(p.disposition, Disposition::Ready) << p.reason;

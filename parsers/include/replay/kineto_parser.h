@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "replay/source.h"
@@ -45,6 +46,11 @@ struct ParseResult {
 
 // Throws InputError (file + byte offset) for input that is not a trace at all.
 ParseResult parse_kineto(const std::string& path, const ParseOptions& options = {});
+
+// The same for a JSON document already in memory (plain JSON text, not compressed): the result is
+// what parse_kineto() gives for a file holding these bytes, with `name` standing for the file.
+ParseResult parse_kineto_buffer(std::string_view json, const ParseOptions& options = {},
+                                const std::string& name = "<memory>");
 
 // Parses "123", "123.4567", "1.2e3" microseconds into nanoseconds without going through a double
 // where the text allows it. Returns false for text that is not a number.

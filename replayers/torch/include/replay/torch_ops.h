@@ -29,6 +29,9 @@ public:
     // carry the same recorded storage id (>= 0) share one storage, so a producer's output is the
     // next op's input as in the recording.
     TorchOpRunner(TorchDevice device, std::uint64_t seed, bool dataflow);
+    // `device` as PyTorch writes it: "cpu", "cuda", "cuda:1". Throws std::invalid_argument on
+    // anything else.
+    TorchOpRunner(const std::string& device, std::uint64_t seed, bool dataflow = true);
     ~TorchOpRunner();
     TorchOpRunner(TorchOpRunner&&) noexcept;
     TorchOpRunner& operator=(TorchOpRunner&&) noexcept;

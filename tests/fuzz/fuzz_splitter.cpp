@@ -1,0 +1,173 @@
+// libFuzzer target for EventSplitter.
+//
+// The first input byte picks a chunk size; the rest is the document. The document is split twice,
+// in one buffer and in chunks of that size (carrying the unfinished item over as parse_kineto
+// does), and both runs must agree on everything: the items (absolute offsets), the error, and the
+// end state. Items must lie inside the input, in order, without overlap; events must start with
+// '{' and end with '}'. For a bare array of events ('[' first) the event spans are checked against
+// a plain byte-by-byte reference. Set REPLAY_SPLITTER_ISA=generic or avx2 to fuzz the other block
+// indexers (the default is the best one the CPU has).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "replay/event_splitter.h"
+
+namespace {
+
+struct Item {
+    std::uint64_t begin, length;
+    bool metadata;
+    std::uint64_t key_begin, key_length;
+    bool operator==(const Item&) const = default;
+};
+
+struct Outcome {
+    std::vector<Item> items;
+    bool error = false;
+    std::uint64_t error_offset = 0;
+    std::string error_expected;
+    bool complete = false;
+    std::uint64_t last_complete_end = 0;
+    std::uint64_t stray_bytes = 0;
+    std::uint64_t first_stray = 0;
+    bool saw_events = false;
+    bool operator==(const Outcome&) const = default;
+};
+
+[[noreturn]] void fail(const char* what) {
+    std::fprintf(stderr, "fuzz_splitter: %s\n", what);
+    std::abort();
+}
+
+// Splits `doc` reading `step` new bytes per scan() call, like parse_kineto's reader.
+Outcome split(const std::string& doc, std::size_t step) {
+    Outcome out;
+    replay::EventSplitter splitter;
+    std::string carry;
+    std::size_t offset = 0;
+    std::vector<replay::Span> spans;
+    try {
+        while (true) {
+            const std::size_t n = std::min(step, doc.size() - offset);
+            const bool eof = offset + n == doc.size();
+            // Exactly size + 64 bytes, so that ASan sees any read past the promised padding; the
+            // padding holds JSON-significant bytes so that results may not depend on it.
+            std::vector<char> buf(carry.size() + n + 64);
+            std::memcpy(buf.data(), carry.data(), carry.size());
+            std::memcpy(buf.data() + carry.size(), doc.data() + offset, n);
+            for (std::size_t i = carry.size() + n; i < buf.size(); ++i) buf[i] = "\"{}]\\["[i % 6];
+            const std::size_t size = carry.size() + n;
+            offset += n;
+            const std::uint64_t base = splitter.base_offset();
+            spans.clear();
+            const std::size_t keep = splitter.scan(buf.data(), size, eof, spans);
+            if (keep > size) fail("keep past the end of the buffer");
+            for (const replay::Span& s : spans) {
+                if (static_cast<std::uint64_t>(s.begin) + s.length > size) fail("span past the end of the buffer");
+                if (s.metadata && static_cast<std::uint64_t>(s.key_begin) + s.key_length > size)
+                    fail("metadata key past the end of the buffer");
+                out.items.push_back(Item{base + s.begin, s.length, s.metadata, s.metadata ? base + s.key_begin : 0,
+                                         s.metadata ? s.key_length : 0});
+            }
+            if (splitter.base_offset() != base + keep) fail("base_offset does not follow keep");
+            carry.assign(buf.data() + keep, size - keep);
+            if (eof) break;
+        }
+    } catch (const replay::EventSplitter::SplitError& e) {
+        out.error = true;
+        out.error_offset = e.offset;
+        out.error_expected = e.expected;
+    }
+    out.complete = splitter.complete();
+    out.last_complete_end = splitter.last_complete_end();
+    out.stray_bytes = splitter.stray_bytes();
+    out.first_stray = splitter.first_stray_offset();
+    out.saw_events = splitter.saw_events_array();
+    return out;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Event spans of a bare array `[ {...}, {...} ]`, byte by byte; nullopt when the reference and the
+// splitter may legitimately differ (not a bare array).
+struct Reference {
+    std::vector<Item> events;
+    bool error = false;
+    std::uint64_t error_offset = 0;
+    bool closed = false;
+};
+std::optional<Reference> reference_bare_array(const std::string& doc) {
+    std::size_t i = 0;
+    while (i < doc.size() && is_space(doc[i])) ++i;
+    if (i >= doc.size() || doc[i] != '[') return std::nullopt;
+    Reference ref;
+    bool in_string = false, escaped = false;
+    std::int64_t depth = 0;
+    std::size_t begin = 0;
+    for (++i; i < doc.size(); ++i) {
+        const char c = doc[i];
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '{') {
+            if (depth++ == 0) begin = i;
+        } else if (c == '}') {
+            if (depth == 0) {
+                ref.error = true;
+                ref.error_offset = i;
+                return ref;
+            }
+            if (--depth == 0) ref.events.push_back(Item{begin, i + 1 - begin, false, 0, 0});
+        } else if (c == ']' && depth == 0) {
+            ref.closed = true;
+            return ref;
+        }
+    }
+    return ref;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return 0;
+    static const std::size_t kSteps[] = {1, 2, 3, 7, 31, 63, 64, 65, 100, 127, 128, 200, 255, 1000, 4096};
+    const std::size_t step = kSteps[data[0] % (sizeof kSteps / sizeof kSteps[0])];
+    const std::string doc(reinterpret_cast<const char*>(data) + 1, size - 1);
+
+    const Outcome whole = split(doc, doc.size() + 1);
+    const Outcome chunked = split(doc, step);
+    if (!(whole == chunked)) fail("the result depends on the chunk size");
+
+    std::uint64_t end = 0;
+    for (const Item& item : whole.items) {
+        if (item.begin < end) fail("items overlap or go backwards");
+        end = item.begin + item.length;
+        if (end > doc.size()) fail("item past the end of the input");
+        if (item.length == 0) fail("empty item");
+        if (!item.metadata && (doc[item.begin] != '{' || doc[end - 1] != '}')) fail("event is not {...}");
+        if (item.metadata && item.key_begin + item.key_length > doc.size()) fail("key past the end of the input");
+    }
+    if (whole.last_complete_end > doc.size()) fail("last_complete_end past the end");
+    if (whole.stray_bytes > doc.size()) fail("more stray bytes than input");
+
+    if (auto ref = reference_bare_array(doc)) {
+        std::vector<Item> events;
+        for (const Item& item : whole.items)
+            if (!item.metadata) events.push_back(item);
+        if (ref->error != whole.error) fail("bare array: error differs from the reference");
+        if (ref->error && ref->error_offset != whole.error_offset) fail("bare array: error offset differs");
+        if (events != ref->events) fail("bare array: event spans differ from the reference");
+        if (!ref->error && ref->closed != whole.complete) fail("bare array: completeness differs");
+    }
+    return 0;
+}
