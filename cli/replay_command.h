@@ -150,7 +150,7 @@ public:
         write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, report); });
         if (settings_.mode == "sequential")
             write_file(dir / "replay_trace.json", [&](std::ostream& out) { write_replay_trace(out, timeline); });
-        if (!quiet) print_summary(report);
+        print_summary(report);
         if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings_.out_dir.c_str());
         return 0;
     }

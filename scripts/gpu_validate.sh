@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# End-to-end validation ON a GPU machine: build, gpu-labelled tests, capture traces of BLOOM-560M
+# (fp16 inference) and a GPT-2 training step on this GPU, replay them (sequential and unique),
+# and check regress against fresh and doctored baselines. Everything lands in OUT_DIR.
+#
+# Usage: scripts/gpu_validate.sh OUT_DIR [steps...]
+#   steps: build tests capture-bloom capture-gpt2 bloom gpt2 regress (default: all, in order)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: gpu_validate.sh OUT_DIR [steps...]}"
+shift
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(build tests capture-bloom capture-gpt2 bloom gpt2 regress)
+mkdir -p "$out"
+build=build-gpu
+replay="$build/cli/replay"
+
+# Load the cuBLAS/CUPTI that PyTorch itself uses, so cuBLAS heuristics pick the kernels the
+# recording picked (two copies of libcublas.so.13 cannot both be loaded).
+nvidia_libs="$(python3 - <<'EOF'
+import glob, os, site
+dirs = []
+for base in site.getsitepackages():
+    dirs += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib")))
+print(":".join(dirs))
+EOF
+)"
+export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+log() { echo "== $(date +%T) $*" | tee -a "$out/validate.log"; }
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    build)
+      log build
+      CTEST_ARGS="-N" scripts/gpu_build.sh "$build" > "$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+      ;;
+    tests)
+      log gpu tests
+      ctest --test-dir "$build" -L gpu --output-on-failure > "$out/gpu_tests.log" 2>&1
+      tail -5 "$out/gpu_tests.log"
+      ;;
+    capture-bloom)
+      log capture bloom
+      python3 examples/capture_trace.py --model bloom-560m --out "$out/bloom" > "$out/capture_bloom.log" 2>&1 || tail -20 "$out/capture_bloom.log"
+      ;;
+    capture-gpt2)
+      log capture gpt2
+      python3 examples/capture_trace.py --model gpt2 --out "$out/gpt2" > "$out/capture_gpt2.log" 2>&1 || tail -20 "$out/capture_gpt2.log"
+      ;;
+    bloom)
+      log replay bloom
+      "$replay" inspect "$out/bloom.json.gz" > "$out/bloom_inspect.txt" 2>&1
+      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode sequential --iterations 5 --out "$out/bloom_seq" -q > "$out/bloom_seq.txt" 2>&1
+      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --out "$out/bloom_unique" -q > "$out/bloom_unique.txt" 2>&1
+      cat "$out/bloom_seq.txt" "$out/bloom_unique.txt"
+      ;;
+    gpt2)
+      log replay gpt2
+      "$replay" "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" --mode sequential --iterations 3 --out "$out/gpt2_seq" -q > "$out/gpt2_seq.txt" 2>&1
+      cat "$out/gpt2_seq.txt"
+      ;;
+    regress)
+      log regress
+      gunzip -kf "$out/bloom.json.gz"
+      if command -v zstd >/dev/null; then
+        zstd -19 -qf "$out/bloom.json" -o "$out/bloom.json.zst"
+      else  # the GPU image has libzstd but maybe not its command-line tool
+        printf '#include <zstd.h>\n#include <stdio.h>\n#include <stdlib.h>\nint main(int c,char**v){FILE*f=fopen(v[1],"rb");fseek(f,0,2);long n=ftell(f);rewind(f);char*b=malloc(n);fread(b,1,n,f);size_t m=ZSTD_compressBound(n);char*o=malloc(m);size_t r=ZSTD_compress(o,m,b,n,19);FILE*g=fopen(v[2],"wb");fwrite(o,1,r,g);return ZSTD_isError(r);}\n' > /tmp/zc.c
+        cc -O2 /tmp/zc.c -o /tmp/zc -lzstd && /tmp/zc "$out/bloom.json" "$out/bloom.json.zst"
+      fi
+      rm -f "$out/bloom.json"
+      mkdir -p "$out/baseline"
+      "$replay" "$out/bloom.json.zst" --mode unique --no-sequential-check --out "$out/baseline" -q > /dev/null 2>&1
+      for i in 1 2 3 4 5; do
+        "$replay" regress --baseline "$out/baseline/report.json" "$out/bloom.json.zst" --no-sequential-check -q \
+          --out "$out/regress_$i" > "$out/regress_$i.md" 2>&1
+        echo "regress run $i: exit $?" | tee -a "$out/validate.log"
+      done
+      python3 - "$out" <<'EOF'
+import json, sys
+out = sys.argv[1]
+r = json.load(open(f"{out}/baseline/report.json"))
+gemms = [k for k in r["kernels"] if k.get("tier") == 2 and k["samples_us"] and k["disposition"] == "replayed"]
+target = max(gemms, key=lambda k: k["replayed_us"]["median"] * k["count"])
+target["samples_us"] = [s * 0.85 for s in target["samples_us"]]
+target["replayed_us"]["median"] *= 0.85
+json.dump(r, open(f"{out}/baseline_lowered.json", "w"), indent=1)
+open(f"{out}/lowered_id.txt", "w").write(target["id"] + " " + target["name"] + "\n")
+EOF
+      "$replay" regress --baseline "$out/baseline_lowered.json" "$out/bloom.json.zst" --no-sequential-check -q \
+        --out "$out/regress_lowered" > "$out/regress_lowered.md" 2>&1
+      echo "lowered-baseline regress: exit $? (lowered: $(cat "$out/lowered_id.txt"))" | tee -a "$out/validate.log"
+      ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done
+log done
