@@ -16,6 +16,7 @@ namespace replay::cli {
 inline void add_statistics_options(CLI::App& app, RegressionOptions& o) {
     app.add_option("--threshold", o.threshold_pct, "Smallest median change (%) that counts as a change")->capture_default_str();
     app.add_option("--k", o.k, "... and it must exceed k x the runs' robust relative spread")->capture_default_str();
+    app.add_option("--min-change-us", o.min_change_us, "... and the median must move by more than this many microseconds")->capture_default_str();
     app.add_option("--alpha", o.alpha, "Significance level of the Mann-Whitney rank test on the per-run samples")->capture_default_str();
 }
 

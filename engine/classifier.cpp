@@ -94,9 +94,10 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
             arg.tensors.push_back(tensor_from(trace, in, first, rank));
             first += rank;
         }
-        // Element dtypes are not recorded for lists: "TensorList" carries none.
+        // Kineto records no element dtype for lists; the Execution Trace does.
+        const DType element = dtype_from_kineto(trace.names.view(in.element_type));
         for (auto& t : arg.tensors)
-            if (t.dtype == DType::Unknown) t.dtype = DType::Float32;
+            if (t.dtype == DType::Unknown) t.dtype = element == DType::Unknown ? DType::Float32 : element;
     } else if (type == "Scalar" || type == "Int" || type == "Double" || type == "Bool") {
         arg.kind = ArgKind::Scalar;
     } else if (type == "ScalarList") {

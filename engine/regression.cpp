@@ -182,7 +182,7 @@ void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur, c
         return;
     }
     c.change_pct = (cur.median - b.median) / b.median * 100.0;
-    const bool beyond = std::fabs(c.change_pct) > c.threshold_pct;
+    const bool beyond = std::fabs(c.change_pct) > c.threshold_pct && std::fabs(cur.median - b.median) > o.min_change_us;
     bool significant = true;
     if (b.samples.size() >= o.min_samples && cur.samples.size() >= o.min_samples) {
         const auto test = stats::mann_whitney(cur.samples, b.samples);
@@ -402,6 +402,7 @@ void write_regression_json(std::ostream& out, const Regression& r) {
     json.key("options").begin_object();
     json.field("threshold_pct", r.options.threshold_pct).field("k", r.options.k).field("alpha", r.options.alpha);
     json.field("min_samples", static_cast<std::uint64_t>(r.options.min_samples));
+    json.field("min_change_us", r.options.min_change_us);
     json.field("measure", r.options.recorded ? "recorded" : "replayed");
     json.end_object();
     json.key("summary").begin_object();
@@ -450,8 +451,8 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
         << " missing\n\n";
     out << "baseline `" << md_escape(r.baseline, 200) << "`, current `" << md_escape(r.current, 200) << "`; "
         << (r.options.recorded ? "recorded" : "replayed") << " medians; a change counts beyond max("
-        << fixed(r.options.threshold_pct, 1) << "%, " << fixed(r.options.k, 1) << " x run spread) with Mann-Whitney p < "
-        << r.options.alpha << "\n\n";
+        << fixed(r.options.threshold_pct, 1) << "%, " << fixed(r.options.k, 1) << " x run spread) and "
+        << fixed(r.options.min_change_us, 2) << " us, with Mann-Whitney p < " << r.options.alpha << "\n\n";
     if (!r.same_machine) {
         out << "**Warning: not the same machine.**";
         for (const auto& d : r.machine_differences)

@@ -213,7 +213,15 @@ std::size_t EventSplitter::scan(const char* buf, std::size_t size, bool eof, std
             break;
         }
     }
-    if (eof) return size;
+    if (eof) {
+        // Bytes after the last event of an unclosed traceEvents are stray too, as they are when a
+        // chunk boundary falls after them: the counts do not depend on how the input was chunked.
+        if (state_ == State::Events && depth_ == 0 && gap_begin_ < size) {
+            on_event_gap(buf, gap_begin_, size);
+            gap_begin_ = size;
+        }
+        return size;
+    }
     std::size_t keep = pos_;
     if (state_ == State::Events && depth_ > 0) keep = event_begin_;
     if ((state_ == State::RootColon || state_ == State::RootValue)) keep = key_begin_ - 1;
@@ -329,10 +337,10 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 ++pos_;
                 break;
             case State::Done:
-                // Text after the document is skipped and counted, not fatal.
+                // Text after the document is skipped and counted (but not its whitespace, so that
+                // the count does not depend on where chunks end), not fatal.
                 if (stray_bytes_ == 0) first_stray_ = base_ + pos_;
-                stray_bytes_ += size - pos_;
-                pos_ = size;
+                for (; pos_ < size; ++pos_) stray_bytes_ += !is_space(buf[pos_]);
                 return false;
             case State::Events: return true;
         }

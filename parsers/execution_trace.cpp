@@ -326,6 +326,25 @@ bool names_equal(const Trace& trace, const CpuOp& op, std::string_view name) {
     return trace.names.view(op.name) == name;
 }
 
+OpArgument argument_from(Trace& trace, const EtArgument& in) {
+    OpArgument arg;
+    const std::string_view type = kineto_input_type(in.type);
+    arg.type = trace.names.intern(type);
+    arg.dims = in.dims;
+    arg.strides = in.strides;
+    arg.list_ranks = in.list_ranks;
+    arg.has_strides = in.has_strides;
+    if (type == "Scalar" || type == "ScalarList") arg.concrete = trace.names.intern(in.value);
+    arg.storage_id = in.storage_id;
+    arg.storage_offset = in.storage_offset;
+    // "GenericList[Tensor(c10::BFloat16),...]": the elements' dtype.
+    if (const auto open = in.type.find("Tensor("); type == "TensorList" && open != std::string::npos) {
+        const auto close = in.type.find(')', open);
+        if (close != std::string::npos) arg.element_type = trace.names.intern(std::string_view(in.type).substr(open + 7, close - open - 7));
+    }
+    return arg;
+}
+
 // Copies what the ET node knows onto the op's OpShapes.
 void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats) {
     if (op.shapes == kNoIndex) {
@@ -336,24 +355,19 @@ void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats)
     if (!node.schema.empty()) shapes.schema = trace.names.intern(node.schema);
     if (shapes.inputs.empty()) {
         // Recorded without record_shapes: the ET is the only source of the arguments.
-        for (const EtArgument& in : node.inputs) {
-            OpArgument arg;
-            const std::string_view type = kineto_input_type(in.type);
-            arg.type = trace.names.intern(type);
-            arg.dims = in.dims;
-            arg.strides = in.strides;
-            arg.list_ranks = in.list_ranks;
-            arg.has_strides = in.has_strides;
-            if (type == "Scalar" || type == "ScalarList") arg.concrete = trace.names.intern(in.value);
-            arg.storage_id = in.storage_id;
-            arg.storage_offset = in.storage_offset;
-            shapes.inputs.push_back(std::move(arg));
-        }
+        for (const EtArgument& in : node.inputs) shapes.inputs.push_back(argument_from(trace, in));
         if (!node.inputs.empty()) ++stats.shapes_filled;
     } else if (shapes.inputs.size() == node.inputs.size()) {
         for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-            shapes.inputs[i].storage_id = node.inputs[i].storage_id;
-            shapes.inputs[i].storage_offset = node.inputs[i].storage_offset;
+            OpArgument& arg = shapes.inputs[i];
+            // Kineto records a tensor list as an empty list; the ET has its tensors.
+            if (arg.dims.empty() && arg.list_ranks.empty() && !node.inputs[i].list_ranks.empty()) {
+                arg = argument_from(trace, node.inputs[i]);
+                ++stats.lists_filled;
+                continue;
+            }
+            arg.storage_id = node.inputs[i].storage_id;
+            arg.storage_offset = node.inputs[i].storage_offset;
         }
     } else {
         // Positions cannot be trusted to line up; a wrong storage id would fake dataflow.

@@ -2,14 +2,23 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "replay/event_splitter.h"
 
@@ -50,8 +59,68 @@ struct Malformed {
     std::string reason;
 };
 
+// `text == literal`, with the length compared first and a fixed-size compare the compiler inlines.
+template <std::size_t N>
+inline bool is(std::string_view text, const char (&literal)[N]) {
+    return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
+}
+
+// Index of the first '"' or '\\' at or after p; there is one before the end of the buffer, and
+// the buffer is readable 16 bytes past it (our chunks are padded).
+inline std::size_t quote_or_backslash(const char* p) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (std::size_t at = 0;; at += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+        const unsigned mask = static_cast<unsigned>(
+            _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
+        if (mask != 0) return at + static_cast<std::size_t>(__builtin_ctz(mask));
+    }
+#else
+    std::size_t n = 0;
+    while (p[n] != '"' && p[n] != '\\') ++n;
+    return n;
+#endif
+}
+
+// A member name. Names without escapes (all of them in practice) are used in place; others are
+// unescaped by simdjson, which then consumes the key.
+inline bool field_key(od::field& field, std::string_view& key) {
+    const char* raw = field.key().raw();  // just past the opening quote
+    const std::size_t n = quote_or_backslash(raw);
+    if (raw[n] == '"') {
+        key = std::string_view(raw, n);
+        return true;
+    }
+    return !field.unescaped_key().get(key);
+}
+
+[[gnu::noinline]] bool get_unescaped(od::value& value, std::string_view& out) {
+    return !value.get_string().get(out);
+}
+
+// A string value, like value.get_string(): in place when it has no escapes (`in_input` is then
+// true and the view lives as long as the input), else unescaped into the parser's buffer.
+inline bool get_text(od::value& value, std::string_view& out, bool& in_input) {
+    const char* token = value.raw_json_token().data();
+    if (*token == '"') {
+        const std::size_t n = quote_or_backslash(token + 1);
+        if (token[1 + n] == '"') {
+            out = std::string_view(token + 1, n);
+            in_input = true;
+            return true;
+        }
+    }
+    in_input = false;
+    return get_unescaped(value, out);
+}
+inline bool get_text(od::value& value, std::string_view& out) {
+    bool in_input;
+    return get_text(value, out, in_input);
+}
+
 // Integers may be written as floats ("device": 0.0) or exceed int64 (ids above 2^63 keep their bits).
-std::optional<std::int64_t> as_int(od::value value) {
+[[gnu::noinline]] std::optional<std::int64_t> as_int_slow(od::value value) {
     od::number_type type;
     if (value.get_number_type().get(type)) return std::nullopt;
     switch (type) {
@@ -73,20 +142,85 @@ std::optional<std::int64_t> as_int(od::value value) {
     }
 }
 
-// pid/tid: a number, a numeric string, "stream 7", or a label ("Traces", "Spans").
-std::int64_t id_from(od::value value, StringPool& pool) {
-    od::json_type type;
-    if (value.type().get(type)) return 0;
-    if (type == od::json_type::number) return as_int(value).value_or(0);
-    std::string_view text;
-    if (type != od::json_type::string || value.get_string().get(text)) return 0;
-    std::string_view digits = text;
-    if (digits.substr(0, 7) == "stream ") digits.remove_prefix(7);
-    std::int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (ec == std::errc() && ptr == digits.data() + digits.size()) return v;
-    // Labels get stable negative ids so that they never collide with real thread ids.
-    return -1 - static_cast<std::int64_t>(pool.intern(text));
+inline bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Up to 8 ASCII digits at p (little-endian load; bytes past `n` are shifted out) as a number.
+inline std::uint64_t parse_digits_swar(const char* p, std::size_t n) {  // 1 <= n <= 8
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    v -= 0x3030303030303030ULL;  // the digits (bytes below n) never borrow
+    v <<= 8 * (8 - n);           // leading zero digits instead of the bytes after the number
+    v = (v * 10) + (v >> 8);
+    return (((v & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+            (((v >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >>
+           32;
+}
+
+// Number of leading ASCII digits in p[0, 16).
+inline std::size_t leading_digits(const char* p) {
+#if defined(__SSE2__)
+    const __m128i v = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8('0'));
+    const __m128i digit = _mm_cmpeq_epi8(_mm_subs_epu8(v, _mm_set1_epi8(9)), _mm_setzero_si128());
+    return static_cast<std::size_t>(__builtin_ctz(~static_cast<unsigned>(_mm_movemask_epi8(digit))));
+#else
+    std::size_t n = 0;
+    while (n < 16 && p[n] >= '0' && p[n] <= '9') ++n;
+    return n;
+#endif
+}
+
+// The common case, a plain integer of up to 16 digits (no sign: "-0" and the like are left to
+// simdjson), read straight from the token; anything else goes through simdjson as before.
+// Values come from documents in our padded chunks, so reading 16 bytes from a token is safe.
+inline std::optional<std::int64_t> as_int(od::value value) {
+    const std::string_view token = value.raw_json_token();
+    const char* p = token.data();
+    const std::size_t n = token.size();
+    const std::size_t digits = std::min(leading_digits(p), n);
+    if (digits > 0 && (p[0] != '0' || digits == 1)) {
+        std::size_t j = digits;
+        while (j < n && is_json_space(p[j])) ++j;
+        if (j == n) {
+            if (digits <= 8) return static_cast<std::int64_t>(parse_digits_swar(p, digits));
+            return static_cast<std::int64_t>(parse_digits_swar(p, digits - 8) * 100000000ULL +
+                                             parse_digits_swar(p + digits - 8, 8));
+        }
+    }
+    return as_int_slow(value);
+}
+
+// micros_to_nanos for a token inside one of our padded chunks (16 bytes past it are readable):
+// the usual "123", "123.456", "-1.5" forms with SIMD digit runs, all else through micros_to_nanos.
+// Both give the same answer for every input.
+bool micros_to_nanos_padded(std::string_view text, std::int64_t& out) {
+    const char* p = text.data();
+    const std::size_t n = text.size();
+    std::size_t i = (n > 0 && p[0] == '-') ? 1 : 0;
+    const std::size_t whole_digits = leading_digits(p + i);
+    if (whole_digits == 0 || i + whole_digits > n) return micros_to_nanos(text, out);
+    if (whole_digits == 16 && p[i + 16] >= '0' && p[i + 16] <= '9') return micros_to_nanos(text, out);
+    std::int64_t whole = static_cast<std::int64_t>(
+        whole_digits <= 8 ? parse_digits_swar(p + i, whole_digits)
+                          : parse_digits_swar(p + i, whole_digits - 8) * 100000000ULL +
+                                parse_digits_swar(p + i + whole_digits - 8, 8));
+    // micros_to_nanos's overflow check: it gives up when the digits before the last one exceed this.
+    constexpr std::int64_t kMaxPrefix = (std::numeric_limits<std::int64_t>::max() - 9) / 10 / 1000;
+    if (whole_digits == 16 && whole / 10 > kMaxPrefix) return micros_to_nanos(text, out);
+    i += whole_digits;
+    std::int64_t frac = 0;
+    if (i < n && p[i] == '.') {
+        const std::size_t f = leading_digits(p + i + 1);
+        if (f == 0 || f >= 16 || i + 1 + f > n) return micros_to_nanos(text, out);
+        const char* d = p + i + 1;
+        frac = (d[0] - '0') * 100 + (f > 1 ? (d[1] - '0') * 10 : 0) + (f > 2 ? d[2] - '0' : 0);
+        if (f > 3 && d[3] >= '5') ++frac;
+        i += 1 + f;
+    }
+    while (i < n && is_json_space(p[i])) ++i;
+    if (i != n) return micros_to_nanos(text, out);  // an exponent, or not a number
+    out = whole * 1000 + frac;
+    if (p[0] == '-') out = -out;
+    return true;
 }
 
 bool read_dims(od::value value, std::vector<std::int64_t>& dims, std::vector<std::uint8_t>& ranks) {
@@ -135,22 +269,216 @@ bool for_each_input(od::value value, std::vector<OpArgument>& inputs, Fn&& fn) {
     return true;
 }
 
+inline std::uint64_t load_bytes(const char* p, std::size_t n) {  // n <= 8
+    std::uint64_t v = 0;
+    std::memcpy(&v, p, n);
+    return v;
+}
+
+// A fast hash of the whole text, 16 bytes per step on two independent lanes.
+inline std::uint64_t hash_text(std::string_view s) {
+    const char* p = s.data();
+    const std::size_t n = s.size();
+    std::uint64_t a = 0x9E3779B97F4A7C15ULL ^ n, b = 0xC2B2AE3D27D4EB4FULL;
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a = std::rotl((a ^ load_bytes(p + i, 8)) * 0x9FB21C651E98DF25ULL, 29);
+        b = std::rotl((b ^ load_bytes(p + i + 8, 8)) * 0xBF58476D1CE4E5B9ULL, 31);
+    }
+    if (i + 8 <= n) {
+        a = std::rotl((a ^ load_bytes(p + i, 8)) * 0x9FB21C651E98DF25ULL, 29);
+        i += 8;
+    }
+    b = std::rotl((b ^ load_bytes(p + i, n - i)) * 0xBF58476D1CE4E5B9ULL, 31);
+    std::uint64_t h = a ^ (b * 0x94D049BB133111EBULL);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 32;
+    return h;
+}
+
+// The strings one batch of events interns, each once, in the order the events first intern them;
+// committing interns them into the trace's pool in that order, so the pool's ids come out exactly
+// as if the events had been parsed one after the other. Local id 0 is "" (StringPool::kEmpty).
+class LocalNames {
+public:
+    LocalNames() { reset(); }
+    void reset() {
+        views_.assign(1, std::string_view());
+        arena_.clear();
+        if (slots_.empty()) slots_.assign(1024, 0);
+        else std::fill(slots_.begin(), slots_.end(), 0);
+    }
+    // `text` must stay readable until the batch is committed unless `copy` is set.
+    NameId intern(std::string_view text, bool copy) {
+        if (text.empty()) return StringPool::kEmpty;
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t slot = hash_text(text) & mask;; slot = (slot + 1) & mask) {
+            const std::uint32_t at = slots_[slot];
+            if (at == 0) {
+                if (copy) text = arena_.emplace_back(text);
+                slots_[slot] = static_cast<std::uint32_t>(views_.size());
+                views_.push_back(text);
+                if (views_.size() * 2 > slots_.size()) grow();
+                return static_cast<NameId>(views_.size() - 1);
+            }
+            if (views_[at] == text) return at;
+        }
+    }
+    std::size_t size() const { return views_.size(); }
+    std::string_view view(std::size_t id) const { return views_[id]; }
+    std::size_t bytes() const { return views_.capacity() * sizeof(std::string_view) + slots_.capacity() * 4; }
+
+private:
+    void grow() {
+        slots_.assign(slots_.size() * 2, 0);
+        const std::size_t mask = slots_.size() - 1;
+        for (std::uint32_t id = 1; id < views_.size(); ++id) {
+            std::size_t slot = hash_text(views_[id]) & mask;
+            while (slots_[slot] != 0) slot = (slot + 1) & mask;
+            slots_[slot] = id;
+        }
+    }
+    std::vector<std::string_view> views_;
+    std::vector<std::uint32_t> slots_;  // id, 0 for empty; a power of two, at most half full
+    std::deque<std::string> arena_;     // escaped strings (unescaped copies)
+};
+
+// Events per "cat/ph" (ParseStats::by_category) without building a string per event: a small
+// open-addressing table of (cat, ph) pairs; turned into the map's keys when a batch is committed.
+class Tally {
+public:
+    Tally() { reset(); }
+    void reset() {
+        entries_.clear();
+        slots_.fill(0);
+        overflow_.clear();
+    }
+    void add(bool has_cat, std::string_view cat, std::string_view ph) {
+        if (!has_cat) cat = std::string_view();
+        std::size_t h = (cat.size() * 31 + ph.size() * 7 + has_cat) ^
+                        (cat.empty() ? 0 : static_cast<unsigned char>(cat[0]) * 131 +
+                                               static_cast<unsigned char>(cat[cat.size() / 2]) * 17 +
+                                               static_cast<unsigned char>(cat.back()) * 1031) ^
+                        (ph.empty() ? 0 : static_cast<unsigned char>(ph[0]) * 8191);
+        h ^= h >> 7;
+        for (std::size_t probe = 0; probe < kSlots; ++probe) {
+            std::uint16_t& slot = slots_[(h + probe) & (kSlots - 1)];
+            if (slot == 0) {
+                if (entries_.size() >= kMaxEntries) break;
+                entries_.push_back(Entry{std::string(cat), std::string(ph), has_cat, 1});
+                slot = static_cast<std::uint16_t>(entries_.size());
+                return;
+            }
+            Entry& e = entries_[slot - 1];
+            if (e.has_cat == has_cat && e.cat == cat && e.ph == ph) {
+                ++e.count;
+                return;
+            }
+        }
+        ++overflow_[key(has_cat, cat, ph)];  // many distinct categories: the slow path
+    }
+    void merge_into(std::map<std::string, std::uint64_t>& out) const {
+        for (const Entry& e : entries_) out[key(e.has_cat, e.cat, e.ph)] += e.count;
+        for (const auto& [k, n] : overflow_) out[k] += n;
+    }
+
+private:
+    static std::string key(bool has_cat, std::string_view cat, std::string_view ph) {
+        std::string tally(has_cat ? cat : std::string_view("(none)"));
+        tally += '/';
+        tally += ph;
+        return tally;
+    }
+    struct Entry {
+        std::string cat, ph;
+        bool has_cat;
+        std::uint64_t count;
+    };
+    static constexpr std::size_t kSlots = 256;
+    static constexpr std::size_t kMaxEntries = 128;
+    std::vector<Entry> entries_;
+    std::array<std::uint16_t, kSlots> slots_{};
+    std::map<std::string, std::uint64_t> overflow_;
+};
+
+// pid/tid (and an activity's stream taken from tid) given as a label: the value is
+// -1 - (local name id) until the batch is committed.
+constexpr std::uint8_t kPidLabel = 1;
+constexpr std::uint8_t kTidLabel = 2;
+
+// What a run of events adds to the trace, built without touching it (so that batches can be parsed
+// on several threads) and then committed in input order.
+struct Batch {
+    std::vector<GpuActivity> activities;
+    std::vector<CpuOp> cpu_ops;  // `shapes` indexes `op_shapes` below
+    std::vector<RuntimeCall> runtime_calls;
+    std::vector<OpShapes> op_shapes;
+    std::vector<std::uint8_t> activity_labels, op_labels, call_labels;  // kPidLabel | kTidLabel
+    LocalNames names;
+    Tally tally;
+    std::uint64_t events = 0;  // complete event objects (ParseStats::events)
+    std::uint64_t events_total = 0;
+    std::uint64_t flow_events = 0;
+    std::uint64_t malformed = 0;
+    std::uint64_t first_malformed_offset = 0;
+    std::string first_malformed_reason;
+
+    void reset() {
+        activities.clear();
+        cpu_ops.clear();
+        runtime_calls.clear();
+        op_shapes.clear();
+        activity_labels.clear();
+        op_labels.clear();
+        call_labels.clear();
+        names.reset();
+        tally.reset();
+        events = events_total = flow_events = malformed = first_malformed_offset = 0;
+        first_malformed_reason.clear();
+    }
+    std::size_t bytes() const {
+        return activities.capacity() * sizeof(GpuActivity) + cpu_ops.capacity() * sizeof(CpuOp) +
+               runtime_calls.capacity() * sizeof(RuntimeCall) + op_shapes.capacity() * sizeof(OpShapes) +
+               activity_labels.capacity() + op_labels.capacity() + call_labels.capacity() + names.bytes();
+    }
+};
+
 class EventParser {
 public:
-    EventParser(Trace& trace, ParseStats& stats) : trace_(trace), stats_(stats) {}
+    explicit EventParser(Batch& out) : out_(out) {}
 
-    void metadata(std::string_view key, const char* json, std::size_t length, std::size_t capacity);
     // Returns an empty optional on success, else why the event was skipped.
     std::optional<Malformed> event(const char* json, std::size_t length, std::size_t capacity,
                                    std::uint64_t offset);
 
 private:
     std::optional<Malformed> parse_args(od::object args, Category category, std::size_t index);
-    Trace& trace_;
-    ParseStats& stats_;
+    // pid/tid: a number, a numeric string, "stream 7", or a label ("Traces", "Spans").
+    std::int64_t id_from(od::value value, bool& label);
+    NameId intern(std::string_view text, bool in_input) { return out_.names.intern(text, !in_input); }
+    Batch& out_;
     od::parser parser_;
     od::parser args_parser_;
 };
+
+std::int64_t EventParser::id_from(od::value value, bool& label) {
+    label = false;
+    od::json_type type;
+    if (value.type().get(type)) return 0;
+    if (type == od::json_type::number) return as_int(value).value_or(0);
+    std::string_view text;
+    bool in_input = false;
+    if (type != od::json_type::string || !get_text(value, text, in_input)) return 0;
+    std::string_view digits = text;
+    if (digits.substr(0, 7) == "stream ") digits.remove_prefix(7);
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec == std::errc() && ptr == digits.data() + digits.size()) return v;
+    // Labels get stable negative ids so that they never collide with real thread ids.
+    label = true;
+    return -1 - static_cast<std::int64_t>(intern(text, in_input));
+}
 
 std::optional<Malformed> EventParser::event(const char* json, std::size_t length,
                                             std::size_t capacity, std::uint64_t offset) {
@@ -161,8 +489,11 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
 
     std::string_view ph, cat, name;
     bool has_cat = false;
+    bool name_in_input = true;
     Category category = Category::Missing;
+    Category record_category = Category::Missing;  // the kind of the record made for this event
     std::int64_t pid = 0, tid = 0, ts = 0, dur = -1;
+    bool pid_label = false, tid_label = false;
     bool has_ts = false, has_name = false;
     bool args_deferred = false;
     std::size_t index = kNoIndex;
@@ -170,98 +501,123 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
     // Creates the typed record as soon as the category and phase are known, so that "args" can be
     // parsed in the same pass in the usual field order.
     auto ensure_record = [&]() {
-        if (index != kNoIndex || ph != "X") return;
+        if (index != kNoIndex || !is(ph, "X")) return;
         switch (category) {
             case Category::Kernel:
             case Category::Memcpy:
             case Category::Memset:
-                index = trace_.activities.size();
-                trace_.activities.emplace_back();
-                trace_.activities.back().kind = category == Category::Kernel   ? ActivityKind::Kernel
-                                                : category == Category::Memcpy ? ActivityKind::Memcpy
-                                                                               : ActivityKind::Memset;
-                trace_.activities.back().byte_offset = offset;
+                index = out_.activities.size();
+                out_.activities.emplace_back();
+                out_.activity_labels.push_back(0);
+                out_.activities.back().kind = category == Category::Kernel   ? ActivityKind::Kernel
+                                              : category == Category::Memcpy ? ActivityKind::Memcpy
+                                                                             : ActivityKind::Memset;
+                out_.activities.back().byte_offset = offset;
                 break;
             case Category::CpuOp:
             case Category::Annotation:
-                index = trace_.cpu_ops.size();
-                trace_.cpu_ops.emplace_back();
-                trace_.cpu_ops.back().category = category == Category::CpuOp ? 0 : 1;
+                index = out_.cpu_ops.size();
+                out_.cpu_ops.emplace_back();
+                out_.op_labels.push_back(0);
+                out_.cpu_ops.back().category = category == Category::CpuOp ? 0 : 1;
                 break;
             case Category::Runtime:
             case Category::Driver:
             case Category::Sync:
-                index = trace_.runtime_calls.size();
-                trace_.runtime_calls.emplace_back();
-                trace_.runtime_calls.back().is_driver = category == Category::Driver;
+                index = out_.runtime_calls.size();
+                out_.runtime_calls.emplace_back();
+                out_.call_labels.push_back(0);
+                out_.runtime_calls.back().is_driver = category == Category::Driver;
                 break;
             default: break;
         }
+        if (index != kNoIndex) record_category = category;
     };
     auto discard_record = [&]() {
         if (index == kNoIndex) return;
-        switch (category) {
+        switch (record_category) {
             case Category::Kernel:
             case Category::Memcpy:
-            case Category::Memset: trace_.activities.pop_back(); break;
+            case Category::Memset:
+                out_.activities.pop_back();
+                out_.activity_labels.pop_back();
+                break;
             case Category::CpuOp:
             case Category::Annotation:
-                if (trace_.cpu_ops.back().shapes != kNoIndex) trace_.op_shapes.pop_back();
-                trace_.cpu_ops.pop_back();
+                if (out_.cpu_ops.back().shapes != kNoIndex) out_.op_shapes.pop_back();
+                out_.cpu_ops.pop_back();
+                out_.op_labels.pop_back();
                 break;
-            default: trace_.runtime_calls.pop_back(); break;
+            default:
+                out_.runtime_calls.pop_back();
+                out_.call_labels.pop_back();
+                break;
         }
+        index = kNoIndex;
     };
     auto fail = [&](std::string reason) {
         discard_record();
         return Malformed{std::move(reason)};
     };
 
-    for (auto field : object) {
+    for (auto result : object) {
         std::string_view key;
-        if (field.unescaped_key().get(key)) return fail("unreadable member name");
-        od::value value;
-        if (field.value().get(value)) return fail("unreadable value of \"" + std::string(key) + "\"");
-        if (key == "ph") {
-            if (value.get_string().get(ph)) return fail("\"ph\" is not a string");
-            ensure_record();
-        } else if (key == "cat") {
-            if (value.get_string().get(cat)) return fail("\"cat\" is not a string");
-            has_cat = true;
-            category = categorize(cat);
-            ensure_record();
-        } else if (key == "name") {
-            if (value.get_string().get(name)) return fail("\"name\" is not a string");
-            has_name = true;
-        } else if (key == "pid") {
-            pid = id_from(value, trace_.names);
-        } else if (key == "tid") {
-            tid = id_from(value, trace_.names);
-        } else if (key == "ts" || key == "dur") {
-            const std::string_view token = value.raw_json_token();
-            std::int64_t ns = 0;
-            if (!micros_to_nanos(token, ns)) return fail("\"" + std::string(key) + "\" is not a number");
-            (key == "ts" ? ts : dur) = ns;
-            if (key == "ts") has_ts = true;
-        } else if (key == "args") {
-            if (index != kNoIndex) {
-                od::object args;
-                if (value.get_object().get(args)) return fail("\"args\" is not an object");
-                if (auto bad = parse_args(args, category, index)) return fail(bad->reason);
-            } else if (ph.empty() || !has_cat) {
-                // Rare field order (args before ph/cat): parse the event again afterwards.
-                args_deferred = true;
-            }
+        if (result.error()) return fail("unreadable member name");
+        od::field& field = result.value_unsafe();  // no copy: copying a field stalls on store forwarding
+        if (!field_key(field, key)) return fail("unreadable member name");
+        od::value& value = field.value();
+        switch (key.size()) {
+            case 2:
+                if (is(key, "ph")) {
+                    if (!get_text(value, ph)) return fail("\"ph\" is not a string");
+                    ensure_record();
+                } else if (is(key, "ts")) {
+                    std::int64_t ns = 0;
+                    if (!micros_to_nanos_padded(value.raw_json_token(), ns)) return fail("\"ts\" is not a number");
+                    ts = ns;
+                    has_ts = true;
+                }
+                break;
+            case 3:
+                if (is(key, "cat")) {
+                    if (!get_text(value, cat)) return fail("\"cat\" is not a string");
+                    has_cat = true;
+                    category = categorize(cat);
+                    ensure_record();
+                } else if (is(key, "pid")) {
+                    pid = id_from(value, pid_label);
+                } else if (is(key, "tid")) {
+                    tid = id_from(value, tid_label);
+                } else if (is(key, "dur")) {
+                    std::int64_t ns = 0;
+                    if (!micros_to_nanos_padded(value.raw_json_token(), ns)) return fail("\"dur\" is not a number");
+                    dur = ns;
+                }
+                break;
+            case 4:
+                if (is(key, "name")) {
+                    if (!get_text(value, name, name_in_input)) return fail("\"name\" is not a string");
+                    // An unescaped name stays in the parser's string buffer until the next document.
+                    has_name = true;
+                } else if (is(key, "args")) {
+                    if (index != kNoIndex) {
+                        od::object args;
+                        if (value.get_object().get(args)) return fail("\"args\" is not an object");
+                        if (auto bad = parse_args(args, record_category, index)) return fail(bad->reason);
+                    } else if (ph.empty() || !has_cat) {
+                        // Rare field order (args before ph/cat): parse the event again afterwards.
+                        args_deferred = true;
+                    }
+                }
+                break;
+            default: break;
         }
     }
     if (ph.empty()) return fail("missing \"ph\"");
-    ++trace_.events_total;
-    std::string tally(has_cat ? cat : std::string_view("(none)"));
-    tally += '/';
-    tally += ph;
-    ++stats_.by_category[tally];
-    if (ph == "s" || ph == "f" || ph == "t") ++trace_.flow_events;
-    if (ph != "X") return std::nullopt;
+    ++out_.events_total;
+    out_.tally.add(has_cat, cat, ph);
+    if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_.flow_events;
+    if (!is(ph, "X")) return std::nullopt;
     if (category == Category::Missing || category == Category::Other ||
         category == Category::PythonFunction)
         return std::nullopt;
@@ -274,38 +630,44 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
         od::object args;
         if (args_parser_.iterate(json, length, capacity).get(again) || again["args"].get_object().get(args))
             return fail("\"args\" is not an object");
-        if (auto bad = parse_args(args, category, index)) return fail(bad->reason);
+        if (auto bad = parse_args(args, record_category, index)) return fail(bad->reason);
     }
-    const NameId name_id = trace_.names.intern(name);
-    switch (category) {
+    const NameId name_id = out_.names.intern(name, !name_in_input);
+    // The record keeps the kind it was made with, even when a repeated "cat" said otherwise later.
+    switch (record_category) {
         case Category::Kernel:
         case Category::Memcpy:
         case Category::Memset: {
-            GpuActivity& a = trace_.activities[index];
+            GpuActivity& a = out_.activities[index];
             a.name = name_id;
             a.ts = ts;
             a.dur = dur;
             if (a.device == 0 && pid > 0) a.device = pid;
-            if (a.stream == 0) a.stream = tid;
+            if (a.stream == 0) {
+                a.stream = tid;
+                if (tid_label) out_.activity_labels[index] = kTidLabel;
+            }
             break;
         }
         case Category::CpuOp:
         case Category::Annotation: {
-            CpuOp& op = trace_.cpu_ops[index];
+            CpuOp& op = out_.cpu_ops[index];
             op.name = name_id;
             op.ts = ts;
             op.dur = dur;
             op.pid = pid;
             op.tid = tid;
+            out_.op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
             break;
         }
         default: {
-            RuntimeCall& call = trace_.runtime_calls[index];
+            RuntimeCall& call = out_.runtime_calls[index];
             call.name = name_id;
             call.ts = ts;
             call.dur = dur;
             call.pid = pid;
             call.tid = tid;
+            out_.call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
             break;
         }
     }
@@ -314,41 +676,42 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
 
 std::optional<Malformed> EventParser::parse_args(od::object args, Category category, std::size_t index) {
     auto bad = [](std::string_view key) { return Malformed{"wrong type for args \"" + std::string(key) + "\""}; };
-    for (auto field : args) {
+    for (auto result : args) {
         std::string_view key;
-        if (field.unescaped_key().get(key)) return Malformed{"unreadable args member name"};
-        od::value value;
-        if (field.value().get(value)) return bad(key);
-        const bool is_external = key == "External id" || key == "external id";
+        if (result.error()) return Malformed{"unreadable args member name"};
+        od::field& field = result.value_unsafe();
+        if (!field_key(field, key)) return Malformed{"unreadable args member name"};
+        od::value& value = field.value();
+        const bool is_external = is(key, "External id") || is(key, "external id");
         switch (category) {
             case Category::Kernel:
             case Category::Memcpy:
             case Category::Memset: {
-                GpuActivity& a = trace_.activities[index];
+                GpuActivity& a = out_.activities[index];
                 auto set_int = [&](auto& slot) -> bool {
                     auto v = as_int(value);
                     if (!v) return false;
                     slot = static_cast<std::remove_reference_t<decltype(slot)>>(*v);
                     return true;
                 };
-                if (key == "correlation") {
+                if (is(key, "correlation")) {
                     if (!set_int(a.correlation)) return bad(key);
                 } else if (is_external) {
                     if (!set_int(a.external_id)) return bad(key);
-                } else if (key == "device") {
+                } else if (is(key, "device")) {
                     if (!set_int(a.device)) return bad(key);
-                } else if (key == "stream") {
+                } else if (is(key, "stream")) {
                     if (!set_int(a.stream)) return bad(key);
-                } else if (key == "bytes") {
+                } else if (is(key, "bytes")) {
                     if (!set_int(a.bytes)) return bad(key);
-                } else if (key == "registers per thread") {
+                } else if (is(key, "registers per thread")) {
                     if (!set_int(a.registers)) return bad(key);
-                } else if (key == "shared memory") {
+                } else if (is(key, "shared memory")) {
                     if (!set_int(a.shared_memory)) return bad(key);
-                } else if (key == "grid" || key == "block") {
+                } else if (is(key, "grid") || is(key, "block")) {
                     od::array dims;
                     if (value.get_array().get(dims)) return bad(key);
-                    std::int32_t* out = key == "grid" ? a.grid : a.block;
+                    std::int32_t* out = is(key, "grid") ? a.grid : a.block;
                     int i = 0;
                     for (auto d : dims) {
                         od::value dv;
@@ -357,59 +720,61 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                         if (!n) return bad(key);
                         if (i < 3) out[i++] = static_cast<std::int32_t>(*n);
                     }
-                } else if (key == "Collective name" || key == "dtype") {
+                } else if (is(key, "Collective name") || is(key, "dtype")) {
                     std::string_view text;
-                    if (value.get_string().get(text)) return bad(key);
-                    (key == "dtype" ? a.collective_dtype : a.collective) = trace_.names.intern(text);
-                } else if (key == "In msg nelems") {
+                    bool in_input = false;
+                    if (!get_text(value, text, in_input)) return bad(key);
+                    (is(key, "dtype") ? a.collective_dtype : a.collective) = intern(text, in_input);
+                } else if (is(key, "In msg nelems")) {
                     if (!set_int(a.in_nelems)) return bad(key);
-                } else if (key == "Out msg nelems") {
+                } else if (is(key, "Out msg nelems")) {
                     if (!set_int(a.out_nelems)) return bad(key);
-                } else if (key == "Group size") {
+                } else if (is(key, "Group size")) {
                     if (!set_int(a.group_size)) return bad(key);
                 }
                 break;
             }
             case Category::CpuOp:
             case Category::Annotation: {
-                CpuOp& op = trace_.cpu_ops[index];
+                CpuOp& op = out_.cpu_ops[index];
                 auto shapes = [&]() -> OpShapes& {
                     if (op.shapes == kNoIndex) {
-                        op.shapes = static_cast<std::uint32_t>(trace_.op_shapes.size());
-                        trace_.op_shapes.emplace_back();
+                        op.shapes = static_cast<std::uint32_t>(out_.op_shapes.size());
+                        out_.op_shapes.emplace_back();
                     }
-                    return trace_.op_shapes[op.shapes];
+                    return out_.op_shapes[op.shapes];
                 };
                 if (is_external) {
                     auto v = as_int(value);
                     if (!v) return bad(key);
                     op.external_id = *v;
-                } else if (key == "Record function id") {
+                } else if (is(key, "Record function id")) {
                     auto v = as_int(value);
                     if (!v) return bad(key);
                     op.record_function_id = *v;
-                } else if (key == "Sequence number") {
+                } else if (is(key, "Sequence number")) {
                     auto v = as_int(value);
                     if (!v) return bad(key);
                     op.sequence_number = *v;
-                } else if (key == "Input Dims" || key == "Input dims") {
+                } else if (is(key, "Input Dims") || is(key, "Input dims")) {
                     if (!for_each_input(value, shapes().inputs, [](od::value v, OpArgument& arg) {
                             return read_dims(v, arg.dims, arg.list_ranks);
                         }))
                         return bad(key);
-                } else if (key == "Input Strides") {
+                } else if (is(key, "Input Strides")) {
                     if (!for_each_input(value, shapes().inputs, [](od::value v, OpArgument& arg) {
                             std::vector<std::uint8_t> ranks;
                             arg.has_strides = true;
                             return read_dims(v, arg.strides, ranks);
                         }))
                         return bad(key);
-                } else if (key == "Input type" || key == "Concrete Inputs") {
-                    const bool is_type = key == "Input type";
+                } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
+                    const bool is_type = is(key, "Input type");
                     if (!for_each_input(value, shapes().inputs, [&](od::value v, OpArgument& arg) {
                             std::string_view text;
-                            if (v.get_string().get(text)) return false;
-                            (is_type ? arg.type : arg.concrete) = trace_.names.intern(text);
+                            bool in_input = false;
+                            if (!get_text(v, text, in_input)) return false;
+                            (is_type ? arg.type : arg.concrete) = intern(text, in_input);
                             return true;
                         }))
                         return bad(key);
@@ -417,9 +782,9 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                 break;
             }
             default: {
-                RuntimeCall& call = trace_.runtime_calls[index];
+                RuntimeCall& call = out_.runtime_calls[index];
                 auto v = [&]() { return as_int(value); };
-                if (key == "correlation") {
+                if (is(key, "correlation")) {
                     auto n = v();
                     if (!n) return bad(key);
                     call.correlation = *n;
@@ -427,11 +792,11 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                     auto n = v();
                     if (!n) return bad(key);
                     call.external_id = *n;
-                } else if (key == "wait_on_stream") {
+                } else if (is(key, "wait_on_stream")) {
                     auto n = v();
                     if (!n) return bad(key);
                     call.wait_on_stream = *n;
-                } else if (key == "wait_on_cuda_event_record_corr_id") {
+                } else if (is(key, "wait_on_cuda_event_record_corr_id")) {
                     auto n = v();
                     if (!n) return bad(key);
                     call.wait_on_event_correlation = *n;
@@ -443,11 +808,11 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
     return std::nullopt;
 }
 
-void EventParser::metadata(std::string_view key, const char* json, std::size_t length,
-                           std::size_t capacity) {
-    TraceMetadata& meta = trace_.meta;
+// The top-level members around traceEvents (small; parsed when their batch is committed).
+void parse_metadata(od::parser& parser, TraceMetadata& meta, std::string_view key, const char* json,
+                    std::size_t length, std::size_t capacity) {
     od::document doc;
-    if (parser_.iterate(json, length, capacity).get(doc)) return;
+    if (parser.iterate(json, length, capacity).get(doc)) return;
     if (key == "baseTimeNanoseconds") {
         std::int64_t v;
         if (!doc.get_int64().get(v)) meta.base_time_ns = v;
@@ -511,37 +876,238 @@ void EventParser::metadata(std::string_view key, const char* json, std::size_t l
     }
 }
 
-// Chunks travel from the reading thread to the parsing thread; buffers are recycled.
+// A buffer of input: `size` bytes plus simdjson::SIMDJSON_PADDING readable ones, and the items the
+// splitter cut out of it. Each worker owns one and reuses it.
 struct Chunk {
-    std::vector<char> data;  // holds `size` bytes plus simdjson::SIMDJSON_PADDING readable bytes
+    std::vector<char> data;
     std::size_t size = 0;
     std::uint64_t base = 0;  // absolute offset of data[0]
+    std::uint64_t seq = 0;   // position in the input: batches are committed in this order
     std::vector<Span> spans;
-    bool last = false;
 };
 
-class ChunkQueue {
+// Reads, splits, parses and commits on two symmetric workers (the calling thread and one more).
+// Each worker in turn reads and splits the next chunk (serially, under a lock: the splitter
+// carries state from chunk to chunk), parses its events into a Batch on its own, then waits for
+// its chunk's turn and commits the batch into the trace. Reading and splitting one chunk overlaps
+// with parsing the other, and parsing (most of the work) runs on both cores.
+class Pipeline {
 public:
-    void push(std::unique_ptr<Chunk> chunk) {
-        std::unique_lock lock(mutex_);
-        ready_.push_back(std::move(chunk));
-        cv_.notify_all();
+    Pipeline(ByteSource& source, const ParseOptions& options, Trace& trace, ParseStats& stats)
+        : source_(source), options_(options), trace_(trace), stats_(stats), file_(source.name()) {}
+
+    void worker() {
+        Chunk chunk;
+        Batch batch;
+        EventParser parser(batch);
+        std::uint64_t peak = 0;
+        try {
+            while (!aborted_.load(std::memory_order_relaxed) && read(chunk)) {
+                batch.reset();
+                parse(chunk, batch, parser);
+                peak = std::max<std::uint64_t>(
+                    peak, chunk.data.capacity() + chunk.spans.capacity() * sizeof(Span) + batch.bytes());
+                if (!commit(chunk, batch)) break;
+            }
+        } catch (...) {
+            std::lock_guard lock(commit_mutex_);
+            if (!fatal_) fatal_ = std::current_exception();
+            aborted_ = true;
+            commit_cv_.notify_all();
+        }
+        std::lock_guard lock(commit_mutex_);
+        peak_ += peak;
     }
-    std::unique_ptr<Chunk> pop() {
-        std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return !ready_.empty(); });
-        auto chunk = std::move(ready_.front());
-        ready_.erase(ready_.begin());
-        return chunk;
+
+    // After both workers are done: the first error wins as before (a fatal one, then input and
+    // splitting errors, then a strict-mode malformed event).
+    void finish() {
+        if (fatal_) std::rethrow_exception(fatal_);
+        if (read_error_) std::rethrow_exception(read_error_);
+        if (strict_error_) throw *strict_error_;
+        stats_.json_bytes = json_bytes_;
+        stats_.peak_buffer_bytes = peak_ + carry_.capacity();
     }
+
+    const EventSplitter& splitter() const { return splitter_; }
 
 private:
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    std::vector<std::unique_ptr<Chunk>> ready_;
-};
+    // Fills `chunk` with the carried-over bytes and the next input, and splits it. False at the
+    // end of the input or after an error (kept for finish()).
+    bool read(Chunk& chunk) {
+        std::lock_guard lock(read_mutex_);
+        if (reading_done_) return false;
+        try {
+            const std::size_t want = std::max(options_.chunk_bytes, carry_.size() * 2);
+            if (chunk.data.size() < want + simdjson::SIMDJSON_PADDING)
+                chunk.data.resize(want + simdjson::SIMDJSON_PADDING);
+            if (!carry_.empty()) std::memcpy(chunk.data.data(), carry_.data(), carry_.size());
+            std::size_t size = carry_.size();
+            const std::size_t capacity = chunk.data.size() - simdjson::SIMDJSON_PADDING;
+            bool eof = false;
+            while (size < capacity) {
+                std::size_t n = source_.read(std::span<char>(chunk.data.data() + size, capacity - size));
+                if (n == 0) {
+                    eof = true;
+                    break;
+                }
+                size += n;
+                json_bytes_ += n;
+            }
+            std::memset(chunk.data.data() + size, ' ', simdjson::SIMDJSON_PADDING);
+            chunk.size = size;
+            chunk.base = splitter_.base_offset();
+            chunk.spans.clear();
+            std::size_t keep = 0;
+            try {
+                keep = splitter_.scan(chunk.data.data(), size, eof, chunk.spans);
+            } catch (const EventSplitter::SplitError& e) {
+                throw InputError(file_, e.offset, "not a JSON trace: expected " + e.expected);
+            }
+            carry_.assign(chunk.data.begin() + static_cast<std::ptrdiff_t>(keep),
+                          chunk.data.begin() + static_cast<std::ptrdiff_t>(size));
+            reading_done_ = eof;
+            if (options_.progress) options_.progress(source_.raw_offset(), source_.raw_size());
+            chunk.seq = next_seq_++;
+            return true;
+        } catch (...) {
+            read_error_ = std::current_exception();
+            reading_done_ = true;
+            return false;
+        }
+    }
 
-constexpr int kBuffers = 4;
+    void parse(const Chunk& chunk, Batch& batch, EventParser& parser) {
+        // In strict mode nothing after the first malformed event matters: parse_kineto throws.
+        bool skip = skip_parsing_.load(std::memory_order_relaxed);
+        for (const Span& span : chunk.spans) {
+            if (span.metadata) continue;  // parsed at commit time
+            ++batch.events;
+            if (skip) continue;
+            const char* at = chunk.data.data() + span.begin;
+            const std::size_t capacity = chunk.size + simdjson::SIMDJSON_PADDING - span.begin;
+            const std::uint64_t offset = chunk.base + span.begin;
+            if (auto bad = parser.event(at, span.length, capacity, offset)) {
+                if (batch.malformed++ == 0) {
+                    batch.first_malformed_offset = offset;
+                    batch.first_malformed_reason = std::move(bad->reason);
+                }
+                if (options_.strict) skip = true;
+            }
+        }
+    }
+
+    // Waits for the chunk's turn, then adds its batch (and its metadata members) to the trace.
+    bool commit(const Chunk& chunk, Batch& batch) {
+        std::unique_lock lock(commit_mutex_);
+        commit_cv_.wait(lock, [&] { return next_commit_ == chunk.seq || aborted_.load(); });
+        if (aborted_.load()) return false;
+        for (const Span& span : chunk.spans) {
+            if (!span.metadata) continue;
+            parse_metadata(meta_parser_, trace_.meta,
+                           std::string_view(chunk.data.data() + span.key_begin, span.key_length),
+                           chunk.data.data() + span.begin, span.length,
+                           chunk.size + simdjson::SIMDJSON_PADDING - span.begin);
+        }
+        stats_.events += batch.events;
+        if (!strict_error_) {
+            merge(batch);
+            if (batch.malformed) {
+                if (stats_.malformed == 0) {
+                    stats_.first_malformed_offset = batch.first_malformed_offset;
+                    stats_.first_malformed_reason = batch.first_malformed_reason;
+                }
+                stats_.malformed += batch.malformed;
+                if (options_.strict) {
+                    strict_error_.emplace(file_, batch.first_malformed_offset,
+                                          "malformed event: " + batch.first_malformed_reason);
+                    skip_parsing_ = true;
+                }
+            }
+        }
+        ++next_commit_;
+        commit_cv_.notify_all();
+        return true;
+    }
+
+    void merge(Batch& b) {
+        Trace& t = trace_;
+        map_.resize(b.names.size());
+        for (std::size_t i = 0; i < b.names.size(); ++i) map_[i] = t.names.intern(b.names.view(i));
+        const auto name = [&](NameId id) { return map_[id]; };
+        const auto label = [&](std::int64_t v) {
+            return -1 - static_cast<std::int64_t>(map_[static_cast<std::size_t>(-1 - v)]);
+        };
+
+        const std::size_t a0 = t.activities.size();
+        t.activities.insert(t.activities.end(), b.activities.begin(), b.activities.end());
+        for (std::size_t i = 0; i < b.activities.size(); ++i) {
+            GpuActivity& a = t.activities[a0 + i];
+            a.name = name(a.name);
+            a.collective = name(a.collective);
+            a.collective_dtype = name(a.collective_dtype);
+            if (b.activity_labels[i] & kTidLabel) a.stream = label(a.stream);
+        }
+
+        const auto shapes0 = static_cast<std::uint32_t>(t.op_shapes.size());
+        const std::size_t o0 = t.cpu_ops.size();
+        t.cpu_ops.insert(t.cpu_ops.end(), b.cpu_ops.begin(), b.cpu_ops.end());
+        for (std::size_t i = 0; i < b.cpu_ops.size(); ++i) {
+            CpuOp& op = t.cpu_ops[o0 + i];
+            op.name = name(op.name);
+            if (op.shapes != kNoIndex) op.shapes += shapes0;
+            if (b.op_labels[i] & kPidLabel) op.pid = label(op.pid);
+            if (b.op_labels[i] & kTidLabel) op.tid = label(op.tid);
+        }
+        for (OpShapes& shapes : b.op_shapes) {
+            for (OpArgument& arg : shapes.inputs) {
+                arg.type = name(arg.type);
+                arg.concrete = name(arg.concrete);
+            }
+            t.op_shapes.push_back(std::move(shapes));
+        }
+
+        const std::size_t c0 = t.runtime_calls.size();
+        t.runtime_calls.insert(t.runtime_calls.end(), b.runtime_calls.begin(), b.runtime_calls.end());
+        for (std::size_t i = 0; i < b.runtime_calls.size(); ++i) {
+            RuntimeCall& call = t.runtime_calls[c0 + i];
+            call.name = name(call.name);
+            if (b.call_labels[i] & kPidLabel) call.pid = label(call.pid);
+            if (b.call_labels[i] & kTidLabel) call.tid = label(call.tid);
+        }
+
+        t.events_total += b.events_total;
+        t.flow_events += b.flow_events;
+        b.tally.merge_into(stats_.by_category);
+    }
+
+    ByteSource& source_;
+    const ParseOptions& options_;
+    Trace& trace_;
+    ParseStats& stats_;
+    const std::string file_;
+
+    // Reading and splitting (read_mutex_).
+    std::mutex read_mutex_;
+    EventSplitter splitter_;
+    std::vector<char> carry_;  // an unfinished item, moved to the front of the next chunk
+    bool reading_done_ = false;
+    std::exception_ptr read_error_;
+    std::uint64_t json_bytes_ = 0;
+    std::uint64_t next_seq_ = 0;
+
+    // Committing (commit_mutex_).
+    std::mutex commit_mutex_;
+    std::condition_variable commit_cv_;
+    std::uint64_t next_commit_ = 0;
+    std::atomic<bool> aborted_{false};
+    std::atomic<bool> skip_parsing_{false};
+    std::exception_ptr fatal_;
+    std::optional<InputError> strict_error_;
+    od::parser meta_parser_;
+    std::vector<NameId> map_;  // batch name id -> trace name id
+    std::uint64_t peak_ = 0;
+};
 
 }  // namespace
 
@@ -594,115 +1160,53 @@ bool micros_to_nanos(std::string_view text, std::int64_t& out) {
     return true;
 }
 
-ParseResult parse_kineto(const std::string& path, const ParseOptions& options) {
+namespace {
+
+// Plain JSON text held in memory.
+class MemorySource final : public ByteSource {
+public:
+    MemorySource(std::string name, std::string_view bytes) : ByteSource(std::move(name)), bytes_(bytes) {}
+    std::size_t read(std::span<char> out) override {
+        const std::size_t n = std::min(out.size(), bytes_.size() - pos_);
+        if (n > 0) std::memcpy(out.data(), bytes_.data() + pos_, n);
+        pos_ += n;
+        return n;
+    }
+    std::uint64_t raw_offset() const override { return pos_; }
+    std::uint64_t raw_size() const override { return bytes_.size(); }
+    Compression compression() const override { return Compression::None; }
+
+private:
+    std::string_view bytes_;
+    std::size_t pos_ = 0;
+};
+
+ParseResult parse_source(ByteSource& source, const std::string& path, const ParseOptions& options) {
     ParseResult result;
     Trace& trace = result.trace;
     ParseStats& stats = result.stats;
     trace.source = path;
-    auto source = open_source(path);
-    stats.compression = source->compression();
-    const std::string& file = source->name();
+    stats.compression = source.compression();
+    const std::string& file = source.name();
 
-    ChunkQueue filled, empty;
-    for (int i = 0; i < kBuffers; ++i) {
-        auto chunk = std::make_unique<Chunk>();
-        chunk->data.resize(options.chunk_bytes + simdjson::SIMDJSON_PADDING);
-        empty.push(std::move(chunk));
-    }
-    std::exception_ptr reader_error;
-    EventSplitter splitter;
-    std::uint64_t peak = static_cast<std::uint64_t>(kBuffers) * (options.chunk_bytes + simdjson::SIMDJSON_PADDING);
+    Pipeline pipeline(source, options, trace, stats);
+    std::thread helper([&] { pipeline.worker(); });
+    pipeline.worker();
+    helper.join();
+    pipeline.finish();
+    const EventSplitter& splitter = pipeline.splitter();
 
-    // Reader: fills buffers, splits them and carries an unfinished event into the next buffer.
-    std::thread reader([&] {
-        std::vector<char> carry;
-        std::uint64_t json_bytes = 0;
-        try {
-            bool eof = false;
-            while (!eof) {
-                auto chunk = empty.pop();
-                const std::size_t want = std::max(options.chunk_bytes, carry.size() * 2);
-                if (chunk->data.size() < want + simdjson::SIMDJSON_PADDING) chunk->data.resize(want + simdjson::SIMDJSON_PADDING);
-                std::memcpy(chunk->data.data(), carry.data(), carry.size());
-                std::size_t size = carry.size();
-                const std::size_t capacity = chunk->data.size() - simdjson::SIMDJSON_PADDING;
-                while (size < capacity) {
-                    std::size_t n = source->read(std::span<char>(chunk->data.data() + size, capacity - size));
-                    if (n == 0) {
-                        eof = true;
-                        break;
-                    }
-                    size += n;
-                    json_bytes += n;
-                }
-                std::memset(chunk->data.data() + size, ' ', simdjson::SIMDJSON_PADDING);
-                chunk->size = size;
-                chunk->base = splitter.base_offset();
-                chunk->spans.clear();
-                std::size_t keep = 0;
-                try {
-                    keep = splitter.scan(chunk->data.data(), size, eof, chunk->spans);
-                } catch (const EventSplitter::SplitError& e) {
-                    throw InputError(file, e.offset, "not a JSON trace: expected " + e.expected);
-                }
-                carry.assign(chunk->data.begin() + static_cast<std::ptrdiff_t>(keep),
-                             chunk->data.begin() + static_cast<std::ptrdiff_t>(size));
-                chunk->last = eof;
-                if (options.progress) options.progress(source->raw_offset(), source->raw_size());
-                filled.push(std::move(chunk));
-            }
-        } catch (...) {
-            reader_error = std::current_exception();
-            auto chunk = std::make_unique<Chunk>();
-            chunk->last = true;
-            filled.push(std::move(chunk));
-        }
-        stats.json_bytes = json_bytes;
-    });
-
-    EventParser parser(trace, stats);
-    std::optional<InputError> strict_error;
-    for (bool done = false; !done;) {
-        auto chunk = filled.pop();
-        done = chunk->last;
-        peak = std::max<std::uint64_t>(peak, kBuffers * chunk->data.capacity());
-        for (const Span& span : chunk->spans) {
-            const char* at = chunk->data.data() + span.begin;
-            const std::size_t capacity = chunk->size + simdjson::SIMDJSON_PADDING - span.begin;
-            if (span.metadata) {
-                parser.metadata(std::string_view(chunk->data.data() + span.key_begin, span.key_length), at,
-                                span.length, capacity);
-                continue;
-            }
-            ++stats.events;
-            if (strict_error) continue;
-            const std::uint64_t offset = chunk->base + span.begin;
-            if (auto bad = parser.event(at, span.length, capacity, offset)) {
-                if (stats.malformed++ == 0) {
-                    stats.first_malformed_offset = offset;
-                    stats.first_malformed_reason = bad->reason;
-                }
-                if (options.strict) strict_error.emplace(file, offset, "malformed event: " + bad->reason);
-            }
-        }
-        if (!chunk->data.empty()) empty.push(std::move(chunk));
-    }
-    reader.join();
-    if (reader_error) std::rethrow_exception(reader_error);
-    if (strict_error) throw *strict_error;
-
-    stats.raw_bytes = source->raw_offset();
-    stats.peak_buffer_bytes = peak;
+    stats.raw_bytes = source.raw_offset();
     stats.stray_bytes = splitter.stray_bytes();
     stats.first_stray_offset = splitter.first_stray_offset();
     if (stats.json_bytes == 0) throw InputError(file, 0, "empty input (no bytes after decompression)");
     if (!splitter.saw_events_array())
         throw InputError(file, stats.json_bytes, "no \"traceEvents\" array: not a Kineto/Chrome trace");
-    if (!splitter.complete() || source->truncated()) {
+    if (!splitter.complete() || source.truncated()) {
         stats.truncated = true;
         stats.truncated_lost_bytes = stats.json_bytes - splitter.last_complete_end();
         result.warnings.push_back(file + ": truncated input (" +
-                                  (source->truncated() ? std::string(to_string(source->compression())) + " stream cut short; " : "") +
+                                  (source.truncated() ? std::string(to_string(source.compression())) + " stream cut short; " : "") +
                                   std::to_string(stats.truncated_lost_bytes) +
                                   " bytes after the last complete event at byte " +
                                   std::to_string(splitter.last_complete_end()) + " were lost)");
@@ -722,6 +1226,18 @@ ParseResult parse_kineto(const std::string& path, const ParseOptions& options) {
                                   " stray byte(s) outside events; the first at byte " +
                                   std::to_string(stats.first_stray_offset));
     return result;
+}
+
+}  // namespace
+
+ParseResult parse_kineto(const std::string& path, const ParseOptions& options) {
+    auto source = open_source(path);
+    return parse_source(*source, path, options);
+}
+
+ParseResult parse_kineto_buffer(std::string_view json, const ParseOptions& options, const std::string& name) {
+    MemorySource source(name, json);
+    return parse_source(source, name, options);
 }
 
 }  // namespace replay

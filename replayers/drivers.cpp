@@ -160,7 +160,26 @@ void attribute(Session& session, const std::vector<std::size_t>& positions, cons
                const std::vector<double>& recorded_us) {
     if (recs.empty() || positions.empty()) return;
     if (recs.front().per_kernel) {
-        for (std::size_t i = 0; i < std::min(recs.size(), positions.size()); ++i) session.add_sample(positions[i], recs[i]);
+        // Same name first (cuBLAS may add or drop a helper kernel), then what is left in order.
+        std::vector<bool> used(recs.size(), false);
+        std::vector<std::ptrdiff_t> match(positions.size(), -1);
+        for (std::size_t i = 0; i < positions.size(); ++i)
+            for (std::size_t j = 0; j < recs.size(); ++j)
+                if (!used[j] && recs[j].name == session.report().kernels[positions[i]].name) {
+                    match[i] = static_cast<std::ptrdiff_t>(j);
+                    used[j] = true;
+                    break;
+                }
+        std::size_t next = 0;
+        for (std::size_t i = 0; i < positions.size(); ++i) {
+            if (match[i] < 0) {
+                while (next < recs.size() && used[next]) ++next;
+                if (next == recs.size()) continue;
+                match[i] = static_cast<std::ptrdiff_t>(next);
+                used[next] = true;
+            }
+            session.add_sample(positions[i], recs[static_cast<std::size_t>(match[i])]);
+        }
         return;
     }
     // Whole-issue timing: split by the recorded shares so sums stay comparable.

@@ -57,6 +57,7 @@ for step in "${steps[@]}"; do
       ;;
     gpt2)
       log replay gpt2
+      "$replay" inspect "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" > "$out/gpt2_inspect.txt" 2>&1
       "$replay" "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" --mode sequential --iterations 3 --out "$out/gpt2_seq" -q > "$out/gpt2_seq.txt" 2>&1
       cat "$out/gpt2_seq.txt"
       ;;

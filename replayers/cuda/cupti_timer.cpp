@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
 #include <cupti.h>
+#include <cxxabi.h>
 
 #include "cuda_check.h"
 #include "timing.h"
@@ -79,6 +81,14 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
     *max_records = 0;  // as many as fit
 }
 
+// CUPTI gives mangled names; Kineto writes them demangled, and names are compared with the trace.
+std::string demangled(const char* name) {
+    if (name == nullptr) return "<unnamed kernel>";
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> text(abi::__cxa_demangle(name, nullptr, nullptr, &status), &std::free);
+    return status == 0 && text ? std::string(text.get()) : std::string(name);
+}
+
 void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer, std::size_t,
                                std::size_t valid_size) {
     Collector& c = collector();
@@ -90,7 +100,7 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::
             case CUPTI_ACTIVITY_KIND_KERNEL:
             case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
                 const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-                activities.push_back({k->correlationId, k->name != nullptr ? k->name : "<unnamed kernel>",
+                activities.push_back({k->correlationId, demangled(k->name),
                                       static_cast<std::int64_t>(k->start), static_cast<std::int64_t>(k->end)});
                 break;
             }

@@ -287,7 +287,7 @@ SlotInfo slot_of(const c10::Argument& argument) {
 // Guess: a required scalar the trace has no value for (traces before PyTorch 2.1 record no
 // Concrete Inputs, and the oldest ones record scalars as None). A plausible value keeps
 // elementwise and reduction ops replayable; the guesses are listed in Prepared::reason.
-enum class Source : std::uint8_t { Recorded, Default, None, Device, Guess };
+enum class Source : std::uint8_t { Recorded, Default, None, Device, Guess, UndefinedTensor };
 
 struct ArgPlan {
     SlotInfo info;
@@ -387,6 +387,13 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                         return reject("recorded a string without its value");
                     break;
                 case ArgKind::None:
+                    // A C++ caller passing an undefined Tensor (cudnn attention's attn_bias)
+                    // records None for a non-optional Tensor argument.
+                    if (slot == Slot::Tensor && !arg.info.optional) {
+                        arg.source = Source::UndefinedTensor;
+                        plan.cost += 1;
+                        break;
+                    }
                     if (!fallback() && !guess()) return reject("recorded None");
                     break;
                 case ArgKind::Other:
@@ -656,6 +663,13 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
             why = std::string("dtype ") + to_string(spec.dtype) + " is not in this libtorch (" + TORCH_VERSION + ")";
             return std::nullopt;
         }
+        // A 0-dim double is a Python number wrapped by PyTorch (`x * 0.5`): a CPU scalar that
+        // TensorIterator folds into the kernel (AUnaryFunctor), not a device tensor to broadcast.
+        if (spec.dims.empty() && spec.dtype == DType::Float64 && !on_cpu()) {
+            at::Tensor wrapped = at::scalar_tensor(0.5, at::TensorOptions().dtype(at::kDouble).device(c10::kCPU));
+            wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
+            return wrapped;
+        }
         if (!valid_spec(spec)) {
             why = "invalid recorded dims/strides";
             return std::nullopt;
@@ -687,6 +701,7 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
         switch (a.source) {
             case Source::Device: stack.emplace_back(torch_device); continue;
             case Source::None: stack.emplace_back(); continue;
+            case Source::UndefinedTensor: stack.emplace_back(at::Tensor()); continue;
             case Source::Guess: stack.push_back(guessed_value(argument, a.info, recipe)); continue;
             case Source::Default: {
                 c10::IValue value = *argument.default_value();

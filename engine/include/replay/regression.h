@@ -26,6 +26,9 @@ struct RegressionOptions {
     double k = 3.0;               // ... and at least k x the run-to-run spread
     double alpha = 0.01;          // significance level of the rank test
     std::size_t min_samples = 5;  // per side, for the rank test to be used
+    // ... and the median must move by more than this many microseconds: sub-microsecond kernels
+    // (tiny pageable copies, 1-block kernels) shift by a few clock ticks between processes.
+    double min_change_us = 0.25;
     // Compare the recorded durations (recorded_us, no per-run samples: threshold only) instead of
     // the replayed ones: `replay compare` on two traces.
     bool recorded = false;

@@ -88,6 +88,7 @@ struct AttachStats {
     std::size_t unmatched_ops = 0;    // ops with a record_function_id that no ET node matched
     std::size_t name_mismatches = 0;  // same rf_id, different name: refused
     std::size_t shapes_filled = 0;    // ops without recorded shapes that got them from the ET
+    std::size_t lists_filled = 0;     // tensor-list arguments Kineto recorded empty, filled from the ET
     // Ops whose recorded inputs differ in number from the ET node's: storage ids left unset.
     std::size_t arity_mismatches = 0;
 };
