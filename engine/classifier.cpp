@@ -234,6 +234,8 @@ std::optional<GemmRecipe> gemm_recipe(const AtenRecipe& aten, std::string& why) 
     g.ldc = g.n;
     g.stride_c = r == 3 ? g.m * g.n : 0;
     g.a_type = a->dtype, g.b_type = b->dtype;
+    g.a_storage = a->storage_id, g.b_storage = b->storage_id;
+    if (c != nullptr) g.c_storage = c->storage_id;
     g.c_type = a->dtype;
     g.compute_type = a->dtype == DType::Float64 ? DType::Float64 : DType::Float32;
     if (c != nullptr) {

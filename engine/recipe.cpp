@@ -164,6 +164,18 @@ std::string Recipe::key() const {
     return out.str();
 }
 
+std::string Recipe::instance_key() const {
+    std::string out = key();
+    if (const auto* g = std::get_if<GemmRecipe>(&detail)) {
+        out += "|s" + std::to_string(g->a_storage) + "," + std::to_string(g->b_storage) + "," + std::to_string(g->c_storage);
+    } else if (const auto* a = std::get_if<AtenRecipe>(&detail)) {
+        out += "|s";
+        for (const auto& arg : a->args)
+            for (const auto& t : arg.tensors) out += std::to_string(t.storage_id) + "+" + std::to_string(t.storage_offset) + ",";
+    }
+    return out;
+}
+
 double Recipe::bytes() const {
     if (const auto* copy = std::get_if<CopyRecipe>(&detail)) return static_cast<double>(copy->bytes);
     return 0.0;

@@ -134,6 +134,9 @@ Recipe read_recipe(od::value v) {
         else if (k == "bias") { bool b = false; if (!x.get_bool().get(b)) gemm.bias = b; }
         else if (k == "bias_type") gemm.bias_type = dtype_from_name(get_str(x));
         else if (k == "c_broadcast") { bool b = false; if (!x.get_bool().get(b)) gemm.c_broadcast = b; }
+        else if (k == "a_storage") gemm.a_storage = get_i64(x, -1);
+        else if (k == "b_storage") gemm.b_storage = get_i64(x, -1);
+        else if (k == "c_storage") gemm.c_storage = get_i64(x, -1);
         // aten / gemm op
         else if (k == "op") aten.op = gemm.op = get_str(x);
         else if (k == "overload") aten.overload = get_str(x);
@@ -217,6 +220,8 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                 json.field("alpha", d.alpha).field("beta", d.beta).field("bias", d.bias);
                 if (d.bias) json.field("bias_type", to_string(d.bias_type));
                 if (d.c_broadcast) json.field("c_broadcast", true);
+                if (d.a_storage >= 0 || d.b_storage >= 0 || d.c_storage >= 0)
+                    json.field("a_storage", d.a_storage).field("b_storage", d.b_storage).field("c_storage", d.c_storage);
                 json.field("gflop", d.flops() / 1e9);
             } else if constexpr (std::is_same_v<T, AtenRecipe>) {
                 json.field("kind", "aten").field("op", d.op).field("overload", d.overload);

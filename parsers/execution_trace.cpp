@@ -360,8 +360,13 @@ void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats)
     } else if (shapes.inputs.size() == node.inputs.size()) {
         for (std::size_t i = 0; i < node.inputs.size(); ++i) {
             OpArgument& arg = shapes.inputs[i];
-            // Kineto records a tensor list as an empty list; the ET has its tensors.
-            if (arg.dims.empty() && arg.list_ranks.empty() && !node.inputs[i].list_ranks.empty()) {
+            // Kineto records a tensor list as an empty list and a list of floats as nothing at
+            // all; the ET has the tensors and the values.
+            const EtArgument& in = node.inputs[i];
+            const bool kineto_empty = arg.dims.empty() && arg.list_ranks.empty();
+            const bool et_knows = !in.list_ranks.empty() ||
+                                  (arg.type == StringPool::kEmpty && !kineto_input_type(in.type).empty());
+            if (kineto_empty && et_knows) {
                 arg = argument_from(trace, node.inputs[i]);
                 ++stats.lists_filled;
                 continue;

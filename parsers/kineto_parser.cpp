@@ -135,8 +135,11 @@ inline bool get_text(od::value& value, std::string_view& out) {
             return std::nullopt;
         }
         default: {
+            // A float outside int64's range is not an id (casting it would be undefined).
             double v;
-            if (!value.get_double().get(v) && std::isfinite(v)) return static_cast<std::int64_t>(v);
+            if (!value.get_double().get(v) && std::isfinite(v) && v >= -9223372036854775808.0 &&
+                v < 9223372036854775808.0)
+                return static_cast<std::int64_t>(v);
             return std::nullopt;
         }
     }
@@ -446,7 +449,8 @@ struct Batch {
 
 class EventParser {
 public:
-    explicit EventParser(Batch& out) : out_(out) {}
+    // Events parsed from now on go to `out`.
+    void set_output(Batch& out) { out_ = &out; }
 
     // Returns an empty optional on success, else why the event was skipped.
     std::optional<Malformed> event(const char* json, std::size_t length, std::size_t capacity,
@@ -456,8 +460,8 @@ private:
     std::optional<Malformed> parse_args(od::object args, Category category, std::size_t index);
     // pid/tid: a number, a numeric string, "stream 7", or a label ("Traces", "Spans").
     std::int64_t id_from(od::value value, bool& label);
-    NameId intern(std::string_view text, bool in_input) { return out_.names.intern(text, !in_input); }
-    Batch& out_;
+    NameId intern(std::string_view text, bool in_input) { return out_->names.intern(text, !in_input); }
+    Batch* out_ = nullptr;
     od::parser parser_;
     od::parser args_parser_;
 };
@@ -506,28 +510,28 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
             case Category::Kernel:
             case Category::Memcpy:
             case Category::Memset:
-                index = out_.activities.size();
-                out_.activities.emplace_back();
-                out_.activity_labels.push_back(0);
-                out_.activities.back().kind = category == Category::Kernel   ? ActivityKind::Kernel
+                index = out_->activities.size();
+                out_->activities.emplace_back();
+                out_->activity_labels.push_back(0);
+                out_->activities.back().kind = category == Category::Kernel   ? ActivityKind::Kernel
                                               : category == Category::Memcpy ? ActivityKind::Memcpy
                                                                              : ActivityKind::Memset;
-                out_.activities.back().byte_offset = offset;
+                out_->activities.back().byte_offset = offset;
                 break;
             case Category::CpuOp:
             case Category::Annotation:
-                index = out_.cpu_ops.size();
-                out_.cpu_ops.emplace_back();
-                out_.op_labels.push_back(0);
-                out_.cpu_ops.back().category = category == Category::CpuOp ? 0 : 1;
+                index = out_->cpu_ops.size();
+                out_->cpu_ops.emplace_back();
+                out_->op_labels.push_back(0);
+                out_->cpu_ops.back().category = category == Category::CpuOp ? 0 : 1;
                 break;
             case Category::Runtime:
             case Category::Driver:
             case Category::Sync:
-                index = out_.runtime_calls.size();
-                out_.runtime_calls.emplace_back();
-                out_.call_labels.push_back(0);
-                out_.runtime_calls.back().is_driver = category == Category::Driver;
+                index = out_->runtime_calls.size();
+                out_->runtime_calls.emplace_back();
+                out_->call_labels.push_back(0);
+                out_->runtime_calls.back().is_driver = category == Category::Driver;
                 break;
             default: break;
         }
@@ -539,18 +543,18 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
             case Category::Kernel:
             case Category::Memcpy:
             case Category::Memset:
-                out_.activities.pop_back();
-                out_.activity_labels.pop_back();
+                out_->activities.pop_back();
+                out_->activity_labels.pop_back();
                 break;
             case Category::CpuOp:
             case Category::Annotation:
-                if (out_.cpu_ops.back().shapes != kNoIndex) out_.op_shapes.pop_back();
-                out_.cpu_ops.pop_back();
-                out_.op_labels.pop_back();
+                if (out_->cpu_ops.back().shapes != kNoIndex) out_->op_shapes.pop_back();
+                out_->cpu_ops.pop_back();
+                out_->op_labels.pop_back();
                 break;
             default:
-                out_.runtime_calls.pop_back();
-                out_.call_labels.pop_back();
+                out_->runtime_calls.pop_back();
+                out_->call_labels.pop_back();
                 break;
         }
         index = kNoIndex;
@@ -614,9 +618,9 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
         }
     }
     if (ph.empty()) return fail("missing \"ph\"");
-    ++out_.events_total;
-    out_.tally.add(has_cat, cat, ph);
-    if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_.flow_events;
+    ++out_->events_total;
+    out_->tally.add(has_cat, cat, ph);
+    if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
     if (!is(ph, "X")) return std::nullopt;
     if (category == Category::Missing || category == Category::Other ||
         category == Category::PythonFunction)
@@ -632,42 +636,42 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
             return fail("\"args\" is not an object");
         if (auto bad = parse_args(args, record_category, index)) return fail(bad->reason);
     }
-    const NameId name_id = out_.names.intern(name, !name_in_input);
+    const NameId name_id = out_->names.intern(name, !name_in_input);
     // The record keeps the kind it was made with, even when a repeated "cat" said otherwise later.
     switch (record_category) {
         case Category::Kernel:
         case Category::Memcpy:
         case Category::Memset: {
-            GpuActivity& a = out_.activities[index];
+            GpuActivity& a = out_->activities[index];
             a.name = name_id;
             a.ts = ts;
             a.dur = dur;
             if (a.device == 0 && pid > 0) a.device = pid;
             if (a.stream == 0) {
                 a.stream = tid;
-                if (tid_label) out_.activity_labels[index] = kTidLabel;
+                if (tid_label) out_->activity_labels[index] = kTidLabel;
             }
             break;
         }
         case Category::CpuOp:
         case Category::Annotation: {
-            CpuOp& op = out_.cpu_ops[index];
+            CpuOp& op = out_->cpu_ops[index];
             op.name = name_id;
             op.ts = ts;
             op.dur = dur;
             op.pid = pid;
             op.tid = tid;
-            out_.op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
+            out_->op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
             break;
         }
         default: {
-            RuntimeCall& call = out_.runtime_calls[index];
+            RuntimeCall& call = out_->runtime_calls[index];
             call.name = name_id;
             call.ts = ts;
             call.dur = dur;
             call.pid = pid;
             call.tid = tid;
-            out_.call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
+            out_->call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
             break;
         }
     }
@@ -687,7 +691,7 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
             case Category::Kernel:
             case Category::Memcpy:
             case Category::Memset: {
-                GpuActivity& a = out_.activities[index];
+                GpuActivity& a = out_->activities[index];
                 auto set_int = [&](auto& slot) -> bool {
                     auto v = as_int(value);
                     if (!v) return false;
@@ -736,13 +740,13 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
             }
             case Category::CpuOp:
             case Category::Annotation: {
-                CpuOp& op = out_.cpu_ops[index];
+                CpuOp& op = out_->cpu_ops[index];
                 auto shapes = [&]() -> OpShapes& {
                     if (op.shapes == kNoIndex) {
-                        op.shapes = static_cast<std::uint32_t>(out_.op_shapes.size());
-                        out_.op_shapes.emplace_back();
+                        op.shapes = static_cast<std::uint32_t>(out_->op_shapes.size());
+                        out_->op_shapes.emplace_back();
                     }
-                    return out_.op_shapes[op.shapes];
+                    return out_->op_shapes[op.shapes];
                 };
                 if (is_external) {
                     auto v = as_int(value);
@@ -782,7 +786,7 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                 break;
             }
             default: {
-                RuntimeCall& call = out_.runtime_calls[index];
+                RuntimeCall& call = out_->runtime_calls[index];
                 auto v = [&]() { return as_int(value); };
                 if (is(key, "correlation")) {
                     auto n = v();
@@ -876,47 +880,53 @@ void parse_metadata(od::parser& parser, TraceMetadata& meta, std::string_view ke
     }
 }
 
-// A buffer of input: `size` bytes plus simdjson::SIMDJSON_PADDING readable ones, and the items the
-// splitter cut out of it. Each worker owns one and reuses it.
-struct Chunk {
+// A buffer of input: `size` bytes plus simdjson::SIMDJSON_PADDING readable ones, the items the
+// splitter cut out of it, and what its events add to the trace. Slots are recycled.
+struct Slot {
     std::vector<char> data;
     std::size_t size = 0;
     std::uint64_t base = 0;  // absolute offset of data[0]
     std::uint64_t seq = 0;   // position in the input: batches are committed in this order
     std::vector<Span> spans;
+    Batch batch;
+    std::size_t bytes() const { return data.capacity() + spans.capacity() * sizeof(Span) + batch.bytes(); }
 };
 
 // Reads, splits, parses and commits on two symmetric workers (the calling thread and one more).
-// Each worker in turn reads and splits the next chunk (serially, under a lock: the splitter
-// carries state from chunk to chunk), parses its events into a Batch on its own, then waits for
-// its chunk's turn and commits the batch into the trace. Reading and splitting one chunk overlaps
-// with parsing the other, and parsing (most of the work) runs on both cores.
+// A worker takes a free slot, reads and splits the next chunk into it (serially, under a lock: the
+// splitter carries state from chunk to chunk), then parses the chunk's events into the slot's
+// batch on its own. Batches are committed into the trace strictly in input order, by whichever
+// worker completes the in-order run: a worker that finishes early goes on with the next chunk
+// instead of waiting for its turn. Reading and splitting overlap with parsing, and parsing (most
+// of the work) runs on both cores. kSlots bounds the memory: at most that many chunks are in flight.
 class Pipeline {
 public:
+    static constexpr std::size_t kSlots = 4;
+
     Pipeline(ByteSource& source, const ParseOptions& options, Trace& trace, ParseStats& stats)
-        : source_(source), options_(options), trace_(trace), stats_(stats), file_(source.name()) {}
+        : source_(source), options_(options), trace_(trace), stats_(stats), file_(source.name()) {
+        for (auto& slot : slots_) free_.push_back(&slot);
+    }
 
     void worker() {
-        Chunk chunk;
-        Batch batch;
-        EventParser parser(batch);
-        std::uint64_t peak = 0;
+        EventParser parser;
         try {
-            while (!aborted_.load(std::memory_order_relaxed) && read(chunk)) {
-                batch.reset();
-                parse(chunk, batch, parser);
-                peak = std::max<std::uint64_t>(
-                    peak, chunk.data.capacity() + chunk.spans.capacity() * sizeof(Span) + batch.bytes());
-                if (!commit(chunk, batch)) break;
+            while (Slot* slot = acquire()) {
+                if (!read(*slot)) {
+                    release(slot);
+                    break;
+                }
+                slot->batch.reset();
+                parser.set_output(slot->batch);
+                parse(*slot, parser);
+                complete(slot);
             }
         } catch (...) {
-            std::lock_guard lock(commit_mutex_);
+            std::lock_guard lock(mutex_);
             if (!fatal_) fatal_ = std::current_exception();
             aborted_ = true;
-            commit_cv_.notify_all();
+            cv_.notify_all();
         }
-        std::lock_guard lock(commit_mutex_);
-        peak_ += peak;
     }
 
     // After both workers are done: the first error wins as before (a fatal one, then input and
@@ -926,17 +936,54 @@ public:
         if (read_error_) std::rethrow_exception(read_error_);
         if (strict_error_) throw *strict_error_;
         stats_.json_bytes = json_bytes_;
-        stats_.peak_buffer_bytes = peak_ + carry_.capacity();
+        std::uint64_t peak = carry_.capacity();
+        for (const Slot& slot : slots_) peak += slot.bytes();
+        stats_.peak_buffer_bytes = peak;
     }
 
     const EventSplitter& splitter() const { return splitter_; }
 
 private:
-    // Fills `chunk` with the carried-over bytes and the next input, and splits it. False at the
+    // A free slot, once one is free; nullptr when the parse is over or aborted.
+    Slot* acquire() {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return !free_.empty() || aborted_ || reading_done_; });
+        if (aborted_ || reading_done_) return nullptr;
+        Slot* slot = free_.back();
+        free_.pop_back();
+        return slot;
+    }
+    void release(Slot* slot) {
+        std::lock_guard lock(mutex_);
+        free_.push_back(slot);
+        cv_.notify_all();
+    }
+
+    // Marks the slot's batch as parsed and commits every batch that is now next in input order.
+    void complete(Slot* slot) {
+        std::lock_guard lock(mutex_);
+        done_.push_back(slot);
+        for (bool progress = true; progress && !aborted_;) {
+            progress = false;
+            for (std::size_t i = 0; i < done_.size(); ++i) {
+                if (done_[i]->seq != next_commit_) continue;
+                Slot* next = done_[i];
+                done_.erase(done_.begin() + static_cast<std::ptrdiff_t>(i));
+                commit(*next);
+                ++next_commit_;
+                free_.push_back(next);
+                progress = true;
+                break;
+            }
+        }
+        cv_.notify_all();
+    }
+
+    // Fills `slot` with the carried-over bytes and the next input, and splits it. False at the
     // end of the input or after an error (kept for finish()).
-    bool read(Chunk& chunk) {
+    bool read(Slot& chunk) {
         std::lock_guard lock(read_mutex_);
-        if (reading_done_) return false;
+        if (read_finished_) return false;
         try {
             const std::size_t want = std::max(options_.chunk_bytes, carry_.size() * 2);
             if (chunk.data.size() < want + simdjson::SIMDJSON_PADDING)
@@ -966,18 +1013,26 @@ private:
             }
             carry_.assign(chunk.data.begin() + static_cast<std::ptrdiff_t>(keep),
                           chunk.data.begin() + static_cast<std::ptrdiff_t>(size));
-            reading_done_ = eof;
+            if (eof) finish_reading();
             if (options_.progress) options_.progress(source_.raw_offset(), source_.raw_size());
             chunk.seq = next_seq_++;
             return true;
         } catch (...) {
             read_error_ = std::current_exception();
-            reading_done_ = true;
+            finish_reading();
             return false;
         }
     }
 
-    void parse(const Chunk& chunk, Batch& batch, EventParser& parser) {
+    void finish_reading() {  // read_mutex_ held
+        read_finished_ = true;
+        std::lock_guard lock(mutex_);
+        reading_done_ = true;
+        cv_.notify_all();
+    }
+
+    void parse(Slot& chunk, EventParser& parser) {
+        Batch& batch = chunk.batch;
         // In strict mode nothing after the first malformed event matters: parse_kineto throws.
         bool skip = skip_parsing_.load(std::memory_order_relaxed);
         for (const Span& span : chunk.spans) {
@@ -997,11 +1052,9 @@ private:
         }
     }
 
-    // Waits for the chunk's turn, then adds its batch (and its metadata members) to the trace.
-    bool commit(const Chunk& chunk, Batch& batch) {
-        std::unique_lock lock(commit_mutex_);
-        commit_cv_.wait(lock, [&] { return next_commit_ == chunk.seq || aborted_.load(); });
-        if (aborted_.load()) return false;
+    // Adds a slot's batch (and its metadata members) to the trace; mutex_ held, in input order.
+    void commit(Slot& chunk) {
+        Batch& batch = chunk.batch;
         for (const Span& span : chunk.spans) {
             if (!span.metadata) continue;
             parse_metadata(meta_parser_, trace_.meta,
@@ -1025,9 +1078,6 @@ private:
                 }
             }
         }
-        ++next_commit_;
-        commit_cv_.notify_all();
-        return true;
     }
 
     void merge(Batch& b) {
@@ -1091,22 +1141,25 @@ private:
     std::mutex read_mutex_;
     EventSplitter splitter_;
     std::vector<char> carry_;  // an unfinished item, moved to the front of the next chunk
-    bool reading_done_ = false;
+    bool read_finished_ = false;
     std::exception_ptr read_error_;
     std::uint64_t json_bytes_ = 0;
     std::uint64_t next_seq_ = 0;
 
-    // Committing (commit_mutex_).
-    std::mutex commit_mutex_;
-    std::condition_variable commit_cv_;
+    // Slots and committing (mutex_).
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::array<Slot, kSlots> slots_;
+    std::vector<Slot*> free_;
+    std::vector<Slot*> done_;  // parsed, waiting for their turn
     std::uint64_t next_commit_ = 0;
-    std::atomic<bool> aborted_{false};
+    bool reading_done_ = false;
+    bool aborted_ = false;
     std::atomic<bool> skip_parsing_{false};
     std::exception_ptr fatal_;
     std::optional<InputError> strict_error_;
     od::parser meta_parser_;
     std::vector<NameId> map_;  // batch name id -> trace name id
-    std::uint64_t peak_ = 0;
 };
 
 }  // namespace

@@ -59,8 +59,8 @@ public:
     }
 
     // Prepares once per recipe text; a recipe that cannot run marks its kernels skipped.
-    const Prepared& prepare(const Recipe& recipe) {
-        const std::string key = recipe.key();
+    Prepared& prepare(const Recipe& recipe) {
+        const std::string key = recipe.instance_key();
         auto it = prepared_.find(key);
         if (it == prepared_.end()) {
             if (recipe.tier == Tier::Collective) {
@@ -72,6 +72,21 @@ public:
                 notes_.insert(it->second.reason);
         }
         return it->second;
+    }
+
+    // Issues prepared work; a failure (an op that libtorch refuses at run time) marks the recipe
+    // failed for good and its kernels with the reason, and the replay goes on.
+    template <typename Kernels>
+    bool try_issue(Prepared& p, const Kernels& kernels, int stream, std::uint64_t tag) {
+        try {
+            backend_.issue(p.handle, stream, tag);
+            return true;
+        } catch (const std::exception& e) {
+            p.disposition = Disposition::Failed;
+            p.reason = e.what();
+            for (std::size_t k : kernels) mark(k, p);
+            return false;
+        }
     }
 
     void mark(std::size_t kernel, const Prepared& p) {
@@ -202,10 +217,13 @@ double seconds_since(typename Clock::time_point start) {
 
 // Unique-mode core: each template (a recipe and the kernels its issue re-creates) alone.
 struct Template {
-    Recipe recipe;
+    // The recorded instances (same work, different tensors: layer 3's and layer 7's weights),
+    // cycled through run after run so caches see what the recording saw, not one hot buffer.
+    std::vector<Recipe> instances;
     std::vector<std::size_t> positions;  // kernel index per produced activity
     std::vector<double> recorded_us;     // recorded duration per position (first instance)
 };
+constexpr std::size_t kMaxInstances = 64;
 
 void run_templates(Session& session, const std::vector<Template>& templates) {
     Backend& backend = session.backend();
@@ -214,17 +232,23 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
     std::size_t done = 0;
     for (const Template& t : templates) {
         ++done;
-        const Prepared& p = session.prepare(t.recipe);
-        if (p.disposition != Disposition::Ready) {
-            for (auto k : t.positions) session.mark(k, p);
-            continue;
+        std::vector<Prepared*> ready;
+        for (const Recipe& instance : t.instances) {
+            Prepared& p = session.prepare(instance);
+            if (p.disposition == Disposition::Ready) ready.push_back(&p);
+            else if (ready.empty() && &instance == &t.instances.back())
+                for (auto k : t.positions) session.mark(k, p);
         }
-        for (int w = 0; w < o.warmup; ++w) backend.issue(p.handle, 0, 0);
+        if (ready.empty()) continue;
+        bool ok = true;
+        for (int w = 0; w < o.warmup && ok; ++w)
+            ok = session.try_issue(*ready[static_cast<std::size_t>(w) % ready.size()], t.positions, 0, 0);
         backend.synchronize();
         backend.collect();
-        for (int r = 0; r < o.runs; ++r) {
+        for (int r = 0; r < o.runs && ok; ++r) {
             if (o.l2_flush) backend.flush_l2();
-            backend.issue(p.handle, 0, static_cast<std::uint64_t>(r) + 1);
+            ok = session.try_issue(*ready[static_cast<std::size_t>(r) % ready.size()], t.positions, 0,
+                                   static_cast<std::uint64_t>(r) + 1);
         }
         backend.synchronize();
         auto groups = by_tag(backend.collect());
@@ -274,7 +298,7 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
     const auto kernel_of = kernel_of_nodes(analysis, session);
     const std::vector<Step> steps = plan_steps(graph, analysis.recipes);
 
-    std::vector<const Prepared*> prepared(steps.size());
+    std::vector<Prepared*> prepared(steps.size());
     for (std::size_t s = 0; s < steps.size(); ++s) {
         prepared[s] = &session.prepare(analysis.recipes[steps[s].issue_node]);
         if (prepared[s]->disposition != Disposition::Ready)
@@ -303,7 +327,9 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
             }
             const GpuActivity& last = graph.activity(nodes[step.nodes.back()]);
             last_end[static_cast<std::size_t>(step.stream)] = last.ts + last.dur;
-            backend.issue(prepared[s]->handle, step.stream, s + 1);
+            std::vector<std::size_t> kernels;
+            for (auto n : step.nodes) kernels.push_back(kernel_of[n]);
+            session.try_issue(*prepared[s], kernels, step.stream, s + 1);
             if (options.progress && (s + 1) % 2000 == 0)
                 options.progress("iteration " + std::to_string(it + 1) + ": issued " + std::to_string(s + 1) + "/" +
                                  std::to_string(steps.size()));
@@ -358,19 +384,32 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
     add_options(session.report(), options, true);
     const auto kernel_of = kernel_of_nodes(analysis, session);
     const auto& nodes = analysis.graph.nodes();
+    // One template per distinct sequence of unique kernels an issue re-creates; its instances
+    // are the recorded op instances of that sequence.
     std::vector<Template> templates;
+    std::map<std::vector<std::size_t>, std::size_t> template_of;
+    std::map<std::size_t, std::set<std::string>> instance_keys;
     std::set<std::size_t> covered;
     for (const Step& step : plan_steps(analysis.graph, analysis.recipes)) {
-        Template t;
-        t.recipe = analysis.recipes[step.issue_node];
-        bool adds = false;
-        for (auto n : step.nodes) {
-            t.positions.push_back(kernel_of[n]);
-            t.recorded_us.push_back(static_cast<double>(analysis.graph.activity(nodes[n]).dur) / 1000.0);
-            adds |= !covered.count(kernel_of[n]);
+        std::vector<std::size_t> positions;
+        for (auto n : step.nodes) positions.push_back(kernel_of[n]);
+        const Recipe& recipe = analysis.recipes[step.issue_node];
+        if (auto it = template_of.find(positions); it != template_of.end()) {
+            Template& t = templates[it->second];
+            if (t.instances.size() < kMaxInstances && instance_keys[it->second].insert(recipe.instance_key()).second)
+                t.instances.push_back(recipe);
+            continue;
         }
+        bool adds = false;
+        for (auto k : positions) adds |= !covered.count(k);
         if (!adds) continue;
-        covered.insert(t.positions.begin(), t.positions.end());
+        Template t;
+        t.instances.push_back(recipe);
+        t.positions = positions;
+        for (auto n : step.nodes) t.recorded_us.push_back(static_cast<double>(analysis.graph.activity(nodes[n]).dur) / 1000.0);
+        covered.insert(positions.begin(), positions.end());
+        instance_keys[templates.size()].insert(recipe.instance_key());
+        template_of.emplace(positions, templates.size());
         templates.push_back(std::move(t));
     }
     run_templates(session, templates);
@@ -404,7 +443,7 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
             if (k.recipe.replayable()) covered += k.recorded_us.sum;
         }
         if (!k.recipe.replayable() || k.recipe.issued_with_op) continue;
-        templates.push_back(Template{k.recipe, {session.kernel_index(k.id)}, {k.recorded_us.median}});
+        templates.push_back(Template{{k.recipe}, {session.kernel_index(k.id)}, {k.recorded_us.median}});
     }
     session.report().totals.recipe_coverage = total > 0 ? covered / total : 0;
     session.report().notes.push_back(

@@ -19,6 +19,9 @@ namespace replay {
 namespace cuda {
 namespace {
 
+// Buffer-pool roles at and above this hold one recorded storage each (GEMM dataflow).
+constexpr int kStorageRoleBase = 1000;
+
 std::string cuda_version_text(int version) {
     return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
@@ -262,14 +265,19 @@ Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
     const std::size_t ab_size = element_size(g.a_type), c_size = element_size(g.c_type);
     std::string why;
     CudaGemmBuffers buffers;
-    buffers.a = buffer(MemoryKind::Device, 0, fill_type(g.a_type), extents.a, ab_size, why);
+    // A recorded storage gets a buffer of its own (shared by every recipe that read it), so each
+    // layer's weights are distinct memory as they were in the recording; else buffers by slot.
+    auto role = [](int slot, std::int64_t storage) {
+        return storage >= 0 ? kStorageRoleBase + static_cast<int>(storage % (1 << 29)) : slot;
+    };
+    buffers.a = buffer(MemoryKind::Device, role(0, g.a_storage), fill_type(g.a_type), extents.a, ab_size, why);
     if (buffers.a == nullptr) return skipped(why);
-    buffers.b = buffer(MemoryKind::Device, 1, fill_type(g.b_type), extents.b, ab_size, why);
+    buffers.b = buffer(MemoryKind::Device, role(1, g.b_storage), fill_type(g.b_type), extents.b, ab_size, why);
     if (buffers.b == nullptr) return skipped(why);
-    buffers.c = buffer(MemoryKind::Device, 2, fill_type(g.c_type), extents.c, c_size, why);
+    buffers.c = buffer(MemoryKind::Device, role(2, g.bias ? -1 : g.c_storage), fill_type(g.c_type), extents.c, c_size, why);
     if (buffers.c == nullptr) return skipped(why);
     if (g.bias) {
-        buffers.bias = buffer(MemoryKind::Device, 3, fill_type(g.bias_type), extents.bias, element_size(g.bias_type), why);
+        buffers.bias = buffer(MemoryKind::Device, role(3, g.c_storage), fill_type(g.bias_type), extents.bias, element_size(g.bias_type), why);
         if (buffers.bias == nullptr) return skipped(why);
     }
     buffers.a_elements = extents.a, buffers.b_elements = extents.b, buffers.c_elements = extents.c;

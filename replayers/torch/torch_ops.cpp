@@ -389,7 +389,10 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                 case ArgKind::None:
                     // A C++ caller passing an undefined Tensor (cudnn attention's attn_bias)
                     // records None for a non-optional Tensor argument.
-                    if (slot == Slot::Tensor && !arg.info.optional) {
+                    // Only in the overload the Execution Trace named: elsewhere it would pick a
+                    // Tensor overload for a None that stands for something else.
+                    if (slot == Slot::Tensor && !arg.info.optional && !recipe.overload.empty() &&
+                        schema.overload_name() == recipe.overload) {
                         arg.source = Source::UndefinedTensor;
                         plan.cost += 1;
                         break;
@@ -663,10 +666,16 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
             why = std::string("dtype ") + to_string(spec.dtype) + " is not in this libtorch (" + TORCH_VERSION + ")";
             return std::nullopt;
         }
-        // A 0-dim double is a Python number wrapped by PyTorch (`x * 0.5`): a CPU scalar that
-        // TensorIterator folds into the kernel (AUnaryFunctor), not a device tensor to broadcast.
-        if (spec.dims.empty() && spec.dtype == DType::Float64 && !on_cpu()) {
-            at::Tensor wrapped = at::scalar_tensor(0.5, at::TensorOptions().dtype(at::kDouble).device(c10::kCPU));
+        // A 0-dim double/long/bool next to real tensors is a Python number that PyTorch wrapped
+        // (`x * 0.5`, `x + 1`): a CPU scalar that TensorIterator folds into the kernel
+        // (AUnaryFunctor, CUDAFunctorOnSelf_add), not a device tensor to broadcast.
+        const bool python_number_type =
+            spec.dtype == DType::Float64 || spec.dtype == DType::Int64 || spec.dtype == DType::Bool;
+        if (spec.dims.empty() && python_number_type && !on_cpu() &&
+            std::any_of(all_dims.begin(), all_dims.end(), [&](const Dims& d) { return d.arg != arg && !d.dims->empty(); })) {
+            const auto type = *dtype;
+            at::Tensor wrapped = type == at::kDouble ? at::scalar_tensor(0.5, at::TensorOptions().dtype(type))
+                                                     : at::scalar_tensor(1, at::TensorOptions().dtype(type));
             wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
             return wrapped;
         }

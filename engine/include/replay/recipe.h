@@ -59,6 +59,9 @@ struct GemmRecipe {
     bool bias = false;  // addmm with a 1-D bias broadcast over rows: cuBLASLt bias epilogue
     DType bias_type = DType::Unknown;
     bool c_broadcast = false;  // beta != 0 with a C that is broadcast (baddbmm self [B,1,N])
+    // Recorded storages of A, B and C/bias (Execution Trace), -1 when unknown: with them each
+    // recorded weight gets its own buffer, so a replay reads from HBM what the recording did.
+    std::int64_t a_storage = -1, b_storage = -1, c_storage = -1;
     double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
 };
 
@@ -99,6 +102,9 @@ struct Recipe {
     bool replayable() const { return tier != Tier::NotReplayable; }
     // Stable text identifying the work (tier + parameters) for signatures and matching.
     std::string key() const;
+    // key() plus the recorded storage ids: two instances of one kernel on different tensors
+    // (layer 3's and layer 7's weights) differ here, so dataflow replay keeps them apart.
+    std::string instance_key() const;
     // Bytes moved for copies; 0 otherwise.
     double bytes() const;
     double flops() const;
