@@ -75,15 +75,22 @@ with tempfile.TemporaryDirectory() as tmp:
     produced = os.path.join(reg, os.path.basename(archived), "regression.json")
     check_schema(produced, "regression.schema.json")
 
-    # compare: a baseline whose slowest GEMM median was lowered by 15% against itself.
-    lowered = json.load(open(os.path.join(uniq, "report.json")))
-    gemms = [k for k in lowered["kernels"] if k.get("tier") == 2 and k["samples_us"]]
+    # compare: a baseline whose slowest GEMM median was lowered by 15% against the report. CPU
+    # timings of 5 runs are too noisy to pin a verdict on, so that kernel's runs are made steady
+    # (1% jitter) on both sides; the statistics themselves are unit-tested.
+    import math
+    current = json.load(open(os.path.join(uniq, "report.json")))
+    gemms = [k for k in current["kernels"] if k.get("tier") == 2 and k["samples_us"]]
     target = max(gemms, key=lambda k: k["replayed_us"]["median"])
+    median = target["replayed_us"]["median"]
+    target["samples_us"] = [median * (1 + 0.01 * math.sin(i)) for i in range(20)]
+    cur = os.path.join(tmp, "current.json")
+    json.dump(current, open(cur, "w"))
     target["samples_us"] = [s * 0.85 for s in target["samples_us"]]
     target["replayed_us"]["median"] *= 0.85
     low = os.path.join(tmp, "lowered.json")
-    json.dump(lowered, open(low, "w"))
-    r = run("compare", low, os.path.join(uniq, "report.json"), "--out", os.path.join(tmp, "cmp"), expect=(1,))
+    json.dump(current, open(low, "w"))
+    r = run("compare", low, cur, "--out", os.path.join(tmp, "cmp"), expect=(1,))
     verdict = json.load(open(os.path.join(tmp, "cmp", "regression.json")))
     flagged = [k["id"] for k in verdict["kernels"] if k["verdict"] == "regressed"]
     print(f"     compare: flagged {flagged}, lowered {target['id']}")
