@@ -90,9 +90,13 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
     if (!in.list_ranks.empty() || type == "TensorList" || type.starts_with("GenericList")) {
         arg.kind = ArgKind::TensorList;
         std::size_t first = 0;
-        for (auto rank : in.list_ranks) {
-            arg.tensors.push_back(tensor_from(trace, in, first, rank));
-            first += rank;
+        for (std::size_t i = 0; i < in.list_ranks.size(); ++i) {
+            TensorSpec t = tensor_from(trace, in, first, in.list_ranks[i]);
+            // Each element has its own storage; the list's single id would alias them all.
+            t.storage_id = i < in.list_storage_ids.size() && in.list_storage_ids[i] != kNoId ? in.list_storage_ids[i] : -1;
+            t.storage_offset = 0;
+            arg.tensors.push_back(std::move(t));
+            first += in.list_ranks[i];
         }
         // Kineto records no element dtype for lists; the Execution Trace does.
         const DType element = dtype_from_kineto(trace.names.view(in.element_type));

@@ -337,6 +337,7 @@ OpArgument argument_from(Trace& trace, const EtArgument& in) {
     if (type == "Scalar" || type == "ScalarList") arg.concrete = trace.names.intern(in.value);
     arg.storage_id = in.storage_id;
     arg.storage_offset = in.storage_offset;
+    arg.list_storage_ids = in.list_storage_ids;
     // "GenericList[Tensor(c10::BFloat16),...]": the elements' dtype.
     if (const auto open = in.type.find("Tensor("); type == "TensorList" && open != std::string::npos) {
         const auto close = in.type.find(')', open);

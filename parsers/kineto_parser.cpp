@@ -888,6 +888,9 @@ struct Slot {
     std::uint64_t base = 0;  // absolute offset of data[0]
     std::uint64_t seq = 0;   // position in the input: batches are committed in this order
     std::vector<Span> spans;
+    std::uint64_t raw_offset = 0;  // the source's raw_offset() and raw_size() after reading this chunk
+    std::uint64_t raw_size = 0;
+    bool last = false;  // the input ends with this chunk
     Batch batch;
     std::size_t bytes() const { return data.capacity() + spans.capacity() * sizeof(Span) + batch.bytes(); }
 };
@@ -901,7 +904,7 @@ struct Slot {
 // of the work) runs on both cores. kSlots bounds the memory: at most that many chunks are in flight.
 class Pipeline {
 public:
-    static constexpr std::size_t kSlots = 4;
+    static constexpr std::size_t kSlots = 3;
 
     Pipeline(ByteSource& source, const ParseOptions& options, Trace& trace, ParseStats& stats)
         : source_(source), options_(options), trace_(trace), stats_(stats), file_(source.name()) {
@@ -1014,7 +1017,10 @@ private:
             carry_.assign(chunk.data.begin() + static_cast<std::ptrdiff_t>(keep),
                           chunk.data.begin() + static_cast<std::ptrdiff_t>(size));
             if (eof) finish_reading();
-            if (options_.progress) options_.progress(source_.raw_offset(), source_.raw_size());
+            chunk.last = eof;
+            chunk.raw_offset = source_.raw_offset();
+            chunk.raw_size = source_.raw_size();
+            if (options_.progress) options_.progress(chunk.raw_offset, chunk.raw_size);
             chunk.seq = next_seq_++;
             return true;
         } catch (...) {
@@ -1064,7 +1070,7 @@ private:
         }
         stats_.events += batch.events;
         if (!strict_error_) {
-            merge(batch);
+            merge(chunk);
             if (batch.malformed) {
                 if (stats_.malformed == 0) {
                     stats_.first_malformed_offset = batch.first_malformed_offset;
@@ -1080,8 +1086,35 @@ private:
         }
     }
 
-    void merge(Batch& b) {
+    // How many elements a trace vector holding `count` after this chunk should end up with,
+    // extrapolated over the whole input (0 when the input size is unknown, e.g. a pipe).
+    static std::size_t forecast(std::size_t count, const Slot& chunk) {
+        const double done = static_cast<double>(chunk.base + chunk.size);  // JSON bytes so far
+        if (chunk.raw_size == 0 || chunk.raw_offset == 0 || done <= 0) return 0;
+        const double total = static_cast<double>(chunk.raw_size) * done / static_cast<double>(chunk.raw_offset);
+        if (total <= done) return 0;
+        return static_cast<std::size_t>(static_cast<double>(count) * (total / done) * 1.05) + 1024;
+    }
+
+    // Makes room for `adding` more elements: for the whole input at once when its size is known,
+    // so that the big vectors are not copied over and over while they double (and do not leave an
+    // old and a new copy in memory at the same time); else by doubling. Only capacity changes.
+    template <typename T>
+    static void make_room(std::vector<T>& v, std::size_t adding, const Slot& chunk) {
+        const std::size_t need = v.size() + adding;
+        if (need <= v.capacity()) return;
+        const std::size_t ahead = forecast(need, chunk);
+        if (ahead >= need) v.reserve(std::max(ahead, v.capacity() + v.capacity() / 4));
+        else v.reserve(chunk.last ? need : std::max(need, 2 * v.capacity()));  // nothing more comes after the last
+    }
+
+    void merge(Slot& chunk) {
+        Batch& b = chunk.batch;
         Trace& t = trace_;
+        make_room(t.activities, b.activities.size(), chunk);
+        make_room(t.cpu_ops, b.cpu_ops.size(), chunk);
+        make_room(t.runtime_calls, b.runtime_calls.size(), chunk);
+        make_room(t.op_shapes, b.op_shapes.size(), chunk);
         map_.resize(b.names.size());
         for (std::size_t i = 0; i < b.names.size(); ++i) map_[i] = t.names.intern(b.names.view(i));
         const auto name = [&](NameId id) { return map_[id]; };

@@ -4,7 +4,8 @@
 # and check regress against fresh and doctored baselines. Everything lands in OUT_DIR.
 #
 # Usage: scripts/gpu_validate.sh OUT_DIR [steps...]
-#   steps: build tests capture-bloom capture-gpt2 bloom gpt2 regress (default: all, in order)
+#   steps: build tests capture-bloom capture-gpt2 bloom unique-variants gpt2 regress (default: all
+#   but unique-variants, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_validate.sh OUT_DIR [steps...]}"
@@ -54,6 +55,11 @@ for step in "${steps[@]}"; do
       "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode sequential --iterations 5 --out "$out/bloom_seq" -q > "$out/bloom_seq.txt" 2>&1
       "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --out "$out/bloom_unique" -q > "$out/bloom_unique.txt" 2>&1
       cat "$out/bloom_seq.txt" "$out/bloom_unique.txt"
+      ;;
+    unique-variants)
+      log unique variants
+      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --l2-flush --out "$out/bloom_unique_cold" -q > "$out/bloom_unique_cold.txt" 2>&1
+      cat "$out/bloom_unique_cold.txt"
       ;;
     gpt2)
       log replay gpt2

@@ -391,7 +391,7 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                     // records None for a non-optional Tensor argument.
                     // Only in the overload the Execution Trace named: elsewhere it would pick a
                     // Tensor overload for a None that stands for something else.
-                    if (slot == Slot::Tensor && !arg.info.optional && !recipe.overload.empty() &&
+                    if (slot == Slot::Tensor && !arg.info.optional && !recipe.schema.empty() &&
                         schema.overload_name() == recipe.overload) {
                         arg.source = Source::UndefinedTensor;
                         plan.cost += 1;

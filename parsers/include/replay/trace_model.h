@@ -45,6 +45,8 @@ struct OpArgument {
     std::vector<std::int64_t> strides;
     // Ranks of the tensors in a TensorList (empty for a plain tensor: rank = dims.size()).
     std::vector<std::uint8_t> list_ranks;
+    // Storage id of each TensorList element (Execution Trace), empty when unknown.
+    std::vector<std::int64_t> list_storage_ids;
     // Element dtype of a TensorList ("c10::BFloat16"), from the Execution Trace; Kineto has none.
     NameId element_type = StringPool::kEmpty;
     // `Concrete Inputs` text for scalars ("1", "0.125", "True", "[1024]"), empty when unknown.
