@@ -29,6 +29,7 @@ struct ReplaySettings {
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
+    std::string context = "previous";
     bool no_sequential_check = false;
     bool no_cupti = false;
     int device = 0;
@@ -49,6 +50,11 @@ struct ReplaySettings {
         app.add_option("--warmup", warmup, "unique: untimed runs per kernel")->check(CLI::NonNegativeNumber)->capture_default_str();
         app.add_option("--runs", runs, "unique: timed runs per kernel")->check(CLI::PositiveNumber)->capture_default_str();
         app.add_flag("--l2-flush", l2_flush, "unique: flush the L2 cache before every timed run (cold timing)");
+        app.add_option("--context", context,
+                       "unique: previous (issue, untimed, the step recorded just before each instance, so its caches "
+                       "are as in the recording) or none (back to back, warm)")
+            ->check(CLI::IsMember({"previous", "none"}))
+            ->capture_default_str();
         app.add_flag("--no-sequential-check", no_sequential_check, "unique: skip the sequential pass that the predicted total is compared with");
         app.add_flag("--no-cupti", no_cupti, "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
         app.add_option("--device", device, "GPU index")->capture_default_str();
@@ -62,6 +68,7 @@ struct ReplaySettings {
         o.warmup = warmup;
         o.runs = runs;
         o.l2_flush = l2_flush;
+        o.context = context == "none" ? Context::None : Context::Previous;
         o.sequential_check = !no_sequential_check;
         if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "replay: %s\n", line.c_str()); };
         return o;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -164,6 +165,7 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("warmup", std::to_string(o.warmup));
         report.options.emplace_back("runs", std::to_string(o.runs));
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
+        report.options.emplace_back("context", o.context == Context::Previous ? "previous" : "none");
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
@@ -220,6 +222,9 @@ struct Template {
     // The recorded instances (same work, different tensors: layer 3's and layer 7's weights),
     // cycled through run after run so caches see what the recording saw, not one hot buffer.
     std::vector<Recipe> instances;
+    // Per instance, the step recorded just before it on its stream: issued untimed before each
+    // run so the kernel starts with the caches its predecessor left, as in the recording.
+    std::vector<std::optional<Recipe>> predecessors;
     std::vector<std::size_t> positions;  // kernel index per produced activity
     std::vector<double> recorded_us;     // recorded duration per position (first instance)
 };
@@ -232,24 +237,39 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
     std::size_t done = 0;
     for (const Template& t : templates) {
         ++done;
-        std::vector<Prepared*> ready;
-        for (const Recipe& instance : t.instances) {
-            Prepared& p = session.prepare(instance);
-            if (p.disposition == Disposition::Ready) ready.push_back(&p);
-            else if (ready.empty() && &instance == &t.instances.back())
-                for (auto k : t.positions) session.mark(k, p);
+        struct Ready {
+            Prepared* work;
+            Prepared* predecessor;  // nullptr: none, or it cannot run here
+        };
+        std::vector<Ready> ready;
+        for (std::size_t i = 0; i < t.instances.size(); ++i) {
+            Prepared& p = session.prepare(t.instances[i]);
+            if (p.disposition != Disposition::Ready) {
+                if (ready.empty() && i + 1 == t.instances.size())
+                    for (auto k : t.positions) session.mark(k, p);
+                continue;
+            }
+            Prepared* before = nullptr;
+            if (o.context == Context::Previous && i < t.predecessors.size() && t.predecessors[i]) {
+                Prepared& q = session.prepare(*t.predecessors[i]);
+                if (q.disposition == Disposition::Ready) before = &q;
+            }
+            ready.push_back({&p, before});
         }
         if (ready.empty()) continue;
+        const std::vector<std::size_t> no_kernels;
+        // Tag 0 marks untimed work (warmups, predecessors); its activities are dropped.
+        auto run_once = [&](std::size_t i, std::uint64_t tag) {
+            const Ready& r = ready[i % ready.size()];
+            if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0)) return false;
+            if (o.l2_flush) backend.flush_l2();
+            return session.try_issue(*r.work, t.positions, 0, tag);
+        };
         bool ok = true;
-        for (int w = 0; w < o.warmup && ok; ++w)
-            ok = session.try_issue(*ready[static_cast<std::size_t>(w) % ready.size()], t.positions, 0, 0);
+        for (int w = 0; w < o.warmup && ok; ++w) ok = run_once(static_cast<std::size_t>(w), 0);
         backend.synchronize();
         backend.collect();
-        for (int r = 0; r < o.runs && ok; ++r) {
-            if (o.l2_flush) backend.flush_l2();
-            ok = session.try_issue(*ready[static_cast<std::size_t>(r) % ready.size()], t.positions, 0,
-                                   static_cast<std::uint64_t>(r) + 1);
-        }
+        for (int r = 0; r < o.runs && ok; ++r) ok = run_once(static_cast<std::size_t>(r), static_cast<std::uint64_t>(r) + 1);
         backend.synchronize();
         auto groups = by_tag(backend.collect());
         for (int r = 0; r < o.runs; ++r) {
@@ -390,14 +410,25 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
     std::map<std::vector<std::size_t>, std::size_t> template_of;
     std::map<std::size_t, std::set<std::string>> instance_keys;
     std::set<std::size_t> covered;
-    for (const Step& step : plan_steps(analysis.graph, analysis.recipes)) {
+    const std::vector<Step> steps = plan_steps(analysis.graph, analysis.recipes);
+    std::map<int, std::size_t> last_on_stream;  // stream -> previous step index
+    std::vector<std::optional<Recipe>> predecessor(steps.size());
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+        if (auto it = last_on_stream.find(steps[s].stream); it != last_on_stream.end())
+            predecessor[s] = analysis.recipes[steps[it->second].issue_node];
+        last_on_stream[steps[s].stream] = s;
+    }
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+        const Step& step = steps[s];
         std::vector<std::size_t> positions;
         for (auto n : step.nodes) positions.push_back(kernel_of[n]);
         const Recipe& recipe = analysis.recipes[step.issue_node];
         if (auto it = template_of.find(positions); it != template_of.end()) {
             Template& t = templates[it->second];
-            if (t.instances.size() < kMaxInstances && instance_keys[it->second].insert(recipe.instance_key()).second)
+            if (t.instances.size() < kMaxInstances && instance_keys[it->second].insert(recipe.instance_key()).second) {
                 t.instances.push_back(recipe);
+                t.predecessors.push_back(predecessor[s]);
+            }
             continue;
         }
         bool adds = false;
@@ -405,6 +436,7 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         if (!adds) continue;
         Template t;
         t.instances.push_back(recipe);
+        t.predecessors.push_back(predecessor[s]);
         t.positions = positions;
         for (auto n : step.nodes) t.recorded_us.push_back(static_cast<double>(analysis.graph.activity(nodes[n]).dur) / 1000.0);
         covered.insert(positions.begin(), positions.end());
@@ -443,7 +475,7 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
             if (k.recipe.replayable()) covered += k.recorded_us.sum;
         }
         if (!k.recipe.replayable() || k.recipe.issued_with_op) continue;
-        templates.push_back(Template{{k.recipe}, {session.kernel_index(k.id)}, {k.recorded_us.median}});
+        templates.push_back(Template{{k.recipe}, {}, {session.kernel_index(k.id)}, {k.recorded_us.median}});
     }
     session.report().totals.recipe_coverage = total > 0 ? covered / total : 0;
     session.report().notes.push_back(

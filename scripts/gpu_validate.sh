@@ -59,7 +59,9 @@ for step in "${steps[@]}"; do
     unique-variants)
       log unique variants
       "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --l2-flush --out "$out/bloom_unique_cold" -q > "$out/bloom_unique_cold.txt" 2>&1
-      cat "$out/bloom_unique_cold.txt"
+      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --context none --out "$out/bloom_unique_warm" -q > "$out/bloom_unique_warm.txt" 2>&1
+      echo "-- cold (--l2-flush)"; cat "$out/bloom_unique_cold.txt"
+      echo "-- warm (--context none)"; cat "$out/bloom_unique_warm.txt"
       ;;
     gpt2)
       log replay gpt2

@@ -15,6 +15,10 @@
 namespace replay {
 
 enum class Pace { None, Recorded };
+// Unique mode: what runs before each timed run. Previous: the step recorded just before that
+// instance (untimed), so caches hold what the recording's predecessor left; None: the kernel
+// back to back with itself (warm instruction and data caches).
+enum class Context { Previous, None };
 
 struct DriverOptions {
     Pace pace = Pace::None;
@@ -22,6 +26,7 @@ struct DriverOptions {
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
+    Context context = Context::Previous;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
     std::function<void(const std::string&)> progress;  // one line of progress, or empty
 };
