@@ -34,14 +34,7 @@ inline Report recorded_report(const Analysis& analysis) {
     const auto& devices = analysis.trace().meta.devices;
     if (!devices.empty()) r.environment.emplace_back("gpu", devices.front().name);
     for (const auto& k : analysis.kernels) {
-        KernelResult kr;
-        kr.id = k.id;
-        kr.name = k.name;
-        kr.kind = to_string(k.kind);
-        kr.tier = k.recipe.tier;
-        kr.rule = k.recipe.rule;
-        kr.count = k.recorded_us.count;
-        kr.recorded_us = k.recorded_us;
+        KernelResult kr = recorded_result(k);
         kr.disposition = "recorded";
         r.kernels.push_back(std::move(kr));
     }

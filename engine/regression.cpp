@@ -110,17 +110,6 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
 
 namespace {
 
-const char* tier_label(Tier tier) {
-    switch (tier) {
-        case Tier::NotReplayable: return "not replayable";
-        case Tier::Copy: return "copy/memset";
-        case Tier::Gemm: return "gemm";
-        case Tier::AtenOp: return "aten op";
-        case Tier::Collective: return "collective";
-    }
-    return "?";
-}
-
 struct Measure {
     bool has = false;
     double median = NAN;

@@ -16,17 +16,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-const char* tier_label(Tier tier) {
-    switch (tier) {
-        case Tier::NotReplayable: return "not replayable";
-        case Tier::Copy: return "copy/memset";
-        case Tier::Gemm: return "gemm";
-        case Tier::AtenOp: return "aten op";
-        case Tier::Collective: return "collective";
-    }
-    return "?";
-}
-
 void write_tier(JsonWriter& json, Tier tier) {
     if (tier == Tier::NotReplayable) json.key("tier").null();
     else json.field("tier", static_cast<int>(tier));
@@ -191,6 +180,30 @@ void csv_num(std::ostream& out, double x) {
 }
 
 }  // namespace
+
+const char* tier_label(Tier tier) {
+    switch (tier) {
+        case Tier::NotReplayable: return "not replayable";
+        case Tier::Copy: return "copy/memset";
+        case Tier::Gemm: return "gemm";
+        case Tier::AtenOp: return "aten op";
+        case Tier::Collective: return "collective";
+    }
+    return "?";
+}
+
+KernelResult recorded_result(const UniqueKernel& k) {
+    KernelResult r;
+    r.id = k.id;
+    r.name = k.name;
+    r.kind = to_string(k.kind);
+    r.tier = k.recipe.tier;
+    r.rule = k.recipe.rule;
+    r.count = k.recorded_us.count;
+    r.recorded_us = k.recorded_us;
+    r.reason = k.recipe.reason;
+    return r;
+}
 
 std::string Report::input(const std::string& key) const {
     for (const auto& [k, v] : inputs)

@@ -39,15 +39,7 @@ public:
         report_.environment = environment_pairs(env);
         for (const auto& note : env.notes) report_.notes.push_back(note);
         for (const auto& k : kernels) {
-            KernelResult r;
-            r.id = k.id;
-            r.name = k.name;
-            r.kind = to_string(k.kind);
-            r.tier = k.recipe.tier;
-            r.rule = k.recipe.rule;
-            r.count = k.recorded_us.count;
-            r.recorded_us = k.recorded_us;
-            r.reason = k.recipe.reason;
+            KernelResult r = recorded_result(k);
             r.disposition = !k.recipe.replayable() ? "not_replayable" : k.recipe.issued_with_op ? "issued_with_op" : "pending";
             if (k.recipe.tier == Tier::Collective) {
                 r.disposition = "skipped";

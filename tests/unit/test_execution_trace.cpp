@@ -10,17 +10,14 @@
 
 #include "replay/execution_trace.h"
 #include "replay/kineto_parser.h"
+#include "test_support.h"
 
 namespace {
 
 using replay::kNoId;
 using replay::kNoIndex;
 
-// Tests run from the repository root unless REPLAY_SOURCE_DIR says where it is.
-std::string source_path(const std::string& relative) {
-    const char* root = std::getenv("REPLAY_SOURCE_DIR");
-    return std::string(root != nullptr && *root != '\0' ? root : ".") + "/" + relative;
-}
+std::string source_path(const std::string& relative) { return replay::testing::source_dir() + "/" + relative; }
 
 const std::string kBloomKineto = "traces/h200/bloom560m_fp16_b1_s5.json.gz";
 const std::string kBloomEt = "traces/h200/bloom560m_fp16_b1_s5.et.json.gz";

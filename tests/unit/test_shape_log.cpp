@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "replay/kineto_parser.h"
+#include "test_support.h"
 #include "replay/shape_log.h"
 
 namespace {
@@ -16,11 +17,7 @@ namespace {
 using replay::kNoId;
 using replay::kNoIndex;
 
-// Tests run from the repository root unless REPLAY_SOURCE_DIR says where it is.
-std::string source_path(const std::string& relative) {
-    const char* root = std::getenv("REPLAY_SOURCE_DIR");
-    return std::string(root != nullptr && *root != '\0' ? root : ".") + "/" + relative;
-}
+std::string source_path(const std::string& relative) { return replay::testing::source_dir() + "/" + relative; }
 
 const std::string kBloomKineto = "traces/h200/bloom560m_fp16_b1_s5.json.gz";
 const std::string kLinearKineto = "traces/public/param/linear_kineto.json.gz";

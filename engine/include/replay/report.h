@@ -73,6 +73,11 @@ struct Report {
     std::string env(const std::string& key) const;
 };
 
+// Short tier name for tables ("gemm", "aten op", ...).
+const char* tier_label(Tier tier);
+// A kernel row with the recorded side filled in, as every report starts from.
+KernelResult recorded_result(const UniqueKernel& kernel);
+
 void write_report_json(std::ostream& out, const Report& report);
 void write_kernels_csv(std::ostream& out, const Report& report);
 // Throws InputError naming the file and byte offset.
