@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,16 +13,24 @@
 namespace replay::cli {
 
 inline void add_statistics_options(CLI::App& app, RegressionOptions& o) {
-    app.add_option("--threshold", o.threshold_pct, "Smallest median change (%) that counts as a change")->capture_default_str();
-    app.add_option("--k", o.k, "... and it must exceed k x the runs' robust relative spread")->capture_default_str();
-    app.add_option("--min-change-us", o.min_change_us, "... and the median must move by more than this many microseconds")->capture_default_str();
-    app.add_option("--alpha", o.alpha, "Significance level of the Mann-Whitney rank test on the per-run samples")->capture_default_str();
+    app.add_option("--threshold", o.threshold_pct,
+                   "Smallest median change (%) that counts as a change")
+        ->capture_default_str();
+    app.add_option("--k", o.k, "... and it must exceed k x the runs' robust relative spread")
+        ->capture_default_str();
+    app.add_option("--min-change-us", o.min_change_us,
+                   "... and the median must move by more than this many microseconds")
+        ->capture_default_str();
+    app.add_option("--alpha", o.alpha,
+                   "Significance level of the Mann-Whitney rank test on the per-run samples")
+        ->capture_default_str();
 }
 
 inline void write_regression_outputs(const std::filesystem::path& dir, const Regression& r) {
     std::filesystem::create_directories(dir);
     write_file(dir / "regression.json", [&](std::ostream& out) { write_regression_json(out, r); });
-    write_file(dir / "regression.md", [&](std::ostream& out) { write_regression_markdown(out, r); });
+    write_file(dir / "regression.md",
+               [&](std::ostream& out) { write_regression_markdown(out, r); });
 }
 
 // A report made of recorded durations only, so that two traces compare without a replay.
@@ -50,11 +57,15 @@ inline bool looks_like_report(const std::string& path) {
 }
 
 class RegressCommand {
-public:
+  public:
     void add_options(CLI::App& app) {
-        app.add_option("--baseline", baseline_, "Baseline report.json, or a folder of them (matched to each trace by its content hash)")
+        app.add_option("--baseline", baseline_,
+                       "Baseline report.json, or a folder of them (matched to each trace by its "
+                       "content hash)")
             ->required();
-        app.add_option("traces", traces_, "Traces to replay (.json, .json.gz or archived .json.zst)")->required();
+        app.add_option("traces", traces_,
+                       "Traces to replay (.json, .json.gz or archived .json.zst)")
+            ->required();
         app.add_option("--et", et_, "Execution Trace of the run (only with a single trace)");
         app.add_flag("-q,--quiet", quiet_, "No progress on stderr");
         settings_.out_dir = "regress_out";
@@ -63,7 +74,8 @@ public:
     }
 
     int run() {
-        if (!et_.empty() && traces_.size() != 1) throw std::runtime_error("--et applies to a single trace");
+        if (!et_.empty() && traces_.size() != 1)
+            throw std::runtime_error("--et applies to a single trace");
         auto backend = settings_.make_backend();
         int exit_code = 0;
         for (const auto& trace : traces_) {
@@ -75,11 +87,15 @@ public:
                 if (!quiet_) std::fprintf(stderr, "warning: %s\n", w.c_str());
             const Baseline baseline = find_baseline(baseline_, analysis->trace_hash);
             Report current = settings_.run(analysis.get(), nullptr, *backend, quiet_, nullptr);
-            const Regression r = compare_reports(baseline.report, current, options_, baseline.path, trace);
-            const auto dir = std::filesystem::path(settings_.out_dir) / std::filesystem::path(trace).filename();
+            const Regression r =
+                compare_reports(baseline.report, current, options_, baseline.path, trace);
+            const auto dir =
+                std::filesystem::path(settings_.out_dir) / std::filesystem::path(trace).filename();
             std::filesystem::create_directories(dir);
-            write_file(dir / "report.json", [&](std::ostream& out) { write_report_json(out, current); });
-            write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, current); });
+            write_file(dir / "report.json",
+                       [&](std::ostream& out) { write_report_json(out, current); });
+            write_file(dir / "kernels.csv",
+                       [&](std::ostream& out) { write_kernels_csv(out, current); });
             write_regression_outputs(dir, r);
             write_regression_markdown(std::cout, r);
             exit_code = std::max(exit_code, regression_exit_code(r));
@@ -87,7 +103,7 @@ public:
         return exit_code;
     }
 
-private:
+  private:
     std::string baseline_;
     std::vector<std::string> traces_;
     std::string et_;
@@ -97,17 +113,19 @@ private:
 };
 
 class CompareCommand {
-public:
+  public:
     void add_options(CLI::App& app) {
         app.add_option("a", a_, "Baseline: a report.json or a trace")->required();
-        app.add_option("b", b_, "Current: a report.json or a trace (the same kind as A)")->required();
+        app.add_option("b", b_, "Current: a report.json or a trace (the same kind as A)")
+            ->required();
         app.add_option("--out", out_dir_, "Also write regression.json and regression.md here");
         add_statistics_options(app, options_);
     }
 
     int run() {
         const bool reports = looks_like_report(a_);
-        if (reports != looks_like_report(b_)) throw std::runtime_error("compare needs two reports or two traces, not one of each");
+        if (reports != looks_like_report(b_))
+            throw std::runtime_error("compare needs two reports or two traces, not one of each");
         Regression r;
         if (reports) {
             r = compare_reports(read_report_json(a_), read_report_json(b_), options_, a_, b_);
@@ -117,14 +135,15 @@ public:
             ob.trace_path = b_;
             RegressionOptions recorded = options_;
             recorded.recorded = true;
-            r = compare_reports(recorded_report(*analyze(oa)), recorded_report(*analyze(ob)), recorded, a_, b_);
+            r = compare_reports(recorded_report(*analyze(oa)), recorded_report(*analyze(ob)),
+                                recorded, a_, b_);
         }
         if (!out_dir_.empty()) write_regression_outputs(out_dir_, r);
         write_regression_markdown(std::cout, r);
         return regression_exit_code(r);
     }
 
-private:
+  private:
     std::string a_, b_, out_dir_;
     RegressionOptions options_;
 };

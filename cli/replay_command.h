@@ -2,7 +2,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -36,27 +35,47 @@ struct ReplaySettings {
     std::uint64_t seed = 0;
 
     void add_options(CLI::App& app, bool with_out = true) {
-        app.add_option("--mode", mode, "sequential: every activity in recorded order on the recorded streams; unique: each unique kernel alone")
+        app.add_option("--mode", mode,
+                       "sequential: every activity in recorded order on the recorded streams; "
+                       "unique: each unique kernel alone")
             ->check(CLI::IsMember({"sequential", "unique"}))
             ->capture_default_str();
-        app.add_option("--backend", backend, "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto (cuda when a GPU is usable)")
+        app.add_option("--backend", backend,
+                       "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto "
+                       "(cuda when a GPU is usable)")
             ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
             ->capture_default_str();
-        if (with_out) app.add_option("--out", out_dir, "Output folder: report.json, kernels.csv, replay_trace.json")->capture_default_str();
-        app.add_option("--pace", pace, "sequential: none (back to back) or recorded (keep the recorded idle gaps on each stream)")
+        if (with_out)
+            app.add_option("--out", out_dir,
+                           "Output folder: report.json, kernels.csv, replay_trace.json")
+                ->capture_default_str();
+        app.add_option("--pace", pace,
+                       "sequential: none (back to back) or recorded (keep the recorded idle gaps "
+                       "on each stream)")
             ->check(CLI::IsMember({"none", "recorded"}))
             ->capture_default_str();
-        app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")->check(CLI::PositiveNumber)->capture_default_str();
-        app.add_option("--warmup", warmup, "unique: untimed runs per kernel")->check(CLI::NonNegativeNumber)->capture_default_str();
-        app.add_option("--runs", runs, "unique: timed runs per kernel")->check(CLI::PositiveNumber)->capture_default_str();
-        app.add_flag("--l2-flush", l2_flush, "unique: flush the L2 cache before every timed run (cold timing)");
+        app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        app.add_option("--warmup", warmup, "unique: untimed runs per kernel")
+            ->check(CLI::NonNegativeNumber)
+            ->capture_default_str();
+        app.add_option("--runs", runs, "unique: timed runs per kernel")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        app.add_flag("--l2-flush", l2_flush,
+                     "unique: flush the L2 cache before every timed run (cold timing)");
         app.add_option("--context", context,
-                       "unique: previous (issue, untimed, the step recorded just before each instance, so its caches "
+                       "unique: previous (issue, untimed, the step recorded just before each "
+                       "instance, so its caches "
                        "are as in the recording) or none (back to back, warm)")
             ->check(CLI::IsMember({"previous", "none"}))
             ->capture_default_str();
-        app.add_flag("--no-sequential-check", no_sequential_check, "unique: skip the sequential pass that the predicted total is compared with");
-        app.add_flag("--no-cupti", no_cupti, "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
+        app.add_flag("--no-sequential-check", no_sequential_check,
+                     "unique: skip the sequential pass that the predicted total is compared with");
+        app.add_flag(
+            "--no-cupti", no_cupti,
+            "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
         app.add_option("--device", device, "GPU index")->capture_default_str();
         app.add_option("--seed", seed, "Seed of the random input data")->capture_default_str();
     }
@@ -70,7 +89,10 @@ struct ReplaySettings {
         o.l2_flush = l2_flush;
         o.context = context == "none" ? Context::None : Context::Previous;
         o.sequential_check = !no_sequential_check;
-        if (!quiet) o.progress = [](const std::string& line) { std::fprintf(stderr, "replay: %s\n", line.c_str()); };
+        if (!quiet)
+            o.progress = [](const std::string& line) {
+                std::fprintf(stderr, "replay: %s\n", line.c_str());
+            };
         return o;
     }
 
@@ -83,17 +105,22 @@ struct ReplaySettings {
         if (backend == "cuda" || backend == "auto") {
             auto b = make_cuda_backend(options, why_cuda);
             if (b) return b;
-            if (backend == "cuda") throw std::runtime_error("CUDA backend unavailable: " + why_cuda);
+            if (backend == "cuda")
+                throw std::runtime_error("CUDA backend unavailable: " + why_cuda);
         }
         auto b = make_cpu_backend(options, why_cpu);
         if (b) {
-            if (backend == "auto") std::fprintf(stderr, "replay: no usable GPU (%s); using the CPU backend\n", why_cuda.c_str());
+            if (backend == "auto")
+                std::fprintf(stderr, "replay: no usable GPU (%s); using the CPU backend\n",
+                             why_cuda.c_str());
             return b;
         }
-        throw std::runtime_error("no backend available: " + (why_cuda.empty() ? "" : why_cuda + "; ") + why_cpu);
+        throw std::runtime_error(
+            "no backend available: " + (why_cuda.empty() ? "" : why_cuda + "; ") + why_cpu);
     }
 
-    Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet, Timeline* timeline) const {
+    Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet,
+               Timeline* timeline) const {
         const DriverOptions options = driver_options(quiet);
         if (analysis == nullptr) return replay_unique(*kernels, backend, options);
         if (mode == "sequential") return replay_sequential(*analysis, backend, options, timeline);
@@ -116,35 +143,48 @@ void write_file(const std::filesystem::path& path, Fn&& fn) {
 void print_summary(const Report& r) {
     const ReportTotals& t = r.totals;
     std::printf("mode %s on %s (%s)\n", r.mode.c_str(), r.backend.c_str(), r.env("gpu").c_str());
-    std::printf("  recorded kernel time      %12.1f us, %.2f%% with a recipe\n", t.recorded_kernel_us, 100 * t.recipe_coverage);
-    std::printf("  replayed                  %12.2f%% of recorded kernel time\n", 100 * t.replayed_coverage);
-    std::printf("  replayed kernel time      %12.1f us vs %.1f us recorded for the same kernels (%+.2f%%)\n",
-                t.replayed_kernel_us, t.replayed_recorded_us, t.total_error_pct);
+    std::printf("  recorded kernel time      %12.1f us, %.2f%% with a recipe\n",
+                t.recorded_kernel_us, 100 * t.recipe_coverage);
+    std::printf("  replayed                  %12.2f%% of recorded kernel time\n",
+                100 * t.replayed_coverage);
+    std::printf(
+        "  replayed kernel time      %12.1f us vs %.1f us recorded for the same kernels "
+        "(%+.2f%%)\n",
+        t.replayed_kernel_us, t.replayed_recorded_us, t.total_error_pct);
     std::printf("  median |error| per kernel %12.2f%%\n", t.median_abs_error_pct);
     std::printf("  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
     if (r.mode == "unique") {
-        std::printf("  predicted total           %12.1f us (sum of count x median)\n", t.predicted_total_us);
+        std::printf("  predicted total           %12.1f us (sum of count x median)\n",
+                    t.predicted_total_us);
         if (t.sequential_kernel_us == t.sequential_kernel_us)
-            std::printf("  sequential pass           %12.1f us (predicted %+.2f%%)\n", t.sequential_kernel_us,
-                        100 * (t.predicted_total_us - t.sequential_kernel_us) / t.sequential_kernel_us);
+            std::printf(
+                "  sequential pass           %12.1f us (predicted %+.2f%%)\n",
+                t.sequential_kernel_us,
+                100 * (t.predicted_total_us - t.sequential_kernel_us) / t.sequential_kernel_us);
     }
     std::size_t skipped = 0;
-    for (const auto& k : r.kernels) skipped += k.disposition == "skipped" || k.disposition == "failed";
-    std::printf("  unique kernels            %12zu (%zu skipped or failed; reasons in report.json)\n", r.kernels.size(), skipped);
+    for (const auto& k : r.kernels)
+        skipped += k.disposition == "skipped" || k.disposition == "failed";
+    std::printf(
+        "  unique kernels            %12zu (%zu skipped or failed; reasons in report.json)\n",
+        r.kernels.size(), skipped);
 }
 
 class ReplayCommand {
-public:
+  public:
     void add_options(CLI::App& app) {
         settings_.add_options(app);
-        app.add_option("--kernels", kernel_file_, "Replay a kernel_signatures.json (from `replay classify`) in unique mode, without the trace");
+        app.add_option("--kernels", kernel_file_,
+                       "Replay a kernel_signatures.json (from `replay classify`) in unique mode, "
+                       "without the trace");
     }
     bool has_kernel_file() const { return !kernel_file_.empty(); }
 
     int run(const Analysis* analysis, bool quiet) {
         SignatureFile file;
         if (analysis == nullptr) {
-            if (settings_.mode != "unique") throw std::runtime_error("--kernels replays in --mode unique only");
+            if (settings_.mode != "unique")
+                throw std::runtime_error("--kernels replays in --mode unique only");
             file = read_signature_file(kernel_file_);
         }
         auto backend = settings_.make_backend();
@@ -156,13 +196,14 @@ public:
         write_file(dir / "report.json", [&](std::ostream& out) { write_report_json(out, report); });
         write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, report); });
         if (settings_.mode == "sequential")
-            write_file(dir / "replay_trace.json", [&](std::ostream& out) { write_replay_trace(out, timeline); });
+            write_file(dir / "replay_trace.json",
+                       [&](std::ostream& out) { write_replay_trace(out, timeline); });
         print_summary(report);
         if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings_.out_dir.c_str());
         return 0;
     }
 
-private:
+  private:
     ReplaySettings settings_;
     std::string kernel_file_;
 };

@@ -12,23 +12,25 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     auto analysis = std::make_unique<Analysis>();
     const auto start = std::chrono::steady_clock::now();
     analysis->parsed = parse_kineto(options.trace_path, options.parse);
-    analysis->parse_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    analysis->parse_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     Trace& trace = analysis->parsed.trace;
     if (!options.execution_trace_path.empty()) {
         const ExecutionTrace et = read_execution_trace(options.execution_trace_path);
         const AttachStats s = attach_execution_trace(trace, et);
         std::ostringstream note;
-        note << "execution trace " << options.execution_trace_path << ": joined " << s.matched << " nodes by "
-             << to_string(s.join) << " (" << s.unmatched_nodes << " unmatched, " << s.shapes_filled
-             << " ops got shapes)";
+        note << "execution trace " << options.execution_trace_path << ": joined " << s.matched
+             << " nodes by " << to_string(s.join) << " (" << s.unmatched_nodes << " unmatched, "
+             << s.shapes_filled << " ops got shapes)";
         analysis->notes.push_back(note.str());
     }
     if (!options.shape_log_path.empty()) {
         const ShapeLog log = read_shape_log(options.shape_log_path);
         const ShapeLogStats s = attach_shape_log(trace, log);
         std::ostringstream note;
-        note << "shape log " << options.shape_log_path << ": " << s.matched_by_rf_id + s.matched_by_external_id
-             << " ops matched, " << s.unmatched << " records unmatched, " << s.shapes_filled << " ops got shapes";
+        note << "shape log " << options.shape_log_path << ": "
+             << s.matched_by_rf_id + s.matched_by_external_id << " ops matched, " << s.unmatched
+             << " records unmatched, " << s.shapes_filled << " ops got shapes";
         analysis->notes.push_back(note.str());
     }
     analysis->graph = KernelGraph::build(trace);
@@ -39,7 +41,8 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     for (const auto& a : trace.activities) {
         content += trace.names.view(a.name);
         content += ':' + std::to_string(a.dur) + ':' + std::to_string(a.stream) + ';';
-        if (content.size() > (1u << 20)) content = hash_hex(content);  // keep the rolling text small
+        if (content.size() > (1u << 20))
+            content = hash_hex(content);  // keep the rolling text small
     }
     analysis->trace_hash = hash_hex(content);
     return analysis;

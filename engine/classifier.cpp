@@ -21,16 +21,18 @@ bool contains_any(std::string_view text, std::initializer_list<std::string_view>
     return false;
 }
 
-constexpr std::array<std::string_view, 6> kGemmOps = {"aten::mm", "aten::addmm", "aten::bmm",
-                                                      "aten::baddbmm", "aten::linear", "aten::matmul"};
+constexpr std::array<std::string_view, 6> kGemmOps = {
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear", "aten::matmul"};
 bool is_gemm_op(std::string_view name) {
     return std::find(kGemmOps.begin(), kGemmOps.end(), name) != kGemmOps.end();
 }
 
 bool looks_like_gemm_kernel(std::string_view name) {
-    return contains_any(name, {"gemm", "Gemm", "GEMM", "nvjet", "cutlass", "xmma", "wmma", "cublas", "Cijk_",
-                               "sm90_", "sm80_", "sm75_", "ampere_", "volta_", "turing_", "hopper_", "s16816",
-                               "h16816", "s1688", "h1688", "s884", "h884", "gemv", "splitK", "magma"});
+    return contains_any(
+        name,
+        {"gemm",  "Gemm",  "GEMM",  "nvjet",   "cutlass", "xmma",    "wmma",    "cublas", "Cijk_",
+         "sm90_", "sm80_", "sm75_", "ampere_", "volta_",  "turing_", "hopper_", "s16816", "h16816",
+         "s1688", "h1688", "s884",  "h884",    "gemv",    "splitK",  "magma"});
 }
 
 bool is_splitk_reduce(std::string_view name) {
@@ -69,7 +71,8 @@ struct Context {
     }
 };
 
-TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t first, std::size_t rank) {
+TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t first,
+                       std::size_t rank) {
     TensorSpec t;
     t.dims.assign(arg.dims.begin() + static_cast<std::ptrdiff_t>(first),
                   arg.dims.begin() + static_cast<std::ptrdiff_t>(first + rank));
@@ -93,7 +96,9 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
         for (std::size_t i = 0; i < in.list_ranks.size(); ++i) {
             TensorSpec t = tensor_from(trace, in, first, in.list_ranks[i]);
             // Each element has its own storage; the list's single id would alias them all.
-            t.storage_id = i < in.list_storage_ids.size() && in.list_storage_ids[i] != kNoId ? in.list_storage_ids[i] : -1;
+            t.storage_id = i < in.list_storage_ids.size() && in.list_storage_ids[i] != kNoId
+                               ? in.list_storage_ids[i]
+                               : -1;
             t.storage_offset = 0;
             arg.tensors.push_back(std::move(t));
             first += in.list_ranks[i];
@@ -101,7 +106,8 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
         // Kineto records no element dtype for lists; the Execution Trace does.
         const DType element = dtype_from_kineto(trace.names.view(in.element_type));
         for (auto& t : arg.tensors)
-            if (t.dtype == DType::Unknown) t.dtype = element == DType::Unknown ? DType::Float32 : element;
+            if (t.dtype == DType::Unknown)
+                t.dtype = element == DType::Unknown ? DType::Float32 : element;
     } else if (type == "Scalar" || type == "Int" || type == "Double" || type == "Bool") {
         arg.kind = ArgKind::Scalar;
     } else if (type == "ScalarList") {
@@ -125,7 +131,8 @@ AtenRecipe aten_recipe(const Context& c, std::uint32_t op) {
         // "aten::add.Tensor(Tensor self, ...)": the overload sits between the first '.' and '('.
         const auto paren = r.schema.find('(');
         const auto dot = r.schema.substr(0, paren).find('.', r.op.size());
-        if (dot != std::string::npos && paren != std::string::npos) r.overload = r.schema.substr(dot + 1, paren - dot - 1);
+        if (dot != std::string::npos && paren != std::string::npos)
+            r.overload = r.schema.substr(dot + 1, paren - dot - 1);
         for (const auto& in : s->inputs) r.args.push_back(argument_from(c.trace(), in));
     }
     return r;
@@ -172,10 +179,14 @@ Layout layout_of(const TensorSpec& t) {
 // GEMM recipe for mm/addmm/bmm/baddbmm/linear/matmul from the recorded argument shapes.
 std::optional<GemmRecipe> gemm_recipe(const AtenRecipe& aten, std::string& why) {
     auto tensor = [&](std::size_t i) -> const TensorSpec* {
-        if (i >= aten.args.size() || aten.args[i].kind != ArgKind::Tensor || aten.args[i].tensors.empty()) return nullptr;
+        if (i >= aten.args.size() || aten.args[i].kind != ArgKind::Tensor ||
+            aten.args[i].tensors.empty())
+            return nullptr;
         return &aten.args[i].tensors[0];
     };
-    auto arg = [&](std::size_t i) -> const AtenArgument* { return i < aten.args.size() ? &aten.args[i] : nullptr; };
+    auto arg = [&](std::size_t i) -> const AtenArgument* {
+        return i < aten.args.size() ? &aten.args[i] : nullptr;
+    };
     GemmRecipe g;
     g.op = aten.op;
     const TensorSpec *a = nullptr, *b = nullptr, *c = nullptr;
@@ -293,24 +304,31 @@ CopyRecipe copy_from(const GpuActivity& a, std::string_view name) {
 CollectiveRecipe collective_from(const Context& c) {
     CollectiveRecipe r;
     const auto& names = c.trace().names;
-    if (c.activity.collective != StringPool::kEmpty) r.collective = names.view(c.activity.collective);
-    for (std::string_view kind : {"AllReduce", "AllGather", "ReduceScatter", "SendRecv", "Broadcast", "AllToAll", "Reduce"})
-        if (r.collective.empty() && c.name.find(kind) != std::string_view::npos) r.collective = kind;
+    if (c.activity.collective != StringPool::kEmpty)
+        r.collective = names.view(c.activity.collective);
+    for (std::string_view kind :
+         {"AllReduce", "AllGather", "ReduceScatter", "SendRecv", "Broadcast", "AllToAll", "Reduce"})
+        if (r.collective.empty() && c.name.find(kind) != std::string_view::npos)
+            r.collective = kind;
     if (r.collective.empty()) r.collective = "unknown";
     r.in_nelems = c.activity.in_nelems;
     r.out_nelems = c.activity.out_nelems;
     r.group_size = c.activity.group_size;
     r.dtype = dtype_from_kineto(names.view(c.activity.collective_dtype));
-    for (auto [suffix, dtype] : {std::pair{"_float", DType::Float32}, std::pair{"_half", DType::Float16},
-                                 std::pair{"_bf16", DType::BFloat16}, std::pair{"_int8_t", DType::Int8}})
-        if (r.dtype == DType::Unknown && c.name.find(suffix) != std::string_view::npos) r.dtype = dtype;
+    for (auto [suffix, dtype] :
+         {std::pair{"_float", DType::Float32}, std::pair{"_half", DType::Float16},
+          std::pair{"_bf16", DType::BFloat16}, std::pair{"_int8_t", DType::Int8}})
+        if (r.dtype == DType::Unknown && c.name.find(suffix) != std::string_view::npos)
+            r.dtype = dtype;
     return r;
 }
 
 // Traces from 2021 record dims but no `Input type`; the kernel name still tells the precision.
 DType dtype_from_kernel_name(std::string_view name) {
     if (contains_any(name, {"bf16", "bfloat16", "BFloat16"})) return DType::BFloat16;
-    if (contains_any(name, {"hgemm", "_f16", "fp16", "__half", "hsh", "h884", "h1688", "h16816", "Half"})) return DType::Float16;
+    if (contains_any(name,
+                     {"hgemm", "_f16", "fp16", "__half", "hsh", "h884", "h1688", "h16816", "Half"}))
+        return DType::Float16;
     return DType::Float32;
 }
 
@@ -328,19 +346,22 @@ Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
         const DType inferred = dtype_from_kernel_name(c.name);
         gemm->a_type = gemm->b_type = gemm->c_type = inferred;
         if (gemm->bias) gemm->bias_type = inferred;
-        r.reason = std::string("operand dtype not recorded: ") + to_string(inferred) + " inferred from the kernel name";
+        r.reason = std::string("operand dtype not recorded: ") + to_string(inferred) +
+                   " inferred from the kernel name";
     }
     r.tier = Tier::Gemm;
     r.rule = rule;
     r.issued_with_op = issued_with_op;
-    if (issued_with_op) r.reason = "issued by its GEMM's replay (cuBLASLt split-K / epilogue kernel)";
+    if (issued_with_op)
+        r.reason = "issued by its GEMM's replay (cuBLASLt split-K / epilogue kernel)";
     r.detail = std::move(*gemm);
     return r;
 }
 
 const std::vector<Rule>& rules() {
     static const std::vector<Rule> table = {
-        {{"memcpy", "gpu_memcpy activity: tier 1 cudaMemcpyAsync with the recorded bytes and direction"},
+        {{"memcpy",
+          "gpu_memcpy activity: tier 1 cudaMemcpyAsync with the recorded bytes and direction"},
          [](const Context& c) { return c.activity.kind == ActivityKind::Memcpy; },
          [](const Context& c) {
              Recipe r;
@@ -365,12 +386,18 @@ const std::vector<Rule>& rules() {
              return r;
          }},
         {{"triton", "Triton kernel: not replayable without its compiled binary"},
-         [](const Context& c) { return c.name.starts_with("triton_") || contains_any(c.name, {"triton_poi", "triton_red", "triton_per", "triton_tem"}); },
-         [](const Context&) { return not_replayable("Triton kernel: its binary is not in the trace"); }},
+         [](const Context& c) {
+             return c.name.starts_with("triton_") ||
+                    contains_any(c.name, {"triton_poi", "triton_red", "triton_per", "triton_tem"});
+         },
+         [](const Context&) {
+             return not_replayable("Triton kernel: its binary is not in the trace");
+         }},
         {{"unlinked", "no runtime launch and no op carry this activity's ids"},
          [](const Context& c) { return c.chain.empty() && c.node.launch == kNoIndex; },
          [](const Context& c) { return not_replayable(to_string(c.node.link)); }},
-        {{"gemm-splitk-reduce", "cuBLASLt split-K reduction under a GEMM op: tier 2, issued by its GEMM"},
+        {{"gemm-splitk-reduce",
+          "cuBLASLt split-K reduction under a GEMM op: tier 2, issued by its GEMM"},
          [](const Context& c) { return c.gemm_op && is_splitk_reduce(c.name); },
          [](const Context& c) { return gemm_or_reason(c, true, "gemm-splitk-reduce"); }},
         {{"gemm", "GEMM kernel under aten::mm/addmm/bmm/baddbmm/linear/matmul: tier 2 cuBLASLt"},
@@ -384,7 +411,9 @@ const std::vector<Rule>& rules() {
              r.detail = aten_recipe(c, *c.aten_op);
              return r;
          }},
-        {{"no-shapes", "kernel under a dispatcher op without recorded shapes (no record_shapes, ET or shape log)"},
+        {{"no-shapes",
+          "kernel under a dispatcher op without recorded shapes (no record_shapes, ET or shape "
+          "log)"},
          [](const Context& c) { return c.aten_op.has_value(); },
          [](const Context& c) {
              return not_replayable("no shapes recorded for " + std::string(c.op_name(*c.aten_op)) +
@@ -393,9 +422,10 @@ const std::vector<Rule>& rules() {
         {{"no-op", "the launch is not inside any recorded dispatcher op"},
          [](const Context&) { return true; },
          [](const Context& c) {
-             return not_replayable(c.chain.empty() ? std::string(to_string(LinkState::NoOp))
-                                                   : "only non-operator ranges enclose the launch (e.g. " +
-                                                         std::string(c.op_name(c.chain.front())) + ")");
+             return not_replayable(c.chain.empty()
+                                       ? std::string(to_string(LinkState::NoOp))
+                                       : "only non-operator ranges enclose the launch (e.g. " +
+                                             std::string(c.op_name(c.chain.front())) + ")");
          }},
     };
     return table;
@@ -417,7 +447,9 @@ std::vector<Recipe> classify(const KernelGraph& graph) {
     recipes.reserve(graph.nodes().size());
     for (const GraphNode& node : graph.nodes()) {
         const GpuActivity& activity = graph.activity(node);
-        Context c{graph, node, activity, graph.trace().names.view(activity.name), graph.op_chain(node), {}, {}};
+        Context c{
+            graph, node, activity, graph.trace().names.view(activity.name), graph.op_chain(node),
+            {},    {}};
         for (std::uint32_t op : c.chain) {
             const std::string_view name = c.op_name(op);
             if (!c.aten_op && c.op(op).category == 0 && is_dispatcher_op(name)) c.aten_op = op;
@@ -429,9 +461,11 @@ std::vector<Recipe> classify(const KernelGraph& graph) {
             Recipe recipe = rule.build(c);
             if (recipe.rule.empty()) recipe.rule = rule.info.id;
             // A non-GEMM kernel whose innermost op is itself a GEMM op is part of that op's work.
-            if (recipe.tier == Tier::AtenOp && c.aten_op && is_gemm_op(c.op_name(*c.aten_op)) && c.gemm_op) {
+            if (recipe.tier == Tier::AtenOp && c.aten_op && is_gemm_op(c.op_name(*c.aten_op)) &&
+                c.gemm_op) {
                 recipe = gemm_or_reason(c, true, "gemm-aux");
-                if (recipe.replayable()) recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
+                if (recipe.replayable())
+                    recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
             }
             recipes.push_back(std::move(recipe));
             break;

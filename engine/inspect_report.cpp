@@ -27,9 +27,9 @@ TierTotals tier_totals(const Analysis& a) {
     return t;
 }
 
-constexpr std::array<const char*, 5> kTierLabels = {"not replayable", "tier 1 copy/memset (CUDA runtime)",
-                                                    "tier 2 GEMM (cuBLASLt)", "tier 3 aten op (libtorch)",
-                                                    "tier 4 collective (NCCL)"};
+constexpr std::array<const char*, 5> kTierLabels = {
+    "not replayable", "tier 1 copy/memset (CUDA runtime)", "tier 2 GEMM (cuBLASLt)",
+    "tier 3 aten op (libtorch)", "tier 4 collective (NCCL)"};
 
 std::string shorten(std::string_view name, std::size_t width) {
     if (name.size() <= width) return std::string(name);
@@ -54,53 +54,63 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
     const Trace& t = a.trace();
     const ParseStats& s = a.parsed.stats;
     out << std::fixed;
-    out << "trace      " << t.source << " (" << to_string(s.compression) << ", " << std::setprecision(1)
-        << static_cast<double>(s.json_bytes) / 1e6 << " MB JSON, parsed in " << std::setprecision(2) << a.parse_seconds
-        << " s)\n";
+    out << "trace      " << t.source << " (" << to_string(s.compression) << ", "
+        << std::setprecision(1) << static_cast<double>(s.json_bytes) / 1e6 << " MB JSON, parsed in "
+        << std::setprecision(2) << a.parse_seconds << " s)\n";
     if (!t.meta.devices.empty())
         out << "recorded   " << t.meta.devices.front().name << " x" << t.meta.devices.size()
-            << (t.meta.world_size > 0 ? ", rank " + std::to_string(t.meta.rank) + " of " + std::to_string(t.meta.world_size) : "")
+            << (t.meta.world_size > 0 ? ", rank " + std::to_string(t.meta.rank) + " of " +
+                                            std::to_string(t.meta.world_size)
+                                      : "")
             << (t.meta.is_hip ? " (ROCm/HIP)" : "") << "\n";
-    out << "events     " << s.events << " (" << t.cpu_ops.size() << " CPU ops/annotations, " << t.runtime_calls.size()
-        << " runtime calls, " << t.flow_events << " flow events)\n";
+    out << "events     " << s.events << " (" << t.cpu_ops.size() << " CPU ops/annotations, "
+        << t.runtime_calls.size() << " runtime calls, " << t.flow_events << " flow events)\n";
     out << "\nevents by category\n";
-    for (const auto& [cat, n] : s.by_category) out << "  " << std::left << std::setw(28) << cat << std::right << std::setw(10) << n << "\n";
+    for (const auto& [cat, n] : s.by_category)
+        out << "  " << std::left << std::setw(28) << cat << std::right << std::setw(10) << n
+            << "\n";
 
     const double kernel_us = static_cast<double>(t.total_time(ActivityKind::Kernel)) / 1000.0;
     out << "\nGPU activities\n";
     for (ActivityKind kind : {ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset})
-        out << "  " << std::left << std::setw(8) << to_string(kind) << std::right << std::setw(10) << t.count(kind)
-            << std::setw(16) << std::setprecision(1) << static_cast<double>(t.total_time(kind)) / 1000.0 << " us\n";
+        out << "  " << std::left << std::setw(8) << to_string(kind) << std::right << std::setw(10)
+            << t.count(kind) << std::setw(16) << std::setprecision(1)
+            << static_cast<double>(t.total_time(kind)) / 1000.0 << " us\n";
 
     const TierTotals tiers = tier_totals(a);
-    out << "\nGPU time by tier                         activities   unique        time us   share\n";
+    out << "\nGPU time by tier                         activities   unique        time us   "
+           "share\n";
     double all = 0;
     for (double x : tiers.time_us) all += x;
     for (std::size_t i = 1; i <= 5; ++i) {
         const std::size_t tier = i % 5;  // tiers 1..4 first, "not replayable" last
-        out << "  " << std::left << std::setw(38) << kTierLabels[tier] << std::right << std::setw(11)
-            << tiers.activities[tier] << std::setw(9) << tiers.unique[tier] << std::setw(15) << std::setprecision(1)
-            << tiers.time_us[tier] << std::setw(7) << std::setprecision(1)
-            << (all > 0 ? 100.0 * tiers.time_us[tier] / all : 0.0) << "%\n";
+        out << "  " << std::left << std::setw(38) << kTierLabels[tier] << std::right
+            << std::setw(11) << tiers.activities[tier] << std::setw(9) << tiers.unique[tier]
+            << std::setw(15) << std::setprecision(1) << tiers.time_us[tier] << std::setw(7)
+            << std::setprecision(1) << (all > 0 ? 100.0 * tiers.time_us[tier] / all : 0.0) << "%\n";
     }
-    out << "  coverage: " << std::setprecision(2) << 100.0 * a.coverage << "% of " << std::setprecision(1) << kernel_us
-        << " us kernel time has a recipe\n";
+    out << "  coverage: " << std::setprecision(2) << 100.0 * a.coverage << "% of "
+        << std::setprecision(1) << kernel_us << " us kernel time has a recipe\n";
     const auto why = reasons(a);
     if (!why.empty()) {
-        out << "\nnot replayable, by reason                                                        activities   time us\n";
+        out << "\nnot replayable, by reason                                                        "
+               "activities   time us\n";
         for (const auto& [reason, v] : why)
-            out << "  " << std::left << std::setw(92) << shorten(reason, 92) << std::right << std::setw(8) << v.first
-                << std::setw(12) << std::setprecision(1) << v.second << "\n";
+            out << "  " << std::left << std::setw(92) << shorten(reason, 92) << std::right
+                << std::setw(8) << v.first << std::setw(12) << std::setprecision(1) << v.second
+                << "\n";
     }
 
     out << "\nstreams    device  stream  activities       busy us\n";
     for (const auto& st : a.graph.streams())
-        out << "         " << std::setw(7) << st.device << std::setw(8) << st.stream << std::setw(12) << st.nodes.size()
-            << std::setw(14) << std::setprecision(1) << static_cast<double>(st.busy) / 1000.0 << "\n";
+        out << "         " << std::setw(7) << st.device << std::setw(8) << st.stream
+            << std::setw(12) << st.nodes.size() << std::setw(14) << std::setprecision(1)
+            << static_cast<double>(st.busy) / 1000.0 << "\n";
     const GraphStats& g = a.graph.stats();
-    out << "graph      " << g.linked << " linked, " << g.no_launch << " without launch, " << g.no_op << " outside any op; "
-        << g.waits << " cross-stream waits, " << g.host_syncs << " host syncs, " << g.graph_launches
-        << " cudaGraphLaunch (" << g.graph_launched_activities << " activities), " << g.driver_launches
+    out << "graph      " << g.linked << " linked, " << g.no_launch << " without launch, " << g.no_op
+        << " outside any op; " << g.waits << " cross-stream waits, " << g.host_syncs
+        << " host syncs, " << g.graph_launches << " cudaGraphLaunch ("
+        << g.graph_launched_activities << " activities), " << g.driver_launches
         << " driver launches\n";
 
     out << "\ntop unique kernels (" << a.kernels.size() << " in all)\n";
@@ -108,10 +118,10 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
     int shown = 0;
     for (const auto& k : a.kernels) {
         if (shown++ >= top) break;
-        out << std::setw(10) << k.recorded_us.count << std::setw(13) << std::setprecision(1) << k.recorded_us.sum
-            << std::setw(13) << std::setprecision(2) << k.recorded_us.median << "  " << std::left << std::setw(5)
-            << to_string(k.recipe.tier) << " " << std::setw(20) << k.recipe.rule << " " << shorten(k.name, 70)
-            << std::right << "\n";
+        out << std::setw(10) << k.recorded_us.count << std::setw(13) << std::setprecision(1)
+            << k.recorded_us.sum << std::setw(13) << std::setprecision(2) << k.recorded_us.median
+            << "  " << std::left << std::setw(5) << to_string(k.recipe.tier) << " " << std::setw(20)
+            << k.recipe.rule << " " << shorten(k.name, 70) << std::right << "\n";
     }
     for (const auto& note : a.notes) out << "note: " << note << "\n";
 }
@@ -133,7 +143,9 @@ void write_inspect_json(std::ostream& out, const Analysis& a, int top) {
     json.field("unique_kernels", static_cast<std::uint64_t>(a.kernels.size()));
     json.field("coverage", a.coverage);
     json.key("parse").begin_object();
-    json.field("compression", to_string(s.compression)).field("json_bytes", s.json_bytes).field("raw_bytes", s.raw_bytes);
+    json.field("compression", to_string(s.compression))
+        .field("json_bytes", s.json_bytes)
+        .field("raw_bytes", s.raw_bytes);
     json.field("events", s.events).field("malformed", s.malformed).field("truncated", s.truncated);
     json.field("truncated_lost_bytes", s.truncated_lost_bytes).field("seconds", a.parse_seconds);
     json.key("by_category").begin_object();
@@ -145,32 +157,46 @@ void write_inspect_json(std::ostream& out, const Analysis& a, int top) {
     json.key("tiers").begin_array();
     for (std::size_t i = 0; i < 5; ++i) {
         json.begin_object();
-        if (i == 0) json.key("tier").null();
-        else json.field("tier", static_cast<int>(i));
-        json.field("label", kTierLabels[i]).field("activities", static_cast<std::uint64_t>(tiers.activities[i]));
-        json.field("unique", static_cast<std::uint64_t>(tiers.unique[i])).field("time_us", tiers.time_us[i]);
+        if (i == 0)
+            json.key("tier").null();
+        else
+            json.field("tier", static_cast<int>(i));
+        json.field("label", kTierLabels[i])
+            .field("activities", static_cast<std::uint64_t>(tiers.activities[i]));
+        json.field("unique", static_cast<std::uint64_t>(tiers.unique[i]))
+            .field("time_us", tiers.time_us[i]);
         json.end_object();
     }
     json.end_array();
     json.key("streams").begin_array();
     for (const auto& st : a.graph.streams())
-        json.begin_object().field("device", st.device).field("stream", st.stream)
+        json.begin_object()
+            .field("device", st.device)
+            .field("stream", st.stream)
             .field("activities", static_cast<std::uint64_t>(st.nodes.size()))
-            .field("busy_us", static_cast<double>(st.busy) / 1000.0).end_object();
+            .field("busy_us", static_cast<double>(st.busy) / 1000.0)
+            .end_object();
     json.end_array();
     const GraphStats& g = a.graph.stats();
     json.key("graph").begin_object();
     json.field("linked", g.linked).field("no_launch", g.no_launch).field("no_op", g.no_op);
-    json.field("waits", g.waits).field("host_syncs", g.host_syncs).field("graph_launches", g.graph_launches);
+    json.field("waits", g.waits)
+        .field("host_syncs", g.host_syncs)
+        .field("graph_launches", g.graph_launches);
     json.field("driver_launches", g.driver_launches);
     json.end_object();
     json.key("top_kernels").begin_array();
     int shown = 0;
     for (const auto& k : a.kernels) {
         if (shown++ >= top) break;
-        json.begin_object().field("id", k.id).field("name", k.name).field("kind", to_string(k.kind));
-        if (k.recipe.tier == Tier::NotReplayable) json.key("tier").null();
-        else json.field("tier", static_cast<int>(k.recipe.tier));
+        json.begin_object()
+            .field("id", k.id)
+            .field("name", k.name)
+            .field("kind", to_string(k.kind));
+        if (k.recipe.tier == Tier::NotReplayable)
+            json.key("tier").null();
+        else
+            json.field("tier", static_cast<int>(k.recipe.tier));
         json.field("rule", k.recipe.rule);
         json.key("recorded_us");
         write_duration_stats(json, k.recorded_us);

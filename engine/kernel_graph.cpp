@@ -10,7 +10,9 @@ namespace {
 
 using ThreadKey = std::pair<std::int64_t, std::int64_t>;  // (pid, tid)
 
-bool contains(const CpuOp& op, Nanos ts) { return op.ts <= ts && ts <= op.ts + op.dur; }
+bool contains(const CpuOp& op, Nanos ts) {
+    return op.ts <= ts && ts <= op.ts + op.dur;
+}
 
 // Per-thread ops sorted by start (outer first on ties), with parents set by a nesting stack.
 std::map<ThreadKey, std::vector<std::uint32_t>> nest_ops(Trace& trace) {
@@ -29,7 +31,8 @@ std::map<ThreadKey, std::vector<std::uint32_t>> nest_ops(Trace& trace) {
         for (std::uint32_t i : ops) {
             CpuOp& op = trace.cpu_ops[i];
             while (!stack.empty() && !(contains(trace.cpu_ops[stack.back()], op.ts) &&
-                                       op.ts + op.dur <= trace.cpu_ops[stack.back()].ts + trace.cpu_ops[stack.back()].dur))
+                                       op.ts + op.dur <= trace.cpu_ops[stack.back()].ts +
+                                                             trace.cpu_ops[stack.back()].dur))
                 stack.pop_back();
             op.parent = stack.empty() ? kNoIndex : stack.back();
             stack.push_back(i);
@@ -69,9 +72,12 @@ bool is_event_record(std::string_view name) {
 
 const char* to_string(LinkState state) {
     switch (state) {
-        case LinkState::Linked: return "linked";
-        case LinkState::NoLaunch: return "no runtime launch with this correlation id";
-        case LinkState::NoOp: return "launch has no enclosing CPU op";
+        case LinkState::Linked:
+            return "linked";
+        case LinkState::NoLaunch:
+            return "no runtime launch with this correlation id";
+        case LinkState::NoOp:
+            return "launch has no enclosing CPU op";
     }
     return "?";
 }
@@ -126,14 +132,15 @@ KernelGraph KernelGraph::build(Trace& trace) {
     for (auto& node : graph.nodes_)
         if (node.launch != kNoIndex) node.launch_fanout = fanout[node.launch];
 
-    std::sort(graph.nodes_.begin(), graph.nodes_.end(), [&](const GraphNode& x, const GraphNode& y) {
-        const Nanos lx = graph.launch_time(x), ly = graph.launch_time(y);
-        if (lx != ly) return lx < ly;
-        const GpuActivity& ax = trace.activities[x.activity];
-        const GpuActivity& ay = trace.activities[y.activity];
-        if (ax.ts != ay.ts) return ax.ts < ay.ts;
-        return x.activity < y.activity;
-    });
+    std::sort(graph.nodes_.begin(), graph.nodes_.end(),
+              [&](const GraphNode& x, const GraphNode& y) {
+                  const Nanos lx = graph.launch_time(x), ly = graph.launch_time(y);
+                  if (lx != ly) return lx < ly;
+                  const GpuActivity& ax = trace.activities[x.activity];
+                  const GpuActivity& ay = trace.activities[y.activity];
+                  if (ax.ts != ay.ts) return ax.ts < ay.ts;
+                  return x.activity < y.activity;
+              });
 
     std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> slot_of;
     for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n) {
@@ -146,16 +153,24 @@ KernelGraph KernelGraph::build(Trace& trace) {
         graph.streams_[it->second].nodes.push_back(n);
         graph.streams_[it->second].busy += a.dur;
         switch (node.link) {
-            case LinkState::Linked: ++graph.stats_.linked; break;
-            case LinkState::NoLaunch: ++graph.stats_.no_launch; break;
-            case LinkState::NoOp: ++graph.stats_.no_op; break;
+            case LinkState::Linked:
+                ++graph.stats_.linked;
+                break;
+            case LinkState::NoLaunch:
+                ++graph.stats_.no_launch;
+                break;
+            case LinkState::NoOp:
+                ++graph.stats_.no_op;
+                break;
         }
         if (node.graph_launch) ++graph.stats_.graph_launched_activities;
     }
     for (auto& track : graph.streams_)
-        std::stable_sort(track.nodes.begin(), track.nodes.end(), [&](std::uint32_t x, std::uint32_t y) {
-            return trace.activities[graph.nodes_[x].activity].ts < trace.activities[graph.nodes_[y].activity].ts;
-        });
+        std::stable_sort(track.nodes.begin(), track.nodes.end(),
+                         [&](std::uint32_t x, std::uint32_t y) {
+                             return trace.activities[graph.nodes_[x].activity].ts <
+                                    trace.activities[graph.nodes_[y].activity].ts;
+                         });
 
     // Per-thread launch order lets us infer which streams an event record / wait pair joins:
     // the record follows the producer stream's last launch, the wait precedes the waiter's next.
@@ -175,7 +190,9 @@ KernelGraph KernelGraph::build(Trace& trace) {
     for (std::uint32_t c : calls) {
         const RuntimeCall& call = trace.runtime_calls[c];
         const std::string_view name = trace.names.view(call.name);
-        while (next_node < graph.nodes_.size() && graph.launch_time(graph.nodes_[next_node]) < call.ts) ++next_node;
+        while (next_node < graph.nodes_.size() &&
+               graph.launch_time(graph.nodes_[next_node]) < call.ts)
+            ++next_node;
         if (is_graph_launch(name)) ++graph.stats_.graph_launches;
         if (call.is_driver) ++graph.stats_.driver_launches;
         if (is_host_sync(name)) {
@@ -186,9 +203,9 @@ KernelGraph KernelGraph::build(Trace& trace) {
         auto launches = launches_by_thread.find(thread);
         if (launches == launches_by_thread.end()) continue;
         const auto& mine = launches->second;
-        auto after = std::lower_bound(mine.begin(), mine.end(), call.ts, [&](std::uint32_t n, Nanos t) {
-            return graph.launch_time(graph.nodes_[n]) < t;
-        });
+        auto after = std::lower_bound(
+            mine.begin(), mine.end(), call.ts,
+            [&](std::uint32_t n, Nanos t) { return graph.launch_time(graph.nodes_[n]) < t; });
         if (is_event_record(name)) {
             if (after != mine.begin()) last_record_producer[thread] = *(after - 1);
         } else if (is_stream_wait(name)) {
@@ -218,7 +235,8 @@ Nanos KernelGraph::launch_time(const GraphNode& node) const {
 
 std::vector<std::uint32_t> KernelGraph::op_chain(const GraphNode& node) const {
     std::vector<std::uint32_t> chain;
-    for (std::uint32_t op = node.op; op != kNoIndex && chain.size() < 256; op = trace_->cpu_ops[op].parent)
+    for (std::uint32_t op = node.op; op != kNoIndex && chain.size() < 256;
+         op = trace_->cpu_ops[op].parent)
         chain.push_back(op);
     return chain;
 }

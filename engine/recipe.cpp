@@ -8,11 +8,21 @@ namespace replay {
 namespace {
 
 constexpr std::array<std::pair<DType, const char*>, 15> kDTypeNames{{
-    {DType::Unknown, "unknown"},       {DType::Float32, "float32"},   {DType::Float16, "float16"},
-    {DType::BFloat16, "bfloat16"},     {DType::Float64, "float64"},   {DType::Int64, "int64"},
-    {DType::Int32, "int32"},           {DType::Int16, "int16"},       {DType::Int8, "int8"},
-    {DType::UInt8, "uint8"},           {DType::Bool, "bool"},         {DType::Float8E4M3, "float8_e4m3fn"},
-    {DType::Float8E5M2, "float8_e5m2"}, {DType::ComplexFloat, "complex64"}, {DType::ComplexDouble, "complex128"},
+    {DType::Unknown, "unknown"},
+    {DType::Float32, "float32"},
+    {DType::Float16, "float16"},
+    {DType::BFloat16, "bfloat16"},
+    {DType::Float64, "float64"},
+    {DType::Int64, "int64"},
+    {DType::Int32, "int32"},
+    {DType::Int16, "int16"},
+    {DType::Int8, "int8"},
+    {DType::UInt8, "uint8"},
+    {DType::Bool, "bool"},
+    {DType::Float8E4M3, "float8_e4m3fn"},
+    {DType::Float8E5M2, "float8_e5m2"},
+    {DType::ComplexFloat, "complex64"},
+    {DType::ComplexDouble, "complex128"},
 }};
 
 void append_dims(std::ostringstream& out, const std::vector<std::int64_t>& v) {
@@ -25,11 +35,16 @@ void append_dims(std::ostringstream& out, const std::vector<std::int64_t>& v) {
 
 const char* to_string(Tier tier) {
     switch (tier) {
-        case Tier::NotReplayable: return "none";
-        case Tier::Copy: return "1";
-        case Tier::Gemm: return "2";
-        case Tier::AtenOp: return "3";
-        case Tier::Collective: return "4";
+        case Tier::NotReplayable:
+            return "none";
+        case Tier::Copy:
+            return "1";
+        case Tier::Gemm:
+            return "2";
+        case Tier::AtenOp:
+            return "3";
+        case Tier::Collective:
+            return "4";
     }
     return "?";
 }
@@ -52,7 +67,8 @@ DType dtype_from_kineto(std::string_view type) {
     if (type == "c10::BFloat16" || type == "BFloat16") return DType::BFloat16;
     if (type == "float" || type == "Float") return DType::Float32;
     if (type == "double" || type == "Double") return DType::Float64;
-    if (type == "long int" || type == "long" || type == "int64_t" || type == "Long") return DType::Int64;
+    if (type == "long int" || type == "long" || type == "int64_t" || type == "Long")
+        return DType::Int64;
     if (type == "int" || type == "Int") return DType::Int32;
     if (type == "short int" || type == "short" || type == "Short") return DType::Int16;
     if (type == "signed char" || type == "Char") return DType::Int8;
@@ -69,44 +85,63 @@ std::size_t element_size(DType dtype) {
     switch (dtype) {
         case DType::Float64:
         case DType::Int64:
-        case DType::ComplexFloat: return 8;
-        case DType::ComplexDouble: return 16;
+        case DType::ComplexFloat:
+            return 8;
+        case DType::ComplexDouble:
+            return 16;
         case DType::Float32:
-        case DType::Int32: return 4;
+        case DType::Int32:
+            return 4;
         case DType::Float16:
         case DType::BFloat16:
-        case DType::Int16: return 2;
+        case DType::Int16:
+            return 2;
         case DType::Int8:
         case DType::UInt8:
         case DType::Bool:
         case DType::Float8E4M3:
-        case DType::Float8E5M2: return 1;
-        case DType::Unknown: return 4;
+        case DType::Float8E5M2:
+            return 1;
+        case DType::Unknown:
+            return 4;
     }
     return 4;
 }
 
 const char* to_string(CopyDirection direction) {
     switch (direction) {
-        case CopyDirection::HostToDevice: return "HtoD";
-        case CopyDirection::DeviceToHost: return "DtoH";
-        case CopyDirection::DeviceToDevice: return "DtoD";
-        case CopyDirection::HostToHost: return "HtoH";
-        case CopyDirection::PeerToPeer: return "PtoP";
-        case CopyDirection::Device: return "Device";
+        case CopyDirection::HostToDevice:
+            return "HtoD";
+        case CopyDirection::DeviceToHost:
+            return "DtoH";
+        case CopyDirection::DeviceToDevice:
+            return "DtoD";
+        case CopyDirection::HostToHost:
+            return "HtoH";
+        case CopyDirection::PeerToPeer:
+            return "PtoP";
+        case CopyDirection::Device:
+            return "Device";
     }
     return "?";
 }
 
 const char* to_string(ArgKind kind) {
     switch (kind) {
-        case ArgKind::Tensor: return "tensor";
-        case ArgKind::TensorList: return "tensor_list";
-        case ArgKind::Scalar: return "scalar";
-        case ArgKind::ScalarList: return "scalar_list";
-        case ArgKind::None: return "none";
-        case ArgKind::String: return "string";
-        case ArgKind::Other: return "other";
+        case ArgKind::Tensor:
+            return "tensor";
+        case ArgKind::TensorList:
+            return "tensor_list";
+        case ArgKind::Scalar:
+            return "scalar";
+        case ArgKind::ScalarList:
+            return "scalar_list";
+        case ArgKind::None:
+            return "none";
+        case ArgKind::String:
+            return "string";
+        case ArgKind::Other:
+            return "other";
     }
     return "?";
 }
@@ -119,7 +154,8 @@ std::int64_t TensorSpec::numel() const {
 
 std::vector<std::int64_t> TensorSpec::contiguous_strides() const {
     std::vector<std::int64_t> s(dims.size(), 1);
-    for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * std::max<std::int64_t>(dims[i], 1);
+    for (std::size_t i = dims.size(); i-- > 1;)
+        s[i - 1] = s[i] * std::max<std::int64_t>(dims[i], 1);
     return s;
 }
 
@@ -141,10 +177,11 @@ std::string Recipe::key() const {
                 out << (d.is_memset ? "|memset|" : "|memcpy|") << to_string(d.direction) << '|'
                     << (d.host_pinned ? "pinned" : "pageable") << '|' << d.bytes;
             } else if constexpr (std::is_same_v<T, GemmRecipe>) {
-                out << '|' << d.op << "|m" << d.m << "n" << d.n << "k" << d.k << "b" << d.batch << '|'
-                    << (d.trans_a ? 'T' : 'N') << (d.trans_b ? 'T' : 'N') << "|ld" << d.lda << ',' << d.ldb << ','
-                    << d.ldc << '|' << to_string(d.a_type) << ',' << to_string(d.b_type) << ','
-                    << to_string(d.c_type) << "|a" << d.alpha << "b" << d.beta << (d.bias ? "|bias" : "");
+                out << '|' << d.op << "|m" << d.m << "n" << d.n << "k" << d.k << "b" << d.batch
+                    << '|' << (d.trans_a ? 'T' : 'N') << (d.trans_b ? 'T' : 'N') << "|ld" << d.lda
+                    << ',' << d.ldb << ',' << d.ldc << '|' << to_string(d.a_type) << ','
+                    << to_string(d.b_type) << ',' << to_string(d.c_type) << "|a" << d.alpha << "b"
+                    << d.beta << (d.bias ? "|bias" : "");
             } else if constexpr (std::is_same_v<T, AtenRecipe>) {
                 out << '|' << d.op << (d.overload.empty() ? "" : ".") << d.overload;
                 for (const auto& a : d.args) {
@@ -156,8 +193,8 @@ std::string Recipe::key() const {
                     if (!a.value.empty()) out << '=' << a.value;
                 }
             } else if constexpr (std::is_same_v<T, CollectiveRecipe>) {
-                out << '|' << d.collective << '|' << d.in_nelems << '|' << d.out_nelems << '|' << to_string(d.dtype)
-                    << '|' << d.group_size;
+                out << '|' << d.collective << '|' << d.in_nelems << '|' << d.out_nelems << '|'
+                    << to_string(d.dtype) << '|' << d.group_size;
             }
         },
         detail);
@@ -167,17 +204,20 @@ std::string Recipe::key() const {
 std::string Recipe::instance_key() const {
     std::string out = key();
     if (const auto* g = std::get_if<GemmRecipe>(&detail)) {
-        out += "|s" + std::to_string(g->a_storage) + "," + std::to_string(g->b_storage) + "," + std::to_string(g->c_storage);
+        out += "|s" + std::to_string(g->a_storage) + "," + std::to_string(g->b_storage) + "," +
+               std::to_string(g->c_storage);
     } else if (const auto* a = std::get_if<AtenRecipe>(&detail)) {
         out += "|s";
         for (const auto& arg : a->args)
-            for (const auto& t : arg.tensors) out += std::to_string(t.storage_id) + "+" + std::to_string(t.storage_offset) + ",";
+            for (const auto& t : arg.tensors)
+                out += std::to_string(t.storage_id) + "+" + std::to_string(t.storage_offset) + ",";
     }
     return out;
 }
 
 double Recipe::bytes() const {
-    if (const auto* copy = std::get_if<CopyRecipe>(&detail)) return static_cast<double>(copy->bytes);
+    if (const auto* copy = std::get_if<CopyRecipe>(&detail))
+        return static_cast<double>(copy->bytes);
     return 0.0;
 }
 

@@ -16,7 +16,8 @@ void write_tensor(JsonWriter& json, const TensorSpec& t) {
     json.array("dims", t.dims);
     if (!t.strides.empty()) json.array("strides", t.strides);
     json.field("dtype", to_string(t.dtype));
-    if (t.storage_id >= 0) json.field("storage_id", t.storage_id).field("storage_offset", t.storage_offset);
+    if (t.storage_id >= 0)
+        json.field("storage_id", t.storage_id).field("storage_offset", t.storage_offset);
     json.end_object();
 }
 
@@ -26,10 +27,13 @@ struct Reader {
     [[noreturn]] void fail(od::value& v, const std::string& what) {
         const char* at = nullptr;
         std::uint64_t offset = 0;
-        if (!v.current_location().get(at) && at != nullptr) offset = static_cast<std::uint64_t>(at - text.data());
+        if (!v.current_location().get(at) && at != nullptr)
+            offset = static_cast<std::uint64_t>(at - text.data());
         throw InputError(file, offset, what);
     }
-    [[noreturn]] void fail_at(std::uint64_t offset, const std::string& what) { throw InputError(file, offset, what); }
+    [[noreturn]] void fail_at(std::uint64_t offset, const std::string& what) {
+        throw InputError(file, offset, what);
+    }
 };
 
 std::int64_t get_i64(od::value v, std::int64_t fallback = 0) {
@@ -69,11 +73,16 @@ TensorSpec read_tensor(od::value v) {
         if (f.unescaped_key().get(k)) continue;
         od::value x;
         if (f.value().get(x)) continue;
-        if (k == "dims") t.dims = get_i64s(x);
-        else if (k == "strides") t.strides = get_i64s(x);
-        else if (k == "dtype") t.dtype = dtype_from_name(get_str(x));
-        else if (k == "storage_id") t.storage_id = get_i64(x, -1);
-        else if (k == "storage_offset") t.storage_offset = get_i64(x);
+        if (k == "dims")
+            t.dims = get_i64s(x);
+        else if (k == "strides")
+            t.strides = get_i64s(x);
+        else if (k == "dtype")
+            t.dtype = dtype_from_name(get_str(x));
+        else if (k == "storage_id")
+            t.storage_id = get_i64(x, -1);
+        else if (k == "storage_offset")
+            t.storage_offset = get_i64(x);
     }
     return t;
 }
@@ -95,52 +104,89 @@ Recipe read_recipe(od::value v) {
         if (k == "tier") {
             const auto t = get_i64(x, 0);
             r.tier = t >= 1 && t <= 4 ? static_cast<Tier>(t) : Tier::NotReplayable;
-        } else if (k == "rule") r.rule = get_str(x);
-        else if (k == "reason") r.reason = get_str(x);
+        } else if (k == "rule")
+            r.rule = get_str(x);
+        else if (k == "reason")
+            r.reason = get_str(x);
         else if (k == "issued_with_op") {
             bool b = false;
             if (!x.get_bool().get(b)) r.issued_with_op = b;
-        } else if (k == "kind") kind = get_str(x);
+        } else if (k == "kind")
+            kind = get_str(x);
         // copy
-        else if (k == "bytes") copy.bytes = get_i64(x);
+        else if (k == "bytes")
+            copy.bytes = get_i64(x);
         else if (k == "direction") {
             const std::string d = get_str(x);
-            for (auto dir : {CopyDirection::HostToDevice, CopyDirection::DeviceToHost, CopyDirection::DeviceToDevice,
-                             CopyDirection::HostToHost, CopyDirection::PeerToPeer, CopyDirection::Device})
+            for (auto dir : {CopyDirection::HostToDevice, CopyDirection::DeviceToHost,
+                             CopyDirection::DeviceToDevice, CopyDirection::HostToHost,
+                             CopyDirection::PeerToPeer, CopyDirection::Device})
                 if (d == to_string(dir)) copy.direction = dir;
         } else if (k == "host_pinned") {
             bool b = false;
             if (!x.get_bool().get(b)) copy.host_pinned = b;
-        } else if (k == "value") copy.value = static_cast<int>(get_i64(x));
+        } else if (k == "value")
+            copy.value = static_cast<int>(get_i64(x));
         // gemm
-        else if (k == "m") gemm.m = get_i64(x);
-        else if (k == "n") gemm.n = get_i64(x);
-        else if (k == "k") gemm.k = get_i64(x);
-        else if (k == "batch") gemm.batch = get_i64(x, 1);
-        else if (k == "trans_a") { bool b = false; if (!x.get_bool().get(b)) gemm.trans_a = b; }
-        else if (k == "trans_b") { bool b = false; if (!x.get_bool().get(b)) gemm.trans_b = b; }
-        else if (k == "lda") gemm.lda = get_i64(x);
-        else if (k == "ldb") gemm.ldb = get_i64(x);
-        else if (k == "ldc") gemm.ldc = get_i64(x);
-        else if (k == "stride_a") gemm.stride_a = get_i64(x);
-        else if (k == "stride_b") gemm.stride_b = get_i64(x);
-        else if (k == "stride_c") gemm.stride_c = get_i64(x);
-        else if (k == "a_type") gemm.a_type = dtype_from_name(get_str(x));
-        else if (k == "b_type") gemm.b_type = dtype_from_name(get_str(x));
-        else if (k == "c_type") gemm.c_type = dtype_from_name(get_str(x));
-        else if (k == "compute_type") gemm.compute_type = dtype_from_name(get_str(x));
-        else if (k == "alpha") gemm.alpha = get_f64(x);
-        else if (k == "beta") gemm.beta = get_f64(x);
-        else if (k == "bias") { bool b = false; if (!x.get_bool().get(b)) gemm.bias = b; }
-        else if (k == "bias_type") gemm.bias_type = dtype_from_name(get_str(x));
-        else if (k == "c_broadcast") { bool b = false; if (!x.get_bool().get(b)) gemm.c_broadcast = b; }
-        else if (k == "a_storage") gemm.a_storage = get_i64(x, -1);
-        else if (k == "b_storage") gemm.b_storage = get_i64(x, -1);
-        else if (k == "c_storage") gemm.c_storage = get_i64(x, -1);
+        else if (k == "m")
+            gemm.m = get_i64(x);
+        else if (k == "n")
+            gemm.n = get_i64(x);
+        else if (k == "k")
+            gemm.k = get_i64(x);
+        else if (k == "batch")
+            gemm.batch = get_i64(x, 1);
+        else if (k == "trans_a") {
+            bool b = false;
+            if (!x.get_bool().get(b)) gemm.trans_a = b;
+        } else if (k == "trans_b") {
+            bool b = false;
+            if (!x.get_bool().get(b)) gemm.trans_b = b;
+        } else if (k == "lda")
+            gemm.lda = get_i64(x);
+        else if (k == "ldb")
+            gemm.ldb = get_i64(x);
+        else if (k == "ldc")
+            gemm.ldc = get_i64(x);
+        else if (k == "stride_a")
+            gemm.stride_a = get_i64(x);
+        else if (k == "stride_b")
+            gemm.stride_b = get_i64(x);
+        else if (k == "stride_c")
+            gemm.stride_c = get_i64(x);
+        else if (k == "a_type")
+            gemm.a_type = dtype_from_name(get_str(x));
+        else if (k == "b_type")
+            gemm.b_type = dtype_from_name(get_str(x));
+        else if (k == "c_type")
+            gemm.c_type = dtype_from_name(get_str(x));
+        else if (k == "compute_type")
+            gemm.compute_type = dtype_from_name(get_str(x));
+        else if (k == "alpha")
+            gemm.alpha = get_f64(x);
+        else if (k == "beta")
+            gemm.beta = get_f64(x);
+        else if (k == "bias") {
+            bool b = false;
+            if (!x.get_bool().get(b)) gemm.bias = b;
+        } else if (k == "bias_type")
+            gemm.bias_type = dtype_from_name(get_str(x));
+        else if (k == "c_broadcast") {
+            bool b = false;
+            if (!x.get_bool().get(b)) gemm.c_broadcast = b;
+        } else if (k == "a_storage")
+            gemm.a_storage = get_i64(x, -1);
+        else if (k == "b_storage")
+            gemm.b_storage = get_i64(x, -1);
+        else if (k == "c_storage")
+            gemm.c_storage = get_i64(x, -1);
         // aten / gemm op
-        else if (k == "op") aten.op = gemm.op = get_str(x);
-        else if (k == "overload") aten.overload = get_str(x);
-        else if (k == "schema") aten.schema = get_str(x);
+        else if (k == "op")
+            aten.op = gemm.op = get_str(x);
+        else if (k == "overload")
+            aten.overload = get_str(x);
+        else if (k == "schema")
+            aten.schema = get_str(x);
         else if (k == "args") {
             od::array args;
             if (x.get_array().get(args)) continue;
@@ -155,11 +201,14 @@ Recipe read_recipe(od::value v) {
                     if (af.value().get(av)) continue;
                     if (ak == "kind") {
                         const std::string s = get_str(av);
-                        for (auto kk : {ArgKind::Tensor, ArgKind::TensorList, ArgKind::Scalar, ArgKind::ScalarList,
-                                        ArgKind::None, ArgKind::String, ArgKind::Other})
+                        for (auto kk :
+                             {ArgKind::Tensor, ArgKind::TensorList, ArgKind::Scalar,
+                              ArgKind::ScalarList, ArgKind::None, ArgKind::String, ArgKind::Other})
                             if (s == to_string(kk)) arg.kind = kk;
-                    } else if (ak == "type") arg.type = get_str(av);
-                    else if (ak == "value") arg.value = get_str(av);
+                    } else if (ak == "type")
+                        arg.type = get_str(av);
+                    else if (ak == "value")
+                        arg.value = get_str(av);
                     else if (ak == "tensors") {
                         od::array ts;
                         if (av.get_array().get(ts)) continue;
@@ -173,11 +222,16 @@ Recipe read_recipe(od::value v) {
             }
         }
         // collective
-        else if (k == "collective") coll.collective = get_str(x);
-        else if (k == "in_nelems") coll.in_nelems = get_i64(x, -1);
-        else if (k == "out_nelems") coll.out_nelems = get_i64(x, -1);
-        else if (k == "dtype") coll.dtype = dtype_from_name(get_str(x));
-        else if (k == "group_size") coll.group_size = static_cast<int>(get_i64(x, -1));
+        else if (k == "collective")
+            coll.collective = get_str(x);
+        else if (k == "in_nelems")
+            coll.in_nelems = get_i64(x, -1);
+        else if (k == "out_nelems")
+            coll.out_nelems = get_i64(x, -1);
+        else if (k == "dtype")
+            coll.dtype = dtype_from_name(get_str(x));
+        else if (k == "group_size")
+            coll.group_size = static_cast<int>(get_i64(x, -1));
     }
     if (kind == "memcpy" || kind == "memset") {
         copy.is_memset = kind == "memset";
@@ -196,8 +250,10 @@ Recipe read_recipe(od::value v) {
 
 void write_recipe(JsonWriter& json, const Recipe& recipe) {
     json.begin_object();
-    if (recipe.tier == Tier::NotReplayable) json.key("tier").null();
-    else json.field("tier", static_cast<int>(recipe.tier));
+    if (recipe.tier == Tier::NotReplayable)
+        json.key("tier").null();
+    else
+        json.field("tier", static_cast<int>(recipe.tier));
     json.field("rule", recipe.rule);
     if (!recipe.reason.empty()) json.field("reason", recipe.reason);
     if (recipe.issued_with_op) json.field("issued_with_op", true);
@@ -214,14 +270,19 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                 json.field("m", d.m).field("n", d.n).field("k", d.k).field("batch", d.batch);
                 json.field("trans_a", d.trans_a).field("trans_b", d.trans_b);
                 json.field("lda", d.lda).field("ldb", d.ldb).field("ldc", d.ldc);
-                json.field("stride_a", d.stride_a).field("stride_b", d.stride_b).field("stride_c", d.stride_c);
+                json.field("stride_a", d.stride_a)
+                    .field("stride_b", d.stride_b)
+                    .field("stride_c", d.stride_c);
                 json.field("a_type", to_string(d.a_type)).field("b_type", to_string(d.b_type));
-                json.field("c_type", to_string(d.c_type)).field("compute_type", to_string(d.compute_type));
+                json.field("c_type", to_string(d.c_type))
+                    .field("compute_type", to_string(d.compute_type));
                 json.field("alpha", d.alpha).field("beta", d.beta).field("bias", d.bias);
                 if (d.bias) json.field("bias_type", to_string(d.bias_type));
                 if (d.c_broadcast) json.field("c_broadcast", true);
                 if (d.a_storage >= 0 || d.b_storage >= 0 || d.c_storage >= 0)
-                    json.field("a_storage", d.a_storage).field("b_storage", d.b_storage).field("c_storage", d.c_storage);
+                    json.field("a_storage", d.a_storage)
+                        .field("b_storage", d.b_storage)
+                        .field("c_storage", d.c_storage);
                 json.field("gflop", d.flops() / 1e9);
             } else if constexpr (std::is_same_v<T, AtenRecipe>) {
                 json.field("kind", "aten").field("op", d.op).field("overload", d.overload);
@@ -265,8 +326,18 @@ void write_signature_file(std::ostream& out, const SignatureFile& file) {
     for (const auto& k : file.kernels) {
         json.begin_object();
         json.field("id", k.id).field("kind", to_string(k.kind)).field("name", k.name);
-        json.key("grid").begin_array().value(k.grid[0]).value(k.grid[1]).value(k.grid[2]).end_array();
-        json.key("block").begin_array().value(k.block[0]).value(k.block[1]).value(k.block[2]).end_array();
+        json.key("grid")
+            .begin_array()
+            .value(k.grid[0])
+            .value(k.grid[1])
+            .value(k.grid[2])
+            .end_array();
+        json.key("block")
+            .begin_array()
+            .value(k.block[0])
+            .value(k.block[1])
+            .value(k.block[2])
+            .end_array();
         json.field("count", static_cast<std::uint64_t>(k.recorded_us.count));
         json.key("recorded_us");
         write_duration_stats(json, k.recorded_us);
@@ -288,15 +359,18 @@ SignatureFile read_signature_file(const std::string& path) {
     if (parser.iterate(padded).get(doc)) reader.fail_at(0, "not JSON");
     SignatureFile file;
     od::object root;
-    if (doc.get_object().get(root)) reader.fail_at(0, "expected a JSON object (kernel_signatures.json)");
+    if (doc.get_object().get(root))
+        reader.fail_at(0, "expected a JSON object (kernel_signatures.json)");
     bool has_kernels = false;
     for (auto f : root) {
         std::string_view k;
         if (f.unescaped_key().get(k)) reader.fail_at(0, "unreadable member name");
         od::value v;
         if (f.value().get(v)) reader.fail_at(0, "unreadable value");
-        if (k == "trace") file.trace = get_str(v);
-        else if (k == "trace_hash") file.trace_hash = get_str(v);
+        if (k == "trace")
+            file.trace = get_str(v);
+        else if (k == "trace_hash")
+            file.trace_hash = get_str(v);
         else if (k == "kernels") {
             has_kernels = true;
             od::array arr;
@@ -310,15 +384,20 @@ SignatureFile read_signature_file(const std::string& path) {
                     if (kf.unescaped_key().get(kk)) continue;
                     od::value kv;
                     if (kf.value().get(kv)) continue;
-                    if (kk == "id") kernel.id = get_str(kv);
-                    else if (kk == "name") kernel.name = get_str(kv);
+                    if (kk == "id")
+                        kernel.id = get_str(kv);
+                    else if (kk == "name")
+                        kernel.name = get_str(kv);
                     else if (kk == "kind") {
                         const std::string s = get_str(kv);
-                        kernel.kind = s == "memcpy" ? ActivityKind::Memcpy : s == "memset" ? ActivityKind::Memset : ActivityKind::Kernel;
+                        kernel.kind = s == "memcpy"   ? ActivityKind::Memcpy
+                                      : s == "memset" ? ActivityKind::Memset
+                                                      : ActivityKind::Kernel;
                     } else if (kk == "grid" || kk == "block") {
                         auto dims = get_i64s(kv);
                         for (std::size_t i = 0; i < 3 && i < dims.size(); ++i)
-                            (kk == "grid" ? kernel.grid : kernel.block)[i] = static_cast<std::int32_t>(dims[i]);
+                            (kk == "grid" ? kernel.grid : kernel.block)[i] =
+                                static_cast<std::int32_t>(dims[i]);
                     } else if (kk == "recorded_us") {
                         od::object so;
                         if (kv.get_object().get(so)) continue;
@@ -328,15 +407,24 @@ SignatureFile read_signature_file(const std::string& path) {
                             od::value sv;
                             if (sf.value().get(sv)) continue;
                             auto& s = kernel.recorded_us;
-                            if (sk == "count") s.count = static_cast<std::size_t>(get_i64(sv));
-                            else if (sk == "min") s.min = get_f64(sv);
-                            else if (sk == "median") s.median = get_f64(sv);
-                            else if (sk == "mean") s.mean = get_f64(sv);
-                            else if (sk == "max") s.max = get_f64(sv);
-                            else if (sk == "sum") s.sum = get_f64(sv);
-                            else if (sk == "stddev") s.stddev = get_f64(sv);
-                            else if (sk == "p95") s.p95 = get_f64(sv);
-                            else if (sk == "p99") s.p99 = get_f64(sv);
+                            if (sk == "count")
+                                s.count = static_cast<std::size_t>(get_i64(sv));
+                            else if (sk == "min")
+                                s.min = get_f64(sv);
+                            else if (sk == "median")
+                                s.median = get_f64(sv);
+                            else if (sk == "mean")
+                                s.mean = get_f64(sv);
+                            else if (sk == "max")
+                                s.max = get_f64(sv);
+                            else if (sk == "sum")
+                                s.sum = get_f64(sv);
+                            else if (sk == "stddev")
+                                s.stddev = get_f64(sv);
+                            else if (sk == "p95")
+                                s.p95 = get_f64(sv);
+                            else if (sk == "p99")
+                                s.p99 = get_f64(sv);
                         }
                     } else if (kk == "recipe") {
                         kernel.recipe = read_recipe(kv);

@@ -62,7 +62,8 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
     all.reserve(n);
     for (double x : a) all.emplace_back(x, true);
     for (double x : b) all.emplace_back(x, false);
-    std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::sort(all.begin(), all.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
     double rank_sum_a = 0, tie_term = 0;
     bool ties = false;
     for (std::size_t i = 0; i < n;) {
@@ -78,7 +79,8 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
         }
         i = j;
     }
-    const double m1 = static_cast<double>(n1), m2 = static_cast<double>(n2), N = static_cast<double>(n);
+    const double m1 = static_cast<double>(n1), m2 = static_cast<double>(n2),
+                 N = static_cast<double>(n);
     r.u = rank_sum_a - m1 * (m1 + 1) / 2.0;
     if (!ties && n <= 40) {
         const auto c = u_distribution(n1, n2);
@@ -137,17 +139,28 @@ Measure measure(const KernelResult& k, const RegressionOptions& o) {
 
 std::string why_not_measured(const KernelResult& k) {
     std::string s = "not replayed";
-    if (!k.disposition.empty()) s += " (" + k.disposition + (k.reason.empty() ? "" : ": " + k.reason) + ")";
+    if (!k.disposition.empty())
+        s += " (" + k.disposition + (k.reason.empty() ? "" : ": " + k.reason) + ")";
     return s;
 }
 
 void count(RegressionSummary& s, Verdict v) {
     switch (v) {
-        case Verdict::Unchanged: ++s.unchanged; break;
-        case Verdict::Improved: ++s.improved; break;
-        case Verdict::Regressed: ++s.regressed; break;
-        case Verdict::New: ++s.added; break;
-        case Verdict::Missing: ++s.missing; break;
+        case Verdict::Unchanged:
+            ++s.unchanged;
+            break;
+        case Verdict::Improved:
+            ++s.improved;
+            break;
+        case Verdict::Regressed:
+            ++s.regressed;
+            break;
+        case Verdict::New:
+            ++s.added;
+            break;
+        case Verdict::Missing:
+            ++s.missing;
+            break;
     }
 }
 
@@ -158,7 +171,8 @@ void add_matched(RegressionTotals& t, const KernelComparison& k) {
     t.change_pct = t.baseline_us > 0 ? (t.current_us - t.baseline_us) / t.baseline_us * 100.0 : NAN;
 }
 
-void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur, const RegressionOptions& o) {
+void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur,
+                    const RegressionOptions& o) {
     c.baseline_samples = b.samples.size();
     c.current_samples = cur.samples.size();
     c.baseline_median_us = b.median;
@@ -171,7 +185,8 @@ void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur, c
         return;
     }
     c.change_pct = (cur.median - b.median) / b.median * 100.0;
-    const bool beyond = std::fabs(c.change_pct) > c.threshold_pct && std::fabs(cur.median - b.median) > o.min_change_us;
+    const bool beyond = std::fabs(c.change_pct) > c.threshold_pct &&
+                        std::fabs(cur.median - b.median) > o.min_change_us;
     bool significant = true;
     if (b.samples.size() >= o.min_samples && cur.samples.size() >= o.min_samples) {
         const auto test = stats::mann_whitney(cur.samples, b.samples);
@@ -181,18 +196,23 @@ void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur, c
         significant = test.p < o.alpha;
     } else {
         std::ostringstream note;
-        note << (o.recorded ? "recorded medians" : std::to_string(b.samples.size()) + "/" +
-                                                       std::to_string(cur.samples.size()) + " samples")
+        note << (o.recorded ? "recorded medians"
+                            : std::to_string(b.samples.size()) + "/" +
+                                  std::to_string(cur.samples.size()) + " samples")
              << ": threshold only (the rank test needs >= " << o.min_samples << " per side)";
         c.note = note.str();
     }
-    if (beyond && significant) c.verdict = c.change_pct > 0 ? Verdict::Regressed : Verdict::Improved;
-    else c.verdict = Verdict::Unchanged;
+    if (beyond && significant)
+        c.verdict = c.change_pct > 0 ? Verdict::Regressed : Verdict::Improved;
+    else
+        c.verdict = Verdict::Unchanged;
 }
 
 void write_tier(JsonWriter& json, Tier tier) {
-    if (tier == Tier::NotReplayable) json.key("tier").null();
-    else json.field("tier", static_cast<int>(tier));
+    if (tier == Tier::NotReplayable)
+        json.key("tier").null();
+    else
+        json.field("tier", static_cast<int>(tier));
 }
 
 void write_summary_fields(JsonWriter& json, const RegressionSummary& s) {
@@ -205,15 +225,20 @@ void write_summary_fields(JsonWriter& json, const RegressionSummary& s) {
 
 void write_totals_fields(JsonWriter& json, const RegressionTotals& t) {
     json.field("matched", static_cast<std::uint64_t>(t.matched));
-    json.field("baseline_us", t.baseline_us).field("current_us", t.current_us).field("change_pct", t.change_pct);
+    json.field("baseline_us", t.baseline_us)
+        .field("current_us", t.current_us)
+        .field("change_pct", t.change_pct);
 }
 
 std::string md_escape(std::string_view text, std::size_t width) {
     std::string s;
     for (char ch : text) {
-        if (ch == '|') s += "\\|";
-        else if (ch == '\n' || ch == '\r') s += ' ';
-        else s += ch;
+        if (ch == '|')
+            s += "\\|";
+        else if (ch == '\n' || ch == '\r')
+            s += ' ';
+        else
+            s += ch;
     }
     if (s.size() > width) s = s.substr(0, width - 3) + "...";
     return s;
@@ -244,11 +269,16 @@ std::string pvalue(double p) {
 
 const char* to_string(Verdict verdict) {
     switch (verdict) {
-        case Verdict::Unchanged: return "unchanged";
-        case Verdict::Improved: return "improved";
-        case Verdict::Regressed: return "regressed";
-        case Verdict::New: return "new";
-        case Verdict::Missing: return "missing";
+        case Verdict::Unchanged:
+            return "unchanged";
+        case Verdict::Improved:
+            return "improved";
+        case Verdict::Regressed:
+            return "regressed";
+        case Verdict::New:
+            return "new";
+        case Verdict::Missing:
+            return "missing";
     }
     return "?";
 }
@@ -258,8 +288,9 @@ const std::vector<std::string>& machine_keys() {
     return keys;
 }
 
-Regression compare_reports(const Report& baseline, const Report& current, const RegressionOptions& options,
-                           const std::string& baseline_label, const std::string& current_label) {
+Regression compare_reports(const Report& baseline, const Report& current,
+                           const RegressionOptions& options, const std::string& baseline_label,
+                           const std::string& current_label) {
     Regression r;
     r.baseline = baseline_label;
     r.current = current_label;
@@ -277,7 +308,8 @@ Regression compare_reports(const Report& baseline, const Report& current, const 
                           "): changes may not be the code's");
     }
     if (!options.recorded && baseline.env("timing") != current.env("timing"))
-        r.notes.push_back("timing methods differ (" + baseline.env("timing") + " vs " + current.env("timing") + ")");
+        r.notes.push_back("timing methods differ (" + baseline.env("timing") + " vs " +
+                          current.env("timing") + ")");
     const std::string hb = baseline.input("trace_hash"), hc = current.input("trace_hash");
     if (!hb.empty() && !hc.empty() && hb != hc)
         r.notes.push_back("the reports are of different traces (trace_hash " + hb + " vs " + hc +
@@ -286,12 +318,15 @@ Regression compare_reports(const Report& baseline, const Report& current, const 
         r.notes.push_back("replay modes differ (" + baseline.mode + " vs " + current.mode + ")");
     if (!options.recorded && baseline.backend != current.backend)
         r.notes.push_back("backends differ (" + baseline.backend + " vs " + current.backend + ")");
-    if (options.recorded) r.notes.push_back("recorded durations compared: no per-run samples, threshold only");
+    if (options.recorded)
+        r.notes.push_back("recorded durations compared: no per-run samples, threshold only");
 
     std::unordered_map<std::string, std::size_t> in_current;
-    for (std::size_t i = 0; i < current.kernels.size(); ++i) in_current.emplace(current.kernels[i].id, i);
+    for (std::size_t i = 0; i < current.kernels.size(); ++i)
+        in_current.emplace(current.kernels[i].id, i);
     std::unordered_map<std::string, std::size_t> in_baseline;
-    for (std::size_t i = 0; i < baseline.kernels.size(); ++i) in_baseline.emplace(baseline.kernels[i].id, i);
+    for (std::size_t i = 0; i < baseline.kernels.size(); ++i)
+        in_baseline.emplace(baseline.kernels[i].id, i);
 
     std::size_t not_measured = 0;
     std::size_t few_samples = 0;
@@ -353,10 +388,13 @@ Regression compare_reports(const Report& baseline, const Report& current, const 
         r.kernels.push_back(std::move(c));
     }
     if (not_measured > 0)
-        r.notes.push_back(std::to_string(not_measured) + " kernels replayed in neither report were not compared");
+        r.notes.push_back(std::to_string(not_measured) +
+                          " kernels replayed in neither report were not compared");
     if (few_samples > 0)
-        r.notes.push_back(std::to_string(few_samples) + " kernels had fewer than " + std::to_string(options.min_samples) +
-                          " samples on a side: judged by the threshold alone, without the rank test");
+        r.notes.push_back(
+            std::to_string(few_samples) + " kernels had fewer than " +
+            std::to_string(options.min_samples) +
+            " samples on a side: judged by the threshold alone, without the rank test");
 
     std::vector<TierComparison> tiers(5);
     std::vector<bool> present(5, false);
@@ -366,7 +404,8 @@ Regression compare_reports(const Report& baseline, const Report& current, const 
         present[t] = true;
         count(r.summary, c.verdict);
         count(tiers[t].summary, c.verdict);
-        if (c.verdict == Verdict::Unchanged || c.verdict == Verdict::Improved || c.verdict == Verdict::Regressed) {
+        if (c.verdict == Verdict::Unchanged || c.verdict == Verdict::Improved ||
+            c.verdict == Verdict::Regressed) {
             add_matched(r.totals, c);
             add_matched(tiers[t].totals, c);
         }
@@ -386,10 +425,16 @@ void write_regression_json(std::ostream& out, const Regression& r) {
     json.end_array();
     json.key("machine").begin_array();
     for (const auto& d : r.machine_differences)
-        json.begin_object().field("key", d.key).field("baseline", d.baseline).field("current", d.current).end_object();
+        json.begin_object()
+            .field("key", d.key)
+            .field("baseline", d.baseline)
+            .field("current", d.current)
+            .end_object();
     json.end_array();
     json.key("options").begin_object();
-    json.field("threshold_pct", r.options.threshold_pct).field("k", r.options.k).field("alpha", r.options.alpha);
+    json.field("threshold_pct", r.options.threshold_pct)
+        .field("k", r.options.k)
+        .field("alpha", r.options.alpha);
     json.field("min_samples", static_cast<std::uint64_t>(r.options.min_samples));
     json.field("min_change_us", r.options.min_change_us);
     json.field("measure", r.options.recorded ? "recorded" : "replayed");
@@ -420,7 +465,8 @@ void write_regression_json(std::ostream& out, const Regression& r) {
         json.field("current_count", static_cast<std::uint64_t>(k.current_count));
         json.field("baseline_samples", static_cast<std::uint64_t>(k.baseline_samples));
         json.field("current_samples", static_cast<std::uint64_t>(k.current_samples));
-        json.field("baseline_median_us", k.baseline_median_us).field("current_median_us", k.current_median_us);
+        json.field("baseline_median_us", k.baseline_median_us)
+            .field("current_median_us", k.current_median_us);
         json.field("change_pct", k.change_pct).field("spread_pct", k.spread_pct);
         json.field("threshold_pct", k.threshold_pct).field("p_value", k.p_value);
         json.field("rank_test", k.rank_test).field("exact", k.exact);
@@ -435,35 +481,40 @@ void write_regression_json(std::ostream& out, const Regression& r) {
 
 void write_regression_markdown(std::ostream& out, const Regression& r) {
     const RegressionSummary& s = r.summary;
-    out << "### replay comparison: " << (s.regressed > 0 ? "REGRESSED" : "ok") << " - " << s.regressed << " regressed, "
-        << s.improved << " improved, " << s.unchanged << " unchanged, " << s.added << " new, " << s.missing
-        << " missing\n\n";
-    out << "baseline `" << md_escape(r.baseline, 200) << "`, current `" << md_escape(r.current, 200) << "`; "
-        << (r.options.recorded ? "recorded" : "replayed") << " medians; a change counts beyond max("
-        << fixed(r.options.threshold_pct, 1) << "%, " << fixed(r.options.k, 1) << " x run spread) and "
-        << fixed(r.options.min_change_us, 2) << " us, with Mann-Whitney p < " << r.options.alpha << "\n\n";
+    out << "### replay comparison: " << (s.regressed > 0 ? "REGRESSED" : "ok") << " - "
+        << s.regressed << " regressed, " << s.improved << " improved, " << s.unchanged
+        << " unchanged, " << s.added << " new, " << s.missing << " missing\n\n";
+    out << "baseline `" << md_escape(r.baseline, 200) << "`, current `" << md_escape(r.current, 200)
+        << "`; " << (r.options.recorded ? "recorded" : "replayed")
+        << " medians; a change counts beyond max(" << fixed(r.options.threshold_pct, 1) << "%, "
+        << fixed(r.options.k, 1) << " x run spread) and " << fixed(r.options.min_change_us, 2)
+        << " us, with Mann-Whitney p < " << r.options.alpha << "\n\n";
     if (!r.same_machine) {
         out << "**Warning: not the same machine.**";
         for (const auto& d : r.machine_differences)
-            out << " " << d.key << ": `" << md_escape(d.baseline.empty() ? "?" : d.baseline, 60) << "` -> `"
-                << md_escape(d.current.empty() ? "?" : d.current, 60) << "`;";
+            out << " " << d.key << ": `" << md_escape(d.baseline.empty() ? "?" : d.baseline, 60)
+                << "` -> `" << md_escape(d.current.empty() ? "?" : d.current, 60) << "`;";
         out << "\n\n";
     }
     std::vector<const KernelComparison*> flagged;
     for (const auto& k : r.kernels)
-        if (k.verdict == Verdict::Regressed || k.verdict == Verdict::Improved) flagged.push_back(&k);
-    std::stable_sort(flagged.begin(), flagged.end(), [](const KernelComparison* a, const KernelComparison* b) {
-        if (a->verdict != b->verdict) return a->verdict == Verdict::Regressed;
-        return std::fabs(a->change_pct) > std::fabs(b->change_pct);
-    });
+        if (k.verdict == Verdict::Regressed || k.verdict == Verdict::Improved)
+            flagged.push_back(&k);
+    std::stable_sort(flagged.begin(), flagged.end(),
+                     [](const KernelComparison* a, const KernelComparison* b) {
+                         if (a->verdict != b->verdict) return a->verdict == Verdict::Regressed;
+                         return std::fabs(a->change_pct) > std::fabs(b->change_pct);
+                     });
     if (!flagged.empty()) {
-        out << "| verdict | kernel | tier | count | baseline median us | current median us | change | threshold | p-value |\n";
+        out << "| verdict | kernel | tier | count | baseline median us | current median us | "
+               "change | threshold | p-value |\n";
         out << "|---|---|---|---:|---:|---:|---:|---:|---:|\n";
         for (const auto* k : flagged)
-            out << "| " << to_string(k->verdict) << " | `" << md_escape(k->name, 80) << "` (" << k->id << ") | "
-                << to_string(k->tier) << " | " << k->current_count << " | " << fixed(k->baseline_median_us, 3) << " | "
-                << fixed(k->current_median_us, 3) << " | " << pct(k->change_pct) << " | "
-                << fixed(k->threshold_pct, 1) << "% | " << (k->rank_test ? pvalue(k->p_value) : "n/a") << " |\n";
+            out << "| " << to_string(k->verdict) << " | `" << md_escape(k->name, 80) << "` ("
+                << k->id << ") | " << to_string(k->tier) << " | " << k->current_count << " | "
+                << fixed(k->baseline_median_us, 3) << " | " << fixed(k->current_median_us, 3)
+                << " | " << pct(k->change_pct) << " | " << fixed(k->threshold_pct, 1) << "% | "
+                << (k->rank_test ? pvalue(k->p_value) : "n/a") << " |\n";
         out << "\n";
     }
     std::size_t listed = 0;
@@ -471,7 +522,8 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
         if (k.verdict != Verdict::New && k.verdict != Verdict::Missing) continue;
         if (listed == 0) out << "new / missing kernels:\n\n";
         if (++listed > 10) continue;
-        out << "- " << to_string(k.verdict) << " `" << md_escape(k.name, 80) << "` (" << k.id << "): " << k.note << "\n";
+        out << "- " << to_string(k.verdict) << " `" << md_escape(k.name, 80) << "` (" << k.id
+            << "): " << k.note << "\n";
     }
     if (listed > 10) out << "- ... and " << listed - 10 << " more\n";
     if (listed > 0) out << "\n";
@@ -479,22 +531,27 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
         out << "| tier | compared | regressed | improved | baseline us | current us | change |\n";
         out << "|---|---:|---:|---:|---:|---:|---:|\n";
         for (const auto& t : r.tiers)
-            out << "| " << tier_label(t.tier) << " | " << t.totals.matched << " | " << t.summary.regressed << " | "
-                << t.summary.improved << " | " << fixed(t.totals.baseline_us, 1) << " | " << fixed(t.totals.current_us, 1)
-                << " | " << pct(t.totals.change_pct) << " |\n";
+            out << "| " << tier_label(t.tier) << " | " << t.totals.matched << " | "
+                << t.summary.regressed << " | " << t.summary.improved << " | "
+                << fixed(t.totals.baseline_us, 1) << " | " << fixed(t.totals.current_us, 1) << " | "
+                << pct(t.totals.change_pct) << " |\n";
         out << "\n";
     }
-    out << "total over " << r.totals.matched << " compared kernels (count x median): " << fixed(r.totals.baseline_us, 1)
-        << " us -> " << fixed(r.totals.current_us, 1) << " us (" << pct(r.totals.change_pct) << ")\n";
+    out << "total over " << r.totals.matched
+        << " compared kernels (count x median): " << fixed(r.totals.baseline_us, 1) << " us -> "
+        << fixed(r.totals.current_us, 1) << " us (" << pct(r.totals.change_pct) << ")\n";
     for (const auto& n : r.notes) out << "\nnote: " << n << "\n";
 }
 
-int regression_exit_code(const Regression& r) { return r.summary.regressed > 0 ? 1 : 0; }
+int regression_exit_code(const Regression& r) {
+    return r.summary.regressed > 0 ? 1 : 0;
+}
 
 Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (!fs::is_directory(path_or_dir, ec)) return Baseline{path_or_dir, read_report_json(path_or_dir)};
+    if (!fs::is_directory(path_or_dir, ec))
+        return Baseline{path_or_dir, read_report_json(path_or_dir)};
 
     // *.json in the folder and in its immediate subfolders.
     std::vector<fs::path> files;
@@ -503,8 +560,10 @@ Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_
         std::vector<fs::path> subdirs;
         for (fs::directory_iterator it(dir, e), end; !e && it != end; it.increment(e)) {
             std::error_code se;
-            if (it->is_directory(se)) subdirs.push_back(it->path());
-            else if (it->path().extension() == ".json") files.push_back(it->path());
+            if (it->is_directory(se))
+                subdirs.push_back(it->path());
+            else if (it->path().extension() == ".json")
+                files.push_back(it->path());
         }
         return descend ? subdirs : std::vector<fs::path>{};
     };
@@ -516,7 +575,8 @@ Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_
     Baseline best;
     fs::file_time_type best_time{};
     for (const auto& f : files) {
-        // Reports start with their schema; skip other JSON (traces can be large) without parsing it.
+        // Reports start with their schema; skip other JSON (traces can be large) without parsing
+        // it.
         {
             std::ifstream in(f, std::ios::binary);
             std::string head(4096, '\0');
@@ -542,7 +602,8 @@ Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_
     }
     if (!found)
         throw InputError(path_or_dir, 0,
-                         "no baseline report for trace_hash " + trace_hash + " (" + std::to_string(reports) +
+                         "no baseline report for trace_hash " + trace_hash + " (" +
+                             std::to_string(reports) +
                              " replay reports read in this folder and its subfolders)");
     return best;
 }

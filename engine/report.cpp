@@ -17,17 +17,22 @@ namespace {
 namespace od = simdjson::ondemand;
 
 void write_tier(JsonWriter& json, Tier tier) {
-    if (tier == Tier::NotReplayable) json.key("tier").null();
-    else json.field("tier", static_cast<int>(tier));
+    if (tier == Tier::NotReplayable)
+        json.key("tier").null();
+    else
+        json.field("tier", static_cast<int>(tier));
 }
 
-void write_pairs(JsonWriter& json, std::string_view name, const std::vector<std::pair<std::string, std::string>>& pairs) {
+void write_pairs(JsonWriter& json, std::string_view name,
+                 const std::vector<std::pair<std::string, std::string>>& pairs) {
     json.key(name).begin_object();
     for (const auto& [k, v] : pairs) json.field(k, v);
     json.end_object();
 }
 
-bool replayed(const KernelResult& k) { return k.replayed_us.count > 0; }
+bool replayed(const KernelResult& k) {
+    return k.replayed_us.count > 0;
+}
 
 double median_of(std::vector<double> v) {
     if (v.empty()) return NAN;
@@ -64,9 +69,11 @@ struct Reader {
         if (auto e = v.get_object().get(o)) fail(e, std::string("expected an object for ") + what);
         for (auto f : o) {
             od::field field;
-            if (auto e = std::move(f).get(field)) fail(e, std::string("malformed member in ") + what);
+            if (auto e = std::move(f).get(field))
+                fail(e, std::string("malformed member in ") + what);
             std::string_view key;
-            if (auto e = field.unescaped_key().get(key)) fail(e, std::string("unreadable member name in ") + what);
+            if (auto e = field.unescaped_key().get(key))
+                fail(e, std::string("unreadable member name in ") + what);
             const std::string k(key);  // the view may not outlive the next key
             fn(k, field.value());
         }
@@ -103,7 +110,8 @@ struct Reader {
         if (t == od::json_type::null) return {};
         if (t == od::json_type::number) {  // tolerate "warmup": 5 in a {k: v} map
             std::string_view raw = v.raw_json_token();
-            while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t'))
+            while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
+                                    raw.back() == '\t'))
                 raw.remove_suffix(1);
             return std::string(raw);
         }
@@ -128,7 +136,8 @@ struct Reader {
     }
     std::vector<std::pair<std::string, std::string>> pairs(od::value v, const char* what) {
         std::vector<std::pair<std::string, std::string>> out;
-        each_field(v, what, [&](const std::string& k, od::value x) { out.emplace_back(k, str(x)); });
+        each_field(v, what,
+                   [&](const std::string& k, od::value x) { out.emplace_back(k, str(x)); });
         return out;
     }
     std::vector<std::string> strings(od::value v, const char* what) {
@@ -144,15 +153,24 @@ struct Reader {
     DurationStats stats(od::value v, const char* what) {
         DurationStats s;
         each_field(v, what, [&](const std::string& k, od::value x) {
-            if (k == "count") s.count = static_cast<std::size_t>(count(x));
-            else if (k == "min") s.min = num(x);
-            else if (k == "median") s.median = num(x);
-            else if (k == "mean") s.mean = num(x);
-            else if (k == "max") s.max = num(x);
-            else if (k == "sum") s.sum = num(x);
-            else if (k == "stddev") s.stddev = num(x);
-            else if (k == "p95") s.p95 = num(x);
-            else if (k == "p99") s.p99 = num(x);
+            if (k == "count")
+                s.count = static_cast<std::size_t>(count(x));
+            else if (k == "min")
+                s.min = num(x);
+            else if (k == "median")
+                s.median = num(x);
+            else if (k == "mean")
+                s.mean = num(x);
+            else if (k == "max")
+                s.max = num(x);
+            else if (k == "sum")
+                s.sum = num(x);
+            else if (k == "stddev")
+                s.stddev = num(x);
+            else if (k == "p95")
+                s.p95 = num(x);
+            else if (k == "p99")
+                s.p99 = num(x);
         });
         return s;
     }
@@ -183,11 +201,16 @@ void csv_num(std::ostream& out, double x) {
 
 const char* tier_label(Tier tier) {
     switch (tier) {
-        case Tier::NotReplayable: return "not replayable";
-        case Tier::Copy: return "copy/memset";
-        case Tier::Gemm: return "gemm";
-        case Tier::AtenOp: return "aten op";
-        case Tier::Collective: return "collective";
+        case Tier::NotReplayable:
+            return "not replayable";
+        case Tier::Copy:
+            return "copy/memset";
+        case Tier::Gemm:
+            return "gemm";
+        case Tier::AtenOp:
+            return "aten op";
+        case Tier::Collective:
+            return "collective";
     }
     return "?";
 }
@@ -292,7 +315,8 @@ Report read_report_json(const std::string& path) {
     report.schema.clear();
     od::object root;
     if (auto e = doc.get_object().get(root)) {
-        if (e == simdjson::INCORRECT_TYPE) throw InputError(path, 0, "not a JSON object: expected a replay report (report.json)");
+        if (e == simdjson::INCORRECT_TYPE)
+            throw InputError(path, 0, "not a JSON object: expected a replay report (report.json)");
         throw InputError(path, 0, std::string("not JSON (") + simdjson::error_message(e) + ")");
     }
     bool has_kernels = false;
@@ -306,40 +330,66 @@ Report read_report_json(const std::string& path) {
         if (key == "schema") {
             report.schema = rd.str(v);
             if (report.schema.rfind("replay.report/", 0) != 0)
-                throw InputError(path, 0, "schema is \"" + report.schema + "\", not a replay report (replay.report/1)");
-        } else if (key == "tool_version") report.tool_version = rd.str(v);
-        else if (key == "mode") report.mode = rd.str(v);
-        else if (key == "backend") report.backend = rd.str(v);
-        else if (key == "environment") report.environment = rd.pairs(v, "\"environment\"");
-        else if (key == "inputs") report.inputs = rd.pairs(v, "\"inputs\"");
-        else if (key == "options") report.options = rd.pairs(v, "\"options\"");
-        else if (key == "notes") report.notes = rd.strings(v, "\"notes\"");
+                throw InputError(
+                    path, 0,
+                    "schema is \"" + report.schema + "\", not a replay report (replay.report/1)");
+        } else if (key == "tool_version")
+            report.tool_version = rd.str(v);
+        else if (key == "mode")
+            report.mode = rd.str(v);
+        else if (key == "backend")
+            report.backend = rd.str(v);
+        else if (key == "environment")
+            report.environment = rd.pairs(v, "\"environment\"");
+        else if (key == "inputs")
+            report.inputs = rd.pairs(v, "\"inputs\"");
+        else if (key == "options")
+            report.options = rd.pairs(v, "\"options\"");
+        else if (key == "notes")
+            report.notes = rd.strings(v, "\"notes\"");
         else if (key == "totals") {
             ReportTotals& t = report.totals;
             rd.each_field(v, "\"totals\"", [&](const std::string& k, od::value x) {
                 const double d = rd.num(x);
-                if (k == "recorded_kernel_us") t.recorded_kernel_us = std::isfinite(d) ? d : 0;
-                else if (k == "recipe_coverage") t.recipe_coverage = std::isfinite(d) ? d : 0;
-                else if (k == "replayed_coverage") t.replayed_coverage = std::isfinite(d) ? d : 0;
-                else if (k == "replayed_kernel_us") t.replayed_kernel_us = std::isfinite(d) ? d : 0;
-                else if (k == "replayed_recorded_us") t.replayed_recorded_us = std::isfinite(d) ? d : 0;
-                else if (k == "total_error_pct") t.total_error_pct = d;
-                else if (k == "median_abs_error_pct") t.median_abs_error_pct = d;
-                else if (k == "gemm_name_match") t.gemm_name_match = d;
-                else if (k == "predicted_total_us") t.predicted_total_us = d;
-                else if (k == "sequential_kernel_us") t.sequential_kernel_us = d;
-                else if (k == "wall_seconds") t.wall_seconds = std::isfinite(d) ? d : 0;
+                if (k == "recorded_kernel_us")
+                    t.recorded_kernel_us = std::isfinite(d) ? d : 0;
+                else if (k == "recipe_coverage")
+                    t.recipe_coverage = std::isfinite(d) ? d : 0;
+                else if (k == "replayed_coverage")
+                    t.replayed_coverage = std::isfinite(d) ? d : 0;
+                else if (k == "replayed_kernel_us")
+                    t.replayed_kernel_us = std::isfinite(d) ? d : 0;
+                else if (k == "replayed_recorded_us")
+                    t.replayed_recorded_us = std::isfinite(d) ? d : 0;
+                else if (k == "total_error_pct")
+                    t.total_error_pct = d;
+                else if (k == "median_abs_error_pct")
+                    t.median_abs_error_pct = d;
+                else if (k == "gemm_name_match")
+                    t.gemm_name_match = d;
+                else if (k == "predicted_total_us")
+                    t.predicted_total_us = d;
+                else if (k == "sequential_kernel_us")
+                    t.sequential_kernel_us = d;
+                else if (k == "wall_seconds")
+                    t.wall_seconds = std::isfinite(d) ? d : 0;
             });
         } else if (key == "tiers") {
             rd.each_element(v, "\"tiers\"", [&](od::value e) {
                 TierResult tr;
                 rd.each_field(e, "a tier row", [&](const std::string& k, od::value x) {
-                    if (k == "tier") tr.tier = rd.tier(x);
-                    else if (k == "unique") tr.unique = static_cast<std::size_t>(rd.count(x));
-                    else if (k == "activities") tr.activities = static_cast<std::size_t>(rd.count(x));
-                    else if (k == "recorded_us") tr.recorded_us = rd.num(x);
-                    else if (k == "replayed_us") tr.replayed_us = rd.num(x);
-                    else if (k == "replayed_recorded_us") tr.replayed_recorded_us = rd.num(x);
+                    if (k == "tier")
+                        tr.tier = rd.tier(x);
+                    else if (k == "unique")
+                        tr.unique = static_cast<std::size_t>(rd.count(x));
+                    else if (k == "activities")
+                        tr.activities = static_cast<std::size_t>(rd.count(x));
+                    else if (k == "recorded_us")
+                        tr.recorded_us = rd.num(x);
+                    else if (k == "replayed_us")
+                        tr.replayed_us = rd.num(x);
+                    else if (k == "replayed_recorded_us")
+                        tr.replayed_recorded_us = rd.num(x);
                 });
                 report.tiers.push_back(tr);
             });
@@ -349,22 +399,38 @@ Report read_report_json(const std::string& path) {
                 KernelResult k;
                 const std::uint64_t at = rd.here();
                 rd.each_field(e, "a kernel entry", [&](const std::string& kk, od::value x) {
-                    if (kk == "id") k.id = rd.str(x);
-                    else if (kk == "name") k.name = rd.str(x);
-                    else if (kk == "kind") k.kind = rd.str(x);
-                    else if (kk == "tier") k.tier = rd.tier(x);
-                    else if (kk == "rule") k.rule = rd.str(x);
-                    else if (kk == "disposition") k.disposition = rd.str(x);
-                    else if (kk == "reason") k.reason = rd.str(x);
-                    else if (kk == "count") k.count = static_cast<std::size_t>(rd.count(x));
-                    else if (kk == "recorded_us") k.recorded_us = rd.stats(x, "\"recorded_us\"");
-                    else if (kk == "replayed_us") k.replayed_us = rd.stats(x, "\"replayed_us\"");
-                    else if (kk == "samples_us") k.samples_us = rd.numbers(x, "\"samples_us\"");
-                    else if (kk == "error_pct") k.error_pct = rd.num(x);
-                    else if (kk == "replayed_names") k.replayed_names = rd.strings(x, "\"replayed_names\"");
-                    else if (kk == "name_match") k.name_match = rd.boolean(x);
-                    else if (kk == "gflops_per_s") k.gflops_per_s = rd.num(x);
-                    else if (kk == "gb_per_s") k.gb_per_s = rd.num(x);
+                    if (kk == "id")
+                        k.id = rd.str(x);
+                    else if (kk == "name")
+                        k.name = rd.str(x);
+                    else if (kk == "kind")
+                        k.kind = rd.str(x);
+                    else if (kk == "tier")
+                        k.tier = rd.tier(x);
+                    else if (kk == "rule")
+                        k.rule = rd.str(x);
+                    else if (kk == "disposition")
+                        k.disposition = rd.str(x);
+                    else if (kk == "reason")
+                        k.reason = rd.str(x);
+                    else if (kk == "count")
+                        k.count = static_cast<std::size_t>(rd.count(x));
+                    else if (kk == "recorded_us")
+                        k.recorded_us = rd.stats(x, "\"recorded_us\"");
+                    else if (kk == "replayed_us")
+                        k.replayed_us = rd.stats(x, "\"replayed_us\"");
+                    else if (kk == "samples_us")
+                        k.samples_us = rd.numbers(x, "\"samples_us\"");
+                    else if (kk == "error_pct")
+                        k.error_pct = rd.num(x);
+                    else if (kk == "replayed_names")
+                        k.replayed_names = rd.strings(x, "\"replayed_names\"");
+                    else if (kk == "name_match")
+                        k.name_match = rd.boolean(x);
+                    else if (kk == "gflops_per_s")
+                        k.gflops_per_s = rd.num(x);
+                    else if (kk == "gb_per_s")
+                        k.gb_per_s = rd.num(x);
                 });
                 if (k.id.empty()) throw InputError(path, at, "a kernel entry has no \"id\"");
                 if (k.count == 0) k.count = k.recorded_us.count;
@@ -378,8 +444,10 @@ Report read_report_json(const std::string& path) {
 }
 
 void write_kernels_csv(std::ostream& out, const Report& r) {
-    out << "id,name,kind,tier,rule,disposition,count,recorded_median_us,recorded_sum_us,replayed_median_us,"
-           "replayed_min_us,replayed_mean_us,replayed_stddev_us,replayed_p95_us,replayed_p99_us,error_pct,"
+    out << "id,name,kind,tier,rule,disposition,count,recorded_median_us,recorded_sum_us,replayed_"
+           "median_us,"
+           "replayed_min_us,replayed_mean_us,replayed_stddev_us,replayed_p95_us,replayed_p99_us,"
+           "error_pct,"
            "name_match,gflops_per_s,gb_per_s,reason\n";
     for (const auto& k : r.kernels) {
         const bool done = replayed(k);
@@ -398,8 +466,8 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
         csv_num(out, k.recorded_us.median);
         out << ',';
         csv_num(out, k.recorded_us.sum);
-        for (double x : {k.replayed_us.median, k.replayed_us.min, k.replayed_us.mean, k.replayed_us.stddev,
-                         k.replayed_us.p95, k.replayed_us.p99}) {
+        for (double x : {k.replayed_us.median, k.replayed_us.min, k.replayed_us.mean,
+                         k.replayed_us.stddev, k.replayed_us.p95, k.replayed_us.p99}) {
             out << ',';
             if (done) csv_num(out, x);
         }
@@ -418,14 +486,16 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
 }
 
 void finalize_report(Report& r) {
-    // Per kernel: statistics of the replayed samples and the error against the recording. name_match
-    // is the driver's (only per-kernel timing such as CUPTI knows the names that really ran).
+    // Per kernel: statistics of the replayed samples and the error against the recording.
+    // name_match is the driver's (only per-kernel timing such as CUPTI knows the names that really
+    // ran).
     for (auto& k : r.kernels) {
         if (!k.samples_us.empty()) k.replayed_us = summarize(k.samples_us);
         if (k.count == 0) k.count = k.recorded_us.count;
-        k.error_pct = replayed(k) && k.recorded_us.median > 0
-                          ? (k.replayed_us.median - k.recorded_us.median) / k.recorded_us.median * 100.0
-                          : NAN;
+        k.error_pct =
+            replayed(k) && k.recorded_us.median > 0
+                ? (k.replayed_us.median - k.recorded_us.median) / k.recorded_us.median * 100.0
+                : NAN;
     }
 
     // Tier rows, tiers 0..4 in order, only those present.
@@ -475,7 +545,8 @@ void finalize_report(Report& r) {
     t.replayed_coverage = t.recorded_kernel_us > 0 ? covered / t.recorded_kernel_us : 0;
     t.replayed_kernel_us = replayed_total;
     t.replayed_recorded_us = recorded_total;
-    t.total_error_pct = recorded_total > 0 ? (replayed_total - recorded_total) / recorded_total * 100.0 : NAN;
+    t.total_error_pct =
+        recorded_total > 0 ? (replayed_total - recorded_total) / recorded_total * 100.0 : NAN;
     t.median_abs_error_pct = median_of(std::move(abs_errors));
     t.gemm_name_match = gemm_all > 0 ? gemm_matched / gemm_all : NAN;
     const bool any = recorded_total > 0 || replayed_total > 0;

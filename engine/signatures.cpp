@@ -48,7 +48,8 @@ std::string hash_hex(std::string_view text) {
     return buf;
 }
 
-std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const std::vector<Recipe>& recipes) {
+std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph,
+                                         const std::vector<Recipe>& recipes) {
     std::vector<UniqueKernel> kernels;
     std::unordered_map<std::string, std::size_t> index;
     std::vector<std::vector<double>> durations;
@@ -75,9 +76,12 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const std::ve
         kernels[it->second].nodes.push_back(n);
         durations[it->second].push_back(static_cast<double>(a.dur) / 1000.0);
     }
-    for (std::size_t i = 0; i < kernels.size(); ++i) kernels[i].recorded_us = summarize(std::move(durations[i]));
+    for (std::size_t i = 0; i < kernels.size(); ++i)
+        kernels[i].recorded_us = summarize(std::move(durations[i]));
     std::stable_sort(kernels.begin(), kernels.end(),
-                     [](const UniqueKernel& a, const UniqueKernel& b) { return a.recorded_us.sum > b.recorded_us.sum; });
+                     [](const UniqueKernel& a, const UniqueKernel& b) {
+                         return a.recorded_us.sum > b.recorded_us.sum;
+                     });
     return kernels;
 }
 

@@ -102,8 +102,12 @@ simdjson::error_code read_json(od::value value, Json& out, int depth) {
 // Kineto writes scalars and scalar lists as Python would print them: "1", "True", "[5, 1024]".
 void append_value_text(const Json& value, std::string& out) {
     switch (value.kind) {
-        case Json::Kind::Number: out += value.text; break;
-        case Json::Kind::Bool: out += value.boolean ? "True" : "False"; break;
+        case Json::Kind::Number:
+            out += value.text;
+            break;
+        case Json::Kind::Bool:
+            out += value.boolean ? "True" : "False";
+            break;
         case Json::Kind::String:
             if (value.text != "<None>") out += value.text;
             break;
@@ -115,16 +119,21 @@ void append_value_text(const Json& value, std::string& out) {
             }
             out += ']';
             break;
-        default: break;
+        default:
+            break;
     }
 }
 
-bool is_tensor_type(std::string_view type) { return type == "Tensor" || type.starts_with("Tensor("); }
+bool is_tensor_type(std::string_view type) {
+    return type == "Tensor" || type.starts_with("Tensor(");
+}
 bool is_tensor_list_type(std::string_view type) {
     return type == "TensorList" ||
            (type.starts_with("GenericList[") && type.find("Tensor") != std::string_view::npos);
 }
-bool is_undefined_tensor_type(std::string_view type) { return type.starts_with("Tensor(nullptr"); }
+bool is_undefined_tensor_type(std::string_view type) {
+    return type.starts_with("Tensor(nullptr");
+}
 
 // [tensor_id, storage_id, offset, numel, itemsize, device]; older writers omit the device.
 bool read_tensor_value(const Json& value, EtArgument& arg) {
@@ -136,7 +145,8 @@ bool read_tensor_value(const Json& value, EtArgument& arg) {
     arg.storage_offset = value.items[2].integer;
     arg.numel = value.items[3].integer;
     arg.itemsize = value.items[4].integer;
-    if (value.items.size() > 5 && value.items[5].kind == Json::Kind::String) arg.device = value.items[5].text;
+    if (value.items.size() > 5 && value.items[5].kind == Json::Kind::String)
+        arg.device = value.items[5].text;
     return true;
 }
 
@@ -150,7 +160,8 @@ bool append_ints(const Json& list, std::vector<std::int64_t>& out) {
 }
 
 // One TensorList shape or stride list: a list of integer lists, flattened with their ranks.
-void append_nested(const Json& list, std::vector<std::int64_t>& out, std::vector<std::uint8_t>* ranks) {
+void append_nested(const Json& list, std::vector<std::int64_t>& out,
+                   std::vector<std::uint8_t>* ranks) {
     if (list.kind != Json::Kind::Array) return;
     for (const Json& item : list.items) {
         const std::size_t before = out.size();
@@ -174,7 +185,8 @@ std::vector<EtArgument> build_arguments(const RawArguments& raw) {
     std::vector<EtArgument> args(count);
     for (std::size_t i = 0; i < count; ++i) {
         EtArgument& arg = args[i];
-        if (const Json* t = item(raw.types, i); t && t->kind == Json::Kind::String) arg.type = t->text;
+        if (const Json* t = item(raw.types, i); t && t->kind == Json::Kind::String)
+            arg.type = t->text;
         arg.has_strides = raw.has_strides;
         const Json* value = item(raw.values, i);
         const Json* shape = item(raw.shapes, i);
@@ -183,7 +195,8 @@ std::vector<EtArgument> build_arguments(const RawArguments& raw) {
             if (value && value->kind == Json::Kind::Array)
                 for (const Json& element : value->items) {
                     EtArgument one;
-                    arg.list_storage_ids.push_back(read_tensor_value(element, one) ? one.storage_id : kNoId);
+                    arg.list_storage_ids.push_back(read_tensor_value(element, one) ? one.storage_id
+                                                                                   : kNoId);
                 }
             if (shape) append_nested(*shape, arg.dims, &arg.list_ranks);
             if (stride) append_nested(*stride, arg.strides, nullptr);
@@ -202,13 +215,15 @@ std::vector<EtArgument> build_arguments(const RawArguments& raw) {
 }
 
 class EtReader {
-public:
+  public:
     EtReader(std::string file, const char* base) : file_(std::move(file)), base_(base) {}
 
     [[noreturn]] void fail(std::uint64_t offset, const std::string& what) const {
         throw InputError(file_, offset, what);
     }
-    std::uint64_t offset_of(const char* at) const { return at ? static_cast<std::uint64_t>(at - base_) : 0; }
+    std::uint64_t offset_of(const char* at) const {
+        return at ? static_cast<std::uint64_t>(at - base_) : 0;
+    }
     std::uint64_t here(od::document& doc, std::uint64_t fallback) const {
         const char* at = nullptr;
         return doc.current_location().get(at) ? fallback : offset_of(at);
@@ -217,11 +232,12 @@ public:
     // Reads one element of `nodes`; throws with the node's offset for JSON that does not parse.
     EtNode node(od::value value, std::uint64_t offset) const;
 
-private:
+  private:
     void arguments(od::value value, RawArguments& raw, std::uint64_t offset) const;
     void check(simdjson::error_code error, std::uint64_t offset, std::string_view what) const {
         if (error)
-            fail(offset, "Execution Trace node: " + std::string(what) + ": " + simdjson::error_message(error));
+            fail(offset, "Execution Trace node: " + std::string(what) + ": " +
+                             simdjson::error_message(error));
     }
     Json json(od::value value, std::uint64_t offset, std::string_view what) const {
         Json out;
@@ -241,9 +257,12 @@ void EtReader::arguments(od::value value, RawArguments& raw, std::uint64_t offse
         check(field.unescaped_key().get(key), offset, "member name");
         od::value v;
         check(field.value().get(v), offset, key);
-        if (key == "values") raw.values = json(v, offset, key);
-        else if (key == "shapes") raw.shapes = json(v, offset, key);
-        else if (key == "types") raw.types = json(v, offset, key);
+        if (key == "values")
+            raw.values = json(v, offset, key);
+        else if (key == "shapes")
+            raw.shapes = json(v, offset, key);
+        else if (key == "types")
+            raw.types = json(v, offset, key);
         else if (key == "strides") {
             raw.strides = json(v, offset, key);
             raw.has_strides = raw.strides.kind == Json::Kind::Array;
@@ -259,10 +278,14 @@ EtNode EtReader::node(od::value value, std::uint64_t offset) const {
     check(value.get_object().get(object), offset, "not a JSON object");
     // Scalars may sit at the top level (1.0.x) or in `attrs` (1.1.x); both land here.
     auto apply = [&](std::string_view key, const Json& v) {
-        if (key == "rf_id" && v.is_integer) node.rf_id = v.integer;
-        else if (key == "seq_id" && v.is_integer) node.seq_id = v.integer;
-        else if (key == "tid" && v.is_integer) node.tid = v.integer;
-        else if (key == "op_schema" && v.kind == Json::Kind::String) node.schema = v.text;
+        if (key == "rf_id" && v.is_integer)
+            node.rf_id = v.integer;
+        else if (key == "seq_id" && v.is_integer)
+            node.seq_id = v.integer;
+        else if (key == "tid" && v.is_integer)
+            node.tid = v.integer;
+        else if (key == "op_schema" && v.kind == Json::Kind::String)
+            node.schema = v.text;
     };
     for (auto field : object) {
         std::string_view key;
@@ -273,8 +296,10 @@ EtNode EtReader::node(od::value value, std::uint64_t offset) const {
             RawArguments& raw = key == "inputs" ? inputs : outputs;
             od::json_type type{};
             check(v.type().get(type), offset, key);
-            if (type == od::json_type::object) arguments(v, raw, offset);
-            else raw.values = json(v, offset, key);  // 1.0.x: the values alone
+            if (type == od::json_type::object)
+                arguments(v, raw, offset);
+            else
+                raw.values = json(v, offset, key);  // 1.0.x: the values alone
         } else if (key == "input_shapes" || key == "output_shapes") {
             (key[0] == 'i' ? inputs : outputs).shapes = json(v, offset, key);
         } else if (key == "input_types" || key == "output_types") {
@@ -339,9 +364,12 @@ OpArgument argument_from(Trace& trace, const EtArgument& in) {
     arg.storage_offset = in.storage_offset;
     arg.list_storage_ids = in.list_storage_ids;
     // "GenericList[Tensor(c10::BFloat16),...]": the elements' dtype.
-    if (const auto open = in.type.find("Tensor("); type == "TensorList" && open != std::string::npos) {
+    if (const auto open = in.type.find("Tensor(");
+        type == "TensorList" && open != std::string::npos) {
         const auto close = in.type.find(')', open);
-        if (close != std::string::npos) arg.element_type = trace.names.intern(std::string_view(in.type).substr(open + 7, close - open - 7));
+        if (close != std::string::npos)
+            arg.element_type =
+                trace.names.intern(std::string_view(in.type).substr(open + 7, close - open - 7));
     }
     return arg;
 }
@@ -365,8 +393,8 @@ void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats)
             // all; the ET has the tensors and the values.
             const EtArgument& in = node.inputs[i];
             const bool kineto_empty = arg.dims.empty() && arg.list_ranks.empty();
-            const bool et_knows = !in.list_ranks.empty() ||
-                                  (arg.type == StringPool::kEmpty && !kineto_input_type(in.type).empty());
+            const bool et_knows = !in.list_ranks.empty() || (arg.type == StringPool::kEmpty &&
+                                                             !kineto_input_type(in.type).empty());
             if (kineto_empty && et_knows) {
                 arg = argument_from(trace, node.inputs[i]);
                 ++stats.lists_filled;
@@ -388,8 +416,9 @@ void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats)
                 const std::size_t rank = i < out.list_ranks.size() ? out.list_ranks[i] : 0;
                 const std::size_t end = std::min(out.dims.size(), at + rank);
                 shapes.output_storage_ids.push_back(out.list_storage_ids[i]);
-                shapes.output_dims.emplace_back(out.dims.begin() + static_cast<std::ptrdiff_t>(at),
-                                                out.dims.begin() + static_cast<std::ptrdiff_t>(end));
+                shapes.output_dims.emplace_back(
+                    out.dims.begin() + static_cast<std::ptrdiff_t>(at),
+                    out.dims.begin() + static_cast<std::ptrdiff_t>(end));
                 at = end;
             }
         } else if (is_tensor_type(out.type) && !is_undefined_tensor_type(out.type)) {
@@ -399,17 +428,19 @@ void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats)
     }
 }
 
-void join_on_record_function_id(Trace& trace, const ExecutionTrace& et, const std::vector<std::uint32_t>& scope,
-                                AttachStats& stats) {
+void join_on_record_function_id(Trace& trace, const ExecutionTrace& et,
+                                const std::vector<std::uint32_t>& scope, AttachStats& stats) {
     std::vector<std::pair<std::int64_t, std::uint32_t>> by_rf;
     for (std::uint32_t i : scope)
-        if (trace.cpu_ops[i].record_function_id != kNoId) by_rf.emplace_back(trace.cpu_ops[i].record_function_id, i);
+        if (trace.cpu_ops[i].record_function_id != kNoId)
+            by_rf.emplace_back(trace.cpu_ops[i].record_function_id, i);
     std::sort(by_rf.begin(), by_rf.end());
     std::vector<bool> used(trace.cpu_ops.size(), false);
     for (const EtNode& node : et.nodes) {
         if (is_et_root(node)) continue;
-        auto [lo, hi] = std::equal_range(by_rf.begin(), by_rf.end(), std::pair{node.rf_id, std::uint32_t{0}},
-                                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        auto [lo, hi] =
+            std::equal_range(by_rf.begin(), by_rf.end(), std::pair{node.rf_id, std::uint32_t{0}},
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
         std::uint32_t match = kNoIndex;
         std::size_t candidates = 0;
         for (auto it = lo; it != hi; ++it)
@@ -431,8 +462,8 @@ void join_on_record_function_id(Trace& trace, const ExecutionTrace& et, const st
 }
 
 // See EtJoin::SequenceAlignment.
-void join_on_sequence(Trace& trace, const ExecutionTrace& et, const std::vector<std::uint32_t>& scope,
-                      AttachStats& stats) {
+void join_on_sequence(Trace& trace, const ExecutionTrace& et,
+                      const std::vector<std::uint32_t>& scope, AttachStats& stats) {
     std::map<std::int64_t, std::vector<std::uint32_t>> threads;  // Kineto tid -> ops by External id
     for (std::uint32_t i : scope) {
         const CpuOp& op = trace.cpu_ops[i];
@@ -444,8 +475,9 @@ void join_on_sequence(Trace& trace, const ExecutionTrace& et, const std::vector<
     };
     std::unordered_map<std::int64_t, std::vector<Place>> by_sequence;
     for (auto& [tid, ops] : threads) {
-        std::sort(ops.begin(), ops.end(),
-                  [&](std::uint32_t a, std::uint32_t b) { return trace.cpu_ops[a].external_id < trace.cpu_ops[b].external_id; });
+        std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return trace.cpu_ops[a].external_id < trace.cpu_ops[b].external_id;
+        });
         for (std::size_t pos = 0; pos < ops.size(); ++pos)
             if (trace.cpu_ops[ops[pos]].sequence_number != kNoId)
                 by_sequence[trace.cpu_ops[ops[pos]].sequence_number].push_back({&ops, pos});
@@ -499,8 +531,9 @@ std::string_view kineto_input_type(std::string_view type) {
         if (is_undefined_tensor_type(type)) return "";
         return type.substr(7, type.size() - 8);
     }
-    static constexpr std::string_view kScalars[] = {"Int", "Double", "Bool", "SymInt", "SymFloat",
-                                                    "SymBool", "Float", "Long", "ComplexDouble", "Scalar"};
+    static constexpr std::string_view kScalars[] = {"Int",           "Double",  "Bool",  "SymInt",
+                                                    "SymFloat",      "SymBool", "Float", "Long",
+                                                    "ComplexDouble", "Scalar"};
     for (std::string_view scalar : kScalars)
         if (type == scalar) return "Scalar";
     return "";
@@ -512,9 +545,12 @@ bool is_et_root(const EtNode& node) {
 
 const char* to_string(EtJoin join) {
     switch (join) {
-        case EtJoin::None: return "none";
-        case EtJoin::RecordFunctionId: return "record function id";
-        case EtJoin::SequenceAlignment: return "sequence alignment";
+        case EtJoin::None:
+            return "none";
+        case EtJoin::RecordFunctionId:
+            return "record function id";
+        case EtJoin::SequenceAlignment:
+            return "sequence alignment";
     }
     return "?";
 }
@@ -536,15 +572,17 @@ ExecutionTrace read_execution_trace(const std::string& path) {
     od::object root;
     if (auto e = doc.get_object().get(root)) {
         // On-demand sees unbalanced brackets up front: that is a cut-short file, not a wrong one.
-        if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT) reader.fail(size, "truncated JSON: brackets left open at the end");
-        reader.fail(reader.here(doc, 0), std::string("not an Execution Trace (expected a JSON object): ") +
-                                              simdjson::error_message(e));
+        if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT)
+            reader.fail(size, "truncated JSON: brackets left open at the end");
+        reader.fail(reader.here(doc, 0),
+                    std::string("not an Execution Trace (expected a JSON object): ") +
+                        simdjson::error_message(e));
     }
     bool saw_nodes = false;
     auto check = [&](simdjson::error_code e, std::string_view what) {
         if (e)
-            reader.fail(reader.here(doc, size), "not an Execution Trace: " + std::string(what) + ": " +
-                                                    simdjson::error_message(e));
+            reader.fail(reader.here(doc, size), "not an Execution Trace: " + std::string(what) +
+                                                    ": " + simdjson::error_message(e));
     };
     for (auto field : root) {
         std::string_view key;
@@ -565,7 +603,8 @@ ExecutionTrace read_execution_trace(const std::string& path) {
                 od::value node;
                 check(element.get(node), "unreadable node");
                 const char* at = nullptr;
-                const std::uint64_t offset = node.current_location().get(at) ? reader.here(doc, 0) : reader.offset_of(at);
+                const std::uint64_t offset =
+                    node.current_location().get(at) ? reader.here(doc, 0) : reader.offset_of(at);
                 et.nodes.push_back(reader.node(node, offset));
             }
         }

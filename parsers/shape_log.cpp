@@ -39,7 +39,8 @@ std::int64_t read_id(od::value value, std::string_view key) {
     // JSON Schema's "integer" admits 141.0 too.
     double v = 0;
     check(value.get_double().get(v), key);
-    if (v != std::floor(v) || std::fabs(v) >= 9.2e18) throw LineError{std::string(key) + " must be an integer"};
+    if (v != std::floor(v) || std::fabs(v) >= 9.2e18)
+        throw LineError{std::string(key) + " must be an integer"};
     return static_cast<std::int64_t>(v);
 }
 
@@ -114,7 +115,8 @@ ShapeLogArgument read_argument(od::value value) {
                 arg.value = b ? "True" : "False";  // as Kineto's Concrete Inputs print it
             } else if (type == od::json_type::number) {
                 std::string_view token = v.raw_json_token();
-                while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+                while (!token.empty() && (token.back() == ' ' || token.back() == '\t'))
+                    token.remove_suffix(1);
                 arg.value = token;
             } else {
                 throw LineError{"inputs[].value must be a string, number or boolean"};
@@ -130,7 +132,8 @@ ShapeLogArgument read_argument(od::value value) {
     return arg;
 }
 
-ShapeLogEntry read_entry(od::parser& parser, const char* line, std::size_t length, std::size_t capacity) {
+ShapeLogEntry read_entry(od::parser& parser, const char* line, std::size_t length,
+                         std::size_t capacity) {
     od::document doc;
     check(parser.iterate(line, length, capacity).get(doc), "not JSON");
     od::object object;
@@ -193,11 +196,12 @@ struct Lookup {
 
 // The one op with this id and name; kNoIndex when there is none or several (several processes
 // in one file).
-std::uint32_t find_op(const Trace& trace, const IdIndex& index, std::int64_t id, std::string_view name,
-                      Lookup& lookup) {
+std::uint32_t find_op(const Trace& trace, const IdIndex& index, std::int64_t id,
+                      std::string_view name, Lookup& lookup) {
     if (id == kNoId) return kNoIndex;
-    auto [lo, hi] = std::equal_range(index.begin(), index.end(), std::pair{id, std::uint32_t{0}},
-                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto [lo, hi] =
+        std::equal_range(index.begin(), index.end(), std::pair{id, std::uint32_t{0}},
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
     lookup.id_seen |= lo != hi;
     std::uint32_t match = kNoIndex;
     for (auto it = lo; it != hi; ++it) {
@@ -224,7 +228,9 @@ ShapeLog read_shape_log(const std::string& path) {
     for (std::size_t begin = 0; begin < size;) {
         const char* start = data.data() + begin;
         const void* newline = std::memchr(start, '\n', size - begin);
-        const std::size_t end = newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - data.data()) : size;
+        const std::size_t end =
+            newline ? static_cast<std::size_t>(static_cast<const char*>(newline) - data.data())
+                    : size;
         ++line_number;
         if (!blank(start, data.data() + end)) {
             try {
@@ -233,7 +239,8 @@ ShapeLog read_shape_log(const std::string& path) {
                 entry.offset = begin;
                 log.entries.push_back(std::move(entry));
             } catch (const LineError& e) {
-                throw InputError(file, begin, "shape log line " + std::to_string(line_number) + ": " + e.what);
+                throw InputError(file, begin,
+                                 "shape log line " + std::to_string(line_number) + ": " + e.what);
             }
         }
         begin = end + 1;
@@ -250,7 +257,8 @@ ShapeLogStats attach_shape_log(Trace& trace, const ShapeLog& log) {
         std::uint32_t index = find_op(trace, by_rf, entry.rf_id, entry.name, lookup);
         if (index != kNoIndex) {
             ++stats.matched_by_rf_id;
-        } else if ((index = find_op(trace, by_external, entry.external_id, entry.name, lookup)) != kNoIndex) {
+        } else if ((index = find_op(trace, by_external, entry.external_id, entry.name, lookup)) !=
+                   kNoIndex) {
             ++stats.matched_by_external_id;
         } else {
             stats.name_mismatches += lookup.id_seen && !lookup.name_seen;

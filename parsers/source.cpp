@@ -21,13 +21,14 @@ using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
 // Raw file bytes with a small look-ahead buffer so the magic bytes can be sniffed from a pipe.
 class RawFile {
-public:
+  public:
     RawFile(const std::string& path) : path_(path) {
         if (path == "-") {
             file_.reset(stdin);
         } else {
             file_.reset(std::fopen(path.c_str(), "rb"));
-            if (!file_) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+            if (!file_)
+                throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
             if (std::fseek(file_.get(), 0, SEEK_END) == 0) {
                 long size = std::ftell(file_.get());
                 if (size > 0) size_ = static_cast<std::uint64_t>(size);
@@ -44,14 +45,15 @@ public:
         while (peek_pos_ < peek_.size() && done < n) dst[done++] = peek_[peek_pos_++];
         if (done < n) done += std::fread(dst + done, 1, n - done, file_.get());
         if (done < n && std::ferror(file_.get()))
-            throw InputError(path_, offset_ + done, std::string("read error: ") + std::strerror(errno));
+            throw InputError(path_, offset_ + done,
+                             std::string("read error: ") + std::strerror(errno));
         offset_ += done;
         return done;
     }
     std::uint64_t offset() const { return offset_; }
     std::uint64_t size() const { return size_; }
 
-private:
+  private:
     std::string path_;
     FilePtr file_;
     std::vector<unsigned char> peek_;
@@ -61,19 +63,20 @@ private:
 };
 
 class PlainSource final : public ByteSource {
-public:
-    PlainSource(std::string name, RawFile raw) : ByteSource(std::move(name)), raw_(std::move(raw)) {}
+  public:
+    PlainSource(std::string name, RawFile raw)
+        : ByteSource(std::move(name)), raw_(std::move(raw)) {}
     std::size_t read(std::span<char> out) override { return raw_.read(out.data(), out.size()); }
     std::uint64_t raw_offset() const override { return raw_.offset(); }
     std::uint64_t raw_size() const override { return raw_.size(); }
     Compression compression() const override { return Compression::None; }
 
-private:
+  private:
     RawFile raw_;
 };
 
 class GzipSource final : public ByteSource {
-public:
+  public:
     GzipSource(std::string name, RawFile raw)
         : ByteSource(std::move(name)), raw_(std::move(raw)), in_(kRawChunk) {
         // 15 + 32: zlib or gzip header, auto-detected.
@@ -100,7 +103,8 @@ public:
             }
             int rc = inflate(z, Z_NO_FLUSH);
             if (rc == Z_STREAM_END) {
-                // Concatenated gzip members are legal (e.g. `cat a.gz b.gz`): continue if more follows.
+                // Concatenated gzip members are legal (e.g. `cat a.gz b.gz`): continue if more
+                // follows.
                 if (z->avail_in == 0) {
                     std::size_t n = raw_.read(in_.data(), in_.size());
                     if (n == 0) {
@@ -112,8 +116,9 @@ public:
                 }
                 inflateReset(z);
             } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-                throw InputError(name_, consumed(),
-                                 std::string("corrupt gzip data: ") + (z->msg ? z->msg : "inflate failed"));
+                throw InputError(
+                    name_, consumed(),
+                    std::string("corrupt gzip data: ") + (z->msg ? z->msg : "inflate failed"));
             }
         }
         return out.size() - z->avail_out;
@@ -123,7 +128,7 @@ public:
     bool truncated() const override { return truncated_; }
     Compression compression() const override { return Compression::Gzip; }
 
-private:
+  private:
     std::uint64_t consumed() const { return raw_.offset() - stream_.avail_in; }
     RawFile raw_;
     std::vector<unsigned char> in_;
@@ -137,7 +142,7 @@ struct ZstdFree {
 };
 
 class ZstdSource final : public ByteSource {
-public:
+  public:
     ZstdSource(std::string name, RawFile raw)
         : ByteSource(std::move(name)), raw_(std::move(raw)), in_(ZSTD_DStreamInSize()) {
         stream_.reset(ZSTD_createDStream());
@@ -170,7 +175,7 @@ public:
     bool truncated() const override { return truncated_; }
     Compression compression() const override { return Compression::Zstd; }
 
-private:
+  private:
     std::uint64_t consumed() const { return raw_.offset() - (input_.size - input_.pos); }
     RawFile raw_;
     std::vector<char> in_;
@@ -185,9 +190,12 @@ private:
 
 const char* to_string(Compression compression) {
     switch (compression) {
-        case Compression::None: return "none";
-        case Compression::Gzip: return "gzip";
-        case Compression::Zstd: return "zstd";
+        case Compression::None:
+            return "none";
+        case Compression::Gzip:
+            return "gzip";
+        case Compression::Zstd:
+            return "zstd";
     }
     return "?";
 }
@@ -203,7 +211,8 @@ std::unique_ptr<ByteSource> open_source(const std::string& path) {
     const std::string name = path == "-" ? "<stdin>" : path;
     if (magic.size() >= 2 && magic[0] == 0x1f && magic[1] == 0x8b)
         return std::make_unique<GzipSource>(name, std::move(raw));
-    if (magic.size() >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd)
+    if (magic.size() >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f &&
+        magic[3] == 0xfd)
         return std::make_unique<ZstdSource>(name, std::move(raw));
     return std::make_unique<PlainSource>(name, std::move(raw));
 }

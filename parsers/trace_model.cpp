@@ -2,7 +2,9 @@
 
 namespace replay {
 
-StringPool::StringPool() { intern(""); }
+StringPool::StringPool() {
+    intern("");
+}
 
 NameId StringPool::intern(std::string_view text) {
     if (auto it = index_.find(text); it != index_.end()) return it->second;
@@ -15,9 +17,12 @@ NameId StringPool::intern(std::string_view text) {
 
 const char* to_string(ActivityKind kind) {
     switch (kind) {
-        case ActivityKind::Kernel: return "kernel";
-        case ActivityKind::Memcpy: return "memcpy";
-        case ActivityKind::Memset: return "memset";
+        case ActivityKind::Kernel:
+            return "kernel";
+        case ActivityKind::Memcpy:
+            return "memcpy";
+        case ActivityKind::Memset:
+            return "memset";
     }
     return "?";
 }

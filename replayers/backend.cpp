@@ -4,9 +4,12 @@ namespace replay {
 
 const char* to_string(Disposition disposition) {
     switch (disposition) {
-        case Disposition::Ready: return "ready";
-        case Disposition::Skipped: return "skipped";
-        case Disposition::Failed: return "failed";
+        case Disposition::Ready:
+            return "ready";
+        case Disposition::Skipped:
+            return "skipped";
+        case Disposition::Failed:
+            return "failed";
     }
     return "?";
 }

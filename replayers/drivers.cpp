@@ -16,22 +16,28 @@ constexpr const char* kVersion = "0.1.0";
 
 std::vector<std::pair<std::string, std::string>> environment_pairs(const Environment& e) {
     std::vector<std::pair<std::string, std::string>> v = {
-        {"backend", e.backend},         {"gpu", e.device_name},
-        {"driver", e.driver_version},   {"cuda", e.cuda_runtime_version},
-        {"cublas", e.cublas_version},   {"libtorch", e.libtorch_version},
-        {"timing", e.timing},           {"sm_clock_mhz", std::to_string(e.sm_clock_mhz)},
+        {"backend", e.backend},
+        {"gpu", e.device_name},
+        {"driver", e.driver_version},
+        {"cuda", e.cuda_runtime_version},
+        {"cublas", e.cublas_version},
+        {"libtorch", e.libtorch_version},
+        {"timing", e.timing},
+        {"sm_clock_mhz", std::to_string(e.sm_clock_mhz)},
         {"max_sm_clock_mhz", std::to_string(e.max_sm_clock_mhz)},
         {"memory_clock_mhz", std::to_string(e.memory_clock_mhz)},
         {"total_memory_bytes", std::to_string(e.total_memory)},
-        {"compute_capability", std::to_string(e.compute_major) + "." + std::to_string(e.compute_minor)},
+        {"compute_capability",
+         std::to_string(e.compute_major) + "." + std::to_string(e.compute_minor)},
     };
     return v;
 }
 
 // Everything a driver shares: the report skeleton, prepared recipes, per-kernel samples.
 class Session {
-public:
-    Session(Backend& backend, const std::vector<UniqueKernel>& kernels, const DriverOptions& options)
+  public:
+    Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
+            const DriverOptions& options)
         : backend_(backend), options_(options) {
         const Environment env = backend.environment();
         report_.tool_version = kVersion;
@@ -40,12 +46,16 @@ public:
         for (const auto& note : env.notes) report_.notes.push_back(note);
         for (const auto& k : kernels) {
             KernelResult r = recorded_result(k);
-            r.disposition = !k.recipe.replayable() ? "not_replayable" : k.recipe.issued_with_op ? "issued_with_op" : "pending";
+            r.disposition = !k.recipe.replayable()    ? "not_replayable"
+                            : k.recipe.issued_with_op ? "issued_with_op"
+                                                      : "pending";
             if (k.recipe.tier == Tier::Collective) {
                 r.disposition = "skipped";
-                r.reason = "collectives need every rank: multi-process NCCL replay is not implemented";
+                r.reason =
+                    "collectives need every rank: multi-process NCCL replay is not implemented";
             }
-            if (k.kind == ActivityKind::Kernel) report_.totals.recorded_kernel_us += k.recorded_us.sum;
+            if (k.kind == ActivityKind::Kernel)
+                report_.totals.recorded_kernel_us += k.recorded_us.sum;
             index_[k.id] = report_.kernels.size();
             report_.kernels.push_back(std::move(r));
         }
@@ -57,7 +67,10 @@ public:
         auto it = prepared_.find(key);
         if (it == prepared_.end()) {
             if (recipe.tier == Tier::Collective) {
-                it = prepared_.emplace(key, Prepared{Disposition::Skipped, "collectives need every rank", 0}).first;
+                it = prepared_
+                         .emplace(key,
+                                  Prepared{Disposition::Skipped, "collectives need every rank", 0})
+                         .first;
             } else {
                 it = prepared_.emplace(key, backend_.prepare(recipe)).first;
             }
@@ -92,7 +105,8 @@ public:
     void add_sample(std::size_t kernel, const TimedActivity& a) {
         KernelResult& r = report_.kernels[kernel];
         r.samples_us.push_back(static_cast<double>(a.end_ns - a.start_ns) / 1000.0);
-        if (std::find(r.replayed_names.begin(), r.replayed_names.end(), a.name) == r.replayed_names.end() &&
+        if (std::find(r.replayed_names.begin(), r.replayed_names.end(), a.name) ==
+                r.replayed_names.end() &&
             r.replayed_names.size() < 8)
             r.replayed_names.push_back(a.name);
         if (a.per_kernel && a.name == r.name) r.name_match = true;
@@ -117,7 +131,7 @@ public:
         return report_;
     }
 
-private:
+  private:
     Backend& backend_;
     DriverOptions options_;
     Report report_;
@@ -127,11 +141,14 @@ private:
 };
 
 // Groups timed activities by tag, each group in start order.
-std::unordered_map<std::uint64_t, std::vector<TimedActivity>> by_tag(std::vector<TimedActivity> records) {
+std::unordered_map<std::uint64_t, std::vector<TimedActivity>> by_tag(
+    std::vector<TimedActivity> records) {
     std::unordered_map<std::uint64_t, std::vector<TimedActivity>> out;
     for (auto& r : records) out[r.tag].push_back(std::move(r));
     for (auto& [tag, v] : out)
-        std::sort(v.begin(), v.end(), [](const TimedActivity& a, const TimedActivity& b) { return a.start_ns < b.start_ns; });
+        std::sort(v.begin(), v.end(), [](const TimedActivity& a, const TimedActivity& b) {
+            return a.start_ns < b.start_ns;
+        });
     return out;
 }
 
@@ -157,7 +174,8 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("warmup", std::to_string(o.warmup));
         report.options.emplace_back("runs", std::to_string(o.runs));
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
-        report.options.emplace_back("context", o.context == Context::Previous ? "previous" : "none");
+        report.options.emplace_back("context",
+                                    o.context == Context::Previous ? "previous" : "none");
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
@@ -165,8 +183,8 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
 }
 
 // Matches one issue's timed activities to the recorded kernels it re-creates.
-void attribute(Session& session, const std::vector<std::size_t>& positions, const std::vector<TimedActivity>& recs,
-               const std::vector<double>& recorded_us) {
+void attribute(Session& session, const std::vector<std::size_t>& positions,
+               const std::vector<TimedActivity>& recs, const std::vector<double>& recorded_us) {
     if (recs.empty() || positions.empty()) return;
     if (recs.front().per_kernel) {
         // Same name first (cuBLAS may add or drop a helper kernel), then what is left in order.
@@ -198,7 +216,8 @@ void attribute(Session& session, const std::vector<std::size_t>& positions, cons
     const double span = static_cast<double>(whole.end_ns - whole.start_ns);
     for (std::size_t i = 0; i < positions.size(); ++i) {
         TimedActivity part = whole;
-        const double share = total > 0 ? recorded_us[i] / total : 1.0 / static_cast<double>(positions.size());
+        const double share =
+            total > 0 ? recorded_us[i] / total : 1.0 / static_cast<double>(positions.size());
         part.end_ns = part.start_ns + static_cast<std::int64_t>(span * share);
         session.add_sample(positions[i], part);
     }
@@ -253,7 +272,8 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
         // Tag 0 marks untimed work (warmups, predecessors); its activities are dropped.
         auto run_once = [&](std::size_t i, std::uint64_t tag) {
             const Ready& r = ready[i % ready.size()];
-            if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0)) return false;
+            if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
+                return false;
             if (o.l2_flush) backend.flush_l2();
             return session.try_issue(*r.work, t.positions, 0, tag);
         };
@@ -261,7 +281,8 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
         for (int w = 0; w < o.warmup && ok; ++w) ok = run_once(static_cast<std::size_t>(w), 0);
         backend.synchronize();
         backend.collect();
-        for (int r = 0; r < o.runs && ok; ++r) ok = run_once(static_cast<std::size_t>(r), static_cast<std::uint64_t>(r) + 1);
+        for (int r = 0; r < o.runs && ok; ++r)
+            ok = run_once(static_cast<std::size_t>(r), static_cast<std::uint64_t>(r) + 1);
         backend.synchronize();
         auto groups = by_tag(backend.collect());
         for (int r = 0; r < o.runs; ++r) {
@@ -269,7 +290,8 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
             if (it != groups.end()) attribute(session, t.positions, it->second, t.recorded_us);
         }
         if (o.progress && (done % 10 == 0 || done == templates.size()))
-            o.progress("unique kernels " + std::to_string(done) + "/" + std::to_string(templates.size()));
+            o.progress("unique kernels " + std::to_string(done) + "/" +
+                       std::to_string(templates.size()));
     }
 }
 
@@ -285,7 +307,8 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>
         const std::uint32_t op = nodes[n].op;
         auto previous = op == kNoIndex ? last_step_of_op.end() : last_step_of_op.find(op);
         const bool same_op = previous != last_step_of_op.end();
-        if (r.issued_with_op || (same_op && r.tier == Tier::AtenOp && recipes[steps[previous->second].issue_node].key() == r.key())) {
+        if (r.issued_with_op || (same_op && r.tier == Tier::AtenOp &&
+                                 recipes[steps[previous->second].issue_node].key() == r.key())) {
             if (same_op) steps[previous->second].nodes.push_back(n);
             continue;  // an auxiliary kernel whose op was not issued stays unreplayed
         }
@@ -299,7 +322,8 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>
     return steps;
 }
 
-Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options, Timeline* timeline) {
+Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
+                         Timeline* timeline) {
     const auto start = std::chrono::steady_clock::now();
     Session session(backend, analysis.kernels, options);
     add_inputs(session.report(), analysis);
@@ -316,7 +340,8 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
         if (prepared[s]->disposition != Disposition::Ready)
             for (auto n : steps[s].nodes) session.mark(kernel_of[n], *prepared[s]);
     }
-    std::unordered_map<std::uint32_t, std::vector<int>> waits_before;  // waiter node -> producer slots
+    std::unordered_map<std::uint32_t, std::vector<int>>
+        waits_before;  // waiter node -> producer slots
     for (const auto& w : graph.waits())
         waits_before[w.waiter].push_back(static_cast<int>(nodes[w.producer].stream_slot));
 
@@ -333,7 +358,8 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
                     for (int producer : w->second)
                         if (producer != step.stream) backend.stream_wait(step.stream, producer);
             const GpuActivity& first = graph.activity(nodes[step.nodes.front()]);
-            if (options.pace == Pace::Recorded && last_end[static_cast<std::size_t>(step.stream)] >= 0) {
+            if (options.pace == Pace::Recorded &&
+                last_end[static_cast<std::size_t>(step.stream)] >= 0) {
                 const std::int64_t gap = first.ts - last_end[static_cast<std::size_t>(step.stream)];
                 if (gap > 0) backend.delay(step.stream, gap);
             }
@@ -343,8 +369,8 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
             for (auto n : step.nodes) kernels.push_back(kernel_of[n]);
             session.try_issue(*prepared[s], kernels, step.stream, s + 1);
             if (options.progress && (s + 1) % 2000 == 0)
-                options.progress("iteration " + std::to_string(it + 1) + ": issued " + std::to_string(s + 1) + "/" +
-                                 std::to_string(steps.size()));
+                options.progress("iteration " + std::to_string(it + 1) + ": issued " +
+                                 std::to_string(s + 1) + "/" + std::to_string(steps.size()));
         }
         backend.synchronize();
         auto groups = by_tag(backend.collect());
@@ -361,8 +387,9 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
             attribute(session, positions, g->second, recorded_us);
             if (timeline != nullptr && last_iteration)
                 for (const auto& r : g->second)
-                    timeline->items.push_back({r.name, r.stream, static_cast<double>(r.start_ns) / 1000.0,
-                                               static_cast<double>(r.end_ns - r.start_ns) / 1000.0, true});
+                    timeline->items.push_back(
+                        {r.name, r.stream, static_cast<double>(r.start_ns) / 1000.0,
+                         static_cast<double>(r.end_ns - r.start_ns) / 1000.0, true});
         }
         if (options.progress) options.progress("iteration " + std::to_string(it + 1) + " done");
     }
@@ -379,13 +406,14 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
         for (const auto& n : nodes) {
             const GpuActivity& a = graph.activity(n);
             timeline->items.push_back({std::string(trace.names.view(a.name)), a.stream,
-                                       static_cast<double>(a.ts - origin) / 1000.0, static_cast<double>(a.dur) / 1000.0,
-                                       false});
+                                       static_cast<double>(a.ts - origin) / 1000.0,
+                                       static_cast<double>(a.dur) / 1000.0, false});
         }
     }
     if (!graph.host_syncs().empty())
-        session.report().notes.push_back(std::to_string(graph.host_syncs().size()) +
-                                         " recorded host synchronisations were not re-issued (replay runs back to back)");
+        session.report().notes.push_back(
+            std::to_string(graph.host_syncs().size()) +
+            " recorded host synchronisations were not re-issued (replay runs back to back)");
     return session.finish("sequential", seconds_since(start));
 }
 
@@ -417,7 +445,8 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         const Recipe& recipe = analysis.recipes[step.issue_node];
         if (auto it = template_of.find(positions); it != template_of.end()) {
             Template& t = templates[it->second];
-            if (t.instances.size() < kMaxInstances && instance_keys[it->second].insert(recipe.instance_key()).second) {
+            if (t.instances.size() < kMaxInstances &&
+                instance_keys[it->second].insert(recipe.instance_key()).second) {
                 t.instances.push_back(recipe);
                 t.predecessors.push_back(predecessor[s]);
             }
@@ -430,7 +459,9 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         t.instances.push_back(recipe);
         t.predecessors.push_back(predecessor[s]);
         t.positions = positions;
-        for (auto n : step.nodes) t.recorded_us.push_back(static_cast<double>(analysis.graph.activity(nodes[n]).dur) / 1000.0);
+        for (auto n : step.nodes)
+            t.recorded_us.push_back(static_cast<double>(analysis.graph.activity(nodes[n]).dur) /
+                                    1000.0);
         covered.insert(positions.begin(), positions.end());
         instance_keys[templates.size()].insert(recipe.instance_key());
         template_of.emplace(positions, templates.size());
@@ -446,8 +477,8 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         const Report seq = replay_sequential(analysis, backend, once, nullptr);
         report.totals.sequential_kernel_us = seq.totals.replayed_kernel_us;
         report.notes.push_back("sequential pass: " + std::to_string(seq.totals.replayed_kernel_us) +
-                               " us replayed kernel time over " + std::to_string(seq.totals.replayed_recorded_us) +
-                               " us recorded");
+                               " us replayed kernel time over " +
+                               std::to_string(seq.totals.replayed_recorded_us) + " us recorded");
     }
     report.totals.wall_seconds = seconds_since(start);
     return report;
@@ -467,11 +498,13 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
             if (k.recipe.replayable()) covered += k.recorded_us.sum;
         }
         if (!k.recipe.replayable() || k.recipe.issued_with_op) continue;
-        templates.push_back(Template{{k.recipe}, {}, {session.kernel_index(k.id)}, {k.recorded_us.median}});
+        templates.push_back(
+            Template{{k.recipe}, {}, {session.kernel_index(k.id)}, {k.recorded_us.median}});
     }
     session.report().totals.recipe_coverage = total > 0 ? covered / total : 0;
     session.report().notes.push_back(
-        "isolated replay from a signature file: kernels issued by another kernel's op (split-K reductions) are not timed");
+        "isolated replay from a signature file: kernels issued by another kernel's op (split-K "
+        "reductions) are not timed");
     run_templates(session, templates);
     Report report = session.finish("unique", seconds_since(start));
     return report;
@@ -484,12 +517,18 @@ void write_replay_trace(std::ostream& out, const Timeline& timeline) {
     json.key("traceEvents").begin_array();
     for (int pid : {1, 2}) {
         json.begin_object().field("ph", "M").field("name", "process_name").field("pid", pid);
-        json.key("args").begin_object().field("name", pid == 1 ? "recorded" : "replayed").end_object();
+        json.key("args")
+            .begin_object()
+            .field("name", pid == 1 ? "recorded" : "replayed")
+            .end_object();
         json.end_object();
     }
     for (const auto& i : timeline.items) {
         json.begin_object().field("ph", "X").field("cat", "kernel").field("name", i.name);
-        json.field("pid", i.replayed ? 2 : 1).field("tid", i.stream).field("ts", i.start_us).field("dur", i.dur_us);
+        json.field("pid", i.replayed ? 2 : 1)
+            .field("tid", i.stream)
+            .field("ts", i.start_us)
+            .field("dur", i.dur_us);
         json.end_object();
     }
     json.end_array();

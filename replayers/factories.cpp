@@ -10,7 +10,8 @@ std::unique_ptr<Backend> create_cuda_backend(const BackendOptions& options, std:
 std::unique_ptr<Backend> create_cpu_backend(const BackendOptions& options, std::string& why);
 #endif
 
-std::unique_ptr<Backend> make_cuda_backend([[maybe_unused]] const BackendOptions& options, std::string& why) {
+std::unique_ptr<Backend> make_cuda_backend([[maybe_unused]] const BackendOptions& options,
+                                           std::string& why) {
 #ifdef REPLAY_HAVE_CUDA
     return create_cuda_backend(options, why);
 #else
@@ -19,7 +20,8 @@ std::unique_ptr<Backend> make_cuda_backend([[maybe_unused]] const BackendOptions
 #endif
 }
 
-std::unique_ptr<Backend> make_cpu_backend([[maybe_unused]] const BackendOptions& options, std::string& why) {
+std::unique_ptr<Backend> make_cpu_backend([[maybe_unused]] const BackendOptions& options,
+                                          std::string& why) {
 #ifdef REPLAY_HAVE_TORCH
     return create_cpu_backend(options, why);
 #else

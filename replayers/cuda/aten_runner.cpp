@@ -13,7 +13,7 @@ namespace replay::cuda {
 namespace {
 
 class TorchAtenRunner final : public AtenRunner {
-public:
+  public:
     TorchAtenRunner(int device, std::uint64_t seed, bool dataflow)
         : runner_("cuda:" + std::to_string(device), seed, dataflow) {}
 
@@ -27,13 +27,14 @@ public:
     std::string label(std::uint32_t handle) const override { return runner_.label(handle); }
     std::vector<std::string> notes() const override { return runner_.notes(); }
 
-private:
+  private:
     TorchOpRunner runner_;
 };
 
 }  // namespace
 
-std::unique_ptr<AtenRunner> AtenRunner::create(int device, std::uint64_t seed, bool dataflow, std::string& why) {
+std::unique_ptr<AtenRunner> AtenRunner::create(int device, std::uint64_t seed, bool dataflow,
+                                               std::string& why) {
     if (!TorchOpRunner::has_cuda()) {
         why = "this build's libtorch has no CUDA";
         return nullptr;
@@ -41,12 +42,15 @@ std::unique_ptr<AtenRunner> AtenRunner::create(int device, std::uint64_t seed, b
     try {
         return std::make_unique<TorchAtenRunner>(device, seed, dataflow);
     } catch (const std::exception& e) {
-        why = std::string("libtorch could not start on cuda:") + std::to_string(device) + ": " + e.what();
+        why = std::string("libtorch could not start on cuda:") + std::to_string(device) + ": " +
+              e.what();
         return nullptr;
     }
 }
 
-std::string AtenRunner::libtorch_version() { return TorchOpRunner::libtorch_version(); }
+std::string AtenRunner::libtorch_version() {
+    return TorchOpRunner::libtorch_version();
+}
 
 #else
 
@@ -55,7 +59,9 @@ std::unique_ptr<AtenRunner> AtenRunner::create(int, std::uint64_t, bool, std::st
     return nullptr;
 }
 
-std::string AtenRunner::libtorch_version() { return {}; }
+std::string AtenRunner::libtorch_version() {
+    return {};
+}
 
 #endif
 

@@ -2,19 +2,19 @@
 // backend's device and streams. Builds without libtorch report why instead.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "replay/backend.h"
 
 namespace replay::cuda {
 
 class AtenRunner {
-public:
+  public:
     virtual ~AtenRunner() = default;
     virtual Prepared prepare(const AtenRecipe& recipe) = 0;
     // Throws CudaError when the op fails.
@@ -24,7 +24,8 @@ public:
 
     // nullptr with `why` when this build has no libtorch (or one without CUDA), or libtorch cannot
     // start on `device`. `dataflow`: share storages by recorded storage id.
-    static std::unique_ptr<AtenRunner> create(int device, std::uint64_t seed, bool dataflow, std::string& why);
+    static std::unique_ptr<AtenRunner> create(int device, std::uint64_t seed, bool dataflow,
+                                              std::string& why);
     // The libtorch version this build was compiled against ("" without libtorch).
     static std::string libtorch_version();
 };

@@ -1,7 +1,7 @@
 #include "buffer_pool.h"
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 namespace replay::cuda {
@@ -14,23 +14,32 @@ std::size_t round_up(std::size_t bytes, std::size_t granule) {
     return (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
 }
 
-std::string mib(std::size_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
+std::string mib(std::size_t bytes) {
+    return std::to_string((bytes + (1u << 19)) >> 20) + " MiB";
+}
 
 }  // namespace
 
 const char* to_string(MemoryKind kind) {
     switch (kind) {
-        case MemoryKind::Device: return "device";
-        case MemoryKind::Pinned: return "pinned host";
-        case MemoryKind::Pageable: return "pageable host";
+        case MemoryKind::Device:
+            return "device";
+        case MemoryKind::Pinned:
+            return "pinned host";
+        case MemoryKind::Pageable:
+            return "pageable host";
     }
     return "?";
 }
 
 Memory::Memory(MemoryKind kind, std::size_t bytes) : kind_(kind) {
     switch (kind) {
-        case MemoryKind::Device: REPLAY_CUDA_CALL(cudaMalloc(&data_, bytes)); break;
-        case MemoryKind::Pinned: REPLAY_CUDA_CALL(cudaMallocHost(&data_, bytes)); break;
+        case MemoryKind::Device:
+            REPLAY_CUDA_CALL(cudaMalloc(&data_, bytes));
+            break;
+        case MemoryKind::Pinned:
+            REPLAY_CUDA_CALL(cudaMallocHost(&data_, bytes));
+            break;
         case MemoryKind::Pageable:
             bytes = round_up(bytes, kPage);
             data_ = std::aligned_alloc(kPage, bytes);
@@ -44,18 +53,25 @@ Memory::Memory(MemoryKind kind, std::size_t bytes) : kind_(kind) {
 void Memory::reset() noexcept {
     if (data_ == nullptr) return;
     switch (kind_) {
-        case MemoryKind::Device: REPLAY_CUDA_CALL_NOEXCEPT(cudaFree(data_)); break;
-        case MemoryKind::Pinned: REPLAY_CUDA_CALL_NOEXCEPT(cudaFreeHost(data_)); break;
-        case MemoryKind::Pageable: std::free(data_); break;
+        case MemoryKind::Device:
+            REPLAY_CUDA_CALL_NOEXCEPT(cudaFree(data_));
+            break;
+        case MemoryKind::Pinned:
+            REPLAY_CUDA_CALL_NOEXCEPT(cudaFreeHost(data_));
+            break;
+        case MemoryKind::Pageable:
+            std::free(data_);
+            break;
     }
     data_ = nullptr;
     bytes_ = 0;
 }
 
-std::optional<BufferPool::Lease> BufferPool::acquire(MemoryKind kind, int role, int content, std::size_t bytes,
-                                                     std::string& why) {
+std::optional<BufferPool::Lease> BufferPool::acquire(MemoryKind kind, int role, int content,
+                                                     std::size_t bytes, std::string& why) {
     auto& held = buffers_[Key{kind, role, content}];
-    if (auto it = held.lower_bound(bytes); it != held.end()) return Lease{it->second.data(), it->first, false};
+    if (auto it = held.lower_bound(bytes); it != held.end())
+        return Lease{it->second.data(), it->first, false};
 
     const std::size_t size = round_up(bytes, kGranule);
     if (kind == MemoryKind::Device) {
@@ -66,8 +82,8 @@ std::optional<BufferPool::Lease> BufferPool::acquire(MemoryKind kind, int role, 
             return std::nullopt;
         }
         if (size + device_reserve_ > free) {
-            why = "needs " + mib(size) + " of device memory; " + mib(free) + " free, " + mib(device_reserve_) +
-                  " kept in reserve";
+            why = "needs " + mib(size) + " of device memory; " + mib(free) + " free, " +
+                  mib(device_reserve_) + " kept in reserve";
             return std::nullopt;
         }
     }
@@ -78,7 +94,8 @@ std::optional<BufferPool::Lease> BufferPool::acquire(MemoryKind kind, int role, 
         held.emplace(capacity, std::move(memory));
         return Lease{data, capacity, true};
     } catch (const std::exception& e) {
-        why = std::string("cannot allocate ") + mib(size) + " of " + to_string(kind) + " memory: " + e.what();
+        why = std::string("cannot allocate ") + mib(size) + " of " + to_string(kind) +
+              " memory: " + e.what();
         return std::nullopt;
     }
 }

@@ -14,7 +14,7 @@
 namespace replay::cuda {
 
 class BufferPool {
-public:
+  public:
     // `device_reserve`: device bytes left free for cuBLAS, libtorch and the driver.
     explicit BufferPool(std::size_t device_reserve) : device_reserve_(device_reserve) {}
 
@@ -26,13 +26,14 @@ public:
     // role: an operand slot (distinct buffers within one recipe); content: what the buffer was
     // filled with (a FillType, or -1 for don't-care), so reused buffers keep valid values.
     // Returns nullopt with `why` when memory is short.
-    std::optional<Lease> acquire(MemoryKind kind, int role, int content, std::size_t bytes, std::string& why);
+    std::optional<Lease> acquire(MemoryKind kind, int role, int content, std::size_t bytes,
+                                 std::string& why);
 
     std::size_t bytes_held(MemoryKind kind) const;
     std::size_t buffer_count() const;
     void clear() { buffers_.clear(); }
 
-private:
+  private:
     using Key = std::tuple<MemoryKind, int, int>;
     std::map<Key, std::multimap<std::size_t, Memory>> buffers_;
     std::size_t device_reserve_;

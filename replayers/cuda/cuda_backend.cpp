@@ -28,11 +28,16 @@ std::string cuda_version_text(int version) {
 
 const char* memcpy_name(cudaMemcpyKind kind) {
     switch (kind) {
-        case cudaMemcpyHostToDevice: return "HtoD";
-        case cudaMemcpyDeviceToHost: return "DtoH";
-        case cudaMemcpyDeviceToDevice: return "DtoD";
-        case cudaMemcpyHostToHost: return "HtoH";
-        default: return "<unknown>";
+        case cudaMemcpyHostToDevice:
+            return "HtoD";
+        case cudaMemcpyDeviceToHost:
+            return "DtoH";
+        case cudaMemcpyDeviceToDevice:
+            return "DtoD";
+        case cudaMemcpyHostToHost:
+            return "HtoH";
+        default:
+            return "<unknown>";
     }
 }
 
@@ -58,10 +63,12 @@ struct AtenLaunch {
 
 using Launch = std::variant<CopyLaunch, GemmEntry, AtenLaunch>;
 
-Prepared skipped(std::string reason) { return {Disposition::Skipped, std::move(reason), 0}; }
+Prepared skipped(std::string reason) {
+    return {Disposition::Skipped, std::move(reason), 0};
+}
 
 class CudaBackend final : public Backend {
-public:
+  public:
     explicit CudaBackend(const BackendOptions& options);
     ~CudaBackend() override;
     CudaBackend(const CudaBackend&) = delete;
@@ -79,7 +86,7 @@ public:
 
     bool gemm_buffers(std::uint32_t handle, CudaGemmBuffers& out) const;
 
-private:
+  private:
     Prepared prepare_copy(const CopyRecipe& recipe);
     Prepared prepare_gemm(const GemmRecipe& recipe);
     Prepared prepare_aten(const AtenRecipe& recipe);
@@ -88,8 +95,8 @@ private:
     cudaStream_t stream_at(int index) const;
     void* workspace_at(int index);
     // A filled (GEMM operand) or raw (copy) buffer; nullptr with `why` on shortage.
-    void* buffer(MemoryKind kind, int role, std::optional<FillType> fill, std::size_t elements, std::size_t element_size,
-                 std::string& why);
+    void* buffer(MemoryKind kind, int role, std::optional<FillType> fill, std::size_t elements,
+                 std::size_t element_size, std::string& why);
 
     BackendOptions options_;
     cudaDeviceProp properties_{};
@@ -101,7 +108,7 @@ private:
     Stream setup_stream_;  // fills; synchronized before prepare() returns
     std::vector<Stream> streams_;
     std::vector<Event> stream_events_;  // the last point of each stream that others may wait for
-    std::vector<Memory> workspaces_;    // cuBLAS/cuBLASLt workspace per stream, made with the stream
+    std::vector<Memory> workspaces_;   // cuBLAS/cuBLASLt workspace per stream, made with the stream
     void* l2_flush_buffer_ = nullptr;  // 2x L2, held by the pool, allocated up front
     std::size_t l2_flush_bytes_ = 0;
     std::string l2_flush_note_;
@@ -138,7 +145,8 @@ CudaBackend::CudaBackend(const BackendOptions& options)
     REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&clock_khz_, cudaDevAttrClockRate, options_.device));
     REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&l2_bytes_, cudaDevAttrL2CacheSize, options_.device));
     char bus_id[32] = {};
-    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, options_.device) == cudaSuccess) pci_bus_id_ = bus_id;
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, options_.device) == cudaSuccess)
+        pci_bus_id_ = bus_id;
     cudaGetLastError();
 
     setup_stream_ = Stream::non_blocking();
@@ -203,15 +211,16 @@ Prepared CudaBackend::prepare(const Recipe& recipe) {
     }
 }
 
-void* CudaBackend::buffer(MemoryKind kind, int role, std::optional<FillType> fill, std::size_t elements,
-                          std::size_t element_size, std::string& why) {
+void* CudaBackend::buffer(MemoryKind kind, int role, std::optional<FillType> fill,
+                          std::size_t elements, std::size_t element_size, std::string& why) {
     const int content = fill ? static_cast<int>(*fill) : -1;
     auto lease = pool_.acquire(kind, role, content, elements * element_size, why);
     if (!lease) return nullptr;
     if (lease->created && fill) {
         // Fill the whole buffer: a later, larger recipe of the same dtype may reuse it.
         const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + ++fills_;
-        REPLAY_CUDA_CALL(launch_fill_uniform(lease->data, lease->bytes / element_size, *fill, seed, setup_stream_.get()));
+        REPLAY_CUDA_CALL(launch_fill_uniform(lease->data, lease->bytes / element_size, *fill, seed,
+                                             setup_stream_.get()));
     }
     return lease->data;
 }
@@ -224,7 +233,9 @@ Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
     std::string why, note;
     CopyLaunch launch;
     launch.bytes = bytes;
-    auto get = [&](MemoryKind kind, int role) { return buffer(kind, role, std::nullopt, bytes, 1, why); };
+    auto get = [&](MemoryKind kind, int role) {
+        return buffer(kind, role, std::nullopt, bytes, 1, why);
+    };
 
     if (c.is_memset) {
         launch.memset = true;
@@ -236,15 +247,23 @@ Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
     }
     MemoryKind src = MemoryKind::Device, dst = MemoryKind::Device;
     switch (c.direction) {
-        case CopyDirection::HostToDevice: src = host, launch.kind = cudaMemcpyHostToDevice; break;
-        case CopyDirection::DeviceToHost: dst = host, launch.kind = cudaMemcpyDeviceToHost; break;
-        case CopyDirection::HostToHost: src = dst = host, launch.kind = cudaMemcpyHostToHost; break;
+        case CopyDirection::HostToDevice:
+            src = host, launch.kind = cudaMemcpyHostToDevice;
+            break;
+        case CopyDirection::DeviceToHost:
+            dst = host, launch.kind = cudaMemcpyDeviceToHost;
+            break;
+        case CopyDirection::HostToHost:
+            src = dst = host, launch.kind = cudaMemcpyHostToHost;
+            break;
         case CopyDirection::PeerToPeer:
             note = "peer copy replayed as device-to-device on one GPU";
             launch.kind = cudaMemcpyDeviceToDevice;
             break;
         case CopyDirection::DeviceToDevice:
-        case CopyDirection::Device: launch.kind = cudaMemcpyDeviceToDevice; break;
+        case CopyDirection::Device:
+            launch.kind = cudaMemcpyDeviceToDevice;
+            break;
     }
     void* from = get(src, 10);
     if (from == nullptr) return skipped(why);
@@ -253,8 +272,8 @@ Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
     launch.src = from;
     launch.dst = to;
     auto kind_name = [&](MemoryKind k) { return k == MemoryKind::Device ? "Device" : host_name; };
-    launch.label = std::string("Memcpy ") + memcpy_name(launch.kind) + " (" + kind_name(src) + " -> " +
-                   kind_name(dst) + ")";
+    launch.label = std::string("Memcpy ") + memcpy_name(launch.kind) + " (" + kind_name(src) +
+                   " -> " + kind_name(dst) + ")";
     return {Disposition::Ready, note, add(std::move(launch))};
 }
 
@@ -270,14 +289,18 @@ Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
     auto role = [](int slot, std::int64_t storage) {
         return storage >= 0 ? kStorageRoleBase + static_cast<int>(storage % (1 << 29)) : slot;
     };
-    buffers.a = buffer(MemoryKind::Device, role(0, g.a_storage), fill_type(g.a_type), extents.a, ab_size, why);
+    buffers.a = buffer(MemoryKind::Device, role(0, g.a_storage), fill_type(g.a_type), extents.a,
+                       ab_size, why);
     if (buffers.a == nullptr) return skipped(why);
-    buffers.b = buffer(MemoryKind::Device, role(1, g.b_storage), fill_type(g.b_type), extents.b, ab_size, why);
+    buffers.b = buffer(MemoryKind::Device, role(1, g.b_storage), fill_type(g.b_type), extents.b,
+                       ab_size, why);
     if (buffers.b == nullptr) return skipped(why);
-    buffers.c = buffer(MemoryKind::Device, role(2, g.bias ? -1 : g.c_storage), fill_type(g.c_type), extents.c, c_size, why);
+    buffers.c = buffer(MemoryKind::Device, role(2, g.bias ? -1 : g.c_storage), fill_type(g.c_type),
+                       extents.c, c_size, why);
     if (buffers.c == nullptr) return skipped(why);
     if (g.bias) {
-        buffers.bias = buffer(MemoryKind::Device, role(3, g.c_storage), fill_type(g.bias_type), extents.bias, element_size(g.bias_type), why);
+        buffers.bias = buffer(MemoryKind::Device, role(3, g.c_storage), fill_type(g.bias_type),
+                              extents.bias, element_size(g.bias_type), why);
         if (buffers.bias == nullptr) return skipped(why);
     }
     buffers.a_elements = extents.a, buffers.b_elements = extents.b, buffers.c_elements = extents.c;
@@ -286,12 +309,19 @@ Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
 
     GemmLaunch launch(g, blas_context_, buffers.a, buffers.b, buffers.c, buffers.bias);
     switch (launch.api()) {
-        case GemmLaunch::Api::LtMatmul: buffers.api = "cublasLt"; break;
-        case GemmLaunch::Api::Gemm: buffers.api = "cublas gemm"; break;
-        case GemmLaunch::Api::GemmStridedBatched: buffers.api = "cublas strided batched"; break;
+        case GemmLaunch::Api::LtMatmul:
+            buffers.api = "cublasLt";
+            break;
+        case GemmLaunch::Api::Gemm:
+            buffers.api = "cublas gemm";
+            break;
+        case GemmLaunch::Api::GemmStridedBatched:
+            buffers.api = "cublas strided batched";
+            break;
     }
     std::string note = launch.note();
-    return {Disposition::Ready, std::move(note), add(GemmEntry{std::move(launch), std::move(buffers)})};
+    return {Disposition::Ready, std::move(note),
+            add(GemmEntry{std::move(launch), std::move(buffers)})};
 }
 
 Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
@@ -302,7 +332,8 @@ Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
     if (!aten_) return skipped(aten_why_);
     Prepared p = aten_->prepare(recipe);
     if (p.disposition != Disposition::Ready) return p;
-    return {Disposition::Ready, std::move(p.reason), add(AtenLaunch{p.handle, aten_->label(p.handle)})};
+    return {Disposition::Ready, std::move(p.reason),
+            add(AtenLaunch{p.handle, aten_->label(p.handle)})};
 }
 
 std::uint32_t CudaBackend::add(Launch launch) {
@@ -333,7 +364,8 @@ void* CudaBackend::workspace_at(int index) {
 void CudaBackend::set_stream_count(int count) {
     count = std::max(count, 1);
     REPLAY_CUDA_CALL(cudaSetDevice(options_.device));
-    if (static_cast<std::size_t>(count) < streams_.size()) REPLAY_CUDA_CALL(cudaDeviceSynchronize());
+    if (static_cast<std::size_t>(count) < streams_.size())
+        REPLAY_CUDA_CALL(cudaDeviceSynchronize());
     streams_.resize(static_cast<std::size_t>(count));
     stream_events_.resize(streams_.size());
     workspaces_.resize(streams_.size());
@@ -347,7 +379,8 @@ void CudaBackend::set_stream_count(int count) {
 void CudaBackend::issue(std::uint32_t handle, int stream_index, std::uint64_t tag) {
     const Launch& launch = launch_at(handle);
     cudaStream_t stream = stream_at(stream_index);
-    void* workspace = std::holds_alternative<GemmEntry>(launch) ? workspace_at(stream_index) : nullptr;
+    void* workspace =
+        std::holds_alternative<GemmEntry>(launch) ? workspace_at(stream_index) : nullptr;
     const std::string& label = std::visit(
         [](const auto& l) -> const std::string& {
             using T = std::decay_t<decltype(l)>;
@@ -364,7 +397,8 @@ void CudaBackend::issue(std::uint32_t handle, int stream_index, std::uint64_t ta
             if (copy->memset)
                 REPLAY_CUDA_CALL(cudaMemsetAsync(copy->dst, copy->value, copy->bytes, stream));
             else
-                REPLAY_CUDA_CALL(cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, copy->kind, stream));
+                REPLAY_CUDA_CALL(
+                    cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, copy->kind, stream));
         } else if (const auto* gemm = std::get_if<GemmEntry>(&launch)) {
             gemm->launch.run(blas_context_, stream, workspace);
         } else if (const auto* aten = std::get_if<AtenLaunch>(&launch)) {
@@ -389,13 +423,17 @@ void CudaBackend::stream_wait(int waiter, int producer) {
     REPLAY_CUDA_CALL(cudaStreamWaitEvent(w, event, 0));
 }
 
-void CudaBackend::synchronize() { REPLAY_CUDA_CALL(cudaDeviceSynchronize()); }
+void CudaBackend::synchronize() {
+    REPLAY_CUDA_CALL(cudaDeviceSynchronize());
+}
 
 void CudaBackend::flush_l2() {
-    if (l2_flush_buffer_ == nullptr) return;  // no L2 size known, or no memory for the buffer (see notes)
+    if (l2_flush_buffer_ == nullptr)
+        return;  // no L2 size known, or no memory for the buffer (see notes)
     // Join every stream into stream 0, overwrite 2x L2 there, then let every stream wait for it.
     for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
-    REPLAY_CUDA_CALL(cudaMemsetAsync(l2_flush_buffer_, (++l2_flush_value_) & 0xff, l2_flush_bytes_, stream_at(0)));
+    REPLAY_CUDA_CALL(cudaMemsetAsync(l2_flush_buffer_, (++l2_flush_value_) & 0xff, l2_flush_bytes_,
+                                     stream_at(0)));
     for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
 }
 
@@ -407,7 +445,9 @@ void CudaBackend::delay(int stream_index, std::int64_t ns) {
     REPLAY_CUDA_CALL(launch_spin(std::max(cycles, 1LL), stream_at(stream_index)));
 }
 
-std::vector<TimedActivity> CudaBackend::collect() { return timer_->collect(); }
+std::vector<TimedActivity> CudaBackend::collect() {
+    return timer_->collect();
+}
 
 Environment CudaBackend::environment() const {
     Environment e;
@@ -421,15 +461,17 @@ Environment CudaBackend::environment() const {
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
     const std::string nvml_driver = nvml_ ? nvml_->driver_version() : std::string();
-    e.driver_version = nvml_driver.empty() ? "CUDA " + cuda_version_text(driver)
-                                           : nvml_driver + " (CUDA " + cuda_version_text(driver) + ")";
+    e.driver_version = nvml_driver.empty()
+                           ? "CUDA " + cuda_version_text(driver)
+                           : nvml_driver + " (CUDA " + cuda_version_text(driver) + ")";
     e.cuda_runtime_version = cuda_version_text(runtime);
     int major = 0, minor = 0, patch = 0;
     cublasGetProperty(MAJOR_VERSION, &major);
     cublasGetProperty(MINOR_VERSION, &minor);
     cublasGetProperty(PATCH_LEVEL, &patch);
-    e.cublas_version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
-                       " (cublasLt " + std::to_string(cublasLtGetVersion()) + ")";
+    e.cublas_version = std::to_string(major) + "." + std::to_string(minor) + "." +
+                       std::to_string(patch) + " (cublasLt " +
+                       std::to_string(cublasLtGetVersion()) + ")";
     e.libtorch_version = AtenRunner::libtorch_version();
     e.timing = timer_->method();
     if (nvml_) {
@@ -446,8 +488,11 @@ Environment CudaBackend::environment() const {
     for (auto& note : timer_->notes()) e.notes.push_back(std::move(note));
     if (!nvml_note_.empty()) e.notes.push_back(nvml_note_);
     if (!l2_flush_note_.empty()) e.notes.push_back(l2_flush_note_);
-    e.notes.push_back("cuBLAS workspace " + std::to_string(blas_context_.workspace_bytes >> 20) + " MiB per stream" +
-                      (blas_context_.prefer_lt ? "; TORCH_BLAS_PREFER_CUBLASLT: every GEMM through cuBLASLt" : "") +
+    e.notes.push_back("cuBLAS workspace " + std::to_string(blas_context_.workspace_bytes >> 20) +
+                      " MiB per stream" +
+                      (blas_context_.prefer_lt
+                           ? "; TORCH_BLAS_PREFER_CUBLASLT: every GEMM through cuBLASLt"
+                           : "") +
                       (blas_context_.allow_tf32 ? "; TF32 allowed for fp32 GEMMs" : ""));
     e.notes.push_back("buffers are reused by size and role, not by recorded storage");
     if (aten_tried_ && !aten_) e.notes.push_back("tier 3 unavailable: " + aten_why_);
@@ -481,8 +526,8 @@ std::unique_ptr<Backend> create_cuda_backend(const BackendOptions& options, std:
         return nullptr;
     }
     if (options.device < 0 || options.device >= count) {
-        why = "CUDA device " + std::to_string(options.device) + " does not exist (" + std::to_string(count) +
-              " device" + (count == 1 ? "" : "s") + ")";
+        why = "CUDA device " + std::to_string(options.device) + " does not exist (" +
+              std::to_string(count) + " device" + (count == 1 ? "" : "s") + ")";
         return nullptr;
     }
     try {

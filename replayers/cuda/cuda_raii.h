@@ -2,15 +2,15 @@
 // owner each, copies deleted, moves allowed, released with a logged (never thrown) error.
 #pragma once
 
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <utility>
-
-#include <cublasLt.h>
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
 
 #include "cuda_check.h"
 
@@ -19,7 +19,7 @@ namespace replay::cuda {
 // A handle of type T released by Destroy(T) (a noexcept function).
 template <typename T, void (*Destroy)(T) noexcept>
 class UniqueHandle {
-public:
+  public:
     UniqueHandle() = default;
     explicit UniqueHandle(T handle) : handle_(handle) {}
     ~UniqueHandle() { reset(); }
@@ -39,15 +39,23 @@ public:
         if (handle_ != T{}) Destroy(std::exchange(handle_, T{}));
     }
 
-private:
+  private:
     T handle_{};
 };
 
 namespace detail {
-inline void destroy_stream(cudaStream_t s) noexcept { REPLAY_CUDA_CALL_NOEXCEPT(cudaStreamDestroy(s)); }
-inline void destroy_event(cudaEvent_t e) noexcept { REPLAY_CUDA_CALL_NOEXCEPT(cudaEventDestroy(e)); }
-inline void destroy_cublas(cublasHandle_t h) noexcept { REPLAY_CUBLAS_CALL_NOEXCEPT(cublasDestroy(h)); }
-inline void destroy_cublaslt(cublasLtHandle_t h) noexcept { REPLAY_CUBLAS_CALL_NOEXCEPT(cublasLtDestroy(h)); }
+inline void destroy_stream(cudaStream_t s) noexcept {
+    REPLAY_CUDA_CALL_NOEXCEPT(cudaStreamDestroy(s));
+}
+inline void destroy_event(cudaEvent_t e) noexcept {
+    REPLAY_CUDA_CALL_NOEXCEPT(cudaEventDestroy(e));
+}
+inline void destroy_cublas(cublasHandle_t h) noexcept {
+    REPLAY_CUBLAS_CALL_NOEXCEPT(cublasDestroy(h));
+}
+inline void destroy_cublaslt(cublasLtHandle_t h) noexcept {
+    REPLAY_CUBLAS_CALL_NOEXCEPT(cublasLtDestroy(h));
+}
 inline void destroy_matmul_desc(cublasLtMatmulDesc_t d) noexcept {
     REPLAY_CUBLAS_CALL_NOEXCEPT(cublasLtMatmulDescDestroy(d));
 }
@@ -60,7 +68,7 @@ inline void destroy_preference(cublasLtMatmulPreference_t d) noexcept {
 }  // namespace detail
 
 class Stream : public UniqueHandle<cudaStream_t, detail::destroy_stream> {
-public:
+  public:
     Stream() = default;
     // A stream that does not synchronize with the legacy default stream.
     static Stream non_blocking() {
@@ -69,17 +77,17 @@ public:
         return Stream(s);
     }
 
-private:
+  private:
     explicit Stream(cudaStream_t s) : UniqueHandle(s) {}
 };
 
 class Event : public UniqueHandle<cudaEvent_t, detail::destroy_event> {
-public:
+  public:
     Event() = default;
     static Event timing() { return create(cudaEventDefault); }
     static Event sync_only() { return create(cudaEventDisableTiming); }
 
-private:
+  private:
     explicit Event(cudaEvent_t e) : UniqueHandle(e) {}
     static Event create(unsigned flags) {
         cudaEvent_t e = nullptr;
@@ -89,7 +97,7 @@ private:
 };
 
 class CublasHandle : public UniqueHandle<cublasHandle_t, detail::destroy_cublas> {
-public:
+  public:
     static CublasHandle create() {
         cublasHandle_t h = nullptr;
         REPLAY_CUBLAS_CALL(cublasCreate(&h));
@@ -97,12 +105,12 @@ public:
     }
     CublasHandle() = default;
 
-private:
+  private:
     explicit CublasHandle(cublasHandle_t h) : UniqueHandle(h) {}
 };
 
 class CublasLtHandle : public UniqueHandle<cublasLtHandle_t, detail::destroy_cublaslt> {
-public:
+  public:
     static CublasLtHandle create() {
         cublasLtHandle_t h = nullptr;
         REPLAY_CUBLAS_CALL(cublasLtCreate(&h));
@@ -110,12 +118,12 @@ public:
     }
     CublasLtHandle() = default;
 
-private:
+  private:
     explicit CublasLtHandle(cublasLtHandle_t h) : UniqueHandle(h) {}
 };
 
 class LtMatmulDesc : public UniqueHandle<cublasLtMatmulDesc_t, detail::destroy_matmul_desc> {
-public:
+  public:
     LtMatmulDesc() = default;
     LtMatmulDesc(cublasComputeType_t compute, cudaDataType_t scale) {
         cublasLtMatmulDesc_t d = nullptr;
@@ -127,12 +135,12 @@ public:
         REPLAY_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(get(), attribute, &value, sizeof(T)));
     }
 
-private:
+  private:
     explicit LtMatmulDesc(cublasLtMatmulDesc_t d) : UniqueHandle(d) {}
 };
 
 class LtMatrixLayout : public UniqueHandle<cublasLtMatrixLayout_t, detail::destroy_layout> {
-public:
+  public:
     LtMatrixLayout() = default;
     LtMatrixLayout(cudaDataType_t type, std::uint64_t rows, std::uint64_t cols, std::int64_t ld) {
         cublasLtMatrixLayout_t d = nullptr;
@@ -144,12 +152,13 @@ public:
         REPLAY_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(get(), attribute, &value, sizeof(T)));
     }
 
-private:
+  private:
     explicit LtMatrixLayout(cublasLtMatrixLayout_t d) : UniqueHandle(d) {}
 };
 
-class LtMatmulPreference : public UniqueHandle<cublasLtMatmulPreference_t, detail::destroy_preference> {
-public:
+class LtMatmulPreference
+    : public UniqueHandle<cublasLtMatmulPreference_t, detail::destroy_preference> {
+  public:
     static LtMatmulPreference create() {
         cublasLtMatmulPreference_t d = nullptr;
         REPLAY_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&d));
@@ -158,10 +167,11 @@ public:
     LtMatmulPreference() = default;
     template <typename T>
     void set(cublasLtMatmulPreferenceAttributes_t attribute, const T& value) {
-        REPLAY_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(get(), attribute, &value, sizeof(T)));
+        REPLAY_CUBLAS_CALL(
+            cublasLtMatmulPreferenceSetAttribute(get(), attribute, &value, sizeof(T)));
     }
 
-private:
+  private:
     explicit LtMatmulPreference(cublasLtMatmulPreference_t d) : UniqueHandle(d) {}
 };
 
@@ -170,7 +180,7 @@ enum class MemoryKind : std::uint8_t { Device, Pinned, Pageable };
 const char* to_string(MemoryKind kind);
 
 class Memory {
-public:
+  public:
     Memory() = default;
     // Throws CudaError (device, pinned) or std::bad_alloc (pageable) when it cannot allocate.
     Memory(MemoryKind kind, std::size_t bytes);
@@ -178,7 +188,9 @@ public:
     Memory(const Memory&) = delete;
     Memory& operator=(const Memory&) = delete;
     Memory(Memory&& other) noexcept
-        : kind_(other.kind_), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+        : kind_(other.kind_),
+          data_(std::exchange(other.data_, nullptr)),
+          bytes_(std::exchange(other.bytes_, 0)) {}
     Memory& operator=(Memory&& other) noexcept {
         if (this != &other) {
             reset();
@@ -193,7 +205,7 @@ public:
     MemoryKind kind() const { return kind_; }
     void reset() noexcept;
 
-private:
+  private:
     MemoryKind kind_ = MemoryKind::Device;
     void* data_ = nullptr;
     std::size_t bytes_ = 0;

@@ -1,8 +1,8 @@
 // Device helpers of the CUDA backend; see device_kernels.h.
-#include "device_kernels.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include "device_kernels.h"
 
 namespace replay::cuda {
 namespace {
@@ -21,14 +21,25 @@ __device__ __forceinline__ float uniform(std::uint64_t bits) {
 
 __global__ void fill_uniform_kernel(void* data, std::size_t count, int type, std::uint64_t seed) {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride) {
         const std::uint64_t bits = splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull));
         switch (type) {
-            case 0: static_cast<float*>(data)[i] = uniform(bits); break;
-            case 1: static_cast<__half*>(data)[i] = __float2half(uniform(bits)); break;
-            case 2: static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(uniform(bits)); break;
-            case 3: static_cast<double*>(data)[i] = static_cast<double>(uniform(bits)); break;
-            default: static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(bits >> 56); break;
+            case 0:
+                static_cast<float*>(data)[i] = uniform(bits);
+                break;
+            case 1:
+                static_cast<__half*>(data)[i] = __float2half(uniform(bits));
+                break;
+            case 2:
+                static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(uniform(bits));
+                break;
+            case 3:
+                static_cast<double*>(data)[i] = static_cast<double>(uniform(bits));
+                break;
+            default:
+                static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(bits >> 56);
+                break;
         }
     }
 }

@@ -2,10 +2,10 @@
 // GEMM operands and a clock64 spin that stands in for recorded idle time on a stream.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 namespace replay::cuda {
 

@@ -11,12 +11,13 @@ namespace replay::cuda {
 namespace {
 
 std::int64_t host_now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
 
 class EventTimer final : public IssueTimer {
-public:
+  public:
     const char* method() const override { return "cuda-events"; }
 
     void begin(std::uint64_t tag, int stream_index, cudaStream_t stream) override {
@@ -54,21 +55,24 @@ public:
                 float from_origin = 0, duration = 0;
                 REPLAY_CUDA_CALL(cudaEventElapsedTime(&from_origin, origin_.get(), p.start.get()));
                 REPLAY_CUDA_CALL(cudaEventElapsedTime(&duration, p.start.get(), p.end.get()));
-                const std::int64_t start = origin_host_ns_ + std::llround(static_cast<double>(from_origin) * 1e6);
+                const std::int64_t start =
+                    origin_host_ns_ + std::llround(static_cast<double>(from_origin) * 1e6);
                 out.push_back({p.tag, std::move(p.name), start,
-                               start + std::llround(static_cast<double>(duration) * 1e6), p.stream, false});
+                               start + std::llround(static_cast<double>(duration) * 1e6), p.stream,
+                               false});
             }
             free_.push_back(std::move(p.start));
             free_.push_back(std::move(p.end));
         }
         pending_.clear();
         origin_recorded_ = false;
-        std::stable_sort(out.begin(), out.end(),
-                         [](const TimedActivity& x, const TimedActivity& y) { return x.start_ns < y.start_ns; });
+        std::stable_sort(
+            out.begin(), out.end(),
+            [](const TimedActivity& x, const TimedActivity& y) { return x.start_ns < y.start_ns; });
         return out;
     }
 
-private:
+  private:
     struct Pending {
         std::uint64_t tag = 0;
         int stream = 0;
@@ -93,6 +97,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<IssueTimer> make_event_timer() { return std::make_unique<EventTimer>(); }
+std::unique_ptr<IssueTimer> make_event_timer() {
+    return std::make_unique<EventTimer>();
+}
 
 }  // namespace replay::cuda

@@ -16,7 +16,8 @@ bool env_flag(const char* name) {
 }
 
 bool is_float_type(DType t) {
-    return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16 || t == DType::Float64;
+    return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16 ||
+           t == DType::Float64;
 }
 
 // PyTorch's _getAlignment: the largest power of two up to 256 that divides the address.
@@ -27,8 +28,12 @@ std::uint32_t alignment_of(const void* pointer) {
     return alignment;
 }
 
-const char* op_char(bool transposed) { return transposed ? "t" : "n"; }
-cublasOperation_t op(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
+const char* op_char(bool transposed) {
+    return transposed ? "t" : "n";
+}
+cublasOperation_t op(bool transposed) {
+    return transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
 
 }  // namespace
 
@@ -40,7 +45,8 @@ BlasContext blas_options_from_environment() {
     if (const char* kib = std::getenv("CUBLASLT_WORKSPACE_SIZE"); kib != nullptr) {
         char* end = nullptr;
         const long long value = std::strtoll(kib, &end, 10);
-        if (end != kib && value >= 0) context.workspace_bytes = static_cast<std::size_t>(value) * 1024;
+        if (end != kib && value >= 0)
+            context.workspace_bytes = static_cast<std::size_t>(value) * 1024;
     }
     context.prefer_lt = env_flag("TORCH_BLAS_PREFER_CUBLASLT");
     context.allow_tf32 = env_flag("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
@@ -49,21 +55,31 @@ BlasContext blas_options_from_environment() {
 
 std::optional<cudaDataType_t> cuda_data_type(DType dtype) {
     switch (dtype) {
-        case DType::Float32: return CUDA_R_32F;
-        case DType::Float16: return CUDA_R_16F;
-        case DType::BFloat16: return CUDA_R_16BF;
-        case DType::Float64: return CUDA_R_64F;
-        default: return std::nullopt;
+        case DType::Float32:
+            return CUDA_R_32F;
+        case DType::Float16:
+            return CUDA_R_16F;
+        case DType::BFloat16:
+            return CUDA_R_16BF;
+        case DType::Float64:
+            return CUDA_R_64F;
+        default:
+            return std::nullopt;
     }
 }
 
 std::optional<FillType> fill_type(DType dtype) {
     switch (dtype) {
-        case DType::Float32: return FillType::Float32;
-        case DType::Float16: return FillType::Float16;
-        case DType::BFloat16: return FillType::BFloat16;
-        case DType::Float64: return FillType::Float64;
-        default: return std::nullopt;
+        case DType::Float32:
+            return FillType::Float32;
+        case DType::Float16:
+            return FillType::Float16;
+        case DType::BFloat16:
+            return FillType::BFloat16;
+        case DType::Float64:
+            return FillType::Float64;
+        default:
+            return std::nullopt;
     }
 }
 
@@ -73,23 +89,28 @@ std::optional<std::string> normalize_gemm(GemmRecipe& g) {
     if (g.k <= 0) return std::string("GEMM with k = 0 (no cuBLAS call to replay)");
     if (g.b_type == DType::Unknown) g.b_type = g.a_type;
     if (g.c_type == DType::Unknown) g.c_type = g.a_type;
-    if (!is_float_type(g.a_type)) return std::string("GEMM dtype ") + to_string(g.a_type) + " is not replayed by cuBLAS";
+    if (!is_float_type(g.a_type))
+        return std::string("GEMM dtype ") + to_string(g.a_type) + " is not replayed by cuBLAS";
     if (g.b_type != g.a_type)
-        return std::string("mixed GEMM input dtypes ") + to_string(g.a_type) + " x " + to_string(g.b_type);
+        return std::string("mixed GEMM input dtypes ") + to_string(g.a_type) + " x " +
+               to_string(g.b_type);
     const bool half_to_float =
         (g.a_type == DType::Float16 || g.a_type == DType::BFloat16) && g.c_type == DType::Float32;
     if (g.c_type != g.a_type && !half_to_float)
-        return std::string("GEMM output dtype ") + to_string(g.c_type) + " with inputs " + to_string(g.a_type);
+        return std::string("GEMM output dtype ") + to_string(g.c_type) + " with inputs " +
+               to_string(g.a_type);
     if (g.bias) {
         if (g.bias_type == DType::Unknown) g.bias_type = g.c_type;
-        if (!is_float_type(g.bias_type)) return std::string("GEMM bias dtype ") + to_string(g.bias_type);
+        if (!is_float_type(g.bias_type))
+            return std::string("GEMM bias dtype ") + to_string(g.bias_type);
         if (g.batch > 1) return std::string("batched GEMM with a bias epilogue");
     }
     // Leading dimensions at least what the row-major shapes need.
     g.lda = std::max(g.lda, std::max<std::int64_t>(g.trans_a ? g.m : g.k, 1));
     g.ldb = std::max(g.ldb, std::max<std::int64_t>(g.trans_b ? g.k : g.n, 1));
     g.ldc = std::max(g.ldc, std::max<std::int64_t>(g.n, 1));
-    if (g.stride_a < 0 || g.stride_b < 0 || g.stride_c < 0) return std::string("negative GEMM batch stride");
+    if (g.stride_a < 0 || g.stride_b < 0 || g.stride_c < 0)
+        return std::string("negative GEMM batch stride");
     if (g.batch > 1 && g.stride_c == 0) g.stride_c = g.m * g.ldc;  // outputs never overlap
     for (std::int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.batch})
         if (v > INT_MAX) return std::string("GEMM size beyond cuBLAS's 32-bit arguments");
@@ -98,8 +119,10 @@ std::optional<std::string> normalize_gemm(GemmRecipe& g) {
 
 GemmExtents gemm_extents(const GemmRecipe& g) {
     GemmExtents e;
-    e.a = (g.trans_a ? (g.k - 1) * g.lda + g.m : (g.m - 1) * g.lda + g.k) + (g.batch - 1) * g.stride_a;
-    e.b = (g.trans_b ? (g.n - 1) * g.ldb + g.k : (g.k - 1) * g.ldb + g.n) + (g.batch - 1) * g.stride_b;
+    e.a = (g.trans_a ? (g.k - 1) * g.lda + g.m : (g.m - 1) * g.lda + g.k) +
+          (g.batch - 1) * g.stride_a;
+    e.b = (g.trans_b ? (g.n - 1) * g.ldb + g.k : (g.k - 1) * g.ldb + g.n) +
+          (g.batch - 1) * g.stride_b;
     e.c = (g.m - 1) * g.ldc + g.n + (g.batch - 1) * g.stride_c;
     e.bias = g.bias ? g.n : 0;
     return e;
@@ -129,23 +152,24 @@ BlasArgs column_major_args(const GemmRecipe& g) {
     return a;
 }
 
-GemmLaunch::GemmLaunch(const GemmRecipe& normalized, const BlasContext& context, const void* a, const void* b, void* c,
-                       const void* bias)
+GemmLaunch::GemmLaunch(const GemmRecipe& normalized, const BlasContext& context, const void* a,
+                       const void* b, void* c, const void* bias)
     : recipe_(normalized), args_(column_major_args(normalized)), a_(b), b_(a), c_(c), bias_(bias) {
     alpha_f_ = static_cast<float>(recipe_.alpha), beta_f_ = static_cast<float>(recipe_.beta);
     alpha_d_ = recipe_.alpha, beta_d_ = recipe_.beta;
 
-    const bool batched_op = recipe_.op == "aten::bmm" || recipe_.op == "aten::baddbmm" || recipe_.batch > 1;
+    const bool batched_op =
+        recipe_.op == "aten::bmm" || recipe_.op == "aten::baddbmm" || recipe_.batch > 1;
     // PyTorch's addmm takes the cuBLASLt bias path for a 1-D bias with beta 1 and sizes > 1.
     constexpr std::int64_t kLtLimit = 65535LL * 32;
-    const bool bias_lt = recipe_.bias && bias != nullptr && recipe_.beta == 1.0 && !batched_op && recipe_.m > 1 &&
-                         recipe_.n > 1 && recipe_.k > 1 && recipe_.m < kLtLimit && recipe_.n < kLtLimit &&
-                         recipe_.k < kLtLimit;
+    const bool bias_lt = recipe_.bias && bias != nullptr && recipe_.beta == 1.0 && !batched_op &&
+                         recipe_.m > 1 && recipe_.n > 1 && recipe_.k > 1 && recipe_.m < kLtLimit &&
+                         recipe_.n < kLtLimit && recipe_.k < kLtLimit;
 
     std::ostringstream label;
     label << "gemm " << to_string(recipe_.a_type) << (recipe_.c_type != recipe_.a_type ? "->" : "")
-          << (recipe_.c_type != recipe_.a_type ? to_string(recipe_.c_type) : "") << " m" << recipe_.m << " n"
-          << recipe_.n << " k" << recipe_.k;
+          << (recipe_.c_type != recipe_.a_type ? to_string(recipe_.c_type) : "") << " m"
+          << recipe_.m << " n" << recipe_.n << " k" << recipe_.k;
     if (recipe_.batch > 1) label << " b" << recipe_.batch;
     label << ' ' << op_char(args_.transa) << op_char(args_.transb);
 
@@ -199,7 +223,8 @@ bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
         c_layout.set(CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, args_.stride_c);
     }
     auto preference = LtMatmulPreference::create();
-    preference.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<std::uint64_t>(context.workspace_bytes));
+    preference.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                   static_cast<std::uint64_t>(context.workspace_bytes));
     preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(a_));
     preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(b_));
     preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(c_));
@@ -207,9 +232,9 @@ bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
 
     cublasLtMatmulHeuristicResult_t heuristic{};
     int returned = 0;
-    const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(context.lt, desc.get(), a_layout.get(), b_layout.get(), c_layout.get(),
-                                       c_layout.get(), preference.get(), 1, &heuristic, &returned);
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        context.lt, desc.get(), a_layout.get(), b_layout.get(), c_layout.get(), c_layout.get(),
+        preference.get(), 1, &heuristic, &returned);
     if (status != CUBLAS_STATUS_SUCCESS || returned == 0) return false;
 
     if (with_bias) beta_f_ = 0, beta_d_ = 0;  // the bias is added in the epilogue
@@ -224,13 +249,16 @@ bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
 
 void GemmLaunch::run(const BlasContext& context, cudaStream_t stream, void* workspace) const {
     const bool fp64 = recipe_.a_type == DType::Float64;
-    const void* alpha = fp64 ? static_cast<const void*>(&alpha_d_) : static_cast<const void*>(&alpha_f_);
-    const void* beta = fp64 ? static_cast<const void*>(&beta_d_) : static_cast<const void*>(&beta_f_);
+    const void* alpha =
+        fp64 ? static_cast<const void*>(&alpha_d_) : static_cast<const void*>(&alpha_f_);
+    const void* beta =
+        fp64 ? static_cast<const void*>(&beta_d_) : static_cast<const void*>(&beta_f_);
     const auto& a = args_;
 
     if (api_ == Api::LtMatmul) {
-        REPLAY_CUBLAS_CALL(cublasLtMatmul(context.lt, desc_.get(), alpha, a_, a_layout_.get(), b_, b_layout_.get(),
-                                          beta, c_, c_layout_.get(), c_, c_layout_.get(), &algo_, workspace,
+        REPLAY_CUBLAS_CALL(cublasLtMatmul(context.lt, desc_.get(), alpha, a_, a_layout_.get(), b_,
+                                          b_layout_.get(), beta, c_, c_layout_.get(), c_,
+                                          c_layout_.get(), &algo_, workspace,
                                           context.workspace_bytes, stream));
         return;
     }
@@ -241,12 +269,14 @@ void GemmLaunch::run(const BlasContext& context, cudaStream_t stream, void* work
     REPLAY_CUBLAS_CALL(cublasSetWorkspace(h, workspace, context.workspace_bytes));
     // fp32: TF32 only when allowed; fp16/bf16: default math, which allows reduced-precision
     // reductions (PyTorch's allow_fp16/bf16_reduced_precision_reduction default True).
-    const cublasMath_t math =
-        recipe_.a_type == DType::Float32 && context.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+    const cublasMath_t math = recipe_.a_type == DType::Float32 && context.allow_tf32
+                                  ? CUBLAS_TF32_TENSOR_OP_MATH
+                                  : CUBLAS_DEFAULT_MATH;
     REPLAY_CUBLAS_CALL(cublasSetMathMode(h, math));
 
     const int m = static_cast<int>(a.m), n = static_cast<int>(a.n), k = static_cast<int>(a.k);
-    const int lda = static_cast<int>(a.lda), ldb = static_cast<int>(a.ldb), ldc = static_cast<int>(a.ldc);
+    const int lda = static_cast<int>(a.lda), ldb = static_cast<int>(a.ldb),
+              ldc = static_cast<int>(a.ldc);
     const int batch = static_cast<int>(a.batch);
     const cudaDataType_t ab_type = *cuda_data_type(recipe_.a_type);
     const cudaDataType_t c_type = *cuda_data_type(recipe_.c_type);
@@ -254,33 +284,35 @@ void GemmLaunch::run(const BlasContext& context, cudaStream_t stream, void* work
 
     if (api_ == Api::Gemm) {
         if (recipe_.a_type == DType::Float32) {
-            REPLAY_CUBLAS_CALL(cublasSgemm(h, op(a.transa), op(a.transb), m, n, k, &alpha_f_, static_cast<const float*>(a_), lda,
-                                           static_cast<const float*>(b_), ldb, &beta_f_, static_cast<float*>(c_), ldc));
+            REPLAY_CUBLAS_CALL(cublasSgemm(
+                h, op(a.transa), op(a.transb), m, n, k, &alpha_f_, static_cast<const float*>(a_),
+                lda, static_cast<const float*>(b_), ldb, &beta_f_, static_cast<float*>(c_), ldc));
         } else if (recipe_.a_type == DType::Float64) {
-            REPLAY_CUBLAS_CALL(cublasDgemm(h, op(a.transa), op(a.transb), m, n, k, &alpha_d_, static_cast<const double*>(a_),
-                                           lda, static_cast<const double*>(b_), ldb, &beta_d_, static_cast<double*>(c_),
-                                           ldc));
+            REPLAY_CUBLAS_CALL(cublasDgemm(
+                h, op(a.transa), op(a.transb), m, n, k, &alpha_d_, static_cast<const double*>(a_),
+                lda, static_cast<const double*>(b_), ldb, &beta_d_, static_cast<double*>(c_), ldc));
         } else {
-            REPLAY_CUBLAS_CALL(cublasGemmEx(h, op(a.transa), op(a.transb), m, n, k, alpha, a_, ab_type, lda, b_, ab_type, ldb,
-                                            beta, c_, plain ? ab_type : c_type, ldc, CUBLAS_COMPUTE_32F,
+            REPLAY_CUBLAS_CALL(cublasGemmEx(h, op(a.transa), op(a.transb), m, n, k, alpha, a_,
+                                            ab_type, lda, b_, ab_type, ldb, beta, c_,
+                                            plain ? ab_type : c_type, ldc, CUBLAS_COMPUTE_32F,
                                             CUBLAS_GEMM_DEFAULT_TENSOR_OP));
         }
     } else {
         if (recipe_.a_type == DType::Float32) {
             REPLAY_CUBLAS_CALL(cublasSgemmStridedBatched(
-                h, op(a.transa), op(a.transb), m, n, k, &alpha_f_, static_cast<const float*>(a_), lda, a.stride_a,
-                static_cast<const float*>(b_), ldb, a.stride_b, &beta_f_, static_cast<float*>(c_), ldc, a.stride_c,
-                batch));
+                h, op(a.transa), op(a.transb), m, n, k, &alpha_f_, static_cast<const float*>(a_),
+                lda, a.stride_a, static_cast<const float*>(b_), ldb, a.stride_b, &beta_f_,
+                static_cast<float*>(c_), ldc, a.stride_c, batch));
         } else if (recipe_.a_type == DType::Float64) {
             REPLAY_CUBLAS_CALL(cublasDgemmStridedBatched(
-                h, op(a.transa), op(a.transb), m, n, k, &alpha_d_, static_cast<const double*>(a_), lda, a.stride_a,
-                static_cast<const double*>(b_), ldb, a.stride_b, &beta_d_, static_cast<double*>(c_), ldc, a.stride_c,
-                batch));
+                h, op(a.transa), op(a.transb), m, n, k, &alpha_d_, static_cast<const double*>(a_),
+                lda, a.stride_a, static_cast<const double*>(b_), ldb, a.stride_b, &beta_d_,
+                static_cast<double*>(c_), ldc, a.stride_c, batch));
         } else {
-            REPLAY_CUBLAS_CALL(cublasGemmStridedBatchedEx(h, op(a.transa), op(a.transb), m, n, k, alpha, a_, ab_type, lda,
-                                                          a.stride_a, b_, ab_type, ldb, a.stride_b, beta, c_,
-                                                          plain ? ab_type : c_type, ldc, a.stride_c, batch,
-                                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP));
+            REPLAY_CUBLAS_CALL(cublasGemmStridedBatchedEx(
+                h, op(a.transa), op(a.transb), m, n, k, alpha, a_, ab_type, lda, a.stride_a, b_,
+                ab_type, ldb, a.stride_b, beta, c_, plain ? ab_type : c_type, ldc, a.stride_c,
+                batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP));
         }
     }
 }

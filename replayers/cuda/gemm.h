@@ -1,6 +1,6 @@
 // Tier 2: a GEMM recipe as PyTorch would have issued it. The recipe is in PyTorch's row-major view
-// (C = op(A) op(B), C m x n); cuBLAS is column-major, so like PyTorch we compute C^T = op(B)^T op(A)^T:
-// the call gets (n, m, k) with A and B swapped. Which API runs mirrors at::cuda::blas:
+// (C = op(A) op(B), C m x n); cuBLAS is column-major, so like PyTorch we compute C^T = op(B)^T
+// op(A)^T: the call gets (n, m, k) with A and B swapped. Which API runs mirrors at::cuda::blas:
 //  - addmm/linear with a 1-D bias (beta 1): cublasLtMatmul with the BIAS epilogue (gemm_and_bias);
 //  - mm/addmm/matmul/linear otherwise: cublasGemmEx (fp16/bf16), cublasSgemm, cublasDgemm;
 //  - bmm/baddbmm (or batch > 1): cublasGemmStridedBatchedEx / cublasSgemmStridedBatched / ...
@@ -9,12 +9,12 @@
 // cuBLASLt falls back to cuBLAS when its heuristic offers no algorithm, as PyTorch does.
 #pragma once
 
+#include <cublasLt.h>
+#include <cublas_v2.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
-
-#include <cublasLt.h>
-#include <cublas_v2.h>
 
 #include "cuda_raii.h"
 #include "device_kernels.h"
@@ -38,13 +38,13 @@ std::optional<FillType> fill_type(DType dtype);
 
 // One prepared GEMM: descriptors, algorithm and scalars chosen once, launched many times.
 class GemmLaunch {
-public:
+  public:
     enum class Api : std::uint8_t { LtMatmul, Gemm, GemmStridedBatched };
 
     // a, b, c, bias: device buffers of the recipe's A, B, C and bias (row-major names). Throws
     // CudaError on library errors.
-    GemmLaunch(const GemmRecipe& normalized, const BlasContext& context, const void* a, const void* b, void* c,
-               const void* bias);
+    GemmLaunch(const GemmRecipe& normalized, const BlasContext& context, const void* a,
+               const void* b, void* c, const void* bias);
     GemmLaunch(const GemmLaunch&) = delete;
     GemmLaunch& operator=(const GemmLaunch&) = delete;
     GemmLaunch(GemmLaunch&&) = default;
@@ -56,7 +56,7 @@ public:
     const std::string& label() const { return label_; }
     const std::string& note() const { return note_; }  // e.g. why cuBLASLt was not used
 
-private:
+  private:
     bool try_lt(const BlasContext& context, bool with_bias);
 
     GemmRecipe recipe_;

@@ -9,7 +9,12 @@ namespace {
 using nvmlReturn_t = int;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 using nvmlDevice_t = void*;
-enum nvmlClockType_t : int { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOCK_VIDEO = 3 };
+enum nvmlClockType_t : int {
+    NVML_CLOCK_GRAPHICS = 0,
+    NVML_CLOCK_SM = 1,
+    NVML_CLOCK_MEM = 2,
+    NVML_CLOCK_VIDEO = 3
+};
 constexpr unsigned kVersionBufferSize = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
 
 template <typename F>
@@ -36,11 +41,13 @@ std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::
     void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
         const char* error = dlerror();
-        why = std::string("cannot load libnvidia-ml.so.1: ") + (error != nullptr ? error : "unknown error");
+        why = std::string("cannot load libnvidia-ml.so.1: ") +
+              (error != nullptr ? error : "unknown error");
         return nullptr;
     }
     auto api = std::make_unique<Api>();
-    const bool required = resolve(library, "nvmlInit_v2", api->init) && resolve(library, "nvmlShutdown", api->shutdown) &&
+    const bool required = resolve(library, "nvmlInit_v2", api->init) &&
+                          resolve(library, "nvmlShutdown", api->shutdown) &&
                           resolve(library, "nvmlDeviceGetHandleByIndex_v2", api->handle_by_index) &&
                           resolve(library, "nvmlDeviceGetClockInfo", api->clock_info) &&
                           resolve(library, "nvmlDeviceGetMaxClockInfo", api->max_clock_info) &&
@@ -67,7 +74,8 @@ std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::
     nvmlReturn_t status = -1;
     if (api->handle_by_pci_bus_id != nullptr && !pci_bus_id.empty())
         status = api->handle_by_pci_bus_id(pci_bus_id.c_str(), &device);
-    if (status != NVML_SUCCESS) status = api->handle_by_index(static_cast<unsigned>(index), &device);
+    if (status != NVML_SUCCESS)
+        status = api->handle_by_index(static_cast<unsigned>(index), &device);
     if (status != NVML_SUCCESS) {
         why = "no NVML device for " + pci_bus_id + ": " + error(status);
         api->shutdown();
@@ -92,21 +100,30 @@ std::string Nvml::driver_version() const {
 }
 
 namespace {
-std::optional<int> clock(const Nvml::Api& api, nvmlDevice_t device, bool max, nvmlClockType_t type) {
+std::optional<int> clock(const Nvml::Api& api, nvmlDevice_t device, bool max,
+                         nvmlClockType_t type) {
     unsigned mhz = 0;
-    const nvmlReturn_t status = max ? api.max_clock_info(device, type, &mhz) : api.clock_info(device, type, &mhz);
+    const nvmlReturn_t status =
+        max ? api.max_clock_info(device, type, &mhz) : api.clock_info(device, type, &mhz);
     if (status != NVML_SUCCESS) return std::nullopt;
     return static_cast<int>(mhz);
 }
 }  // namespace
 
-std::optional<int> Nvml::sm_clock_mhz() const { return clock(*api_, device_, false, NVML_CLOCK_SM); }
-std::optional<int> Nvml::memory_clock_mhz() const { return clock(*api_, device_, false, NVML_CLOCK_MEM); }
-std::optional<int> Nvml::max_sm_clock_mhz() const { return clock(*api_, device_, true, NVML_CLOCK_SM); }
+std::optional<int> Nvml::sm_clock_mhz() const {
+    return clock(*api_, device_, false, NVML_CLOCK_SM);
+}
+std::optional<int> Nvml::memory_clock_mhz() const {
+    return clock(*api_, device_, false, NVML_CLOCK_MEM);
+}
+std::optional<int> Nvml::max_sm_clock_mhz() const {
+    return clock(*api_, device_, true, NVML_CLOCK_SM);
+}
 
 std::optional<std::uint64_t> Nvml::total_energy_mj() const {
     unsigned long long mj = 0;
-    if (api_->total_energy == nullptr || api_->total_energy(device_, &mj) != NVML_SUCCESS) return std::nullopt;
+    if (api_->total_energy == nullptr || api_->total_energy(device_, &mj) != NVML_SUCCESS)
+        return std::nullopt;
     return static_cast<std::uint64_t>(mj);
 }
 

@@ -10,7 +10,7 @@
 namespace replay::cuda {
 
 class Nvml {
-public:
+  public:
     // Loads NVML and finds the GPU with this PCI bus id ("0000:3b:00.0"), falling back to
     // `index`. Returns nullptr with `why` when NVML or the device is not available.
     static std::unique_ptr<Nvml> open(const std::string& pci_bus_id, int index, std::string& why);
@@ -27,7 +27,7 @@ public:
 
     struct Api;  // the resolved entry points
 
-private:
+  private:
     Nvml(void* library, std::unique_ptr<Api> api, void* device);
     void* library_;
     std::unique_ptr<Api> api_;

@@ -3,24 +3,25 @@
 // (one interval per issue). The backend brackets the CUDA calls of each issue with begin/end.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "replay/backend.h"
 
 namespace replay::cuda {
 
 class IssueTimer {
-public:
+  public:
     virtual ~IssueTimer() = default;
     virtual const char* method() const = 0;  // Environment::timing: "cupti" | "cuda-events"
     // Brackets the CUDA calls of one issue on `stream` (index `stream_index` of the driver).
     virtual void begin(std::uint64_t tag, int stream_index, cudaStream_t stream) = 0;
-    virtual void end(std::uint64_t tag, int stream_index, cudaStream_t stream, const std::string& label) = 0;
+    virtual void end(std::uint64_t tag, int stream_index, cudaStream_t stream,
+                     const std::string& label) = 0;
     // Activities of the issues since the last call; the device must be synchronized first.
     virtual std::vector<TimedActivity> collect() = 0;
     // Notes for Environment::notes (dropped records, ...); may be empty.

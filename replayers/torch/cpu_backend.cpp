@@ -4,6 +4,7 @@
 //
 // Intra-op threads are libtorch's default (one per core, or OMP_NUM_THREADS): the backend does not
 // pick a count, so that the environment, not the code, decides; environment() reports it.
+#include <ATen/Parallel.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +15,6 @@
 #include <utility>
 #include <variant>
 
-#include <ATen/Parallel.h>
-
 #include "replay/backend.h"
 #include "replay/torch_ops.h"
 
@@ -23,7 +22,9 @@ namespace replay {
 namespace {
 
 std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 std::string cpu_model() {
@@ -47,16 +48,18 @@ std::string blas_note() {
         if (slash == std::string::npos) continue;
         const std::string path = line.substr(slash);
         const std::string file = path.substr(path.rfind('/') + 1);
-        if (file.find("blas") == std::string::npos && file.find("mkl_core") == std::string::npos) continue;
+        if (file.find("blas") == std::string::npos && file.find("mkl_core") == std::string::npos)
+            continue;
         std::string note = "BLAS: " + path;
-        if (path.find("/blas/libblas.so") != std::string::npos) note += " (reference BLAS: slow CPU GEMMs; OpenBLAS is faster)";
+        if (path.find("/blas/libblas.so") != std::string::npos)
+            note += " (reference BLAS: slow CPU GEMMs; OpenBLAS is faster)";
         return note;
     }
     return {};
 }
 
 class CpuBackend final : public Backend {
-public:
+  public:
     explicit CpuBackend(const BackendOptions& options)
         : runner_(TorchDevice{TorchDevice::Kind::Cpu, 0}, options.seed, options.dataflow) {}
 
@@ -67,13 +70,16 @@ public:
         env.libtorch_version = TorchOpRunner::libtorch_version();
         env.timing = "host-clock";
         const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-        if (pages > 0 && page_size > 0) env.total_memory = static_cast<std::int64_t>(pages) * page_size;
-        env.notes.push_back("intra-op threads: " + std::to_string(at::get_num_threads()) + " (libtorch default)");
+        if (pages > 0 && page_size > 0)
+            env.total_memory = static_cast<std::int64_t>(pages) * page_size;
+        env.notes.push_back("intra-op threads: " + std::to_string(at::get_num_threads()) +
+                            " (libtorch default)");
         env.notes.push_back("timings are whole ops on the host clock, including dispatch overhead");
         if (auto blas = blas_note(); !blas.empty()) env.notes.push_back(std::move(blas));
         for (auto& note : runner_.notes()) env.notes.push_back(std::move(note));
         if (failed_runs_ > 0)
-            env.notes.push_back(std::to_string(failed_runs_) + " issued runs failed; first: " + first_failure_);
+            env.notes.push_back(std::to_string(failed_runs_) +
+                                " issued runs failed; first: " + first_failure_);
         return env;
     }
 
@@ -81,13 +87,16 @@ public:
         Prepared result;
         switch (recipe.tier) {
             case Tier::Copy:
-                if (const auto* copy = std::get_if<CopyRecipe>(&recipe.detail)) return runner_.prepare_copy(*copy);
+                if (const auto* copy = std::get_if<CopyRecipe>(&recipe.detail))
+                    return runner_.prepare_copy(*copy);
                 break;
             case Tier::Gemm:
-                if (const auto* gemm = std::get_if<GemmRecipe>(&recipe.detail)) return runner_.prepare_gemm(*gemm);
+                if (const auto* gemm = std::get_if<GemmRecipe>(&recipe.detail))
+                    return runner_.prepare_gemm(*gemm);
                 break;
             case Tier::AtenOp:
-                if (const auto* aten = std::get_if<AtenRecipe>(&recipe.detail)) return runner_.prepare(*aten);
+                if (const auto* aten = std::get_if<AtenRecipe>(&recipe.detail))
+                    return runner_.prepare(*aten);
                 break;
             case Tier::Collective:
                 result.reason = "collectives need several processes";
@@ -97,11 +106,13 @@ public:
                 return result;
         }
         result.disposition = Disposition::Failed;
-        result.reason = std::string("tier ") + to_string(recipe.tier) + " recipe without its details";
+        result.reason =
+            std::string("tier ") + to_string(recipe.tier) + " recipe without its details";
         return result;
     }
 
-    void set_stream_count(int /*count*/) override {}  // one host thread runs every stream in issue order
+    void set_stream_count(int /*count*/) override {
+    }  // one host thread runs every stream in issue order
 
     void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
         const std::int64_t start = now_ns();
@@ -124,8 +135,10 @@ public:
         if (flush_buffer_.empty()) {
             long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
             if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-            const std::size_t size = llc > 0 ? std::clamp<std::size_t>(2 * static_cast<std::size_t>(llc), 8u << 20, 1u << 30)
-                                             : std::size_t{64} << 20;
+            const std::size_t size =
+                llc > 0
+                    ? std::clamp<std::size_t>(2 * static_cast<std::size_t>(llc), 8u << 20, 1u << 30)
+                    : std::size_t{64} << 20;
             flush_buffer_.resize(size);
         }
         std::memset(flush_buffer_.data(), ++flush_value_, flush_buffer_.size());
@@ -137,7 +150,7 @@ public:
 
     std::vector<TimedActivity> collect() override { return std::exchange(activities_, {}); }
 
-private:
+  private:
     TorchOpRunner runner_;
     std::vector<TimedActivity> activities_;
     std::vector<unsigned char> flush_buffer_;

@@ -28,6 +28,13 @@
 // (libtorch 1.13 lacks many) is retried with those tensors in float32.
 #include "replay/torch_ops.h"
 
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/version.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -43,13 +50,6 @@
 #include <utility>
 #include <variant>
 
-#include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/DeviceGuard.h>
-#include <c10/core/InferenceMode.h>
-#include <torch/version.h>
-
 #ifdef REPLAY_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -60,7 +60,9 @@ namespace {
 
 // ---- small helpers ------------------------------------------------------------------------------
 
-std::string missing_op_reason() { return std::string("op missing from this libtorch (") + TORCH_VERSION + ")"; }
+std::string missing_op_reason() {
+    return std::string("op missing from this libtorch (") + TORCH_VERSION + ")";
+}
 
 // First line of a c10::Error without the C++ backtrace, bounded: it ends up in reports.
 std::string short_error(const std::exception& e) {
@@ -115,7 +117,8 @@ std::optional<std::int64_t> parse_int(std::string_view s) {
 std::optional<std::vector<std::string_view>> parse_list(std::string_view s) {
     s = trim(s);
     if (s.empty()) return std::nullopt;
-    if ((s.front() == '[' && s.back() == ']') || (s.front() == '(' && s.back() == ')')) s = s.substr(1, s.size() - 2);
+    if ((s.front() == '[' && s.back() == ']') || (s.front() == '(' && s.back() == ')'))
+        s = s.substr(1, s.size() - 2);
     std::vector<std::string_view> items;
     if (trim(s).empty()) return items;
     while (true) {
@@ -141,33 +144,54 @@ std::optional<c10::IValue> scalar_ivalue(std::string_view s) {
 std::optional<at::ScalarType> scalar_type_of(DType dtype) {
     switch (dtype) {
         case DType::Unknown:
-        case DType::Float32: return at::kFloat;
-        case DType::Float16: return at::kHalf;
-        case DType::BFloat16: return at::kBFloat16;
-        case DType::Float64: return at::kDouble;
-        case DType::Int64: return at::kLong;
-        case DType::Int32: return at::kInt;
-        case DType::Int16: return at::kShort;
-        case DType::Int8: return at::kChar;
-        case DType::UInt8: return at::kByte;
-        case DType::Bool: return at::kBool;
-        case DType::ComplexFloat: return at::kComplexFloat;
-        case DType::ComplexDouble: return at::kComplexDouble;
+        case DType::Float32:
+            return at::kFloat;
+        case DType::Float16:
+            return at::kHalf;
+        case DType::BFloat16:
+            return at::kBFloat16;
+        case DType::Float64:
+            return at::kDouble;
+        case DType::Int64:
+            return at::kLong;
+        case DType::Int32:
+            return at::kInt;
+        case DType::Int16:
+            return at::kShort;
+        case DType::Int8:
+            return at::kChar;
+        case DType::UInt8:
+            return at::kByte;
+        case DType::Bool:
+            return at::kBool;
+        case DType::ComplexFloat:
+            return at::kComplexFloat;
+        case DType::ComplexDouble:
+            return at::kComplexDouble;
 #if TORCH_VERSION_MAJOR >= 2
-        case DType::Float8E4M3: return at::kFloat8_e4m3fn;
-        case DType::Float8E5M2: return at::kFloat8_e5m2;
+        case DType::Float8E4M3:
+            return at::kFloat8_e4m3fn;
+        case DType::Float8E5M2:
+            return at::kFloat8_e5m2;
 #else
         case DType::Float8E4M3:
-        case DType::Float8E5M2: return std::nullopt;  // float8 dtypes arrived in PyTorch 2.1
+        case DType::Float8E5M2:
+            return std::nullopt;  // float8 dtypes arrived in PyTorch 2.1
 #endif
     }
     return std::nullopt;
 }
 
-bool is_reduced_float(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
-bool is_float_like(at::ScalarType t) { return at::isFloatingType(t) || at::isComplexType(t); }
+bool is_reduced_float(at::ScalarType t) {
+    return t == at::kHalf || t == at::kBFloat16;
+}
+bool is_float_like(at::ScalarType t) {
+    return at::isFloatingType(t) || at::isComplexType(t);
+}
 
-std::int64_t round_up(std::int64_t v, std::int64_t to) { return (v + to - 1) / to * to; }
+std::int64_t round_up(std::int64_t v, std::int64_t to) {
+    return (v + to - 1) / to * to;
+}
 
 std::vector<std::int64_t> strides_of(const TensorSpec& spec) {
     return spec.strides.size() == spec.dims.size() ? spec.strides : spec.contiguous_strides();
@@ -175,25 +199,28 @@ std::vector<std::int64_t> strides_of(const TensorSpec& spec) {
 
 bool valid_spec(const TensorSpec& spec) {
     const auto strides = strides_of(spec);
-    return spec.storage_offset >= 0 && std::all_of(spec.dims.begin(), spec.dims.end(), [](auto d) { return d >= 0; }) &&
+    return spec.storage_offset >= 0 &&
+           std::all_of(spec.dims.begin(), spec.dims.end(), [](auto d) { return d >= 0; }) &&
            std::all_of(strides.begin(), strides.end(), [](auto s) { return s >= 0; });
 }
 
 // Ops whose floating inputs must be probabilities or rates: N(0, 0.1) values would fail their
 // argument checks (on CUDA as device-side asserts).
 bool takes_probabilities(std::string_view op) {
-    for (std::string_view name : {"aten::multinomial", "aten::bernoulli", "aten::bernoulli_", "aten::binary_cross_entropy",
-                                  "aten::binary_cross_entropy_backward", "aten::poisson", "aten::_standard_gamma",
-                                  "aten::_sample_dirichlet"})
+    for (std::string_view name :
+         {"aten::multinomial", "aten::bernoulli", "aten::bernoulli_", "aten::binary_cross_entropy",
+          "aten::binary_cross_entropy_backward", "aten::poisson", "aten::_standard_gamma",
+          "aten::_sample_dirichlet"})
         if (op == name) return true;
     return false;
 }
 
 // Integer tensors that describe structure rather than index something: zeros are valid for all.
 bool is_structure_name(std::string name) {
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    for (std::string_view key : {"offset", "length", "cu_seqlens", "cum_seq", "seqlen", "seqused", "crow", "ccol", "repeats",
-                                 "sizes", "split"})
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    for (std::string_view key : {"offset", "length", "cu_seqlens", "cum_seq", "seqlen", "seqused",
+                                 "crow", "ccol", "repeats", "sizes", "split"})
         if (name.find(key) != std::string::npos) return true;
     return false;
 }
@@ -201,15 +228,30 @@ bool is_structure_name(std::string name) {
 // ---- schema argument kinds ---------------------------------------------------------------------
 
 enum class Slot : std::uint8_t {
-    Tensor, TensorList, Int, Float, Bool, Scalar, Complex,
-    IntList, FloatList, BoolList, ScalarList, String, Device, Generator, Unsupported
+    Tensor,
+    TensorList,
+    Int,
+    Float,
+    Bool,
+    Scalar,
+    Complex,
+    IntList,
+    FloatList,
+    BoolList,
+    ScalarList,
+    String,
+    Device,
+    Generator,
+    Unsupported
 };
 
 bool is_scalar_slot(Slot s) {
-    return s == Slot::Int || s == Slot::Float || s == Slot::Bool || s == Slot::Scalar || s == Slot::Complex;
+    return s == Slot::Int || s == Slot::Float || s == Slot::Bool || s == Slot::Scalar ||
+           s == Slot::Complex;
 }
 bool is_list_slot(Slot s) {
-    return s == Slot::IntList || s == Slot::FloatList || s == Slot::BoolList || s == Slot::ScalarList;
+    return s == Slot::IntList || s == Slot::FloatList || s == Slot::BoolList ||
+           s == Slot::ScalarList;
 }
 
 struct SlotInfo {
@@ -226,17 +268,22 @@ Slot scalar_slot(c10::TypeKind kind) {
         case c10::TypeKind::SymIntType:
         case c10::TypeKind::ScalarTypeType:
         case c10::TypeKind::LayoutType:
-        case c10::TypeKind::MemoryFormatType: return Slot::Int;
+        case c10::TypeKind::MemoryFormatType:
+            return Slot::Int;
         case c10::TypeKind::FloatType:
-        case c10::TypeKind::SymFloatType: return Slot::Float;
+        case c10::TypeKind::SymFloatType:
+            return Slot::Float;
         case c10::TypeKind::BoolType:
 #if TORCH_VERSION_MAJOR >= 2
         case c10::TypeKind::SymBoolType:
 #endif
             return Slot::Bool;
-        case c10::TypeKind::NumberType: return Slot::Scalar;
-        case c10::TypeKind::ComplexType: return Slot::Complex;
-        default: return Slot::Unsupported;
+        case c10::TypeKind::NumberType:
+            return Slot::Scalar;
+        case c10::TypeKind::ComplexType:
+            return Slot::Complex;
+        default:
+            return Slot::Unsupported;
     }
 }
 
@@ -248,14 +295,23 @@ SlotInfo slot_of(const c10::Argument& argument) {
         type = type->castRaw<c10::OptionalType>()->getElementType();
     }
     c10::TypePtr real = argument.real_type();
-    if (real->kind() == c10::TypeKind::OptionalType) real = real->castRaw<c10::OptionalType>()->getElementType();
+    if (real->kind() == c10::TypeKind::OptionalType)
+        real = real->castRaw<c10::OptionalType>()->getElementType();
     info.scalar_type = real->kind() == c10::TypeKind::ScalarTypeType;
 
     switch (type->kind()) {
-        case c10::TypeKind::TensorType: info.slot = Slot::Tensor; break;
-        case c10::TypeKind::StringType: info.slot = Slot::String; break;
-        case c10::TypeKind::DeviceObjType: info.slot = Slot::Device; break;
-        case c10::TypeKind::GeneratorType: info.slot = Slot::Generator; break;
+        case c10::TypeKind::TensorType:
+            info.slot = Slot::Tensor;
+            break;
+        case c10::TypeKind::StringType:
+            info.slot = Slot::String;
+            break;
+        case c10::TypeKind::DeviceObjType:
+            info.slot = Slot::Device;
+            break;
+        case c10::TypeKind::GeneratorType:
+            info.slot = Slot::Generator;
+            break;
         case c10::TypeKind::ListType: {
             info.element_type = type->castRaw<c10::ListType>()->getElementType();
             const auto element = info.element_type->kind();
@@ -268,21 +324,34 @@ SlotInfo slot_of(const c10::Argument& argument) {
                 info.optional_elements = true;
             } else {
                 switch (scalar_slot(element)) {
-                    case Slot::Int: info.slot = Slot::IntList; break;
-                    case Slot::Float: info.slot = Slot::FloatList; break;
-                    case Slot::Bool: info.slot = Slot::BoolList; break;
-                    case Slot::Scalar: info.slot = Slot::ScalarList; break;
-                    default: info.slot = Slot::Unsupported; break;
+                    case Slot::Int:
+                        info.slot = Slot::IntList;
+                        break;
+                    case Slot::Float:
+                        info.slot = Slot::FloatList;
+                        break;
+                    case Slot::Bool:
+                        info.slot = Slot::BoolList;
+                        break;
+                    case Slot::Scalar:
+                        info.slot = Slot::ScalarList;
+                        break;
+                    default:
+                        info.slot = Slot::Unsupported;
+                        break;
                 }
             }
             break;
         }
-        default: info.slot = scalar_slot(type->kind()); break;
+        default:
+            info.slot = scalar_slot(type->kind());
+            break;
     }
     return info;
 }
 
-// ---- binding recorded arguments to a schema ------------------------------------------------------
+// ---- binding recorded arguments to a schema
+// ------------------------------------------------------
 
 // Guess: a required scalar the trace has no value for (traces before PyTorch 2.1 record no
 // Concrete Inputs, and the oldest ones record scalars as None). A plausible value keeps
@@ -304,7 +373,8 @@ struct Plan {
 };
 
 // Binds the recorded arguments to one overload's schema; nullopt (with `why`) when they do not fit.
-std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& recipe, std::string& why) {
+std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& recipe,
+                             std::string& why) {
     const c10::FunctionSchema& schema = op.schema();
     const auto& arguments = schema.arguments();
     if (schema.is_vararg()) {
@@ -312,8 +382,8 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
         return std::nullopt;
     }
     if (recipe.args.size() > arguments.size()) {
-        why = std::to_string(recipe.args.size()) + " recorded arguments for " + std::to_string(arguments.size()) +
-              " in the schema";
+        why = std::to_string(recipe.args.size()) + " recorded arguments for " +
+              std::to_string(arguments.size()) + " in the schema";
         return std::nullopt;
     }
     Plan plan{op, {}, 0};
@@ -325,15 +395,20 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
         const AtenArgument* rec = i < recipe.args.size() ? &recipe.args[i] : nullptr;
         arg.recorded = rec;
         auto reject = [&](const std::string& what) {
-            why = "argument " + std::to_string(i) + " '" + argument.name() + "' (" + argument.type()->str() + "): " + what;
+            why = "argument " + std::to_string(i) + " '" + argument.name() + "' (" +
+                  argument.type()->str() + "): " + what;
             return std::nullopt;
         };
         // Not recorded, recorded as None or without a value: what the schema allows instead.
         auto fallback = [&]() {
-            if (slot == Slot::Device) arg.source = Source::Device;
-            else if (argument.default_value().has_value()) arg.source = Source::Default;
-            else if (arg.info.optional) arg.source = Source::None;
-            else return false;
+            if (slot == Slot::Device)
+                arg.source = Source::Device;
+            else if (argument.default_value().has_value())
+                arg.source = Source::Default;
+            else if (arg.info.optional)
+                arg.source = Source::None;
+            else
+                return false;
             return true;
         };
         auto guess = [&]() {
@@ -352,19 +427,24 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
         } else {
             switch (rec->kind) {
                 case ArgKind::Tensor:
-                    if (slot != Slot::Tensor || rec->tensors.empty()) return reject("recorded a tensor");
+                    if (slot != Slot::Tensor || rec->tensors.empty())
+                        return reject("recorded a tensor");
                     break;
                 case ArgKind::TensorList:
                     if (slot != Slot::TensorList) return reject("recorded a tensor list");
                     // No op takes an empty list where a list was recorded: its shapes are missing.
-                    if (rec->tensors.empty()) return reject("tensor list recorded without its tensors");
+                    if (rec->tensors.empty())
+                        return reject("tensor list recorded without its tensors");
                     break;
                 case ArgKind::Scalar:
                     if (trim(rec->value).empty()) {
-                        if (slot == Slot::Tensor || slot == Slot::TensorList) return reject("recorded a scalar");
-                        if (!fallback() && !guess()) return reject("recorded a scalar without its value");
+                        if (slot == Slot::Tensor || slot == Slot::TensorList)
+                            return reject("recorded a scalar");
+                        if (!fallback() && !guess())
+                            return reject("recorded a scalar without its value");
                     } else if (is_scalar_slot(slot)) {
-                        if ((slot == Slot::Int && !parse_int(rec->value)) || (slot == Slot::Bool && !parse_bool(rec->value)) ||
+                        if ((slot == Slot::Int && !parse_int(rec->value)) ||
+                            (slot == Slot::Bool && !parse_bool(rec->value)) ||
                             (slot != Slot::Int && slot != Slot::Bool && !scalar_ivalue(rec->value)))
                             return reject("recorded value '" + rec->value + "' does not fit");
                     } else if (is_list_slot(slot)) {
@@ -379,7 +459,8 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                     break;
                 case ArgKind::ScalarList:
                     if (!is_list_slot(slot)) return reject("recorded a scalar list");
-                    if (!parse_list(rec->value) && !fallback()) return reject("recorded a list without its value");
+                    if (!parse_list(rec->value) && !fallback())
+                        return reject("recorded a list without its value");
                     break;
                 case ArgKind::String:
                     if (slot != Slot::String && !fallback()) return reject("recorded a string");
@@ -400,12 +481,14 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                     if (!fallback() && !guess()) return reject("recorded None");
                     break;
                 case ArgKind::Other:
-                    if (slot == Slot::Tensor || slot == Slot::TensorList || (!fallback() && !guess()))
+                    if (slot == Slot::Tensor || slot == Slot::TensorList ||
+                        (!fallback() && !guess()))
                         return reject("recorded an unknown kind");
                     break;
             }
         }
-        if (arg.source == Source::Recorded && (slot == Slot::Unsupported || slot == Slot::Generator))
+        if (arg.source == Source::Recorded &&
+            (slot == Slot::Unsupported || slot == Slot::Generator))
             return reject("this argument type cannot be synthesized");
         plan.args.push_back(arg);
     }
@@ -413,7 +496,8 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
 }
 
 // A plausible value for a required scalar the trace did not record (Source::Guess).
-c10::IValue guessed_value(const c10::Argument& argument, const SlotInfo& info, const AtenRecipe& recipe) {
+c10::IValue guessed_value(const c10::Argument& argument, const SlotInfo& info,
+                          const AtenRecipe& recipe) {
     const std::string& name = argument.name();
     auto has = [&](std::string_view key) { return name.find(key) != std::string::npos; };
     switch (info.slot) {
@@ -421,23 +505,29 @@ c10::IValue guessed_value(const c10::Argument& argument, const SlotInfo& info, c
             if (info.scalar_type) {  // the dtype of the op's first tensor
                 for (const auto& arg : recipe.args)
                     for (const auto& t : arg.tensors)
-                        if (auto dtype = scalar_type_of(t.dtype)) return c10::IValue(static_cast<std::int64_t>(*dtype));
+                        if (auto dtype = scalar_type_of(t.dtype))
+                            return c10::IValue(static_cast<std::int64_t>(*dtype));
                 return c10::IValue(static_cast<std::int64_t>(at::kFloat));
             }
-            if (has("dim")) return c10::IValue(std::int64_t{-1});  // the last dimension exists for any rank
+            if (has("dim"))
+                return c10::IValue(std::int64_t{-1});  // the last dimension exists for any rank
             if (name == "ignore_index") return c10::IValue(std::int64_t{-100});
             return c10::IValue(std::int64_t{1});  // reduction=mean, groups=1, ...
         case Slot::Float:
             if (has("eps")) return c10::IValue(1e-5);
             if (has("momentum")) return c10::IValue(0.1);
             return c10::IValue(1.0);
-        case Slot::Bool: return c10::IValue(false);
-        case Slot::Complex: return c10::IValue(c10::complex<double>(1.0, 0.0));
-        default: return c10::IValue(std::int64_t{1});  // Scalar
+        case Slot::Bool:
+            return c10::IValue(false);
+        case Slot::Complex:
+            return c10::IValue(c10::complex<double>(1.0, 0.0));
+        default:
+            return c10::IValue(std::int64_t{1});  // Scalar
     }
 }
 
-// ---- prepared work -------------------------------------------------------------------------------
+// ---- prepared work
+// -------------------------------------------------------------------------------
 
 struct OpWork {
     c10::OperatorHandle op;
@@ -508,7 +598,9 @@ struct TorchOpRunner::Impl {
         if (!on_cpu()) c10::cuda::getCurrentCUDAStream(torch_device.index()).synchronize();
 #endif
     }
-    at::TensorOptions options(at::ScalarType dtype) const { return at::TensorOptions().dtype(dtype).device(torch_device); }
+    at::TensorOptions options(at::ScalarType dtype) const {
+        return at::TensorOptions().dtype(dtype).device(torch_device);
+    }
 
     std::uint32_t add(std::string label, std::variant<OpWork, GemmWork, CopyWork> work) {
         entries.push_back(Entry{std::move(label), std::move(work)});
@@ -518,17 +610,30 @@ struct TorchOpRunner::Impl {
     void fill(const at::Tensor& t, Fill how, std::int64_t bound) {
         if (t.numel() == 0) return;
         switch (how) {
-            case Fill::Zeros: t.zero_(); return;
+            case Fill::Zeros:
+                t.zero_();
+                return;
             case Fill::Index: {
                 // random_'s upper bound must be representable in the tensor's dtype.
                 std::int64_t limit = std::numeric_limits<std::int64_t>::max();
                 switch (t.scalar_type()) {
-                    case at::kBool: limit = 2; break;
-                    case at::kChar: limit = std::numeric_limits<std::int8_t>::max(); break;
-                    case at::kByte: limit = std::numeric_limits<std::uint8_t>::max(); break;
-                    case at::kShort: limit = std::numeric_limits<std::int16_t>::max(); break;
-                    case at::kInt: limit = std::numeric_limits<std::int32_t>::max(); break;
-                    default: break;
+                    case at::kBool:
+                        limit = 2;
+                        break;
+                    case at::kChar:
+                        limit = std::numeric_limits<std::int8_t>::max();
+                        break;
+                    case at::kByte:
+                        limit = std::numeric_limits<std::uint8_t>::max();
+                        break;
+                    case at::kShort:
+                        limit = std::numeric_limits<std::int16_t>::max();
+                        break;
+                    case at::kInt:
+                        limit = std::numeric_limits<std::int32_t>::max();
+                        break;
+                    default:
+                        break;
                 }
                 t.random_(0, std::clamp<std::int64_t>(bound, 1, limit), generator);
                 return;
@@ -539,8 +644,10 @@ struct TorchOpRunner::Impl {
                 // versions: draw in float32 (or float64) and convert.
                 const bool direct = t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
                 at::Tensor target = direct ? t : at::empty(t.sizes(), options(at::kFloat));
-                if (how == Fill::Normal) target.normal_(0.0, 0.1, generator);
-                else target.uniform_(0.0, 1.0, generator);
+                if (how == Fill::Normal)
+                    target.normal_(0.0, 0.1, generator);
+                else
+                    target.uniform_(0.0, 1.0, generator);
                 if (!direct) t.copy_(target);
                 return;
             }
@@ -554,7 +661,8 @@ struct TorchOpRunner::Impl {
     }
 
     // A tensor with the recorded dims/strides/offset on a storage big enough for them.
-    at::Tensor make_tensor(const TensorSpec& spec, at::ScalarType dtype, Fill how, std::int64_t bound, bool share) {
+    at::Tensor make_tensor(const TensorSpec& spec, at::ScalarType dtype, Fill how,
+                           std::int64_t bound, bool share) {
         const auto strides = strides_of(spec);
         if (spec.numel() == 0) return at::empty_strided(spec.dims, strides, options(dtype));
         const auto esize = static_cast<std::int64_t>(c10::elementSize(dtype));
@@ -572,7 +680,8 @@ struct TorchOpRunner::Impl {
                 shared.bytes.resize_({need});
                 fill(typed_view(shared.bytes, shared.fill_dtype), Fill::Normal, bound);
             }
-            return at::empty({0}, options(dtype)).set_(shared.bytes.storage(), spec.storage_offset, spec.dims, strides);
+            return at::empty({0}, options(dtype))
+                .set_(shared.bytes.storage(), spec.storage_offset, spec.dims, strides);
         }
         // A private storage keeps the recorded offset only modulo 256 bytes: enough for the
         // alignment that vectorized kernels look at, without allocating a huge flat parameter
@@ -581,14 +690,15 @@ struct TorchOpRunner::Impl {
         local.storage_offset = spec.storage_offset % std::max<std::int64_t>(1, 256 / esize);
         at::Tensor storage = at::empty({local.storage_elements()}, options(dtype));
         fill(storage, how, bound);
-        return at::empty({0}, options(dtype)).set_(storage.storage(), local.storage_offset, spec.dims, strides);
+        return at::empty({0}, options(dtype))
+            .set_(storage.storage(), local.storage_offset, spec.dims, strides);
     }
 
     Prepared prepare_op(const AtenRecipe& recipe);
     Prepared prepare_gemm(const GemmRecipe& recipe);
     Prepared prepare_copy(const CopyRecipe& recipe);
-    std::optional<std::vector<c10::IValue>> build_stack(const Plan& plan, const AtenRecipe& recipe, bool promote,
-                                                        std::string& why);
+    std::optional<std::vector<c10::IValue>> build_stack(const Plan& plan, const AtenRecipe& recipe,
+                                                        bool promote, std::string& why);
     std::string run(std::uint32_t handle);
 };
 
@@ -608,9 +718,10 @@ const std::unordered_map<std::string, std::vector<std::string>>& overload_index(
             return 1;
         };
         for (auto& [name, overloads] : map)
-            std::sort(overloads.begin(), overloads.end(), [&](const std::string& a, const std::string& b) {
-                return std::pair(rank(a), a) < std::pair(rank(b), b);
-            });
+            std::sort(overloads.begin(), overloads.end(),
+                      [&](const std::string& a, const std::string& b) {
+                          return std::pair(rank(a), a) < std::pair(rank(b), b);
+                      });
         return map;
     }();
     return index;
@@ -630,8 +741,10 @@ std::string reduced_float_note(bool half, bool bfloat) {
 
 }  // namespace
 
-std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const Plan& plan, const AtenRecipe& recipe,
-                                                                          bool promote, std::string& why) {
+std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const Plan& plan,
+                                                                         const AtenRecipe& recipe,
+                                                                         bool promote,
+                                                                         std::string& why) {
     const auto& arguments = plan.op.schema().arguments();
     const bool probabilities = takes_probabilities(recipe.op);
 
@@ -645,9 +758,11 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
     for (std::size_t i = 0; i < plan.args.size(); ++i) {
         const ArgPlan& a = plan.args[i];
         if (a.source != Source::Recorded || a.recorded == nullptr) continue;
-        for (std::size_t j = 0; j < a.recorded->tensors.size(); ++j) all_dims.push_back({i, j, &a.recorded->tensors[j].dims});
+        for (std::size_t j = 0; j < a.recorded->tensors.size(); ++j)
+            all_dims.push_back({i, j, &a.recorded->tensors[j].dims});
         if (a.info.slot == Slot::Int && arguments[i].name().starts_with("num_"))
-            if (auto v = parse_int(a.recorded->value); v && *v > 0) num_bound = std::min(num_bound, *v);
+            if (auto v = parse_int(a.recorded->value); v && *v > 0)
+                num_bound = std::min(num_bound, *v);
     }
     auto index_bound = [&](std::size_t arg, std::size_t item) {
         std::int64_t bound = num_bound;
@@ -660,10 +775,12 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
     };
 
     // One tensor argument: dtype (promoted on request), fill rule and sharing.
-    auto tensor = [&](const TensorSpec& spec, std::size_t arg, std::size_t item, bool index_list) -> std::optional<at::Tensor> {
+    auto tensor = [&](const TensorSpec& spec, std::size_t arg, std::size_t item,
+                      bool index_list) -> std::optional<at::Tensor> {
         auto dtype = scalar_type_of(spec.dtype);
         if (!dtype) {
-            why = std::string("dtype ") + to_string(spec.dtype) + " is not in this libtorch (" + TORCH_VERSION + ")";
+            why = std::string("dtype ") + to_string(spec.dtype) + " is not in this libtorch (" +
+                  TORCH_VERSION + ")";
             return std::nullopt;
         }
         // A 0-dim double/long/bool next to real tensors is a Python number that PyTorch wrapped
@@ -672,10 +789,12 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
         const bool python_number_type =
             spec.dtype == DType::Float64 || spec.dtype == DType::Int64 || spec.dtype == DType::Bool;
         if (spec.dims.empty() && python_number_type && !on_cpu() &&
-            std::any_of(all_dims.begin(), all_dims.end(), [&](const Dims& d) { return d.arg != arg && !d.dims->empty(); })) {
+            std::any_of(all_dims.begin(), all_dims.end(),
+                        [&](const Dims& d) { return d.arg != arg && !d.dims->empty(); })) {
             const auto type = *dtype;
-            at::Tensor wrapped = type == at::kDouble ? at::scalar_tensor(0.5, at::TensorOptions().dtype(type))
-                                                     : at::scalar_tensor(1, at::TensorOptions().dtype(type));
+            at::Tensor wrapped = type == at::kDouble
+                                     ? at::scalar_tensor(0.5, at::TensorOptions().dtype(type))
+                                     : at::scalar_tensor(1, at::TensorOptions().dtype(type));
             wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
             return wrapped;
         }
@@ -689,16 +808,22 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
         // Traces before PyTorch 1.10 often lack dtypes: name the obvious integer/bool arguments.
         if (spec.dtype == DType::Unknown) {
             const std::string& name = arguments[arg].name();
-            if (name == "target" || name == "indices" || name == "index" || name == "offsets") dtype = at::kLong;
-            else if (name == "mask") dtype = at::kBool;
+            if (name == "target" || name == "indices" || name == "index" || name == "offsets")
+                dtype = at::kLong;
+            else if (name == "mask")
+                dtype = at::kBool;
         }
         if (promote && is_reduced_float(*dtype)) dtype = at::kFloat;
         Fill how = Fill::Normal;
-        if (*dtype == at::kBool) how = Fill::Index;
-        else if (!is_float_like(*dtype)) how = is_structure_name(arguments[arg].name()) ? Fill::Zeros : Fill::Index;
-        else if (probabilities) how = Fill::Uniform01;
+        if (*dtype == at::kBool)
+            how = Fill::Index;
+        else if (!is_float_like(*dtype))
+            how = is_structure_name(arguments[arg].name()) ? Fill::Zeros : Fill::Index;
+        else if (probabilities)
+            how = Fill::Uniform01;
         const bool share = dataflow && is_float_like(*dtype) && !probabilities;
-        return make_tensor(spec, *dtype, how, *dtype == at::kBool ? 2 : index_bound(arg, item), share);
+        return make_tensor(spec, *dtype, how, *dtype == at::kBool ? 2 : index_bound(arg, item),
+                           share);
     };
 
     std::vector<c10::IValue> stack;
@@ -708,10 +833,18 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
         const c10::Argument& argument = arguments[i];
         const AtenArgument* rec = a.recorded;
         switch (a.source) {
-            case Source::Device: stack.emplace_back(torch_device); continue;
-            case Source::None: stack.emplace_back(); continue;
-            case Source::UndefinedTensor: stack.emplace_back(at::Tensor()); continue;
-            case Source::Guess: stack.push_back(guessed_value(argument, a.info, recipe)); continue;
+            case Source::Device:
+                stack.emplace_back(torch_device);
+                continue;
+            case Source::None:
+                stack.emplace_back();
+                continue;
+            case Source::UndefinedTensor:
+                stack.emplace_back(at::Tensor());
+                continue;
+            case Source::Guess:
+                stack.push_back(guessed_value(argument, a.info, recipe));
+                continue;
             case Source::Default: {
                 c10::IValue value = *argument.default_value();
                 if (promote && a.info.scalar_type && value.isInt() &&
@@ -720,12 +853,14 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
                 stack.push_back(std::move(value));
                 continue;
             }
-            case Source::Recorded: break;
+            case Source::Recorded:
+                break;
         }
         // Recorded values.
         if (a.scalar_as_tensor) {
             auto value = scalar_ivalue(rec->value).value_or(c10::IValue(std::int64_t{1}));
-            stack.emplace_back(at::scalar_tensor(value.toScalar(), options(value.isDouble() ? at::kDouble : at::kLong)));
+            stack.emplace_back(at::scalar_tensor(
+                value.toScalar(), options(value.isDouble() ? at::kDouble : at::kLong)));
             continue;
         }
         switch (a.info.slot) {
@@ -747,19 +882,27 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
             }
             case Slot::Int: {
                 std::int64_t v = *parse_int(rec->value);
-                if (promote && a.info.scalar_type && is_reduced_float(static_cast<at::ScalarType>(v)))
+                if (promote && a.info.scalar_type &&
+                    is_reduced_float(static_cast<at::ScalarType>(v)))
                     v = static_cast<std::int64_t>(at::kFloat);
                 stack.emplace_back(v);
                 break;
             }
-            case Slot::Float: stack.emplace_back(*parse_double(rec->value)); break;
+            case Slot::Float:
+                stack.emplace_back(*parse_double(rec->value));
+                break;
             case Slot::Bool:
                 // _softmax/_log_softmax(half_to_float=True) reject float inputs: once promoted,
                 // there is no half left to convert.
-                stack.emplace_back(*parse_bool(rec->value) && !(promote && argument.name() == "half_to_float"));
+                stack.emplace_back(*parse_bool(rec->value) &&
+                                   !(promote && argument.name() == "half_to_float"));
                 break;
-            case Slot::Scalar: stack.push_back(*scalar_ivalue(rec->value)); break;
-            case Slot::Complex: stack.emplace_back(c10::complex<double>(*parse_double(rec->value), 0.0)); break;
+            case Slot::Scalar:
+                stack.push_back(*scalar_ivalue(rec->value));
+                break;
+            case Slot::Complex:
+                stack.emplace_back(c10::complex<double>(*parse_double(rec->value), 0.0));
+                break;
             case Slot::IntList:
             case Slot::FloatList:
             case Slot::BoolList:
@@ -767,7 +910,9 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
                 std::vector<std::string_view> items;
                 if (a.scalar_as_list) {
                     // int[2] stride=1 style: one value for every element.
-                    items.assign(static_cast<std::size_t>(std::max<std::int64_t>(argument.N().value_or(1), 1)), rec->value);
+                    items.assign(static_cast<std::size_t>(
+                                     std::max<std::int64_t>(argument.N().value_or(1), 1)),
+                                 rec->value);
                 } else {
                     items = *parse_list(rec->value);
                 }
@@ -784,7 +929,8 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
                         v = scalar_ivalue(item);
                     }
                     if (!v) {
-                        why = "argument '" + argument.name() + "': cannot read '" + rec->value + "'";
+                        why =
+                            "argument '" + argument.name() + "': cannot read '" + rec->value + "'";
                         return std::nullopt;
                     }
                     list.push_back(std::move(*v));
@@ -830,7 +976,9 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
             std::string why;
             auto plan = plan_for(*handle, recipe, why);
             if (!plan) {
-                if (first_why.empty()) first_why = (overload.empty() ? recipe.op : recipe.op + "." + overload) + ": " + why;
+                if (first_why.empty())
+                    first_why =
+                        (overload.empty() ? recipe.op : recipe.op + "." + overload) + ": " + why;
                 continue;
             }
             if (!best || plan->cost < best->cost) best = std::move(plan);
@@ -846,8 +994,8 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         }
         const auto key = on_cpu() ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA;
         if (!best->op.hasComputedKernelForDispatchKey(key)) {
-            result.reason = recipe.op + " has no " + (on_cpu() ? "CPU" : "CUDA") + " kernel in this libtorch (" +
-                            TORCH_VERSION + ")";
+            result.reason = recipe.op + " has no " + (on_cpu() ? "CPU" : "CUDA") +
+                            " kernel in this libtorch (" + TORCH_VERSION + ")";
             return result;
         }
 
@@ -903,7 +1051,8 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
                        c10::str(guessed_value(argument, best->args[i].info, recipe));
         }
         if (!guesses.empty())
-            result.reason += (result.reason.empty() ? "" : "; ") + std::string("guessed unrecorded arguments: ") + guesses;
+            result.reason += (result.reason.empty() ? "" : "; ") +
+                             std::string("guessed unrecorded arguments: ") + guesses;
         drain_fills();
         result.handle = add(recipe.op, OpWork{best->op, std::move(*stack)});
         result.disposition = Disposition::Ready;
@@ -924,20 +1073,25 @@ Prepared TorchOpRunner::Impl::prepare_gemm(const GemmRecipe& g) {
         }
         const auto dtype = scalar_type_of(g.a_type);
         if (!dtype) {
-            result.reason = std::string("dtype ") + to_string(g.a_type) + " is not in this libtorch (" + TORCH_VERSION + ")";
+            result.reason = std::string("dtype ") + to_string(g.a_type) +
+                            " is not in this libtorch (" + TORCH_VERSION + ")";
             return result;
         }
-        if (*dtype != at::kFloat && *dtype != at::kDouble && !is_reduced_float(*dtype) && !at::isComplexType(*dtype)) {
-            result.reason = std::string("at::mm has no ") + to_string(g.a_type) + " GEMM (float8 GEMMs go through _scaled_mm)";
+        if (*dtype != at::kFloat && *dtype != at::kDouble && !is_reduced_float(*dtype) &&
+            !at::isComplexType(*dtype)) {
+            result.reason = std::string("at::mm has no ") + to_string(g.a_type) +
+                            " GEMM (float8 GEMMs go through _scaled_mm)";
             return result;
         }
         const bool batched = g.op == "aten::bmm" || g.op == "aten::baddbmm" || g.batch > 1;
         // Row-major operand (rows x cols): strides (ld, 1), or (1, ld) when stored transposed.
-        auto operand = [&](std::int64_t rows, std::int64_t cols, bool trans, std::int64_t ld, std::int64_t batch_stride) {
+        auto operand = [&](std::int64_t rows, std::int64_t cols, bool trans, std::int64_t ld,
+                           std::int64_t batch_stride) {
             TensorSpec spec;
             ld = std::max(ld, trans ? rows : cols);
             spec.dims = {rows, cols};
-            spec.strides = trans ? std::vector<std::int64_t>{1, ld} : std::vector<std::int64_t>{ld, 1};
+            spec.strides =
+                trans ? std::vector<std::int64_t>{1, ld} : std::vector<std::int64_t>{ld, 1};
             if (batched) {
                 const std::int64_t natural = (trans ? cols : rows) * ld;
                 // 0 is a real broadcast (an expanded operand); negative or missing means natural.
@@ -954,13 +1108,16 @@ Prepared TorchOpRunner::Impl::prepare_gemm(const GemmRecipe& g) {
         GemmWork work;
         work.alpha = g.alpha;
         work.beta = g.beta;
-        const bool adds = g.bias || g.beta != 0.0 || g.op == "aten::addmm" || g.op == "aten::baddbmm";
+        const bool adds =
+            g.bias || g.beta != 0.0 || g.op == "aten::addmm" || g.op == "aten::baddbmm";
         if (batched) {
             work.call = adds || g.alpha != 1.0 ? GemmWork::Call::Baddbmm : GemmWork::Call::Bmm;
-            self.dims = g.c_broadcast ? std::vector<std::int64_t>{g.batch, 1, g.n} : std::vector<std::int64_t>{g.batch, g.m, g.n};
+            self.dims = g.c_broadcast ? std::vector<std::int64_t>{g.batch, 1, g.n}
+                                      : std::vector<std::int64_t>{g.batch, g.m, g.n};
         } else {
             work.call = adds || g.alpha != 1.0 ? GemmWork::Call::Addmm : GemmWork::Call::Mm;
-            self.dims = g.bias || g.c_broadcast ? std::vector<std::int64_t>{g.n} : std::vector<std::int64_t>{g.m, g.n};
+            self.dims = g.bias || g.c_broadcast ? std::vector<std::int64_t>{g.n}
+                                                : std::vector<std::int64_t>{g.m, g.n};
         }
 
         auto build = [&](at::ScalarType t) {
@@ -973,10 +1130,12 @@ Prepared TorchOpRunner::Impl::prepare_gemm(const GemmRecipe& g) {
         std::string note;
         if (g.b_type != g.a_type || (g.c_type != g.a_type && g.c_type != DType::Unknown) ||
             (g.bias && g.bias_type != g.a_type && g.bias_type != DType::Unknown))
-            note = std::string("all operands in ") + to_string(g.a_type) + " (at::mm needs one dtype)";
+            note =
+                std::string("all operands in ") + to_string(g.a_type) + " (at::mm needs one dtype)";
         build(*dtype);
 
-        std::string label = "gemm " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " + std::to_string(g.k);
+        std::string label = "gemm " + std::to_string(g.m) + " x " + std::to_string(g.n) + " x " +
+                            std::to_string(g.k);
         if (g.batch > 1) label += " (batch " + std::to_string(g.batch) + ")";
         result.handle = add(std::move(label), work);
         if (on_cpu()) {
@@ -985,7 +1144,8 @@ Prepared TorchOpRunner::Impl::prepare_gemm(const GemmRecipe& g) {
                 build(at::kFloat);
                 std::get<GemmWork>(entries.back().work) = work;  // same handle, float32 operands
                 if (run(result.handle).empty()) {
-                    const std::string promoted = reduced_float_note(*dtype == at::kHalf, *dtype == at::kBFloat16);
+                    const std::string promoted =
+                        reduced_float_note(*dtype == at::kHalf, *dtype == at::kBFloat16);
                     notes.insert(promoted);
                     note = note.empty() ? promoted : promoted + "; " + note;
                     error.clear();
@@ -1030,17 +1190,28 @@ Prepared TorchOpRunner::Impl::prepare_copy(const CopyRecipe& copy) {
             const auto dev = options(at::kByte);
             const std::int64_t n = copy.bytes;
             switch (copy.is_memset ? CopyDirection::Device : copy.direction) {
-                case CopyDirection::HostToDevice: work.src = at::zeros({n}, host), work.dst = at::empty({n}, dev); break;
-                case CopyDirection::DeviceToHost: work.src = at::zeros({n}, dev), work.dst = at::empty({n}, host); break;
-                case CopyDirection::HostToHost: work.src = at::zeros({n}, host), work.dst = at::empty({n}, host); break;
+                case CopyDirection::HostToDevice:
+                    work.src = at::zeros({n}, host), work.dst = at::empty({n}, dev);
+                    break;
+                case CopyDirection::DeviceToHost:
+                    work.src = at::zeros({n}, dev), work.dst = at::empty({n}, host);
+                    break;
+                case CopyDirection::HostToHost:
+                    work.src = at::zeros({n}, host), work.dst = at::empty({n}, host);
+                    break;
                 case CopyDirection::PeerToPeer:
                     result.reason = "peer copy replayed within one device";
                     [[fallthrough]];
-                case CopyDirection::DeviceToDevice: work.src = at::zeros({n}, dev), work.dst = at::empty({n}, dev); break;
-                case CopyDirection::Device: work.dst = at::empty({n}, dev); break;
+                case CopyDirection::DeviceToDevice:
+                    work.src = at::zeros({n}, dev), work.dst = at::empty({n}, dev);
+                    break;
+                case CopyDirection::Device:
+                    work.dst = at::empty({n}, dev);
+                    break;
             }
         }
-        const std::string label = std::string(copy.is_memset ? "memset " : "memcpy ") + std::to_string(copy.bytes) + " bytes";
+        const std::string label = std::string(copy.is_memset ? "memset " : "memcpy ") +
+                                  std::to_string(copy.bytes) + " bytes";
         drain_fills();
         result.handle = add(label, std::move(work));
         result.disposition = Disposition::Ready;
@@ -1065,21 +1236,31 @@ std::string TorchOpRunner::Impl::run(std::uint32_t handle) {
                     work.op.callBoxed(&stack);
                 } else if constexpr (std::is_same_v<T, GemmWork>) {
                     switch (work.call) {
-                        case GemmWork::Call::Mm: at::mm_out(work.c, work.a, work.b); break;
-                        case GemmWork::Call::Addmm: at::addmm_out(work.c, work.self, work.a, work.b, work.beta, work.alpha); break;
-                        case GemmWork::Call::Bmm: at::bmm_out(work.c, work.a, work.b); break;
+                        case GemmWork::Call::Mm:
+                            at::mm_out(work.c, work.a, work.b);
+                            break;
+                        case GemmWork::Call::Addmm:
+                            at::addmm_out(work.c, work.self, work.a, work.b, work.beta, work.alpha);
+                            break;
+                        case GemmWork::Call::Bmm:
+                            at::bmm_out(work.c, work.a, work.b);
+                            break;
                         case GemmWork::Call::Baddbmm:
-                            at::baddbmm_out(work.c, work.self, work.a, work.b, work.beta, work.alpha);
+                            at::baddbmm_out(work.c, work.self, work.a, work.b, work.beta,
+                                            work.alpha);
                             break;
                     }
                 } else {
                     if (work.dst.defined()) {
-                        if (work.is_memset) work.dst.fill_(work.value);
-                        else work.dst.copy_(work.src, /*non_blocking=*/true);
+                        if (work.is_memset)
+                            work.dst.fill_(work.value);
+                        else
+                            work.dst.copy_(work.src, /*non_blocking=*/true);
                     } else if (work.is_memset) {
                         std::memset(work.host_dst.data(), work.value, work.host_dst.size());
                     } else if (!work.host_dst.empty()) {
-                        std::memcpy(work.host_dst.data(), work.host_src.data(), work.host_dst.size());
+                        std::memcpy(work.host_dst.data(), work.host_src.data(),
+                                    work.host_dst.size());
                     }
                 }
             },
@@ -1090,7 +1271,8 @@ std::string TorchOpRunner::Impl::run(std::uint32_t handle) {
     return {};
 }
 
-// ---- public interface ----------------------------------------------------------------------------
+// ---- public interface
+// ----------------------------------------------------------------------------
 
 TorchOpRunner::TorchOpRunner(TorchDevice device, std::uint64_t seed, bool dataflow)
     : impl_(std::make_unique<Impl>(device, seed, dataflow)) {}
@@ -1099,7 +1281,8 @@ TorchDevice parse_device(const std::string& text) {
     if (text == "cpu") return {TorchDevice::Kind::Cpu, 0};
     if (text == "cuda") return {TorchDevice::Kind::Cuda, 0};
     if (text.starts_with("cuda:"))
-        if (auto index = parse_int(std::string_view(text).substr(5)); index && *index >= 0 && *index < 256)
+        if (auto index = parse_int(std::string_view(text).substr(5));
+            index && *index >= 0 && *index < 256)
             return {TorchDevice::Kind::Cuda, static_cast<int>(*index)};
     throw std::invalid_argument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
 }
@@ -1111,11 +1294,19 @@ TorchOpRunner::~TorchOpRunner() = default;
 TorchOpRunner::TorchOpRunner(TorchOpRunner&&) noexcept = default;
 TorchOpRunner& TorchOpRunner::operator=(TorchOpRunner&&) noexcept = default;
 
-Prepared TorchOpRunner::prepare(const AtenRecipe& recipe) { return impl_->prepare_op(recipe); }
-Prepared TorchOpRunner::prepare_gemm(const GemmRecipe& recipe) { return impl_->prepare_gemm(recipe); }
-Prepared TorchOpRunner::prepare_copy(const CopyRecipe& recipe) { return impl_->prepare_copy(recipe); }
+Prepared TorchOpRunner::prepare(const AtenRecipe& recipe) {
+    return impl_->prepare_op(recipe);
+}
+Prepared TorchOpRunner::prepare_gemm(const GemmRecipe& recipe) {
+    return impl_->prepare_gemm(recipe);
+}
+Prepared TorchOpRunner::prepare_copy(const CopyRecipe& recipe) {
+    return impl_->prepare_copy(recipe);
+}
 
-std::string TorchOpRunner::run(std::uint32_t handle) { return impl_->run(handle); }
+std::string TorchOpRunner::run(std::uint32_t handle) {
+    return impl_->run(handle);
+}
 
 std::string TorchOpRunner::run(std::uint32_t handle, void* cuda_stream) {
     if (cuda_stream == nullptr) return impl_->run(handle);
@@ -1124,7 +1315,8 @@ std::string TorchOpRunner::run(std::uint32_t handle, void* cuda_stream) {
     try {
         const auto index = static_cast<c10::DeviceIndex>(impl_->device.index);
         // Makes the external stream current (and its device) for every kernel the op launches.
-        c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(cuda_stream), index));
+        c10::cuda::CUDAStreamGuard guard(
+            c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(cuda_stream), index));
         return impl_->run(handle);
     } catch (const std::exception& e) {
         return short_error(e);
@@ -1139,7 +1331,9 @@ const std::string& TorchOpRunner::label(std::uint32_t handle) const {
     return handle < impl_->entries.size() ? impl_->entries[handle].label : unknown;
 }
 
-std::vector<std::string> TorchOpRunner::notes() const { return {impl_->notes.begin(), impl_->notes.end()}; }
+std::vector<std::string> TorchOpRunner::notes() const {
+    return {impl_->notes.begin(), impl_->notes.end()};
+}
 
 bool TorchOpRunner::has_cuda() {
 #ifdef REPLAY_TORCH_CUDA
@@ -1149,6 +1343,8 @@ bool TorchOpRunner::has_cuda() {
 #endif
 }
 
-const char* TorchOpRunner::libtorch_version() { return TORCH_VERSION; }
+const char* TorchOpRunner::libtorch_version() {
+    return TORCH_VERSION;
+}
 
 }  // namespace replay

@@ -1,5 +1,6 @@
 // CUDA backend tests (CTest label `gpu`). Each test that needs a GPU skips, with the factory's
 // reason, on a machine without a driver or device; the argument-mapping tests run anywhere.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "replay/backend.h"
 #include "replay/cuda_backend.h"
@@ -35,8 +34,8 @@ Recipe copy_recipe(CopyDirection direction, bool pinned, std::int64_t bytes, boo
 }
 
 // Row-major GEMM recipe as the classifier writes it: leading dims from the stored layout.
-GemmRecipe gemm(const std::string& op, DType type, std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,
-                bool trans_b, std::int64_t batch = 1, std::int64_t pad = 0) {
+GemmRecipe gemm(const std::string& op, DType type, std::int64_t m, std::int64_t n, std::int64_t k,
+                bool trans_a, bool trans_b, std::int64_t batch = 1, std::int64_t pad = 0) {
     GemmRecipe g;
     g.op = op;
     g.m = m, g.n = n, g.k = k, g.batch = batch;
@@ -59,7 +58,8 @@ Recipe as_recipe(const GemmRecipe& g) {
     return r;
 }
 
-std::map<std::uint64_t, std::vector<TimedActivity>> by_tag(const std::vector<TimedActivity>& activities) {
+std::map<std::uint64_t, std::vector<TimedActivity>> by_tag(
+    const std::vector<TimedActivity>& activities) {
     std::map<std::uint64_t, std::vector<TimedActivity>> out;
     for (const auto& a : activities) out[a.tag].push_back(a);
     return out;
@@ -109,10 +109,11 @@ TEST(CudaBackendFactory, StartsOrExplainsWhy) {
     EXPECT_EQ(backend->environment().backend, "cuda");
 }
 
-// ---- GPU -----------------------------------------------------------------------------------------
+// ---- GPU
+// -----------------------------------------------------------------------------------------
 
 class CudaBackendTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         std::string why;
         backend_ = create_cuda_backend(options_, why);
@@ -143,10 +144,11 @@ TEST_F(CudaBackendTest, EnvironmentDescribesTheDevice) {
     EXPECT_FALSE(e.cuda_runtime_version.empty());
     EXPECT_FALSE(e.cublas_version.empty());
     EXPECT_TRUE(e.timing == "cupti" || e.timing == "cuda-events") << e.timing;
-    std::printf("%s sm_%d%d, driver %s, runtime %s, cuBLAS %s, timing %s, SM %d/%d MHz, mem %d MHz\n",
-                e.device_name.c_str(), e.compute_major, e.compute_minor, e.driver_version.c_str(),
-                e.cuda_runtime_version.c_str(), e.cublas_version.c_str(), e.timing.c_str(), e.sm_clock_mhz,
-                e.max_sm_clock_mhz, e.memory_clock_mhz);
+    std::printf(
+        "%s sm_%d%d, driver %s, runtime %s, cuBLAS %s, timing %s, SM %d/%d MHz, mem %d MHz\n",
+        e.device_name.c_str(), e.compute_major, e.compute_minor, e.driver_version.c_str(),
+        e.cuda_runtime_version.c_str(), e.cublas_version.c_str(), e.timing.c_str(), e.sm_clock_mhz,
+        e.max_sm_clock_mhz, e.memory_clock_mhz);
     for (const auto& note : e.notes) std::printf("  note: %s\n", note.c_str());
 }
 
@@ -170,14 +172,17 @@ TEST_F(CudaBackendTest, CopiesAndMemsetsRun) {
         for (const auto& a : it->second) {
             EXPECT_GE(a.end_ns, a.start_ns);
             EXPECT_FALSE(a.name.empty());
-            std::printf("tag %llu: %s %lld ns\n", static_cast<unsigned long long>(a.tag), a.name.c_str(),
-                        static_cast<long long>(a.end_ns - a.start_ns));
+            std::printf("tag %llu: %s %lld ns\n", static_cast<unsigned long long>(a.tag),
+                        a.name.c_str(), static_cast<long long>(a.end_ns - a.start_ns));
         }
     }
     if (timing_ == "cupti") {
-        EXPECT_NE(tags.at(100).front().name.find("HtoD (Pinned"), std::string::npos) << tags.at(100).front().name;
-        EXPECT_NE(tags.at(101).front().name.find("HtoD (Pageable"), std::string::npos) << tags.at(101).front().name;
-        EXPECT_NE(tags.at(104).front().name.find("Memset"), std::string::npos) << tags.at(104).front().name;
+        EXPECT_NE(tags.at(100).front().name.find("HtoD (Pinned"), std::string::npos)
+            << tags.at(100).front().name;
+        EXPECT_NE(tags.at(101).front().name.find("HtoD (Pageable"), std::string::npos)
+            << tags.at(101).front().name;
+        EXPECT_NE(tags.at(104).front().name.find("Memset"), std::string::npos)
+            << tags.at(104).front().name;
     }
 }
 
@@ -197,8 +202,8 @@ TEST_F(CudaBackendTest, Fp16GemmWithBiasReportsItsKernel) {
     ASSERT_FALSE(activities.empty());
     bool kernel_seen = false;
     for (const auto& a : activities) {
-        std::printf("tag %llu: %s %lld ns\n", static_cast<unsigned long long>(a.tag), a.name.c_str(),
-                    static_cast<long long>(a.end_ns - a.start_ns));
+        std::printf("tag %llu: %s %lld ns\n", static_cast<unsigned long long>(a.tag),
+                    a.name.c_str(), static_cast<long long>(a.end_ns - a.start_ns));
         if (!a.name.empty() && a.end_ns > a.start_ns) kernel_seen = true;
         if (timing_ == "cupti") {
             EXPECT_TRUE(a.per_kernel);
@@ -228,7 +233,8 @@ TEST_F(CudaBackendTest, BatchedBaddbmmRuns) {
     for (const auto& a : activities) {
         EXPECT_EQ(a.tag, 7u);
         EXPECT_GE(a.end_ns, a.start_ns);
-        std::printf("baddbmm: %s %lld ns\n", a.name.c_str(), static_cast<long long>(a.end_ns - a.start_ns));
+        std::printf("baddbmm: %s %lld ns\n", a.name.c_str(),
+                    static_cast<long long>(a.end_ns - a.start_ns));
     }
 }
 
@@ -262,20 +268,24 @@ TEST_P(Fp32GemmTest, MatchesCpuReference) {
         for (auto& x : v) x = uniform(rng);
         return v;
     };
-    const auto a = random(buffers.a_elements), b = random(buffers.b_elements), c0 = random(buffers.c_elements);
+    const auto a = random(buffers.a_elements), b = random(buffers.b_elements),
+               c0 = random(buffers.c_elements);
     const auto bias = random(std::max<std::int64_t>(buffers.bias_elements, 1));
     ASSERT_CUDA(cudaMemcpy(buffers.a, a.data(), a.size() * sizeof(float), cudaMemcpyHostToDevice));
     ASSERT_CUDA(cudaMemcpy(buffers.b, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice));
-    ASSERT_CUDA(cudaMemcpy(buffers.c, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
+    ASSERT_CUDA(
+        cudaMemcpy(buffers.c, c0.data(), c0.size() * sizeof(float), cudaMemcpyHostToDevice));
     if (c.bias) {
-        ASSERT_CUDA(cudaMemcpy(buffers.bias, bias.data(), 9 * sizeof(float), cudaMemcpyHostToDevice));
+        ASSERT_CUDA(
+            cudaMemcpy(buffers.bias, bias.data(), 9 * sizeof(float), cudaMemcpyHostToDevice));
     }
     ASSERT_CUDA(cudaDeviceSynchronize());
 
     backend_->issue(handle, 0, 1);
     backend_->synchronize();
     std::vector<float> out(c0.size());
-    ASSERT_CUDA(cudaMemcpy(out.data(), buffers.c, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(
+        cudaMemcpy(out.data(), buffers.c, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
 
     // Reference in double, in the recipe's row-major terms.
     double err2 = 0, ref2 = 0;
@@ -284,8 +294,10 @@ TEST_P(Fp32GemmTest, MatchesCpuReference) {
             for (std::int64_t j = 0; j < g.n; ++j) {
                 double sum = 0;
                 for (std::int64_t l = 0; l < g.k; ++l) {
-                    const double x = a[p * g.stride_a + (g.trans_a ? l * g.lda + i : i * g.lda + l)];
-                    const double y = b[p * g.stride_b + (g.trans_b ? j * g.ldb + l : l * g.ldb + j)];
+                    const double x =
+                        a[p * g.stride_a + (g.trans_a ? l * g.lda + i : i * g.lda + l)];
+                    const double y =
+                        b[p * g.stride_b + (g.trans_b ? j * g.ldb + l : l * g.ldb + j)];
                     sum += x * y;
                 }
                 const std::int64_t at = p * g.stride_c + i * g.ldc + j;
@@ -337,9 +349,11 @@ TEST_F(CudaBackendTest, StreamsWaitDelayAndFlush) {
 }
 
 TEST_F(CudaBackendTest, SkipsWhatItCannotRun) {
-    EXPECT_EQ(backend_->prepare(as_recipe(gemm("aten::mm", DType::Int8, 8, 8, 8, false, false))).disposition,
+    EXPECT_EQ(backend_->prepare(as_recipe(gemm("aten::mm", DType::Int8, 8, 8, 8, false, false)))
+                  .disposition,
               Disposition::Skipped);
-    EXPECT_EQ(backend_->prepare(copy_recipe(CopyDirection::HostToDevice, true, 0)).disposition, Disposition::Skipped);
+    EXPECT_EQ(backend_->prepare(copy_recipe(CopyDirection::HostToDevice, true, 0)).disposition,
+              Disposition::Skipped);
     Recipe collective;
     collective.tier = Tier::Collective;
     collective.detail = CollectiveRecipe{};
@@ -368,7 +382,8 @@ TEST_F(CudaBackendTest, AtenOpsNeedLibtorch) {
         EXPECT_EQ(p.disposition, Disposition::Skipped);
         EXPECT_NE(p.reason.find("libtorch"), std::string::npos) << p.reason;
     } else {
-        std::printf("aten::relu through libtorch: %s %s\n", to_string(p.disposition), p.reason.c_str());
+        std::printf("aten::relu through libtorch: %s %s\n", to_string(p.disposition),
+                    p.reason.c_str());
         if (p.disposition == Disposition::Ready) {
             backend_->issue(p.handle, 0, 9);
             backend_->synchronize();
@@ -386,7 +401,8 @@ TEST(CudaBackendEvents, EventTimingWhenCuptiIsOff) {
         GTEST_SKIP() << "no CUDA backend: " << why;
     }
     EXPECT_EQ(backend->environment().timing, "cuda-events");
-    const Prepared p = backend->prepare(as_recipe(gemm("aten::mm", DType::Float16, 128, 256, 512, false, false)));
+    const Prepared p =
+        backend->prepare(as_recipe(gemm("aten::mm", DType::Float16, 128, 256, 512, false, false)));
     ASSERT_EQ(p.disposition, Disposition::Ready) << p.reason;
     backend->issue(p.handle, 0, 5);
     backend->issue(p.handle, 0, 6);

@@ -26,8 +26,8 @@ TEST(Classifier, EveryBloomGemmKernelHasATier2RecipeMatchingInputDims) {
     simdjson::dom::parser parser;
     std::map<std::int64_t, std::array<std::int64_t, 4>> expected;  // external id -> m, n, k, batch
     for (auto g : parser.load(trace_path("expected_gemms_bloom.json")).get_array())
-        expected[g["external_id"].get_int64()] = {g["m"].get_int64(), g["n"].get_int64(), g["k"].get_int64(),
-                                                  g["batch"].get_int64()};
+        expected[g["external_id"].get_int64()] = {g["m"].get_int64(), g["n"].get_int64(),
+                                                  g["k"].get_int64(), g["batch"].get_int64()};
     ASSERT_EQ(expected.size(), 145u);
     const auto& trace = a->trace();
     std::size_t gemm_kernels = 0;
@@ -44,7 +44,8 @@ TEST(Classifier, EveryBloomGemmKernelHasATier2RecipeMatchingInputDims) {
             if (it == expected.end()) continue;
             ++gemm_kernels;
             const auto& r = a->recipes[i];
-            ASSERT_EQ(r.tier, replay::Tier::Gemm) << trace.names.view(activity.name) << " rule " << r.rule << ": " << r.reason;
+            ASSERT_EQ(r.tier, replay::Tier::Gemm)
+                << trace.names.view(activity.name) << " rule " << r.rule << ": " << r.reason;
             const auto& g = std::get<replay::GemmRecipe>(r.detail);
             EXPECT_EQ(g.m, it->second[0]);
             EXPECT_EQ(g.n, it->second[1]);
@@ -72,7 +73,8 @@ TEST(Classifier, SplitKReductionIsIssuedWithItsGemm) {
 }
 
 TEST(Classifier, EveryDecisionNamesItsRuleAndUnreplayableOnesAReason) {
-    for (const char* t : {"public/pytorch-kineto/worker0.pt.trace.json.gz", "public/HolisticTraceAnalysis/nccl_data.json.gz",
+    for (const char* t : {"public/pytorch-kineto/worker0.pt.trace.json.gz",
+                          "public/HolisticTraceAnalysis/nccl_data.json.gz",
                           "public/TraceLens/eager_trace.json.gz"}) {
         auto a = analyze(t);
         for (const auto& r : a->recipes) {
@@ -104,13 +106,16 @@ TEST(Graph, LinksKernelsToLaunchesAndOps) {
     auto old = analyze("public/pytorch-kineto/worker0.pt.trace.json.gz");
     // 733 of its 10,015 activities have no runtime event with their correlation id in the file.
     EXPECT_EQ(old->graph.stats().no_launch, 733u);
-    EXPECT_GT(static_cast<double>(old->graph.stats().linked), 0.9 * static_cast<double>(old->graph.nodes().size()));
+    EXPECT_GT(static_cast<double>(old->graph.stats().linked),
+              0.9 * static_cast<double>(old->graph.nodes().size()));
 }
 
 TEST(Graph, ExecutionTraceFixesOverloads) {
     auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
     std::size_t with_schema = 0;
     for (const auto& k : a->kernels)
-        if (const auto* op = std::get_if<replay::AtenRecipe>(&k.recipe.detail); op && !op->schema.empty()) ++with_schema;
+        if (const auto* op = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+            op && !op->schema.empty())
+            ++with_schema;
     EXPECT_GT(with_schema, 10u);
 }

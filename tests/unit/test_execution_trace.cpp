@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,18 +16,21 @@ namespace {
 using replay::kNoId;
 using replay::kNoIndex;
 
-std::string source_path(const std::string& relative) { return replay::testing::source_dir() + "/" + relative; }
+std::string source_path(const std::string& relative) {
+    return replay::testing::source_dir() + "/" + relative;
+}
 
 const std::string kBloomKineto = "traces/h200/bloom560m_fp16_b1_s5.json.gz";
 const std::string kBloomEt = "traces/h200/bloom560m_fp16_b1_s5.et.json.gz";
 const std::string kLinearKineto = "traces/public/param/linear_kineto.json.gz";
 const std::string kLinearEt = "traces/public/param/linear_et.json.gz";
 const std::string kAddmmSchema =
-    "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+    "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> "
+    "Tensor";
 
 // A file under the temp directory, removed at the end of the test.
 class TempFile {
-public:
+  public:
     TempFile(const std::string& name, const std::string& content)
         : path_(std::filesystem::temp_directory_path() /
                 ("replay_et_" + std::to_string(::getpid()) + "_" + name)) {
@@ -37,7 +39,7 @@ public:
     ~TempFile() { std::filesystem::remove(path_); }
     std::string path() const { return path_.string(); }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
@@ -199,7 +201,8 @@ TEST(ExecutionTrace, FillsShapesMissingFromKineto) {
     }
     trace.op_shapes.clear();
 
-    const auto stats = replay::attach_execution_trace(trace, replay::read_execution_trace(source_path(kBloomEt)));
+    const auto stats =
+        replay::attach_execution_trace(trace, replay::read_execution_trace(source_path(kBloomEt)));
     EXPECT_EQ(stats.matched, 2569u);
     EXPECT_EQ(stats.shapes_filled, with_inputs);
 
@@ -214,8 +217,10 @@ TEST(ExecutionTrace, FillsShapesMissingFromKineto) {
         for (std::size_t a = 0; a < before.size(); ++a) {
             const auto& k = before[a];
             const auto& e = now->inputs[a];
-            const std::string_view ktype = trace.names.view(k.type), etype = trace.names.view(e.type);
-            if (etype == "TensorList" && ktype.empty()) continue;  // this Kineto writes "" for lists
+            const std::string_view ktype = trace.names.view(k.type),
+                                   etype = trace.names.view(e.type);
+            if (etype == "TensorList" && ktype.empty())
+                continue;  // this Kineto writes "" for lists
             EXPECT_EQ(etype, ktype) << trace.names.view(op.name) << " input " << a;
             if (ktype != "Scalar" && ktype != "ScalarList" && !ktype.empty()) {
                 EXPECT_EQ(e.dims, k.dims) << trace.names.view(op.name) << " input " << a;
@@ -223,7 +228,8 @@ TEST(ExecutionTrace, FillsShapesMissingFromKineto) {
                 EXPECT_NE(e.storage_id, kNoId);
             }
             // Doubles differ in digits only ("1e-05" vs Kineto's "1.0000000000000001e-05").
-            const std::string_view kc = trace.names.view(k.concrete), ec = trace.names.view(e.concrete);
+            const std::string_view kc = trace.names.view(k.concrete),
+                                   ec = trace.names.view(e.concrete);
             if (kc.find_first_of(".e") == std::string_view::npos) {
                 EXPECT_EQ(ec, kc) << trace.names.view(op.name) << " input " << a;
             }
@@ -315,12 +321,14 @@ TEST(ExecutionTrace, RejectsInputThatIsNotAnExecutionTrace) {
         EXPECT_EQ(e.offset(), bad_node.find("42"));
     }
 
-    const TempFile truncated("truncated.json", R"({"nodes": [{"id": 1, "name": "x", "inputs": {"values": [1, )");
+    const TempFile truncated("truncated.json",
+                             R"({"nodes": [{"id": 1, "name": "x", "inputs": {"values": [1, )");
     EXPECT_THROW(replay::read_execution_trace(truncated.path()), replay::InputError);
     const TempFile empty("empty.json", "");
     EXPECT_THROW(replay::read_execution_trace(empty.path()), replay::InputError);
     EXPECT_THROW(replay::read_execution_trace(source_path(kBloomKineto)), replay::InputError);
-    EXPECT_THROW(replay::read_execution_trace(source_path("traces/no_such_file.et.json")), replay::InputError);
+    EXPECT_THROW(replay::read_execution_trace(source_path("traces/no_such_file.et.json")),
+                 replay::InputError);
 }
 
 }  // namespace

@@ -39,15 +39,19 @@ std::map<std::string, Expected> expected_counts() {
 }
 
 class TempDir {
-public:
-    TempDir() : path_(fs::temp_directory_path() / ("replay_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" + std::to_string(counter_++))) {
+  public:
+    TempDir()
+        : path_(fs::temp_directory_path() /
+                ("replay_test_" +
+                 std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                 std::to_string(counter_++))) {
         fs::create_directories(path_);
     }
     ~TempDir() { fs::remove_all(path_); }
     fs::path operator/(const std::string& name) const { return path_ / name; }
     const fs::path& path() const { return path_; }
 
-private:
+  private:
     static inline int counter_ = 0;
     fs::path path_;
 };
@@ -105,7 +109,10 @@ TEST(Parser, MatchesPythonCountsOnEveryBundledTrace) {
             const std::string archive = trace_path(name.substr(0, colon + 7));
             const std::string member = name.substr(colon + 8);
             if (!fs::exists(dir / member))
-                ASSERT_EQ(std::system(("tar -xzf '" + archive + "' -C '" + dir.path().string() + "'").c_str()), 0);
+                ASSERT_EQ(
+                    std::system(
+                        ("tar -xzf '" + archive + "' -C '" + dir.path().string() + "'").c_str()),
+                    0);
             check(replay::parse_kineto((dir / member).string()), e, name);
         }
         ++checked;
@@ -116,18 +123,21 @@ TEST(Parser, MatchesPythonCountsOnEveryBundledTrace) {
 TEST(Parser, ChoosesDecoderByContentNotSuffix) {
     TempDir dir;
     const std::string json = replay::read_all(trace_path(kBloom));
-    write_file(dir / "plain.gz", json);            // plain JSON named .gz
-    write_file(dir / "gzip.json", gzip(json));     // gzip named .json
-    write_file(dir / "zstd.txt", zstd(json));      // zstd named .txt
+    write_file(dir / "plain.gz", json);         // plain JSON named .gz
+    write_file(dir / "gzip.json", gzip(json));  // gzip named .json
+    write_file(dir / "zstd.txt", zstd(json));   // zstd named .txt
     const auto expected = expected_counts().at(kBloom);
-    for (const char* name : {"plain.gz", "gzip.json", "zstd.txt"}) check(replay::parse_kineto((dir / name).string()), expected, name);
-    EXPECT_EQ(replay::parse_kineto((dir / "zstd.txt").string()).stats.compression, replay::Compression::Zstd);
+    for (const char* name : {"plain.gz", "gzip.json", "zstd.txt"})
+        check(replay::parse_kineto((dir / name).string()), expected, name);
+    EXPECT_EQ(replay::parse_kineto((dir / "zstd.txt").string()).stats.compression,
+              replay::Compression::Zstd);
 }
 
 TEST(Parser, SmallChunksGiveTheSameResult) {
     replay::ParseOptions options;
     options.chunk_bytes = 4096;  // forces events and metadata across chunk boundaries
-    check(replay::parse_kineto(trace_path(kBloom), options), expected_counts().at(kBloom), "4 KiB chunks");
+    check(replay::parse_kineto(trace_path(kBloom), options), expected_counts().at(kBloom),
+          "4 KiB chunks");
 }
 
 TEST(Parser, TimesAreExactNanoseconds) {
@@ -204,8 +214,10 @@ TEST(BadInput, TruncatedCompressedStreamsWarnAndKeepEvents) {
 
 TEST(BadInput, MalformedEventIsSkippedCountedAndLocated) {
     TempDir dir;
-    const std::string good = R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"correlation": 1}})";
-    const std::string bad = R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "late", "dur": 2})";
+    const std::string good =
+        R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"correlation": 1}})";
+    const std::string bad =
+        R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "late", "dur": 2})";
     const std::string doc = "{\"traceEvents\": [" + good + ", " + bad + ", " + good + "]}";
     write_file(dir / "m.json", doc);
     const auto r = replay::parse_kineto((dir / "m.json").string());
@@ -213,7 +225,8 @@ TEST(BadInput, MalformedEventIsSkippedCountedAndLocated) {
     EXPECT_EQ(r.stats.first_malformed_offset, doc.find(bad));
     EXPECT_EQ(r.trace.activities.size(), 2u);
     ASSERT_FALSE(r.warnings.empty());
-    EXPECT_NE(r.warnings[0].find("byte " + std::to_string(doc.find(bad))), std::string::npos) << r.warnings[0];
+    EXPECT_NE(r.warnings[0].find("byte " + std::to_string(doc.find(bad))), std::string::npos)
+        << r.warnings[0];
 
     replay::ParseOptions strict;
     strict.strict = true;
@@ -231,7 +244,8 @@ TEST(BadInput, UnusableInputsAreErrorsWithFileAndOffset) {
     std::string corrupt_gz = gzip(json);
     for (std::size_t i = 100; i < 400; ++i) corrupt_gz[i] = static_cast<char>(corrupt_gz[i] ^ 0x5a);
     std::string corrupt_zst = zstd(json);
-    for (std::size_t i = 100; i < 400; ++i) corrupt_zst[i] = static_cast<char>(corrupt_zst[i] ^ 0x5a);
+    for (std::size_t i = 100; i < 400; ++i)
+        corrupt_zst[i] = static_cast<char>(corrupt_zst[i] ^ 0x5a);
     const std::map<std::string, std::string> cases = {
         {"empty.json", ""},
         {"text.json", "this is not JSON at all\n"},

@@ -1,6 +1,5 @@
 // `replay regress` / `replay compare` statistics on reports with known, injected changes.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -29,7 +28,7 @@ using replay::Verdict;
 // Standard normal variates from mt19937_64 (whose output the standard fixes) by Box-Muller, so that
 // the samples are the same with every standard library (std::normal_distribution is not).
 class Noise {
-public:
+  public:
     explicit Noise(std::uint64_t seed) : rng_(seed) {}
     double uniform() { return (static_cast<double>(rng_() >> 11) + 0.5) * 0x1.0p-53; }
     double normal() {
@@ -37,7 +36,7 @@ public:
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
     }
 
-private:
+  private:
     std::mt19937_64 rng_;
 };
 
@@ -72,8 +71,8 @@ Report make_report(const std::vector<Spec>& specs, std::uint64_t seed, std::size
     r.tool_version = "test";
     r.mode = "unique";
     r.backend = "cuda";
-    r.environment = {{"gpu", "NVIDIA H200"}, {"driver", "570.86.15"}, {"cuda", "12.8"}, {"cublas", "12.8.3"},
-                     {"libtorch", "2.6.0"}, {"sm_clock_mhz", "1980"}};
+    r.environment = {{"gpu", "NVIDIA H200"}, {"driver", "570.86.15"}, {"cuda", "12.8"},
+                     {"cublas", "12.8.3"},   {"libtorch", "2.6.0"},   {"sm_clock_mhz", "1980"}};
     r.inputs = {{"trace", "bloom.json.gz"}, {"trace_hash", "feedfacecafebeef"}};
     for (const auto& s : specs) {
         replay::KernelResult k;
@@ -123,15 +122,18 @@ TEST(RegressionStats, MannWhitneyExactSmallSamples) {
     EXPECT_DOUBLE_EQ(t.u, 0);
     EXPECT_NEAR(t.p, 2.0 / 252.0, 1e-12);
     // References by brute-force enumeration of every split (Python, itertools.combinations).
-    t = replay::stats::mann_whitney({1.1, 2.3, 6.5, 4.2, 5.9, 12.0}, {3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5});
+    t = replay::stats::mann_whitney({1.1, 2.3, 6.5, 4.2, 5.9, 12.0},
+                                    {3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5});
     EXPECT_TRUE(t.exact);
     EXPECT_DOUBLE_EQ(t.u, 15);
     EXPECT_NEAR(t.p, 0.44522144522144524, 1e-12);
-    t = replay::stats::mann_whitney({1.1, 2.3, 6.5, 4.2}, {3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5, 13, 14});
+    t = replay::stats::mann_whitney({1.1, 2.3, 6.5, 4.2},
+                                    {3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5, 13, 14});
     EXPECT_DOUBLE_EQ(t.u, 6);
     EXPECT_NEAR(t.p, 0.07552447552447553, 1e-12);
     // Symmetric in its arguments.
-    auto swapped = replay::stats::mann_whitney({3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5, 13, 14}, {1.1, 2.3, 6.5, 4.2});
+    auto swapped = replay::stats::mann_whitney({3.1, 7.2, 8.3, 9.4, 10.5, 11.0, 0.5, 13, 14},
+                                               {1.1, 2.3, 6.5, 4.2});
     EXPECT_NEAR(swapped.p, t.p, 1e-12);
 }
 
@@ -203,8 +205,10 @@ TEST(Regression, TenPercentSlowdownIsTheOnlyOneFlagged) {
 
     std::ostringstream md;
     replay::write_regression_markdown(md, r);
-    EXPECT_NE(md.str().find("| regressed | `kernel_slow<float, 4>` (slow) |"), std::string::npos) << md.str();
-    EXPECT_NE(md.str().find("1 regressed, 0 improved, 20 unchanged, 0 new, 0 missing"), std::string::npos);
+    EXPECT_NE(md.str().find("| regressed | `kernel_slow<float, 4>` (slow) |"), std::string::npos)
+        << md.str();
+    EXPECT_NE(md.str().find("1 regressed, 0 improved, 20 unchanged, 0 new, 0 missing"),
+              std::string::npos);
     std::ostringstream json;
     replay::write_regression_json(json, r);
     EXPECT_NE(json.str().find("\"schema\": \"replay.regression/1\""), std::string::npos);
@@ -215,7 +219,8 @@ TEST(Regression, SameNoiseWithoutChangeFlagsNothing) {
     // Many independent baseline/current pairs: no false alarm in any of them.
     const auto specs = stable_kernels();
     for (std::uint64_t seed = 10; seed < 30; seed += 2) {
-        const Regression r = replay::compare_reports(make_report(specs, seed), make_report(specs, seed + 1));
+        const Regression r =
+            replay::compare_reports(make_report(specs, seed), make_report(specs, seed + 1));
         EXPECT_EQ(r.summary.regressed, 0u) << "seed " << seed;
         EXPECT_EQ(r.summary.improved, 0u) << "seed " << seed;
         EXPECT_EQ(r.summary.unchanged, 20u);
@@ -227,7 +232,8 @@ TEST(Regression, SameNoiseWithoutChangeFlagsNothing) {
 TEST(Regression, SmallChangeUnderThresholdIsUnchanged) {
     // 2% noise, 3% slower: the rank test sees it (p tiny), but 3% < max(5%, 3 x 2%).
     const std::vector<Spec> specs = {Spec{"g", 25.0, 0.02, Tier::Gemm, 8}};
-    const Regression r = replay::compare_reports(make_report(specs, 3), make_report(specs, 4, 50, {{"g", 1.03}}));
+    const Regression r =
+        replay::compare_reports(make_report(specs, 3), make_report(specs, 4, 50, {{"g", 1.03}}));
     const auto& g = find(r, "g");
     EXPECT_EQ(g.verdict, Verdict::Unchanged);
     EXPECT_NEAR(g.change_pct, 3.0, 1.5);
@@ -237,15 +243,17 @@ TEST(Regression, SmallChangeUnderThresholdIsUnchanged) {
     RegressionOptions loose;
     loose.threshold_pct = 1;
     loose.k = 1;
-    const Regression r2 = replay::compare_reports(make_report(specs, 3), make_report(specs, 4, 50, {{"g", 1.03}}), loose);
+    const Regression r2 = replay::compare_reports(make_report(specs, 3),
+                                                  make_report(specs, 4, 50, {{"g", 1.03}}), loose);
     EXPECT_EQ(find(r2, "g").verdict, Verdict::Regressed);
 }
 
 TEST(Regression, NoisyKernelNeedsABiggerChange) {
     // 8% noise: threshold 3 x ~8% = ~24%, so a 15% change is not enough, a 40% one is.
-    const std::vector<Spec> specs = {Spec{"noisy", 5.0, 0.08, Tier::AtenOp, 100}, Spec{"noisy2", 5.0, 0.08}};
-    const Regression r =
-        replay::compare_reports(make_report(specs, 5), make_report(specs, 6, 50, {{"noisy", 1.15}, {"noisy2", 1.4}}));
+    const std::vector<Spec> specs = {Spec{"noisy", 5.0, 0.08, Tier::AtenOp, 100},
+                                     Spec{"noisy2", 5.0, 0.08}};
+    const Regression r = replay::compare_reports(
+        make_report(specs, 5), make_report(specs, 6, 50, {{"noisy", 1.15}, {"noisy2", 1.4}}));
     EXPECT_EQ(find(r, "noisy").verdict, Verdict::Unchanged);
     EXPECT_GT(find(r, "noisy").threshold_pct, 18.0);
     EXPECT_EQ(find(r, "noisy2").verdict, Verdict::Regressed);
@@ -254,7 +262,8 @@ TEST(Regression, NoisyKernelNeedsABiggerChange) {
 TEST(Regression, ImprovementIsSymmetric) {
     auto specs = stable_kernels();
     specs.push_back(Spec{"fast", 80.0, 0.015, Tier::Gemm, 4});
-    const Regression r = replay::compare_reports(make_report(specs, 8), make_report(specs, 9, 50, {{"fast", 0.88}}));
+    const Regression r =
+        replay::compare_reports(make_report(specs, 8), make_report(specs, 9, 50, {{"fast", 0.88}}));
     EXPECT_EQ(flagged(r, Verdict::Improved), std::vector<std::string>{"fast"});
     EXPECT_TRUE(flagged(r, Verdict::Regressed).empty());
     EXPECT_NEAR(find(r, "fast").change_pct, -12.0, 1.5);
@@ -326,12 +335,14 @@ TEST(Regression, MissingAndNewKernels) {
     EXPECT_DOUBLE_EQ(find(r, "fresh").current_median_us, stats_median(current, "fresh"));
     EXPECT_EQ(r.kernels.size(), 21u);  // k3 is left out
     bool noted = false;
-    for (const auto& n : r.notes) noted |= n == "1 kernels replayed in neither report were not compared";
+    for (const auto& n : r.notes)
+        noted |= n == "1 kernels replayed in neither report were not compared";
     EXPECT_TRUE(noted);
     EXPECT_EQ(replay::regression_exit_code(r), 0);
     std::ostringstream md;
     replay::write_regression_markdown(md, r);
-    EXPECT_NE(md.str().find("- missing `kernel_gone<float, 4>` (gone): not in the current report"), std::string::npos)
+    EXPECT_NE(md.str().find("- missing `kernel_gone<float, 4>` (gone): not in the current report"),
+              std::string::npos)
         << md.str();
 }
 
@@ -357,7 +368,8 @@ TEST(Regression, DifferentMachineIsFlaggedButStillCompared) {
     std::ostringstream json;
     replay::write_regression_json(json, r);
     EXPECT_NE(json.str().find("\"same_machine\": false"), std::string::npos);
-    EXPECT_NE(json.str().find("\"machine_differences\": [\n  \"driver\",\n  \"cublas\"\n ]"), std::string::npos)
+    EXPECT_NE(json.str().find("\"machine_differences\": [\n  \"driver\",\n  \"cublas\"\n ]"),
+              std::string::npos)
         << json.str().substr(0, 400);
     std::ostringstream md;
     replay::write_regression_markdown(md, r);
@@ -370,7 +382,8 @@ TEST(Regression, DifferentMachineIsFlaggedButStillCompared) {
 
 TEST(Regression, FewSamplesUseTheThresholdAlone) {
     const std::vector<Spec> specs = {Spec{"a", 10.0, 0.01}, Spec{"b", 10.0, 0.01}};
-    const Regression r = replay::compare_reports(make_report(specs, 17, 3), make_report(specs, 18, 3, {{"a", 1.10}}));
+    const Regression r = replay::compare_reports(make_report(specs, 17, 3),
+                                                 make_report(specs, 18, 3, {{"a", 1.10}}));
     const auto& a = find(r, "a");
     EXPECT_EQ(a.verdict, Verdict::Regressed);
     EXPECT_FALSE(a.rank_test);
@@ -381,7 +394,8 @@ TEST(Regression, FewSamplesUseTheThresholdAlone) {
     for (const auto& n : r.notes) noted |= n.find("without the rank test") != std::string::npos;
     EXPECT_TRUE(noted);
     // Five per side is enough for the exact test to reach p < 0.01 on a clear change.
-    const Regression r5 = replay::compare_reports(make_report(specs, 17, 5), make_report(specs, 18, 5, {{"a", 1.10}}));
+    const Regression r5 = replay::compare_reports(make_report(specs, 17, 5),
+                                                  make_report(specs, 18, 5, {{"a", 1.10}}));
     EXPECT_TRUE(find(r5, "a").rank_test);
     EXPECT_TRUE(find(r5, "a").exact);
     EXPECT_EQ(find(r5, "a").verdict, Verdict::Regressed);
@@ -407,7 +421,8 @@ TEST(Regression, RecordedTimesCompare) {
 
 TEST(Regression, FindBaselineInAFolder) {
     namespace fs = std::filesystem;
-    const fs::path dir = fs::temp_directory_path() / ("replay_test_baselines_" + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("replay_test_baselines_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir / "h200" / "deeper");
     auto write = [](const fs::path& p, const Report& r) {

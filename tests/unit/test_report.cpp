@@ -1,5 +1,6 @@
 // report.json / kernels.csv: round trip, CSV quoting, finalize_report figures, read errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -7,8 +8,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "replay/report.h"
 #include "replay/source.h"
@@ -20,7 +19,8 @@ using replay::Report;
 using replay::Tier;
 
 std::string temp_path(const std::string& name) {
-    const auto dir = std::filesystem::temp_directory_path() / ("replay_test_report_" + std::to_string(::getpid()));
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("replay_test_report_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     return (dir / name).string();
 }
@@ -30,15 +30,16 @@ void write_file(const std::string& path, const std::string& text) {
     out << text;
 }
 
-KernelResult kernel(const std::string& id, const std::string& name, const std::string& kind, Tier tier,
-                    std::vector<double> recorded, std::vector<double> samples) {
+KernelResult kernel(const std::string& id, const std::string& name, const std::string& kind,
+                    Tier tier, std::vector<double> recorded, std::vector<double> samples) {
     KernelResult k;
     k.id = id;
     k.name = name;
     k.kind = kind;
     k.tier = tier;
     k.rule = tier == Tier::NotReplayable ? "unknown_kernel" : "rule_" + id;
-    k.disposition = samples.empty() ? (tier == Tier::NotReplayable ? "not_replayable" : "failed") : "replayed";
+    k.disposition =
+        samples.empty() ? (tier == Tier::NotReplayable ? "not_replayable" : "failed") : "replayed";
     k.count = recorded.size();
     k.recorded_us = replay::summarize(recorded);
     k.samples_us = std::move(samples);
@@ -55,25 +56,30 @@ Report hand_made() {
     r.tool_version = "0.1.0-test";
     r.mode = "unique";
     r.backend = "cuda";
-    r.environment = {{"gpu", "NVIDIA H100 80GB HBM3"}, {"driver", "550.54.15"}, {"cuda", "12.4"},
-                     {"cublas", "12.4.5"}, {"libtorch", "2.4.0"}};
+    r.environment = {{"gpu", "NVIDIA H100 80GB HBM3"},
+                     {"driver", "550.54.15"},
+                     {"cuda", "12.4"},
+                     {"cublas", "12.4.5"},
+                     {"libtorch", "2.4.0"}};
     r.inputs = {{"trace", "t.json.gz"}, {"trace_hash", "0123456789abcdef"}};
     r.options = {{"warmup", "5"}, {"runs", "3"}, {"l2_flush", "true"}};
     // GEMM: recorded 3 x 10 us, replayed 11, 11, 11 -> +10%, name matches.
-    auto gemm = kernel("aaaa", "sm90_xmma_gemm_f16f16_f16f32, \"tn\"", "kernel", Tier::Gemm, {10, 10, 10}, {11, 11, 11});
+    auto gemm = kernel("aaaa", "sm90_xmma_gemm_f16f16_f16f32, \"tn\"", "kernel", Tier::Gemm,
+                       {10, 10, 10}, {11, 11, 11});
     gemm.gflops_per_s = 512.5;
     // Second GEMM: recorded 2 x 5 us, replayed 4, 4, 4 -> -20%, another cuBLAS kernel ran.
     auto gemm2 = kernel("bbbb", "ampere_h16816gemm_64x64", "kernel", Tier::Gemm, {5, 5}, {4, 4, 4});
     gemm2.replayed_names = {"sm90_other_gemm"};
     gemm2.name_match = false;
     // aten op: recorded 4 x 2 us; replayed 2, 3, 4 (median 3, mean 3) -> +50%.
-    auto aten = kernel("cccc", "vectorized_elementwise_kernel<4, at::native::add>", "kernel", Tier::AtenOp,
-                       {2, 2, 2, 2}, {2, 3, 4});
+    auto aten = kernel("cccc", "vectorized_elementwise_kernel<4, at::native::add>", "kernel",
+                       Tier::AtenOp, {2, 2, 2, 2}, {2, 3, 4});
     // Not replayable: 20 us recorded.
     auto other = kernel("dddd", "custom_triton_kernel", "kernel", Tier::NotReplayable, {20}, {});
     other.reason = "no rule for this kernel";
     // A memcpy: 2 x 1 us recorded, replayed 1.5 -> +50%; not part of the kernel figures.
-    auto copy = kernel("eeee", "Memcpy HtoD (Pinned -> Device)", "memcpy", Tier::Copy, {1, 1}, {1.5, 1.5, 1.5});
+    auto copy = kernel("eeee", "Memcpy HtoD (Pinned -> Device)", "memcpy", Tier::Copy, {1, 1},
+                       {1.5, 1.5, 1.5});
     copy.gb_per_s = 12.25;
     r.kernels = {gemm, gemm2, aten, other, copy};
     r.totals.recipe_coverage = 40.0 / 60.0;
@@ -103,7 +109,8 @@ TEST(Report, FinalizeFigures) {
     EXPECT_DOUBLE_EQ(t.recorded_kernel_us, 68);
     EXPECT_DOUBLE_EQ(t.recipe_coverage, 40.0 / 60.0);  // kept as the driver set it
     EXPECT_NEAR(t.replayed_coverage, 48.0 / 68.0, 1e-12);
-    // Replayed unique kernels (all kinds): mean x count = 33 + 8 + 12 + 3 = 56 against 30 + 10 + 8 + 2 = 50.
+    // Replayed unique kernels (all kinds): mean x count = 33 + 8 + 12 + 3 = 56 against 30 + 10 + 8
+    // + 2 = 50.
     EXPECT_NEAR(t.replayed_kernel_us, 56, 1e-9);
     EXPECT_NEAR(t.replayed_recorded_us, 50, 1e-9);
     EXPECT_NEAR(t.total_error_pct, 12.0, 1e-9);
@@ -168,13 +175,16 @@ void expect_same_stats(const replay::DurationStats& a, const replay::DurationSta
 }
 
 void expect_same_double(double a, double b) {
-    if (std::isnan(a)) EXPECT_TRUE(std::isnan(b));
-    else EXPECT_EQ(a, b);
+    if (std::isnan(a))
+        EXPECT_TRUE(std::isnan(b));
+    else
+        EXPECT_EQ(a, b);
 }
 
 TEST(Report, JsonRoundTrip) {
     Report r = hand_made();
-    r.kernels[0].samples_us = {11.000000000000002, 10.9, 11.123456789};  // exact digits must survive
+    r.kernels[0].samples_us = {11.000000000000002, 10.9,
+                               11.123456789};  // exact digits must survive
     r.kernels[2].name = "tab\there, \\backslash and \xce\xbc unicode";
     replay::finalize_report(r);
     std::ostringstream first;
@@ -237,7 +247,9 @@ TEST(Report, JsonRoundTrip) {
 
 TEST(Report, ReadIsTolerantOfMissingOptionalFields) {
     const std::string path = temp_path("minimal.json");
-    write_file(path, R"({"kernels": [{"id": "k1", "recorded_us": {"count": 4, "median": 2.5}, "samples_us": [1, 2, null]},
+    write_file(
+        path,
+        R"({"kernels": [{"id": "k1", "recorded_us": {"count": 4, "median": 2.5}, "samples_us": [1, 2, null]},
                                     {"id": "k2", "tier": 2, "error_pct": null, "future_field": {"x": [1, 2]}}],
                         "options": {"runs": 5, "l2_flush": true}})");
     const Report r = replay::read_report_json(path);
@@ -347,10 +359,26 @@ TEST(Report, KernelsCsv) {
     replay::write_kernels_csv(out, r);
     const auto rows = parse_csv(out.str());
     ASSERT_EQ(rows.size(), 1 + r.kernels.size());
-    const std::vector<std::string> header = {
-        "id", "name", "kind", "tier", "rule", "disposition", "count", "recorded_median_us", "recorded_sum_us",
-        "replayed_median_us", "replayed_min_us", "replayed_mean_us", "replayed_stddev_us", "replayed_p95_us",
-        "replayed_p99_us", "error_pct", "name_match", "gflops_per_s", "gb_per_s", "reason"};
+    const std::vector<std::string> header = {"id",
+                                             "name",
+                                             "kind",
+                                             "tier",
+                                             "rule",
+                                             "disposition",
+                                             "count",
+                                             "recorded_median_us",
+                                             "recorded_sum_us",
+                                             "replayed_median_us",
+                                             "replayed_min_us",
+                                             "replayed_mean_us",
+                                             "replayed_stddev_us",
+                                             "replayed_p95_us",
+                                             "replayed_p99_us",
+                                             "error_pct",
+                                             "name_match",
+                                             "gflops_per_s",
+                                             "gb_per_s",
+                                             "reason"};
     EXPECT_EQ(rows[0], header);
     for (const auto& row : rows) EXPECT_EQ(row.size(), header.size());
     // The comma and the quotes in the GEMM's name survive.
@@ -365,7 +393,8 @@ TEST(Report, KernelsCsv) {
     EXPECT_EQ(std::stod(rows[1][17]), 512.5);
     EXPECT_EQ(rows[1][18], "");  // NaN: empty
     EXPECT_EQ(rows[3][1], "vectorized_elementwise_kernel<4, at::native::add>");
-    // Not replayed: empty tier, replayed figures, error and name_match; the multi-line reason intact.
+    // Not replayed: empty tier, replayed figures, error and name_match; the multi-line reason
+    // intact.
     EXPECT_EQ(rows[4][3], "");
     EXPECT_EQ(rows[4][9], "");
     EXPECT_EQ(rows[4][15], "");

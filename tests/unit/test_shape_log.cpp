@@ -9,24 +9,27 @@
 #include <vector>
 
 #include "replay/kineto_parser.h"
-#include "test_support.h"
 #include "replay/shape_log.h"
+#include "test_support.h"
 
 namespace {
 
 using replay::kNoId;
 using replay::kNoIndex;
 
-std::string source_path(const std::string& relative) { return replay::testing::source_dir() + "/" + relative; }
+std::string source_path(const std::string& relative) {
+    return replay::testing::source_dir() + "/" + relative;
+}
 
 const std::string kBloomKineto = "traces/h200/bloom560m_fp16_b1_s5.json.gz";
 const std::string kLinearKineto = "traces/public/param/linear_kineto.json.gz";
 const std::string kAddmmSchema =
-    "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+    "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> "
+    "Tensor";
 
 // A file under the temp directory, removed at the end of the test.
 class TempFile {
-public:
+  public:
     TempFile(const std::string& name, const std::string& content, bool gzip = false)
         : path_(std::filesystem::temp_directory_path() /
                 ("replay_shape_log_" + std::to_string(::getpid()) + "_" + name)) {
@@ -41,14 +44,15 @@ public:
     ~TempFile() { std::filesystem::remove(path_); }
     std::string path() const { return path_.string(); }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
 // In linear_kineto (no record_shapes, no Record function id), External id 8151 is an aten::addmm
 // and 8147 the aten::linear around it.
 const std::string kLinearLog =
-    R"({"external_id": 8151, "name": "aten::addmm", "schema": ")" + kAddmmSchema + R"(", "inputs": [)"
+    R"({"external_id": 8151, "name": "aten::addmm", "schema": ")" + kAddmmSchema +
+    R"(", "inputs": [)"
     R"({"type": "float", "dims": [1024], "strides": [1]}, )"
     R"({"type": "float", "dims": [512, 1024], "strides": [1024, 1]}, )"
     R"({"type": "float", "dims": [1024, 1024], "strides": [1, 1024]}, )"
@@ -147,11 +151,14 @@ TEST(ShapeLog, JoinsOnRecordFunctionIdFirstAndKeepsRecordedShapes) {
     ASSERT_NE(addmm->shapes, kNoIndex);
     const std::vector<std::int64_t> recorded = trace.op_shapes[addmm->shapes].inputs[2].dims;
 
-    // The external id is wrong on purpose: rf_id wins. The dims are wrong too: recorded shapes stay.
-    const TempFile file("bloom.jsonl",
-                        R"({"external_id": 999999, "rf_id": 141, "name": "aten::addmm", "schema": ")" + kAddmmSchema +
-                            R"(", "inputs": [{"type": "c10::Half", "dims": [7]}]})"
-                            "\n");
+    // The external id is wrong on purpose: rf_id wins. The dims are wrong too: recorded shapes
+    // stay.
+    const TempFile file(
+        "bloom.jsonl",
+        R"({"external_id": 999999, "rf_id": 141, "name": "aten::addmm", "schema": ")" +
+            kAddmmSchema +
+            R"(", "inputs": [{"type": "c10::Half", "dims": [7]}]})"
+            "\n");
     const auto stats = replay::attach_shape_log(trace, replay::read_shape_log(file.path()));
     EXPECT_EQ(stats.matched_by_rf_id, 1u);
     EXPECT_EQ(stats.shapes_filled, 0u);
@@ -184,30 +191,39 @@ replay::InputError read_error(const std::string& name, const std::string& conten
 }
 
 TEST(ShapeLog, RejectsBadLinesWithLineAndOffset) {
-    const std::string good = R"({"external_id": 1, "name": "aten::mm"})" "\n";
+    const std::string good = R"({"external_id": 1, "name": "aten::mm"})"
+                             "\n";
     {
         const auto e = read_error("not_json.jsonl", good + "this is not JSON\n");
         EXPECT_EQ(e.offset(), good.size());
         EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
     }
     {
-        const auto e = read_error("no_name.jsonl", good + good + R"({"external_id": 3})" "\n");
+        const auto e = read_error("no_name.jsonl", good + good +
+                                                       R"({"external_id": 3})"
+                                                       "\n");
         EXPECT_EQ(e.offset(), 2 * good.size());
         EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("name"), std::string::npos) << e.what();
     }
-    EXPECT_NE(std::string(read_error("no_id.jsonl", R"({"name": "aten::mm"})").what()).find("rf_id"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(read_error("no_id.jsonl", R"({"name": "aten::mm"})").what()).find("rf_id"),
+        std::string::npos);
     read_error("array.jsonl", "[1, 2]\n");
     read_error("two.jsonl", R"({"external_id": 1, "name": "a"} {"external_id": 2, "name": "b"})");
     read_error("bad_id.jsonl", R"({"external_id": "1", "name": "a"})");
-    read_error("bad_dims.jsonl", R"({"external_id": 1, "name": "a", "inputs": [{"type": "float", "dims": ["x"]}]})");
-    read_error("mixed_dims.jsonl", R"({"external_id": 1, "name": "a", "inputs": [{"type": "float", "dims": [1, [2]]}]})");
+    read_error("bad_dims.jsonl",
+               R"({"external_id": 1, "name": "a", "inputs": [{"type": "float", "dims": ["x"]}]})");
+    read_error(
+        "mixed_dims.jsonl",
+        R"({"external_id": 1, "name": "a", "inputs": [{"type": "float", "dims": [1, [2]]}]})");
     read_error("no_type.jsonl", R"({"external_id": 1, "name": "a", "inputs": [{"dims": [1]}]})");
-    read_error("strides.jsonl",
-               R"({"external_id": 1, "name": "a", "inputs": [{"type": "float", "dims": [2, 3], "strides": [1]}]})");
+    read_error(
+        "strides.jsonl",
+        R"({"external_id": 1, "name": "a", "inputs": [{"type": "float", "dims": [2, 3], "strides": [1]}]})");
     read_error("truncated.jsonl", R"({"external_id": 1, "name": "a", "inputs": [)");
-    EXPECT_THROW(replay::read_shape_log(source_path("traces/no_such_shape_log.jsonl")), replay::InputError);
+    EXPECT_THROW(replay::read_shape_log(source_path("traces/no_such_shape_log.jsonl")),
+                 replay::InputError);
 }
 
 TEST(ShapeLog, EmptyFileHasNoEntries) {

@@ -10,6 +10,8 @@ inline std::string source_dir() {
     const char* dir = std::getenv("REPLAY_SOURCE_DIR");
     return dir != nullptr ? dir : ".";
 }
-inline std::string trace_path(const std::string& relative) { return source_dir() + "/traces/" + relative; }
+inline std::string trace_path(const std::string& relative) {
+    return source_dir() + "/traces/" + relative;
+}
 
 }  // namespace replay::testing

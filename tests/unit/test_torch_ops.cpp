@@ -11,7 +11,8 @@
 namespace replay {
 namespace {
 
-TensorSpec spec(std::vector<std::int64_t> dims, DType dtype, std::vector<std::int64_t> strides = {}, std::int64_t storage = -1) {
+TensorSpec spec(std::vector<std::int64_t> dims, DType dtype, std::vector<std::int64_t> strides = {},
+                std::int64_t storage = -1) {
     TensorSpec t;
     t.dims = std::move(dims);
     t.strides = std::move(strides);
@@ -59,7 +60,7 @@ AtenRecipe op(std::string name, std::vector<AtenArgument> args, std::string over
 }
 
 class TorchOps : public ::testing::Test {
-protected:
+  protected:
     TorchOpRunner runner{TorchDevice{TorchDevice::Kind::Cpu, 0}, 1234, true};
 
     // Prepares, expects Ready and runs twice (the stack must survive a run).
@@ -75,18 +76,20 @@ protected:
 };
 
 TEST_F(TorchOps, LayerNorm) {
-    auto p = ready(op("aten::layer_norm", {tensor(spec({8, 1024}, DType::Float32)), scalar_list("[1024]"),
-                                           tensor(spec({1024}, DType::Float32)), tensor(spec({1024}, DType::Float32)),
-                                           scalar("1e-05"), scalar("True")}));
+    auto p = ready(op("aten::layer_norm",
+                      {tensor(spec({8, 1024}, DType::Float32)), scalar_list("[1024]"),
+                       tensor(spec({1024}, DType::Float32)), tensor(spec({1024}, DType::Float32)),
+                       scalar("1e-05"), scalar("True")}));
     EXPECT_EQ(runner.label(p.handle), "aten::layer_norm");
     EXPECT_EQ(p.reason, "");
 }
 
 TEST_F(TorchOps, LayerNormHalfComputedAsFloatOnCpu) {
     // libtorch 1.13 has no Half LayerNorm CPU kernel; newer versions may, then no note is due.
-    auto p = ready(op("aten::layer_norm", {tensor(spec({8, 1024}, DType::Float16)), scalar_list("[1024]"),
-                                           tensor(spec({1024}, DType::Float16)), tensor(spec({1024}, DType::Float16)),
-                                           scalar("1e-05"), scalar("True")}));
+    auto p = ready(op("aten::layer_norm",
+                      {tensor(spec({8, 1024}, DType::Float16)), scalar_list("[1024]"),
+                       tensor(spec({1024}, DType::Float16)), tensor(spec({1024}, DType::Float16)),
+                       scalar("1e-05"), scalar("True")}));
     if (std::string(TorchOpRunner::libtorch_version()).starts_with("1.")) {
         EXPECT_EQ(p.reason, "float16 computed as float32 on CPU");
     }
@@ -94,49 +97,64 @@ TEST_F(TorchOps, LayerNormHalfComputedAsFloatOnCpu) {
 
 TEST_F(TorchOps, SoftmaxHalfToFloat) {
     // As recorded for a float16 model on CUDA: half_to_float=True, which the CPU refuses.
-    ready(op("aten::_softmax", {tensor(spec({1, 16, 5, 5}, DType::Float16)), scalar("-1"), scalar("True")}));
+    ready(op("aten::_softmax",
+             {tensor(spec({1, 16, 5, 5}, DType::Float16)), scalar("-1"), scalar("True")}));
 }
 
 TEST_F(TorchOps, AddResolvesTensorAndScalarOverloads) {
-    ready(op("aten::add", {tensor(spec({64, 128}, DType::Float32)), tensor(spec({64, 128}, DType::Float32)), scalar("1")}));
+    ready(op("aten::add", {tensor(spec({64, 128}, DType::Float32)),
+                           tensor(spec({64, 128}, DType::Float32)), scalar("1")}));
     ready(op("aten::add", {tensor(spec({64, 128}, DType::Float32)), scalar("2"), scalar("1")}));
     // The recorded overload wins when given.
-    ready(op("aten::add", {tensor(spec({64, 128}, DType::Float32)), tensor(spec({128}, DType::Float32)), scalar("1")}, "Tensor"));
+    ready(op(
+        "aten::add",
+        {tensor(spec({64, 128}, DType::Float32)), tensor(spec({128}, DType::Float32)), scalar("1")},
+        "Tensor"));
     // In-place and out= variants.
-    ready(op("aten::add_", {tensor(spec({64, 128}, DType::Float32)), tensor(spec({64, 128}, DType::Float32)), scalar("1")}));
-    ready(op("aten::add", {tensor(spec({4, 4}, DType::Float32)), tensor(spec({4, 4}, DType::Float32)), scalar("1"),
-                           tensor(spec({4, 4}, DType::Float32))}));
+    ready(op("aten::add_", {tensor(spec({64, 128}, DType::Float32)),
+                            tensor(spec({64, 128}, DType::Float32)), scalar("1")}));
+    ready(
+        op("aten::add", {tensor(spec({4, 4}, DType::Float32)), tensor(spec({4, 4}, DType::Float32)),
+                         scalar("1"), tensor(spec({4, 4}, DType::Float32))}));
 }
 
 TEST_F(TorchOps, AddmmAsAtenOp) {
-    // Bias, a [5, 1024] input and a transposed [1024, 3072] weight (strides (1, 1024)), as linear records it.
-    ready(op("aten::addmm", {tensor(spec({3072}, DType::Float32)), tensor(spec({5, 1024}, DType::Float32)),
-                             tensor(spec({1024, 3072}, DType::Float32, {1, 1024})), scalar("1"), scalar("1")}));
+    // Bias, a [5, 1024] input and a transposed [1024, 3072] weight (strides (1, 1024)), as linear
+    // records it.
+    ready(op("aten::addmm",
+             {tensor(spec({3072}, DType::Float32)), tensor(spec({5, 1024}, DType::Float32)),
+              tensor(spec({1024, 3072}, DType::Float32, {1, 1024})), scalar("1"), scalar("1")}));
 }
 
 TEST_F(TorchOps, EmbeddingIndicesStayInRange) {
     // A 3-row table looked up by 4096 indices: any index >= 3 would raise "index out of range".
-    ready(op("aten::embedding", {tensor(spec({3, 64}, DType::Float32)), tensor(spec({32, 128}, DType::Int64)),
-                                 scalar("-1"), scalar("False"), scalar("False")}));
-    ready(op("aten::embedding", {tensor(spec({50257, 768}, DType::Float16)), tensor(spec({4, 512}, DType::Int64)),
-                                 scalar("-1"), scalar("False"), scalar("False")}));
+    ready(op("aten::embedding",
+             {tensor(spec({3, 64}, DType::Float32)), tensor(spec({32, 128}, DType::Int64)),
+              scalar("-1"), scalar("False"), scalar("False")}));
+    ready(op("aten::embedding",
+             {tensor(spec({50257, 768}, DType::Float16)), tensor(spec({4, 512}, DType::Int64)),
+              scalar("-1"), scalar("False"), scalar("False")}));
 }
 
 TEST_F(TorchOps, IndexingOpsStayInRange) {
-    ready(op("aten::index_select", {tensor(spec({7, 256}, DType::Float32)), scalar("0"), tensor(spec({1000}, DType::Int64))}));
-    ready(op("aten::gather", {tensor(spec({16, 5}, DType::Float32)), scalar("1"), tensor(spec({16, 5}, DType::Int64)),
-                              scalar("False")}));
-    ready(op("aten::nll_loss_forward", {tensor(spec({64, 10}, DType::Float32)), tensor(spec({64}, DType::Int64)), none(),
-                                        scalar("1"), scalar("-100")}));
+    ready(op("aten::index_select", {tensor(spec({7, 256}, DType::Float32)), scalar("0"),
+                                    tensor(spec({1000}, DType::Int64))}));
+    ready(op("aten::gather", {tensor(spec({16, 5}, DType::Float32)), scalar("1"),
+                              tensor(spec({16, 5}, DType::Int64)), scalar("False")}));
+    ready(op("aten::nll_loss_forward",
+             {tensor(spec({64, 10}, DType::Float32)), tensor(spec({64}, DType::Int64)), none(),
+              scalar("1"), scalar("-100")}));
 }
 
 TEST_F(TorchOps, SumWithDimList) {
-    ready(op("aten::sum", {tensor(spec({32, 64}, DType::Float32)), scalar_list("[1]"), scalar("False"), none()}));
+    ready(op("aten::sum", {tensor(spec({32, 64}, DType::Float32)), scalar_list("[1]"),
+                           scalar("False"), none()}));
     ready(op("aten::sum", {tensor(spec({32, 64}, DType::Float32)), none()}));
 }
 
 TEST_F(TorchOps, FactoryOpUsesDefaults) {
-    ready(op("aten::empty", {scalar_list("[16, 32]"), scalar("6"), none(), none(), none(), none()}));
+    ready(
+        op("aten::empty", {scalar_list("[16, 32]"), scalar("6"), none(), none(), none(), none()}));
     ready(op("aten::zeros", {scalar_list("[8]")}));
 }
 
@@ -150,7 +168,8 @@ TEST_F(TorchOps, DataflowSharesGrowingStorage) {
 
 TEST_F(TorchOps, OldTraceScalarsAreGuessed) {
     // PyTorch 1.8 traces record no scalar values: threshold_(x, None, None).
-    Prepared p = ready(op("aten::threshold_", {tensor(spec({4, 64, 8, 8}, DType::Unknown)), none(), none()}));
+    Prepared p = ready(
+        op("aten::threshold_", {tensor(spec({4, 64, 8, 8}, DType::Unknown)), none(), none()}));
     EXPECT_EQ(p.reason, "guessed unrecorded arguments: threshold=1, value=1");
     p = ready(op("aten::_log_softmax", {tensor(spec({32, 10}, DType::Float32)), none(), none()}));
     EXPECT_EQ(p.reason, "guessed unrecorded arguments: dim=-1, half_to_float=False");
@@ -171,7 +190,8 @@ TEST_F(TorchOps, TensorListArguments) {
     AtenArgument list;
     list.kind = ArgKind::TensorList;
     list.type = "TensorList";
-    list.tensors = {spec({4, 8}, DType::Float32), spec({4, 8}, DType::Float32), spec({4, 16}, DType::Float32)};
+    list.tensors = {spec({4, 8}, DType::Float32), spec({4, 8}, DType::Float32),
+                    spec({4, 16}, DType::Float32)};
     ready(op("aten::cat", {list, scalar("1")}));
     // index.Tensor's Tensor?[] holds indices: float-typed (unrecorded) elements become int64.
     AtenArgument indices;
@@ -182,27 +202,31 @@ TEST_F(TorchOps, TensorListArguments) {
 }
 
 TEST_F(TorchOps, MissingOpIsSkipped) {
-    Prepared p = runner.prepare(op("aten::definitely_not_an_op", {tensor(spec({4}, DType::Float32))}));
+    Prepared p =
+        runner.prepare(op("aten::definitely_not_an_op", {tensor(spec({4}, DType::Float32))}));
     EXPECT_EQ(p.disposition, Disposition::Skipped);
     EXPECT_NE(p.reason.find("op missing from this libtorch"), std::string::npos) << p.reason;
 }
 
 TEST_F(TorchOps, MismatchedArgumentsAreSkipped) {
     // aten::view needs its sizes: without a recorded value there is nothing to run.
-    Prepared p = runner.prepare(op("aten::view", {tensor(spec({4, 4}, DType::Float32)), scalar_list("")}));
+    Prepared p =
+        runner.prepare(op("aten::view", {tensor(spec({4, 4}, DType::Float32)), scalar_list("")}));
     EXPECT_EQ(p.disposition, Disposition::Skipped);
     EXPECT_NE(p.reason.find("no overload matches"), std::string::npos) << p.reason;
 }
 
 TEST_F(TorchOps, CudaOnlyOpIsSkippedOnCpu) {
-    Prepared p = runner.prepare(op("aten::_fused_dropout", {tensor(spec({4}, DType::Float32)), scalar("0.1"), none()}));
+    Prepared p = runner.prepare(
+        op("aten::_fused_dropout", {tensor(spec({4}, DType::Float32)), scalar("0.1"), none()}));
     EXPECT_EQ(p.disposition, Disposition::Skipped);
     EXPECT_NE(p.reason.find("no CPU kernel"), std::string::npos) << p.reason;
 }
 
 TEST_F(TorchOps, FailingOpIsFailedNotThrown) {
     // Shapes that do not broadcast: the trial run reports the error.
-    Prepared p = runner.prepare(op("aten::add", {tensor(spec({3}, DType::Float32)), tensor(spec({4}, DType::Float32)), scalar("1")}));
+    Prepared p = runner.prepare(op("aten::add", {tensor(spec({3}, DType::Float32)),
+                                                 tensor(spec({4}, DType::Float32)), scalar("1")}));
     EXPECT_EQ(p.disposition, Disposition::Failed);
     EXPECT_FALSE(p.reason.empty());
 }
@@ -279,7 +303,8 @@ TEST(CpuBackend, HalfGemmComputedAsFloat) {
     if (std::string(TorchOpRunner::libtorch_version()).starts_with("1.")) {
         EXPECT_EQ(p.reason, "float16 computed as float32 on CPU");
         const auto notes = backend->environment().notes;
-        EXPECT_NE(std::find(notes.begin(), notes.end(), "float16 computed as float32 on CPU"), notes.end());
+        EXPECT_NE(std::find(notes.begin(), notes.end(), "float16 computed as float32 on CPU"),
+                  notes.end());
     }
     backend->set_stream_count(1);
     backend->issue(p.handle, 0, 42);

@@ -25,8 +25,9 @@ struct Analysis {
     KernelGraph graph;
     std::vector<Recipe> recipes;  // per graph node
     std::vector<UniqueKernel> kernels;
-    double coverage = 0;     // share of recorded kernel time with a recipe
-    std::string trace_hash;  // content hash of the recorded GPU activities (compression-independent)
+    double coverage = 0;  // share of recorded kernel time with a recipe
+    std::string
+        trace_hash;  // content hash of the recorded GPU activities (compression-independent)
     std::vector<std::string> notes;
     double parse_seconds = 0;
     const Trace& trace() const { return parsed.trace; }

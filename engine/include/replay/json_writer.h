@@ -10,7 +10,7 @@
 namespace replay {
 
 class JsonWriter {
-public:
+  public:
     explicit JsonWriter(std::ostream& out, bool pretty = true) : out_(out), pretty_(pretty) {}
     JsonWriter& begin_object();
     JsonWriter& end_object();
@@ -25,7 +25,9 @@ public:
     JsonWriter& value(int number) { return value(static_cast<std::int64_t>(number)); }
     JsonWriter& value(unsigned number) { return value(static_cast<std::uint64_t>(number)); }
     JsonWriter& value(long long number) { return value(static_cast<std::int64_t>(number)); }
-    JsonWriter& value(unsigned long long number) { return value(static_cast<std::uint64_t>(number)); }
+    JsonWriter& value(unsigned long long number) {
+        return value(static_cast<std::uint64_t>(number));
+    }
     JsonWriter& value(bool flag);
     JsonWriter& null();
     template <typename T>
@@ -41,7 +43,7 @@ public:
     }
     static void escape(std::ostream& out, std::string_view text);
 
-private:
+  private:
     void before_value();
     void newline();
     std::ostream& out_;

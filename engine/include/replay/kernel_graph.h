@@ -25,8 +25,9 @@ struct GraphNode {
     std::uint32_t stream_slot = 0;      // KernelGraph::streams
     std::uint32_t launch_fanout = 1;    // activities sharing the launch (cudaGraphLaunch: many)
     LinkState link = LinkState::NoLaunch;
-    bool graph_launch = false;   // launched by cudaGraphLaunch
-    bool driver_launch = false;  // cuLaunchKernel(Ex): Triton, cuBLASLt or other driver-API launches
+    bool graph_launch = false;  // launched by cudaGraphLaunch
+    bool driver_launch =
+        false;  // cuLaunchKernel(Ex): Triton, cuBLASLt or other driver-API launches
 };
 
 struct StreamTrack {
@@ -61,7 +62,7 @@ struct GraphStats {
 };
 
 class KernelGraph {
-public:
+  public:
     // Also fills CpuOp::parent (time nesting per thread) in `trace`, which must outlive the graph.
     static KernelGraph build(Trace& trace);
 
@@ -72,13 +73,15 @@ public:
     const std::vector<HostSync>& host_syncs() const { return syncs_; }
     const GraphStats& stats() const { return stats_; }
 
-    const GpuActivity& activity(const GraphNode& node) const { return trace_->activities[node.activity]; }
+    const GpuActivity& activity(const GraphNode& node) const {
+        return trace_->activities[node.activity];
+    }
     // The op and its ancestors, innermost first.
     std::vector<std::uint32_t> op_chain(const GraphNode& node) const;
     // Launch time of a node (the activity's own start when the launch is unknown).
     Nanos launch_time(const GraphNode& node) const;
 
-private:
+  private:
     const Trace* trace_ = nullptr;
     std::vector<GraphNode> nodes_;
     std::vector<StreamTrack> streams_;

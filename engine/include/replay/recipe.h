@@ -10,12 +10,31 @@
 
 namespace replay {
 
-enum class Tier : std::uint8_t { NotReplayable = 0, Copy = 1, Gemm = 2, AtenOp = 3, Collective = 4 };
+enum class Tier : std::uint8_t {
+    NotReplayable = 0,
+    Copy = 1,
+    Gemm = 2,
+    AtenOp = 3,
+    Collective = 4
+};
 const char* to_string(Tier tier);
 
 enum class DType : std::uint8_t {
-    Unknown, Float32, Float16, BFloat16, Float64, Int64, Int32, Int16, Int8, UInt8, Bool,
-    Float8E4M3, Float8E5M2, ComplexFloat, ComplexDouble
+    Unknown,
+    Float32,
+    Float16,
+    BFloat16,
+    Float64,
+    Int64,
+    Int32,
+    Int16,
+    Int8,
+    UInt8,
+    Bool,
+    Float8E4M3,
+    Float8E5M2,
+    ComplexFloat,
+    ComplexDouble
 };
 const char* to_string(DType dtype);
 DType dtype_from_kineto(std::string_view type);  // "c10::Half", "float", "long int", ...
@@ -34,7 +53,14 @@ struct TensorSpec {
     std::vector<std::int64_t> contiguous_strides() const;
 };
 
-enum class CopyDirection : std::uint8_t { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost, PeerToPeer, Device };
+enum class CopyDirection : std::uint8_t {
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+    HostToHost,
+    PeerToPeer,
+    Device
+};
 const char* to_string(CopyDirection direction);
 
 struct CopyRecipe {
@@ -47,7 +73,8 @@ struct CopyRecipe {
 
 struct GemmRecipe {
     std::string op;  // aten::addmm, aten::mm, aten::bmm, aten::baddbmm
-    // Row-major view, as PyTorch sees it: C[b] (m x n) = alpha * op(A[b]) (m x k) * op(B[b]) (k x n)
+    // Row-major view, as PyTorch sees it: C[b] (m x n) = alpha * op(A[b]) (m x k) * op(B[b]) (k x
+    // n)
     // + beta * C. `trans_a` means A is stored column-major (its strides are (1, lda)).
     std::int64_t m = 0, n = 0, k = 0, batch = 1;
     bool trans_a = false, trans_b = false;
@@ -72,24 +99,27 @@ struct AtenArgument {
     ArgKind kind = ArgKind::Other;
     std::string type;                 // recorded type text ("c10::Half", "Scalar", "ScalarList")
     std::vector<TensorSpec> tensors;  // one for Tensor, several for TensorList
-    std::string value;                // concrete scalar / list text ("1", "0.125", "[1024]", "True")
+    std::string value;  // concrete scalar / list text ("1", "0.125", "[1024]", "True")
 };
 
 struct AtenRecipe {
-    std::string op;        // "aten::layer_norm"
-    std::string overload;  // "" (default) or e.g. "Tensor", "Scalar", "out"; from the schema when known
-    std::string schema;    // full schema from the Execution Trace, when given
+    std::string op;  // "aten::layer_norm"
+    std::string
+        overload;  // "" (default) or e.g. "Tensor", "Scalar", "out"; from the schema when known
+    std::string schema;  // full schema from the Execution Trace, when given
     std::vector<AtenArgument> args;
 };
 
 struct CollectiveRecipe {
-    std::string collective;  // allreduce, allgather, reduce_scatter, all_to_all, send_recv, broadcast
+    std::string
+        collective;  // allreduce, allgather, reduce_scatter, all_to_all, send_recv, broadcast
     std::int64_t in_nelems = -1, out_nelems = -1;
     DType dtype = DType::Unknown;
     int group_size = -1;
 };
 
-using RecipeDetail = std::variant<std::monostate, CopyRecipe, GemmRecipe, AtenRecipe, CollectiveRecipe>;
+using RecipeDetail =
+    std::variant<std::monostate, CopyRecipe, GemmRecipe, AtenRecipe, CollectiveRecipe>;
 
 struct Recipe {
     Tier tier = Tier::NotReplayable;

@@ -15,8 +15,8 @@ void write_recipe(JsonWriter& json, const Recipe& recipe);
 void write_duration_stats(JsonWriter& json, const DurationStats& stats);
 
 struct SignatureFile {
-    std::string trace;       // the trace it was made from
-    std::string trace_hash;  // Analysis::trace_hash
+    std::string trace;                  // the trace it was made from
+    std::string trace_hash;             // Analysis::trace_hash
     std::vector<UniqueKernel> kernels;  // nodes are empty; recorded_us holds the statistics
 };
 // Writes kernel_signatures.json (schemas/kernel_signatures.schema.json).

@@ -53,8 +53,12 @@ struct KernelComparison {
     bool rank_test = false;      // (b) was applied
     bool exact = false;          // p from the exact U distribution (else normal approximation)
     std::string note;            // "3 samples: threshold only", "not replayed in current run", ...
-    double baseline_total_us() const { return static_cast<double>(baseline_count) * baseline_median_us; }
-    double current_total_us() const { return static_cast<double>(current_count) * current_median_us; }
+    double baseline_total_us() const {
+        return static_cast<double>(baseline_count) * baseline_median_us;
+    }
+    double current_total_us() const {
+        return static_cast<double>(current_count) * current_median_us;
+    }
 };
 
 struct RegressionSummary {
@@ -88,7 +92,7 @@ struct Regression {
     RegressionOptions options;
     RegressionSummary summary;
     RegressionTotals totals;
-    std::vector<TierComparison> tiers;     // tiers 0..4 that have kernels, in order
+    std::vector<TierComparison> tiers;      // tiers 0..4 that have kernels, in order
     std::vector<KernelComparison> kernels;  // baseline order, then the new ones
     std::vector<std::string> notes;
 };
@@ -96,8 +100,10 @@ struct Regression {
 // Environment keys whose difference makes two reports "not the same machine".
 const std::vector<std::string>& machine_keys();
 
-Regression compare_reports(const Report& baseline, const Report& current, const RegressionOptions& options = {},
-                           const std::string& baseline_label = "baseline", const std::string& current_label = "current");
+Regression compare_reports(const Report& baseline, const Report& current,
+                           const RegressionOptions& options = {},
+                           const std::string& baseline_label = "baseline",
+                           const std::string& current_label = "current");
 
 // Writes schemas/regression.schema.json.
 void write_regression_json(std::ostream& out, const Regression& regression);

@@ -24,13 +24,14 @@ struct KernelResult {
     std::string reason;
     std::size_t count = 0;
     DurationStats recorded_us;
-    DurationStats replayed_us;        // over the replayed samples
-    std::vector<double> samples_us;   // every replayed sample (unique: per run; sequential: per instance)
-    double error_pct = NAN;           // (replayed median - recorded median) / recorded median * 100
+    DurationStats replayed_us;  // over the replayed samples
+    std::vector<double>
+        samples_us;          // every replayed sample (unique: per run; sequential: per instance)
+    double error_pct = NAN;  // (replayed median - recorded median) / recorded median * 100
     std::vector<std::string> replayed_names;  // kernel names the replay produced for it
-    bool name_match = false;          // a replayed name equals the recorded one
-    double gflops_per_s = NAN;        // GEMMs
-    double gb_per_s = NAN;            // copies
+    bool name_match = false;                  // a replayed name equals the recorded one
+    double gflops_per_s = NAN;                // GEMMs
+    double gb_per_s = NAN;                    // copies
 };
 
 struct TierResult {
@@ -38,20 +39,20 @@ struct TierResult {
     std::size_t unique = 0;
     std::size_t activities = 0;
     double recorded_us = 0;
-    double replayed_us = 0;  // over the kernels that were replayed
+    double replayed_us = 0;           // over the kernels that were replayed
     double replayed_recorded_us = 0;  // their recorded time, for a like-for-like ratio
 };
 
 struct ReportTotals {
-    double recorded_kernel_us = 0;    // all recorded kernel time
-    double recipe_coverage = 0;       // share of it with a recipe (classifier)
-    double replayed_coverage = 0;     // share of it that was replayed and timed
-    double replayed_kernel_us = 0;    // replayed time of the replayed kernels
-    double replayed_recorded_us = 0;  // recorded time of those same kernels
-    double total_error_pct = NAN;     // replayed_kernel_us vs replayed_recorded_us
+    double recorded_kernel_us = 0;      // all recorded kernel time
+    double recipe_coverage = 0;         // share of it with a recipe (classifier)
+    double replayed_coverage = 0;       // share of it that was replayed and timed
+    double replayed_kernel_us = 0;      // replayed time of the replayed kernels
+    double replayed_recorded_us = 0;    // recorded time of those same kernels
+    double total_error_pct = NAN;       // replayed_kernel_us vs replayed_recorded_us
     double median_abs_error_pct = NAN;  // median over replayed unique kernels of |error_pct|
-    double gemm_name_match = NAN;     // share of replayed GEMM time whose kernel name matched
-    double predicted_total_us = NAN;  // unique mode: sum of count x replayed median
+    double gemm_name_match = NAN;       // share of replayed GEMM time whose kernel name matched
+    double predicted_total_us = NAN;    // unique mode: sum of count x replayed median
     double sequential_kernel_us = NAN;  // unique mode: kernel time of one sequential pass, when run
     double wall_seconds = 0;
 };
@@ -61,9 +62,12 @@ struct Report {
     std::string tool_version;
     std::string mode;     // sequential | unique
     std::string backend;  // cuda | cpu
-    std::vector<std::pair<std::string, std::string>> environment;  // gpu, driver, cuda, cublas, libtorch, clocks...
-    std::vector<std::pair<std::string, std::string>> inputs;       // trace, trace_hash, et, shapes, kernels
-    std::vector<std::pair<std::string, std::string>> options;      // warmup, runs, l2_flush, pace, iterations
+    std::vector<std::pair<std::string, std::string>>
+        environment;  // gpu, driver, cuda, cublas, libtorch, clocks...
+    std::vector<std::pair<std::string, std::string>>
+        inputs;  // trace, trace_hash, et, shapes, kernels
+    std::vector<std::pair<std::string, std::string>>
+        options;  // warmup, runs, l2_flush, pace, iterations
     ReportTotals totals;
     std::vector<TierResult> tiers;
     std::vector<KernelResult> kernels;

@@ -30,7 +30,8 @@ struct UniqueKernel {
 };
 
 // Sorted by recorded total time, largest first.
-std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const std::vector<Recipe>& recipes);
+std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph,
+                                         const std::vector<Recipe>& recipes);
 
 std::string hash_hex(std::string_view text);
 

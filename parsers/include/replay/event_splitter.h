@@ -20,7 +20,7 @@ struct Span {
 };
 
 class EventSplitter {
-public:
+  public:
     // Scans buf[0, size). `buf` must be readable up to size + 64 bytes. Complete items are
     // appended to `out` (offsets relative to buf). Returns `keep`: the caller must move
     // buf[keep, size) to the front of the next buffer before the next call; the splitter's own
@@ -44,7 +44,7 @@ public:
         std::string expected;
     };
 
-private:
+  private:
     enum class State { Start, RootKey, RootColon, RootValue, RootComma, Events, Done };
     bool scan_top(const char* buf, std::size_t size, bool eof, std::vector<Span>& out);
     void scan_events(const char* buf, std::size_t size, bool eof, std::vector<Span>& out);
@@ -53,8 +53,8 @@ private:
     State state_ = State::Start;
     bool bare_array_ = false;
     bool saw_events_ = false;
-    std::size_t pos_ = 0;          // next byte to look at, relative to the current buffer
-    std::size_t key_begin_ = 0;    // current root key (RootColon/RootValue)
+    std::size_t pos_ = 0;        // next byte to look at, relative to the current buffer
+    std::size_t key_begin_ = 0;  // current root key (RootColon/RootValue)
     std::size_t key_length_ = 0;
     std::size_t event_begin_ = 0;  // valid while depth_ > 0
     std::size_t gap_begin_ = 0;    // end of the previous event

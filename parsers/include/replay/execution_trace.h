@@ -19,7 +19,8 @@ namespace replay {
 
 // One input or output of an ET node.
 struct EtArgument {
-    std::string type;  // ET type text: "Tensor(c10::Half)", "Int", "GenericList[Int,Int]", "None"...
+    std::string
+        type;  // ET type text: "Tensor(c10::Half)", "Int", "GenericList[Int,Int]", "None"...
     // Tensor dims, or each TensorList element's dims flattened with `list_ranks` (as OpArgument).
     std::vector<std::int64_t> dims;
     std::vector<std::int64_t> strides;
@@ -34,14 +35,14 @@ struct EtArgument {
     std::int64_t itemsize = -1;
     std::string device;                          // "cuda:0", "cpu"
     std::vector<std::int64_t> list_storage_ids;  // one per TensorList element
-    // A non-tensor value as Kineto's `Concrete Inputs` writes it: "1", "1e-05", "True", "[5, 1024]";
-    // a string argument's text; empty for None and tensors.
+    // A non-tensor value as Kineto's `Concrete Inputs` writes it: "1", "1e-05", "True", "[5,
+    // 1024]"; a string argument's text; empty for None and tensors.
     std::string value;
 };
 
 struct EtNode {
     std::int64_t id = kNoId;
-    std::int64_t rf_id = kNoId;  // RecordFunction handle: Kineto's `Record function id`
+    std::int64_t rf_id = kNoId;   // RecordFunction handle: Kineto's `Record function id`
     std::int64_t parent = kNoId;  // `ctrl_deps` (1.1.x) or `parent` (1.0.x)
     std::int64_t seq_id = -1;     // autograd sequence number, -1 when none
     std::int64_t tid = 0;         // ET thread index (1, 2, ...), not an OS thread id
@@ -88,7 +89,8 @@ struct AttachStats {
     std::size_t unmatched_ops = 0;    // ops with a record_function_id that no ET node matched
     std::size_t name_mismatches = 0;  // same rf_id, different name: refused
     std::size_t shapes_filled = 0;    // ops without recorded shapes that got them from the ET
-    std::size_t lists_filled = 0;     // tensor-list arguments Kineto recorded empty, filled from the ET
+    std::size_t lists_filled =
+        0;  // tensor-list arguments Kineto recorded empty, filled from the ET
     // Ops whose recorded inputs differ in number from the ET node's: storage ids left unset.
     std::size_t arity_mismatches = 0;
 };

@@ -4,7 +4,8 @@
 //
 //   {"external_id": 141, "rf_id": 141, "name": "aten::addmm",
 //    "schema": "aten::addmm(Tensor self, ...) -> Tensor",
-//    "inputs": [{"type": "c10::Half", "dims": [3072], "strides": [1]}, {"type": "Scalar", "value": "1"}]}
+//    "inputs": [{"type": "c10::Half", "dims": [3072], "strides": [1]}, {"type": "Scalar", "value":
+//    "1"}]}
 //
 // `name` and one of `external_id` / `rf_id` are required. Argument types use Kineto's `Input type`
 // words ("c10::Half", "Scalar", "ScalarList", "TensorList", ""); TensorList dims are nested lists.

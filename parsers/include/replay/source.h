@@ -15,18 +15,18 @@ const char* to_string(Compression compression);
 
 // An input error a user can act on: it names the file and the byte offset.
 class InputError : public std::runtime_error {
-public:
+  public:
     InputError(const std::string& file, std::uint64_t offset, const std::string& what);
     const std::string& file() const { return file_; }
     std::uint64_t offset() const { return offset_; }
 
-private:
+  private:
     std::string file_;
     std::uint64_t offset_;
 };
 
 class ByteSource {
-public:
+  public:
     virtual ~ByteSource() = default;
     // Fills `out` as far as it can; returns the number of bytes written, 0 at end of input.
     // A truncated compressed stream ends quietly; `truncated()` then says so.
@@ -40,7 +40,7 @@ public:
     virtual std::uint64_t raw_size() const { return 0; }
     const std::string& name() const { return name_; }
 
-protected:
+  protected:
     explicit ByteSource(std::string name) : name_(std::move(name)) {}
     std::string name_;
 };

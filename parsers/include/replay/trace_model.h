@@ -20,14 +20,14 @@ inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::ma
 
 // Interns strings so that events hold 4-byte ids; views stay valid for the pool's lifetime.
 class StringPool {
-public:
+  public:
     StringPool();
     NameId intern(std::string_view text);
     std::string_view view(NameId id) const { return *strings_[id]; }
     std::size_t size() const { return strings_.size(); }
     static constexpr NameId kEmpty = 0;
 
-private:
+  private:
     std::deque<std::string> storage_;
     std::vector<const std::string*> strings_;
     std::unordered_map<std::string_view, NameId> index_;

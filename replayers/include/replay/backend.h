@@ -17,8 +17,8 @@ const char* to_string(Disposition disposition);
 
 struct Prepared {
     Disposition disposition = Disposition::Skipped;
-    std::string reason;          // why skipped/failed, or a note ("fp16 computed as float on CPU")
-    std::uint32_t handle = 0;    // backend-owned launch object, valid when Ready
+    std::string reason;        // why skipped/failed, or a note ("fp16 computed as float on CPU")
+    std::uint32_t handle = 0;  // backend-owned launch object, valid when Ready
 };
 
 // A replayed GPU activity as the backend observed it (CUPTI record, CUDA event pair or host clock).
@@ -55,7 +55,7 @@ struct BackendOptions {
 };
 
 class Backend {
-public:
+  public:
     virtual ~Backend() = default;
     virtual Environment environment() const = 0;
 

@@ -45,13 +45,14 @@ struct Timeline {
 // One group of recorded activities issued by one recipe (an op instance: a GEMM and its split-K
 // reduction, or the kernels of one aten op).
 struct Step {
-    std::uint32_t issue_node = 0;        // graph node whose recipe is issued
-    std::vector<std::uint32_t> nodes;    // graph nodes this issue re-creates, in launch order
-    int stream = 0;                      // stream slot
+    std::uint32_t issue_node = 0;      // graph node whose recipe is issued
+    std::vector<std::uint32_t> nodes;  // graph nodes this issue re-creates, in launch order
+    int stream = 0;                    // stream slot
 };
 std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>& recipes);
 
-Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options, Timeline* timeline);
+Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
+                         Timeline* timeline);
 Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOptions& options);
 Report replay_unique(const SignatureFile& kernels, Backend& backend, const DriverOptions& options);
 

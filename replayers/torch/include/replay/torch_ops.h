@@ -24,7 +24,7 @@ struct TorchDevice {
 
 // Not thread-safe: one runner per driver thread.
 class TorchOpRunner {
-public:
+  public:
     // `seed` makes the random inputs reproducible. With `dataflow`, floating-point tensors that
     // carry the same recorded storage id (>= 0) share one storage, so a producer's output is the
     // next op's input as in the recording.
@@ -68,7 +68,7 @@ public:
     // The libtorch these sources were compiled against ("1.13.0").
     static const char* libtorch_version();
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
