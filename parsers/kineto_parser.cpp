@@ -256,9 +256,38 @@ bool read_dims(od::value value, std::vector<std::int64_t>& dims, std::vector<std
     return true;
 }
 
-// Applies one list-valued record_shapes key to the per-input arguments.
+// Elements of the JSON array whose '[' is at p, counted on the raw text up to `end`; 0 when
+// unsure. Only a capacity hint: it never changes what is parsed.
+std::size_t count_elements_raw(const char* p, const char* end) {
+    if (p >= end || *p != '[') return 0;
+    int depth = 0;
+    std::size_t commas = 0;
+    bool any = false;
+    for (const char* q = p; q < end; ++q) {
+        const char c = *q;
+        if (c == '"') {
+            for (++q; q < end && *q != '"'; ++q)
+                if (*q == '\\') ++q;
+            if (q >= end) return 0;
+            any |= depth == 1;
+        } else if (c == '[' || c == '{') {
+            any |= depth == 1;
+            ++depth;
+        } else if (c == ']' || c == '}') {
+            if (--depth == 0) return any ? commas + 1 : 0;
+        } else if (depth == 1) {
+            if (c == ',') ++commas;
+            else if (!is_json_space(c)) any = true;
+        }
+    }
+    return 0;
+}
+
+// Applies one list-valued record_shapes key to the per-input arguments. `end` bounds the event's
+// text (for sizing `inputs` once instead of growing it element by element).
 template <typename Fn>
-bool for_each_input(od::value value, std::vector<OpArgument>& inputs, Fn&& fn) {
+bool for_each_input(od::value value, std::vector<OpArgument>& inputs, const char* end, Fn&& fn) {
+    if (inputs.empty()) inputs.reserve(count_elements_raw(value.raw_json_token().data(), end));
     od::array array;
     if (value.get_array().get(array)) return false;
     std::size_t i = 0;
@@ -462,6 +491,7 @@ private:
     std::int64_t id_from(od::value value, bool& label);
     NameId intern(std::string_view text, bool in_input) { return out_->names.intern(text, !in_input); }
     Batch* out_ = nullptr;
+    const char* doc_end_ = nullptr;  // end of the current event's text
     od::parser parser_;
     od::parser args_parser_;
 };
@@ -486,6 +516,7 @@ std::int64_t EventParser::id_from(od::value value, bool& label) {
 
 std::optional<Malformed> EventParser::event(const char* json, std::size_t length,
                                             std::size_t capacity, std::uint64_t offset) {
+    doc_end_ = json + length;
     od::document doc;
     if (parser_.iterate(json, length, capacity).get(doc)) return Malformed{"not valid JSON"};
     od::object object;
@@ -761,12 +792,12 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                     if (!v) return bad(key);
                     op.sequence_number = *v;
                 } else if (is(key, "Input Dims") || is(key, "Input dims")) {
-                    if (!for_each_input(value, shapes().inputs, [](od::value v, OpArgument& arg) {
+                    if (!for_each_input(value, shapes().inputs, doc_end_, [](od::value v, OpArgument& arg) {
                             return read_dims(v, arg.dims, arg.list_ranks);
                         }))
                         return bad(key);
                 } else if (is(key, "Input Strides")) {
-                    if (!for_each_input(value, shapes().inputs, [](od::value v, OpArgument& arg) {
+                    if (!for_each_input(value, shapes().inputs, doc_end_, [](od::value v, OpArgument& arg) {
                             std::vector<std::uint8_t> ranks;
                             arg.has_strides = true;
                             return read_dims(v, arg.strides, ranks);
@@ -774,7 +805,7 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                         return bad(key);
                 } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
                     const bool is_type = is(key, "Input type");
-                    if (!for_each_input(value, shapes().inputs, [&](od::value v, OpArgument& arg) {
+                    if (!for_each_input(value, shapes().inputs, doc_end_, [&](od::value v, OpArgument& arg) {
                             std::string_view text;
                             bool in_input = false;
                             if (!get_text(v, text, in_input)) return false;

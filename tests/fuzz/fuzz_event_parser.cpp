@@ -2,7 +2,7 @@
 // the two workers and the in-order commit).
 //
 // The first input byte picks a small chunk size and strict mode; the rest is the JSON document.
-// The document is parsed with that chunk size and with one big chunk: both must give the same
+// The document is parsed with that chunk size and with one chunk: both must give the same
 // model, statistics and warnings, or the same error. The model must be self-consistent (name ids
 // inside the pool, shape indexes inside op_shapes, counts adding up). Sanitizers catch the rest.
 #include <cstdint>
@@ -24,20 +24,12 @@ void check_name(const replay::Trace& t, replay::NameId id) {
     if (id >= t.names.size()) fail("name id outside the string pool");
 }
 
-void check_label(const replay::Trace& t, std::int64_t id) {
-    // Labels are -1 - name id; plain negative numbers are allowed too, so only bound the labels
-    // that the pool could have produced.
-    (void)t;
-    (void)id;
-}
-
 void check(const replay::ParseResult& r) {
     const replay::Trace& t = r.trace;
     for (const auto& a : t.activities) {
         check_name(t, a.name);
         check_name(t, a.collective);
         check_name(t, a.collective_dtype);
-        check_label(t, a.stream);
         if (a.byte_offset >= r.stats.json_bytes) fail("activity offset outside the input");
     }
     for (const auto& op : t.cpu_ops) {
@@ -138,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool strict = (data[0] & 0x80) != 0;
     const std::string doc(reinterpret_cast<const char*>(data) + 1, size - 1);
     const std::string small = run(doc, chunk, strict);
-    const std::string big = run(doc, 1 << 20, strict);
+    const std::string big = run(doc, 1 << 16, strict);  // inputs are shorter (-max_len): one chunk
     if (small != big) fail("the result depends on the chunk size", small, big);
     return 0;
 }
