@@ -15,7 +15,9 @@ namespace {
 
 constexpr std::uint64_t kOddBits = 0xAAAAAAAAAAAAAAAAULL;
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 // Characters escaped by a backslash run of odd length (simdjson's json_escape_scanner).
 inline std::uint64_t escaped_bits(std::uint64_t backslash, std::uint64_t& next_is_escaped) {
@@ -57,8 +59,8 @@ struct BlockIndex {
     std::uint64_t brackets;
 };
 
-inline BlockIndex outside_strings(std::uint64_t braces, std::uint64_t brackets, std::uint64_t quote_prefix,
-                                  StringState& state) {
+inline BlockIndex outside_strings(std::uint64_t braces, std::uint64_t brackets,
+                                  std::uint64_t quote_prefix, StringState& state) {
     const std::uint64_t in_string = quote_prefix ^ state.in_string;
     state.in_string = static_cast<std::uint64_t>(static_cast<std::int64_t>(in_string) >> 63);
     return {braces & ~in_string, brackets & ~in_string};
@@ -76,8 +78,8 @@ void index_generic(const char* buf, std::size_t blocks, BlockIndex* out, StringS
         for (int i = 0; i < 4; ++i) {
             const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
             auto mask = [&](char c) {
-                return static_cast<std::uint64_t>(
-                    static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)))));
+                return static_cast<std::uint64_t>(static_cast<std::uint16_t>(
+                    _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)))));
             };
             quote |= mask('"') << (16 * i);
             backslash |= mask('\\') << (16 * i);
@@ -88,12 +90,21 @@ void index_generic(const char* buf, std::size_t blocks, BlockIndex* out, StringS
         for (int i = 0; i < 64; ++i) {
             const std::uint64_t bit = 1ULL << i;
             switch (block[i]) {
-                case '"': quote |= bit; break;
-                case '\\': backslash |= bit; break;
+                case '"':
+                    quote |= bit;
+                    break;
+                case '\\':
+                    backslash |= bit;
+                    break;
                 case '{':
-                case '}': braces |= bit; break;
-                case ']': brackets |= bit; break;
-                default: break;
+                case '}':
+                    braces |= bit;
+                    break;
+                case ']':
+                    brackets |= bit;
+                    break;
+                default:
+                    break;
             }
         }
 #endif
@@ -114,10 +125,11 @@ __attribute__((target("pclmul"))) inline std::uint64_t prefix_xor_clmul(std::uin
         _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(x)), _mm_set1_epi8(-1), 0)));
 }
 
-__attribute__((target("avx2,pclmul"))) void index_avx2(const char* buf, std::size_t blocks, BlockIndex* out,
-                                                          StringState& state) {
+__attribute__((target("avx2,pclmul"))) void index_avx2(const char* buf, std::size_t blocks,
+                                                       BlockIndex* out, StringState& state) {
     const __m256i q = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
-    const __m256i ob = _mm256_set1_epi8('{'), cb = _mm256_set1_epi8('}'), cbr = _mm256_set1_epi8(']');
+    const __m256i ob = _mm256_set1_epi8('{'), cb = _mm256_set1_epi8('}'),
+                  cbr = _mm256_set1_epi8(']');
     for (std::size_t b = 0; b < blocks; ++b) {
         const char* block = buf + 64 * b;
         const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
@@ -125,18 +137,23 @@ __attribute__((target("avx2,pclmul"))) void index_avx2(const char* buf, std::siz
         const std::uint64_t braces =
             movemask64(_mm256_or_si256(_mm256_cmpeq_epi8(lo, ob), _mm256_cmpeq_epi8(lo, cb)),
                        _mm256_or_si256(_mm256_cmpeq_epi8(hi, ob), _mm256_cmpeq_epi8(hi, cb)));
-        const std::uint64_t brackets = movemask64(_mm256_cmpeq_epi8(lo, cbr), _mm256_cmpeq_epi8(hi, cbr));
+        const std::uint64_t brackets =
+            movemask64(_mm256_cmpeq_epi8(lo, cbr), _mm256_cmpeq_epi8(hi, cbr));
         const std::uint64_t quote = movemask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
-        const std::uint64_t backslash = movemask64(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs));
+        const std::uint64_t backslash =
+            movemask64(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs));
         const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
         out[b] = outside_strings(braces, brackets, prefix_xor_clmul(quote & ~escaped), state);
     }
 }
 
-__attribute__((target("avx512f,avx512bw,pclmul"))) void index_avx512(const char* buf, std::size_t blocks,
-                                                                        BlockIndex* out, StringState& state) {
+__attribute__((target("avx512f,avx512bw,pclmul"))) void index_avx512(const char* buf,
+                                                                     std::size_t blocks,
+                                                                     BlockIndex* out,
+                                                                     StringState& state) {
     const __m512i q = _mm512_set1_epi8('"'), bs = _mm512_set1_epi8('\\');
-    const __m512i ob = _mm512_set1_epi8('{'), cb = _mm512_set1_epi8('}'), cbr = _mm512_set1_epi8(']');
+    const __m512i ob = _mm512_set1_epi8('{'), cb = _mm512_set1_epi8('}'),
+                  cbr = _mm512_set1_epi8(']');
     for (std::size_t b = 0; b < blocks; ++b) {
         const __m512i v = _mm512_loadu_si512(buf + 64 * b);
         const std::uint64_t quote = _mm512_cmpeq_epi8_mask(v, q);
@@ -156,7 +173,8 @@ IndexFn pick_index() {
     const std::string_view isa(force ? force : "");
     if (isa == "generic") return index_generic;
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
-    if (isa != "avx2" && avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+    if (isa != "avx2" && avx2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw"))
         return index_avx512;
     if (avx2) return index_avx2;
 #endif
@@ -204,7 +222,8 @@ std::size_t value_end(const char* buf, std::size_t i, std::size_t size) {
 
 }  // namespace
 
-std::size_t EventSplitter::scan(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
+std::size_t EventSplitter::scan(const char* buf, std::size_t size, bool eof,
+                                std::vector<Span>& out) {
     while (true) {
         if (state_ == State::Events) {
             scan_events(buf, size, eof, out);
@@ -251,7 +270,8 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
     while (true) {
         while (pos_ < size && is_space(buf[pos_])) ++pos_;
         if (pos_ >= size) {
-            if (eof && state_ == State::Start) throw SplitError{base_ + pos_, "a JSON object or array (the input is empty)"};
+            if (eof && state_ == State::Start)
+                throw SplitError{base_ + pos_, "a JSON object or array (the input is empty)"};
             return false;
         }
         const char c = buf[pos_];
@@ -309,7 +329,9 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 }
                 const std::size_t end = value_end(buf, pos_, size);
                 if (end == 0) {
-                    if (eof) throw SplitError{base_ + pos_, "the end of the value of \"" + std::string(key) + "\""};
+                    if (eof)
+                        throw SplitError{base_ + pos_,
+                                         "the end of the value of \"" + std::string(key) + "\""};
                     pos_ = key_begin_ - 1;
                     state_ = State::RootKey;
                     return false;
@@ -342,15 +364,19 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 if (stray_bytes_ == 0) first_stray_ = base_ + pos_;
                 for (; pos_ < size; ++pos_) stray_bytes_ += !is_space(buf[pos_]);
                 return false;
-            case State::Events: return true;
+            case State::Events:
+                return true;
         }
     }
 }
 
 // Bits [from, 64) of a 64-bit mask (from <= 64).
-inline std::uint64_t bits_from(std::size_t from) { return from >= 64 ? 0 : ~0ULL << from; }
+inline std::uint64_t bits_from(std::size_t from) {
+    return from >= 64 ? 0 : ~0ULL << from;
+}
 
-void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
+void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
+                                std::vector<Span>& out) {
     constexpr std::size_t kRun = 64;  // blocks indexed per call (4 KiB)
     BlockIndex index[kRun];
     alignas(64) char tail[64];
@@ -389,7 +415,8 @@ void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std
                 braces &= braces - 1;
                 if (buf[at] == '{') {
                     if (depth_ == 0) {
-                        if (const std::uint64_t before = brackets & bits_from(zero_from) & ~bits_from(bit)) {
+                        if (const std::uint64_t before =
+                                brackets & bits_from(zero_from) & ~bits_from(bit)) {
                             close_array(before);
                             return;
                         }
@@ -399,7 +426,8 @@ void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std
                     ++depth_;
                 } else {
                     if (depth_ == 0) {
-                        if (const std::uint64_t before = brackets & bits_from(zero_from) & ~bits_from(bit)) {
+                        if (const std::uint64_t before =
+                                brackets & bits_from(zero_from) & ~bits_from(bit)) {
                             close_array(before);
                             return;
                         }
@@ -407,7 +435,8 @@ void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof, std
                     }
                     if (--depth_ == 0) {
                         out.push_back(Span{static_cast<std::uint32_t>(event_begin_),
-                                           static_cast<std::uint32_t>(at + 1 - event_begin_), false, 0, 0});
+                                           static_cast<std::uint32_t>(at + 1 - event_begin_), false,
+                                           0, 0});
                         gap_begin_ = at + 1;
                         last_end_abs_ = base_ + at + 1;
                         zero_from = bit + 1;

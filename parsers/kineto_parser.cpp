@@ -28,7 +28,17 @@ namespace {
 namespace od = simdjson::ondemand;
 
 enum class Category : std::uint8_t {
-    Kernel, Memcpy, Memset, CpuOp, Annotation, PythonFunction, Runtime, Driver, Sync, Other, Missing
+    Kernel,
+    Memcpy,
+    Memset,
+    CpuOp,
+    Annotation,
+    PythonFunction,
+    Runtime,
+    Driver,
+    Sync,
+    Other,
+    Missing
 };
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -72,8 +82,8 @@ inline std::size_t quote_or_backslash(const char* p) {
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
     for (std::size_t at = 0;; at += 16) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
-        const unsigned mask = static_cast<unsigned>(
-            _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
+        const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
         if (mask != 0) return at + static_cast<std::size_t>(__builtin_ctz(mask));
     }
 #else
@@ -119,7 +129,8 @@ inline bool get_text(od::value& value, std::string_view& out) {
     return get_text(value, out, in_input);
 }
 
-// Integers may be written as floats ("device": 0.0) or exceed int64 (ids above 2^63 keep their bits).
+// Integers may be written as floats ("device": 0.0) or exceed int64 (ids above 2^63 keep their
+// bits).
 [[gnu::noinline]] std::optional<std::int64_t> as_int_slow(od::value value) {
     od::number_type type;
     if (value.get_number_type().get(type)) return std::nullopt;
@@ -145,7 +156,9 @@ inline bool get_text(od::value& value, std::string_view& out) {
     }
 }
 
-inline bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+inline bool is_json_space(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 // Up to 8 ASCII digits at p (little-endian load; bytes past `n` are shifted out) as a number.
 inline std::uint64_t parse_digits_swar(const char* p, std::size_t n) {  // 1 <= n <= 8
@@ -162,9 +175,11 @@ inline std::uint64_t parse_digits_swar(const char* p, std::size_t n) {  // 1 <= 
 // Number of leading ASCII digits in p[0, 16).
 inline std::size_t leading_digits(const char* p) {
 #if defined(__SSE2__)
-    const __m128i v = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8('0'));
+    const __m128i v =
+        _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8('0'));
     const __m128i digit = _mm_cmpeq_epi8(_mm_subs_epu8(v, _mm_set1_epi8(9)), _mm_setzero_si128());
-    return static_cast<std::size_t>(__builtin_ctz(~static_cast<unsigned>(_mm_movemask_epi8(digit))));
+    return static_cast<std::size_t>(
+        __builtin_ctz(~static_cast<unsigned>(_mm_movemask_epi8(digit))));
 #else
     std::size_t n = 0;
     while (n < 16 && p[n] >= '0' && p[n] <= '9') ++n;
@@ -201,12 +216,14 @@ bool micros_to_nanos_padded(std::string_view text, std::int64_t& out) {
     std::size_t i = (n > 0 && p[0] == '-') ? 1 : 0;
     const std::size_t whole_digits = leading_digits(p + i);
     if (whole_digits == 0 || i + whole_digits > n) return micros_to_nanos(text, out);
-    if (whole_digits == 16 && p[i + 16] >= '0' && p[i + 16] <= '9') return micros_to_nanos(text, out);
+    if (whole_digits == 16 && p[i + 16] >= '0' && p[i + 16] <= '9')
+        return micros_to_nanos(text, out);
     std::int64_t whole = static_cast<std::int64_t>(
         whole_digits <= 8 ? parse_digits_swar(p + i, whole_digits)
                           : parse_digits_swar(p + i, whole_digits - 8) * 100000000ULL +
                                 parse_digits_swar(p + i + whole_digits - 8, 8));
-    // micros_to_nanos's overflow check: it gives up when the digits before the last one exceed this.
+    // micros_to_nanos's overflow check: it gives up when the digits before the last one exceed
+    // this.
     constexpr std::int64_t kMaxPrefix = (std::numeric_limits<std::int64_t>::max() - 9) / 10 / 1000;
     if (whole_digits == 16 && whole / 10 > kMaxPrefix) return micros_to_nanos(text, out);
     i += whole_digits;
@@ -276,8 +293,10 @@ std::size_t count_elements_raw(const char* p, const char* end) {
         } else if (c == ']' || c == '}') {
             if (--depth == 0) return any ? commas + 1 : 0;
         } else if (depth == 1) {
-            if (c == ',') ++commas;
-            else if (!is_json_space(c)) any = true;
+            if (c == ',')
+                ++commas;
+            else if (!is_json_space(c))
+                any = true;
         }
     }
     return 0;
@@ -333,13 +352,15 @@ inline std::uint64_t hash_text(std::string_view s) {
 // committing interns them into the trace's pool in that order, so the pool's ids come out exactly
 // as if the events had been parsed one after the other. Local id 0 is "" (StringPool::kEmpty).
 class LocalNames {
-public:
+  public:
     LocalNames() { reset(); }
     void reset() {
         views_.assign(1, std::string_view());
         arena_.clear();
-        if (slots_.empty()) slots_.assign(1024, 0);
-        else std::fill(slots_.begin(), slots_.end(), 0);
+        if (slots_.empty())
+            slots_.assign(1024, 0);
+        else
+            std::fill(slots_.begin(), slots_.end(), 0);
     }
     // `text` must stay readable until the batch is committed unless `copy` is set.
     NameId intern(std::string_view text, bool copy) {
@@ -359,9 +380,11 @@ public:
     }
     std::size_t size() const { return views_.size(); }
     std::string_view view(std::size_t id) const { return views_[id]; }
-    std::size_t bytes() const { return views_.capacity() * sizeof(std::string_view) + slots_.capacity() * 4; }
+    std::size_t bytes() const {
+        return views_.capacity() * sizeof(std::string_view) + slots_.capacity() * 4;
+    }
 
-private:
+  private:
     void grow() {
         slots_.assign(slots_.size() * 2, 0);
         const std::size_t mask = slots_.size() - 1;
@@ -379,7 +402,7 @@ private:
 // Events per "cat/ph" (ParseStats::by_category) without building a string per event: a small
 // open-addressing table of (cat, ph) pairs; turned into the map's keys when a batch is committed.
 class Tally {
-public:
+  public:
     Tally() { reset(); }
     void reset() {
         entries_.clear();
@@ -389,9 +412,10 @@ public:
     void add(bool has_cat, std::string_view cat, std::string_view ph) {
         if (!has_cat) cat = std::string_view();
         std::size_t h = (cat.size() * 31 + ph.size() * 7 + has_cat) ^
-                        (cat.empty() ? 0 : static_cast<unsigned char>(cat[0]) * 131 +
-                                               static_cast<unsigned char>(cat[cat.size() / 2]) * 17 +
-                                               static_cast<unsigned char>(cat.back()) * 1031) ^
+                        (cat.empty() ? 0
+                                     : static_cast<unsigned char>(cat[0]) * 131 +
+                                           static_cast<unsigned char>(cat[cat.size() / 2]) * 17 +
+                                           static_cast<unsigned char>(cat.back()) * 1031) ^
                         (ph.empty() ? 0 : static_cast<unsigned char>(ph[0]) * 8191);
         h ^= h >> 7;
         for (std::size_t probe = 0; probe < kSlots; ++probe) {
@@ -415,7 +439,7 @@ public:
         for (const auto& [k, n] : overflow_) out[k] += n;
     }
 
-private:
+  private:
     static std::string key(bool has_cat, std::string_view cat, std::string_view ph) {
         std::string tally(has_cat ? cat : std::string_view("(none)"));
         tally += '/';
@@ -471,13 +495,14 @@ struct Batch {
     }
     std::size_t bytes() const {
         return activities.capacity() * sizeof(GpuActivity) + cpu_ops.capacity() * sizeof(CpuOp) +
-               runtime_calls.capacity() * sizeof(RuntimeCall) + op_shapes.capacity() * sizeof(OpShapes) +
-               activity_labels.capacity() + op_labels.capacity() + call_labels.capacity() + names.bytes();
+               runtime_calls.capacity() * sizeof(RuntimeCall) +
+               op_shapes.capacity() * sizeof(OpShapes) + activity_labels.capacity() +
+               op_labels.capacity() + call_labels.capacity() + names.bytes();
     }
 };
 
 class EventParser {
-public:
+  public:
     // Events parsed from now on go to `out`.
     void set_output(Batch& out) { out_ = &out; }
 
@@ -485,11 +510,13 @@ public:
     std::optional<Malformed> event(const char* json, std::size_t length, std::size_t capacity,
                                    std::uint64_t offset);
 
-private:
+  private:
     std::optional<Malformed> parse_args(od::object args, Category category, std::size_t index);
     // pid/tid: a number, a numeric string, "stream 7", or a label ("Traces", "Spans").
     std::int64_t id_from(od::value value, bool& label);
-    NameId intern(std::string_view text, bool in_input) { return out_->names.intern(text, !in_input); }
+    NameId intern(std::string_view text, bool in_input) {
+        return out_->names.intern(text, !in_input);
+    }
     Batch* out_ = nullptr;
     const char* doc_end_ = nullptr;  // end of the current event's text
     od::parser parser_;
@@ -544,9 +571,10 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
                 index = out_->activities.size();
                 out_->activities.emplace_back();
                 out_->activity_labels.push_back(0);
-                out_->activities.back().kind = category == Category::Kernel   ? ActivityKind::Kernel
-                                              : category == Category::Memcpy ? ActivityKind::Memcpy
-                                                                             : ActivityKind::Memset;
+                out_->activities.back().kind = category == Category::Kernel ? ActivityKind::Kernel
+                                               : category == Category::Memcpy
+                                                   ? ActivityKind::Memcpy
+                                                   : ActivityKind::Memset;
                 out_->activities.back().byte_offset = offset;
                 break;
             case Category::CpuOp:
@@ -564,7 +592,8 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
                 out_->call_labels.push_back(0);
                 out_->runtime_calls.back().is_driver = category == Category::Driver;
                 break;
-            default: break;
+            default:
+                break;
         }
         if (index != kNoIndex) record_category = category;
     };
@@ -598,7 +627,8 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
     for (auto result : object) {
         std::string_view key;
         if (result.error()) return fail("unreadable member name");
-        od::field& field = result.value_unsafe();  // no copy: copying a field stalls on store forwarding
+        od::field& field =
+            result.value_unsafe();  // no copy: copying a field stalls on store forwarding
         if (!field_key(field, key)) return fail("unreadable member name");
         od::value& value = field.value();
         switch (key.size()) {
@@ -608,7 +638,8 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
                     ensure_record();
                 } else if (is(key, "ts")) {
                     std::int64_t ns = 0;
-                    if (!micros_to_nanos_padded(value.raw_json_token(), ns)) return fail("\"ts\" is not a number");
+                    if (!micros_to_nanos_padded(value.raw_json_token(), ns))
+                        return fail("\"ts\" is not a number");
                     ts = ns;
                     has_ts = true;
                 }
@@ -625,27 +656,32 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
                     tid = id_from(value, tid_label);
                 } else if (is(key, "dur")) {
                     std::int64_t ns = 0;
-                    if (!micros_to_nanos_padded(value.raw_json_token(), ns)) return fail("\"dur\" is not a number");
+                    if (!micros_to_nanos_padded(value.raw_json_token(), ns))
+                        return fail("\"dur\" is not a number");
                     dur = ns;
                 }
                 break;
             case 4:
                 if (is(key, "name")) {
-                    if (!get_text(value, name, name_in_input)) return fail("\"name\" is not a string");
-                    // An unescaped name stays in the parser's string buffer until the next document.
+                    if (!get_text(value, name, name_in_input))
+                        return fail("\"name\" is not a string");
+                    // An unescaped name stays in the parser's string buffer until the next
+                    // document.
                     has_name = true;
                 } else if (is(key, "args")) {
                     if (index != kNoIndex) {
                         od::object args;
                         if (value.get_object().get(args)) return fail("\"args\" is not an object");
-                        if (auto bad = parse_args(args, record_category, index)) return fail(bad->reason);
+                        if (auto bad = parse_args(args, record_category, index))
+                            return fail(bad->reason);
                     } else if (ph.empty() || !has_cat) {
                         // Rare field order (args before ph/cat): parse the event again afterwards.
                         args_deferred = true;
                     }
                 }
                 break;
-            default: break;
+            default:
+                break;
         }
     }
     if (ph.empty()) return fail("missing \"ph\"");
@@ -663,7 +699,8 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
     if (args_deferred) {
         od::document again;
         od::object args;
-        if (args_parser_.iterate(json, length, capacity).get(again) || again["args"].get_object().get(args))
+        if (args_parser_.iterate(json, length, capacity).get(again) ||
+            again["args"].get_object().get(args))
             return fail("\"args\" is not an object");
         if (auto bad = parse_args(args, record_category, index)) return fail(bad->reason);
     }
@@ -692,7 +729,8 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
             op.dur = dur;
             op.pid = pid;
             op.tid = tid;
-            out_->op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
+            out_->op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
+                                                               (tid_label ? kTidLabel : 0));
             break;
         }
         default: {
@@ -702,15 +740,19 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
             call.dur = dur;
             call.pid = pid;
             call.tid = tid;
-            out_->call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
+            out_->call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
+                                                                 (tid_label ? kTidLabel : 0));
             break;
         }
     }
     return std::nullopt;
 }
 
-std::optional<Malformed> EventParser::parse_args(od::object args, Category category, std::size_t index) {
-    auto bad = [](std::string_view key) { return Malformed{"wrong type for args \"" + std::string(key) + "\""}; };
+std::optional<Malformed> EventParser::parse_args(od::object args, Category category,
+                                                 std::size_t index) {
+    auto bad = [](std::string_view key) {
+        return Malformed{"wrong type for args \"" + std::string(key) + "\""};
+    };
     for (auto result : args) {
         std::string_view key;
         if (result.error()) return Malformed{"unreadable args member name"};
@@ -792,26 +834,29 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                     if (!v) return bad(key);
                     op.sequence_number = *v;
                 } else if (is(key, "Input Dims") || is(key, "Input dims")) {
-                    if (!for_each_input(value, shapes().inputs, doc_end_, [](od::value v, OpArgument& arg) {
-                            return read_dims(v, arg.dims, arg.list_ranks);
-                        }))
+                    if (!for_each_input(value, shapes().inputs, doc_end_,
+                                        [](od::value v, OpArgument& arg) {
+                                            return read_dims(v, arg.dims, arg.list_ranks);
+                                        }))
                         return bad(key);
                 } else if (is(key, "Input Strides")) {
-                    if (!for_each_input(value, shapes().inputs, doc_end_, [](od::value v, OpArgument& arg) {
-                            std::vector<std::uint8_t> ranks;
-                            arg.has_strides = true;
-                            return read_dims(v, arg.strides, ranks);
-                        }))
+                    if (!for_each_input(value, shapes().inputs, doc_end_,
+                                        [](od::value v, OpArgument& arg) {
+                                            std::vector<std::uint8_t> ranks;
+                                            arg.has_strides = true;
+                                            return read_dims(v, arg.strides, ranks);
+                                        }))
                         return bad(key);
                 } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
                     const bool is_type = is(key, "Input type");
-                    if (!for_each_input(value, shapes().inputs, doc_end_, [&](od::value v, OpArgument& arg) {
-                            std::string_view text;
-                            bool in_input = false;
-                            if (!get_text(v, text, in_input)) return false;
-                            (is_type ? arg.type : arg.concrete) = intern(text, in_input);
-                            return true;
-                        }))
+                    if (!for_each_input(
+                            value, shapes().inputs, doc_end_, [&](od::value v, OpArgument& arg) {
+                                std::string_view text;
+                                bool in_input = false;
+                                if (!get_text(v, text, in_input)) return false;
+                                (is_type ? arg.type : arg.concrete) = intern(text, in_input);
+                                return true;
+                            }))
                         return bad(key);
                 }
                 break;
@@ -865,8 +910,10 @@ void parse_metadata(od::parser& parser, TraceMetadata& meta, std::string_view ke
             std::string_view quoted;
             if (!doc.get_string().get(quoted)) token = quoted;
         }
-        while (!token.empty() && (token.back() == ' ' || token.back() == '\n')) token.remove_suffix(1);
-        (key.find("driver") != std::string_view::npos ? meta.driver_version : meta.runtime_version) = token;
+        while (!token.empty() && (token.back() == ' ' || token.back() == '\n'))
+            token.remove_suffix(1);
+        (key.find("driver") != std::string_view::npos ? meta.driver_version
+                                                      : meta.runtime_version) = token;
         if (key.substr(0, 3) == "hip") meta.is_hip = true;
     } else if (key == "roctracer_version") {
         meta.is_hip = true;
@@ -897,14 +944,19 @@ void parse_metadata(od::parser& parser, TraceMetadata& meta, std::string_view ke
                 if (field.unescaped_key().get(k)) return;
                 od::value v;
                 if (field.value().get(v)) return;
-                if (k == "id") device.id = as_int(v).value_or(0);
+                if (k == "id")
+                    device.id = as_int(v).value_or(0);
                 else if (k == "name") {
                     std::string_view s;
                     if (!v.get_string().get(s)) device.name = s;
-                } else if (k == "totalGlobalMem") device.total_global_mem = as_int(v).value_or(0);
-                else if (k == "computeMajor") device.compute_major = static_cast<int>(as_int(v).value_or(0));
-                else if (k == "computeMinor") device.compute_minor = static_cast<int>(as_int(v).value_or(0));
-                else if (k == "numSms") device.num_sms = static_cast<int>(as_int(v).value_or(0));
+                } else if (k == "totalGlobalMem")
+                    device.total_global_mem = as_int(v).value_or(0);
+                else if (k == "computeMajor")
+                    device.compute_major = static_cast<int>(as_int(v).value_or(0));
+                else if (k == "computeMinor")
+                    device.compute_minor = static_cast<int>(as_int(v).value_or(0));
+                else if (k == "numSms")
+                    device.num_sms = static_cast<int>(as_int(v).value_or(0));
             }
             meta.devices.push_back(std::move(device));
         }
@@ -919,11 +971,14 @@ struct Slot {
     std::uint64_t base = 0;  // absolute offset of data[0]
     std::uint64_t seq = 0;   // position in the input: batches are committed in this order
     std::vector<Span> spans;
-    std::uint64_t raw_offset = 0;  // the source's raw_offset() and raw_size() after reading this chunk
+    std::uint64_t raw_offset =
+        0;  // the source's raw_offset() and raw_size() after reading this chunk
     std::uint64_t raw_size = 0;
     bool last = false;  // the input ends with this chunk
     Batch batch;
-    std::size_t bytes() const { return data.capacity() + spans.capacity() * sizeof(Span) + batch.bytes(); }
+    std::size_t bytes() const {
+        return data.capacity() + spans.capacity() * sizeof(Span) + batch.bytes();
+    }
 };
 
 // Reads, splits, parses and commits on two symmetric workers (the calling thread and one more).
@@ -932,9 +987,10 @@ struct Slot {
 // batch on its own. Batches are committed into the trace strictly in input order, by whichever
 // worker completes the in-order run: a worker that finishes early goes on with the next chunk
 // instead of waiting for its turn. Reading and splitting overlap with parsing, and parsing (most
-// of the work) runs on both cores. kSlots bounds the memory: at most that many chunks are in flight.
+// of the work) runs on both cores. kSlots bounds the memory: at most that many chunks are in
+// flight.
 class Pipeline {
-public:
+  public:
     static constexpr std::size_t kSlots = 3;
 
     Pipeline(ByteSource& source, const ParseOptions& options, Trace& trace, ParseStats& stats)
@@ -977,7 +1033,7 @@ public:
 
     const EventSplitter& splitter() const { return splitter_; }
 
-private:
+  private:
     // A free slot, once one is free; nullptr when the parse is over or aborted.
     Slot* acquire() {
         std::unique_lock lock(mutex_);
@@ -1027,7 +1083,8 @@ private:
             const std::size_t capacity = chunk.data.size() - simdjson::SIMDJSON_PADDING;
             bool eof = false;
             while (size < capacity) {
-                std::size_t n = source_.read(std::span<char>(chunk.data.data() + size, capacity - size));
+                std::size_t n =
+                    source_.read(std::span<char>(chunk.data.data() + size, capacity - size));
                 if (n == 0) {
                     eof = true;
                     break;
@@ -1122,7 +1179,8 @@ private:
     static std::size_t forecast(std::size_t count, const Slot& chunk) {
         const double done = static_cast<double>(chunk.base + chunk.size);  // JSON bytes so far
         if (chunk.raw_size == 0 || chunk.raw_offset == 0 || done <= 0) return 0;
-        const double total = static_cast<double>(chunk.raw_size) * done / static_cast<double>(chunk.raw_offset);
+        const double total =
+            static_cast<double>(chunk.raw_size) * done / static_cast<double>(chunk.raw_offset);
         if (total <= done) return 0;
         return static_cast<std::size_t>(static_cast<double>(count) * (total / done) * 1.05) + 1024;
     }
@@ -1135,8 +1193,12 @@ private:
         const std::size_t need = v.size() + adding;
         if (need <= v.capacity()) return;
         const std::size_t ahead = forecast(need, chunk);
-        if (ahead >= need) v.reserve(std::max(ahead, v.capacity() + v.capacity() / 4));
-        else v.reserve(chunk.last ? need : std::max(need, 2 * v.capacity()));  // nothing more comes after the last
+        if (ahead >= need)
+            v.reserve(std::max(ahead, v.capacity() + v.capacity() / 4));
+        else
+            v.reserve(chunk.last
+                          ? need
+                          : std::max(need, 2 * v.capacity()));  // nothing more comes after the last
     }
 
     void merge(Slot& chunk) {
@@ -1182,7 +1244,8 @@ private:
         }
 
         const std::size_t c0 = t.runtime_calls.size();
-        t.runtime_calls.insert(t.runtime_calls.end(), b.runtime_calls.begin(), b.runtime_calls.end());
+        t.runtime_calls.insert(t.runtime_calls.end(), b.runtime_calls.begin(),
+                               b.runtime_calls.end());
         for (std::size_t i = 0; i < b.runtime_calls.size(); ++i) {
             RuntimeCall& call = t.runtime_calls[c0 + i];
             call.name = name(call.name);
@@ -1268,7 +1331,8 @@ bool micros_to_nanos(std::string_view text, std::int64_t& out) {
         // Exponent notation is rare; a double is exact enough for it.
         double v = 0;
         auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v)) return false;
+        if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v))
+            return false;
         out = std::llround(v * 1000.0);
         return true;
     }
@@ -1281,8 +1345,9 @@ namespace {
 
 // Plain JSON text held in memory.
 class MemorySource final : public ByteSource {
-public:
-    MemorySource(std::string name, std::string_view bytes) : ByteSource(std::move(name)), bytes_(bytes) {}
+  public:
+    MemorySource(std::string name, std::string_view bytes)
+        : ByteSource(std::move(name)), bytes_(bytes) {}
     std::size_t read(std::span<char> out) override {
         const std::size_t n = std::min(out.size(), bytes_.size() - pos_);
         if (n > 0) std::memcpy(out.data(), bytes_.data() + pos_, n);
@@ -1293,7 +1358,7 @@ public:
     std::uint64_t raw_size() const override { return bytes_.size(); }
     Compression compression() const override { return Compression::None; }
 
-private:
+  private:
     std::string_view bytes_;
     std::size_t pos_ = 0;
 };
@@ -1316,23 +1381,30 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
     stats.raw_bytes = source.raw_offset();
     stats.stray_bytes = splitter.stray_bytes();
     stats.first_stray_offset = splitter.first_stray_offset();
-    if (stats.json_bytes == 0) throw InputError(file, 0, "empty input (no bytes after decompression)");
+    if (stats.json_bytes == 0)
+        throw InputError(file, 0, "empty input (no bytes after decompression)");
     if (!splitter.saw_events_array())
-        throw InputError(file, stats.json_bytes, "no \"traceEvents\" array: not a Kineto/Chrome trace");
+        throw InputError(file, stats.json_bytes,
+                         "no \"traceEvents\" array: not a Kineto/Chrome trace");
     if (!splitter.complete() || source.truncated()) {
         stats.truncated = true;
         stats.truncated_lost_bytes = stats.json_bytes - splitter.last_complete_end();
-        result.warnings.push_back(file + ": truncated input (" +
-                                  (source.truncated() ? std::string(to_string(source.compression())) + " stream cut short; " : "") +
-                                  std::to_string(stats.truncated_lost_bytes) +
-                                  " bytes after the last complete event at byte " +
-                                  std::to_string(splitter.last_complete_end()) + " were lost)");
+        result.warnings.push_back(
+            file + ": truncated input (" +
+            (source.truncated()
+                 ? std::string(to_string(source.compression())) + " stream cut short; "
+                 : "") +
+            std::to_string(stats.truncated_lost_bytes) +
+            " bytes after the last complete event at byte " +
+            std::to_string(splitter.last_complete_end()) + " were lost)");
     }
     const std::uint64_t valid = stats.events - stats.malformed;
     if (valid == 0)
-        throw InputError(file, stats.malformed ? stats.first_malformed_offset : splitter.last_complete_end(),
-                         stats.malformed ? "no valid event found (first malformed: " + stats.first_malformed_reason + ")"
-                                         : "no valid event found");
+        throw InputError(
+            file, stats.malformed ? stats.first_malformed_offset : splitter.last_complete_end(),
+            stats.malformed
+                ? "no valid event found (first malformed: " + stats.first_malformed_reason + ")"
+                : "no valid event found");
     if (stats.malformed)
         result.warnings.push_back(file + ": skipped " + std::to_string(stats.malformed) +
                                   " malformed event(s); the first at byte " +
@@ -1352,7 +1424,8 @@ ParseResult parse_kineto(const std::string& path, const ParseOptions& options) {
     return parse_source(*source, path, options);
 }
 
-ParseResult parse_kineto_buffer(std::string_view json, const ParseOptions& options, const std::string& name) {
+ParseResult parse_kineto_buffer(std::string_view json, const ParseOptions& options,
+                                const std::string& name) {
     MemorySource source(name, json);
     return parse_source(source, name, options);
 }

@@ -2,8 +2,8 @@
 //
 //   parse_bench --plain big.json [--zst big.json.zst] [--python-doc small.json] [--repeat N]
 //
-// Each parse runs in a forked child so that its peak RSS (getrusage ru_maxrss) belongs to that parse
-// alone. For each input it prints the throughput (decompressed JSON bytes / wall seconds of
+// Each parse runs in a forked child so that its peak RSS (getrusage ru_maxrss) belongs to that
+// parse alone. For each input it prints the throughput (decompressed JSON bytes / wall seconds of
 // parse_kineto, best of --repeat), the peak RSS, the parser's own buffers (stats.peak_buffer_bytes)
 // and the peak RSS minus the RSS before the parse minus an estimate of the model's size (the typed
 // vectors, the op shapes and the string pool, with malloc overheads). --python-doc times
@@ -33,7 +33,8 @@ constexpr double kTargetParserMiB = 64.0;  // beyond the model
 constexpr double kTargetVsPython = 20.0;
 
 double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 std::uint64_t current_rss() {
@@ -54,7 +55,8 @@ std::uint64_t peak_rss_self() {
 double cpu_self() {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + usage.ru_stime.tv_sec + usage.ru_stime.tv_usec * 1e-6;
+    return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + usage.ru_stime.tv_sec +
+           usage.ru_stime.tv_usec * 1e-6;
 }
 
 double load_average() {
@@ -78,18 +80,22 @@ std::uint64_t vec(const std::vector<T>& v) {
 
 // The size of the model in memory (what a parser cannot avoid allocating). The big top-level
 // vectors count by size, not capacity: their unused tail is never touched, so never resident
-// (`allocated` gets the capacity-based figure). Small heap blocks count whole, with malloc's overhead.
+// (`allocated` gets the capacity-based figure). Small heap blocks count whole, with malloc's
+// overhead.
 template <typename T>
 std::uint64_t used(const std::vector<T>& v) {
     return v.size() * sizeof(T);
 }
 std::uint64_t model_bytes(const replay::Trace& t, std::uint64_t* allocated = nullptr) {
-    if (allocated) *allocated = vec(t.cpu_ops) + vec(t.runtime_calls) + vec(t.activities) + vec(t.op_shapes);
-    std::uint64_t total = used(t.cpu_ops) + used(t.runtime_calls) + used(t.activities) + used(t.op_shapes);
+    if (allocated)
+        *allocated = vec(t.cpu_ops) + vec(t.runtime_calls) + vec(t.activities) + vec(t.op_shapes);
+    std::uint64_t total =
+        used(t.cpu_ops) + used(t.runtime_calls) + used(t.activities) + used(t.op_shapes);
     if (allocated) *allocated -= total;
     for (const auto& s : t.op_shapes) {
         total += vec(s.inputs) + vec(s.output_storage_ids) + vec(s.output_dims);
-        for (const auto& a : s.inputs) total += vec(a.dims) + vec(a.strides) + vec(a.list_ranks) + vec(a.list_storage_ids);
+        for (const auto& a : s.inputs)
+            total += vec(a.dims) + vec(a.strides) + vec(a.list_ranks) + vec(a.list_storage_ids);
         for (const auto& d : s.output_dims) total += vec(d);
     }
     // StringPool: a std::string in a deque, a pointer in a vector, an unordered_map node
@@ -100,7 +106,8 @@ std::uint64_t model_bytes(const replay::Trace& t, std::uint64_t* allocated = nul
         const std::size_t n = t.names.view(static_cast<replay::NameId>(i)).size();
         if (n > 15) total += heap(n + 1);
     }
-    for (const auto& d : t.meta.devices) total += sizeof(d) + (d.name.size() > 15 ? heap(d.name.size() + 1) : 0);
+    for (const auto& d : t.meta.devices)
+        total += sizeof(d) + (d.name.size() > 15 ? heap(d.name.size() + 1) : 0);
     if (allocated) *allocated += total;
     return total;
 }
@@ -111,7 +118,7 @@ struct Result {
     double seconds = 0;  // best of the repeats
     double mean_seconds = 0;
     double first_seconds = 0;  // the first parse in the process
-    double cpu_seconds = 0;  // user + system of the best run (both threads)
+    double cpu_seconds = 0;    // user + system of the best run (both threads)
     std::uint64_t json_bytes = 0;
     std::uint64_t raw_bytes = 0;
     std::uint64_t events = 0;
@@ -185,7 +192,8 @@ Result measure(const std::string& path, int repeat) {
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
-    if (got != static_cast<ssize_t>(sizeof r)) std::snprintf(r.error, sizeof r.error, "child died (status %d)", status);
+    if (got != static_cast<ssize_t>(sizeof r))
+        std::snprintf(r.error, sizeof r.error, "child died (status %d)", status);
     return r;
 }
 
@@ -201,7 +209,8 @@ PythonRun time_python(const std::string& python, const std::string& path) {
     const pid_t pid = fork();
     if (pid == 0) {
         const char* code = "import json,sys;json.loads(open(sys.argv[1],'rb').read())";
-        execlp(python.c_str(), python.c_str(), "-c", code, path.c_str(), static_cast<char*>(nullptr));
+        execlp(python.c_str(), python.c_str(), "-c", code, path.c_str(),
+               static_cast<char*>(nullptr));
         _exit(127);
     }
     int status = 0;
@@ -213,9 +222,15 @@ PythonRun time_python(const std::string& python, const std::string& path) {
     return run;
 }
 
-double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-double mbps(const Result& r) { return r.json_bytes / r.seconds / 1e6; }
-const char* verdict(bool ok) { return ok ? "MET" : "NOT MET"; }
+double mib(std::uint64_t bytes) {
+    return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+double mbps(const Result& r) {
+    return r.json_bytes / r.seconds / 1e6;
+}
+const char* verdict(bool ok) {
+    return ok ? "MET" : "NOT MET";
+}
 
 // Returns the parser's memory beyond the model, in MiB.
 double report(const char* label, const std::string& path, const Result& r) {
@@ -224,30 +239,41 @@ double report(const char* label, const std::string& path, const Result& r) {
         return -1;
     }
     const double beyond = (static_cast<double>(r.peak_rss) - static_cast<double>(r.rss_before) -
-                           static_cast<double>(r.model)) / (1024.0 * 1024.0);
+                           static_cast<double>(r.model)) /
+                          (1024.0 * 1024.0);
     std::printf("%-6s %s\n", label, path.c_str());
-    std::printf("       %.1f MB JSON (%.1f MB on disk), %llu events (%llu malformed), %llu kernels, %llu cpu_ops\n",
-                r.json_bytes / 1e6, r.raw_bytes / 1e6, static_cast<unsigned long long>(r.events),
-                static_cast<unsigned long long>(r.malformed), static_cast<unsigned long long>(r.kernels),
-                static_cast<unsigned long long>(r.cpu_ops));
-    std::printf("       parse-to-model: %.3f s best, %.3f s mean, %.3f s first -> %.0f MB/s (best), %.0f MB/s (mean), "
-                "%.0f MB/s (first)\n",
-                r.seconds, r.mean_seconds, r.first_seconds, mbps(r), r.json_bytes / r.mean_seconds / 1e6,
-                r.json_bytes / r.first_seconds / 1e6);
-    std::printf("       CPU time of the best run %.3f s (user+sys, all threads) = %.0f MB per CPU-second; "
-                "parallelism %.2f\n",
-                r.cpu_seconds, r.json_bytes / r.cpu_seconds / 1e6, r.cpu_seconds / r.seconds);
-    std::printf("       peak RSS %.1f MiB, first parse (RSS before parse %.1f MiB, after parse with model %.1f MiB)\n",
-                mib(r.peak_rss), mib(r.rss_before), mib(r.rss_after));
-    std::printf("       model estimate %.1f MiB (%.1f MiB allocated, counting vector capacity); parser buffers "
-                "(stats.peak_buffer_bytes) %.1f MiB; peak RSS - before - model = %.1f MiB\n",
-                mib(r.model), mib(r.model_allocated), mib(r.peak_buffer), beyond);
+    std::printf(
+        "       %.1f MB JSON (%.1f MB on disk), %llu events (%llu malformed), %llu kernels, %llu "
+        "cpu_ops\n",
+        r.json_bytes / 1e6, r.raw_bytes / 1e6, static_cast<unsigned long long>(r.events),
+        static_cast<unsigned long long>(r.malformed), static_cast<unsigned long long>(r.kernels),
+        static_cast<unsigned long long>(r.cpu_ops));
+    std::printf(
+        "       parse-to-model: %.3f s best, %.3f s mean, %.3f s first -> %.0f MB/s (best), %.0f "
+        "MB/s (mean), "
+        "%.0f MB/s (first)\n",
+        r.seconds, r.mean_seconds, r.first_seconds, mbps(r), r.json_bytes / r.mean_seconds / 1e6,
+        r.json_bytes / r.first_seconds / 1e6);
+    std::printf(
+        "       CPU time of the best run %.3f s (user+sys, all threads) = %.0f MB per CPU-second; "
+        "parallelism %.2f\n",
+        r.cpu_seconds, r.json_bytes / r.cpu_seconds / 1e6, r.cpu_seconds / r.seconds);
+    std::printf(
+        "       peak RSS %.1f MiB, first parse (RSS before parse %.1f MiB, after parse with model "
+        "%.1f MiB)\n",
+        mib(r.peak_rss), mib(r.rss_before), mib(r.rss_after));
+    std::printf(
+        "       model estimate %.1f MiB (%.1f MiB allocated, counting vector capacity); parser "
+        "buffers "
+        "(stats.peak_buffer_bytes) %.1f MiB; peak RSS - before - model = %.1f MiB\n",
+        mib(r.model), mib(r.model_allocated), mib(r.peak_buffer), beyond);
     return std::max(beyond, mib(r.peak_buffer));
 }
 
 void usage() {
     std::fprintf(stderr,
-                 "usage: parse_bench --plain FILE [--zst FILE] [--python-doc FILE] [--python EXE] [--repeat N]\n");
+                 "usage: parse_bench --plain FILE [--zst FILE] [--python-doc FILE] [--python EXE] "
+                 "[--repeat N]\n");
     std::exit(2);
 }
 
@@ -262,20 +288,29 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) usage();
             return argv[++i];
         };
-        if (arg == "--plain") plain = next();
-        else if (arg == "--zst") zst = next();
-        else if (arg == "--python-doc") python_doc = next();
-        else if (arg == "--python") python = next();
-        else if (arg == "--repeat") repeat = std::max(1, std::atoi(next().c_str()));
-        else usage();
+        if (arg == "--plain")
+            plain = next();
+        else if (arg == "--zst")
+            zst = next();
+        else if (arg == "--python-doc")
+            python_doc = next();
+        else if (arg == "--python")
+            python = next();
+        else if (arg == "--repeat")
+            repeat = std::max(1, std::atoi(next().c_str()));
+        else
+            usage();
     }
     if (plain.empty()) usage();
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    std::printf("parse_bench: %ld online cores, best of %d parse(s) per input, each input in its own process\n",
-                sysconf(_SC_NPROCESSORS_ONLN), repeat);
+    std::printf(
+        "parse_bench: %ld online cores, best of %d parse(s) per input, each input in its own "
+        "process\n",
+        sysconf(_SC_NPROCESSORS_ONLN), repeat);
     const double load = load_average();
-    std::printf("load average (1 min) at start: %.2f%s\n", load,
-                load > 0.5 ? "  -- WARNING: other work is running; wall-clock figures will be low" : "");
+    std::printf(
+        "load average (1 min) at start: %.2f%s\n", load,
+        load > 0.5 ? "  -- WARNING: other work is running; wall-clock figures will be low" : "");
 
     const Result p = measure(plain, repeat);
     double parser_mem = report("plain", plain, p);
@@ -291,9 +326,12 @@ int main(int argc, char** argv) {
         report("small", python_doc, small);
         py = time_python(python, python_doc);
         if (py.ok && small.ok) {
-            std::printf("python `json.loads(open(p,'rb').read())` (whole process) on the same %.1f MB: %.2f s -> "
-                        "%.1f MB/s, peak RSS %.0f MiB\n",
-                        small.json_bytes / 1e6, py.seconds, small.json_bytes / py.seconds / 1e6, mib(py.peak_rss));
+            std::printf(
+                "python `json.loads(open(p,'rb').read())` (whole process) on the same %.1f MB: "
+                "%.2f s -> "
+                "%.1f MB/s, peak RSS %.0f MiB\n",
+                small.json_bytes / 1e6, py.seconds, small.json_bytes / py.seconds / 1e6,
+                mib(py.peak_rss));
         } else {
             std::printf("python run FAILED\n");
         }
@@ -302,26 +340,32 @@ int main(int argc, char** argv) {
     const double load_end = load_average();
     std::printf("\nsummary (targets)\n");
     if (load_end > 0.8)
-        std::printf("  WARNING: load average %.2f at the end: other work shared the cores, wall-clock figures are low\n",
-                    load_end);
+        std::printf(
+            "  WARNING: load average %.2f at the end: other work shared the cores, wall-clock "
+            "figures are low\n",
+            load_end);
     if (p.ok)
-        std::printf("  plain throughput   %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(p), kTargetPlain,
-                    mbps(p) / kTargetPlain, verdict(mbps(p) >= kTargetPlain));
+        std::printf("  plain throughput   %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(p),
+                    kTargetPlain, mbps(p) / kTargetPlain, verdict(mbps(p) >= kTargetPlain));
     if (z.ok)
-        std::printf("  zst throughput     %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(z), kTargetZst,
-                    mbps(z) / kTargetZst, verdict(mbps(z) >= kTargetZst));
+        std::printf("  zst throughput     %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(z),
+                    kTargetZst, mbps(z) / kTargetZst, verdict(mbps(z) >= kTargetZst));
     if (p.ok)
-        std::printf("  parser memory      %7.1f MiB   target <= %.0f MiB beyond the model  ratio %.2f  %s\n",
-                    parser_mem, kTargetParserMiB, parser_mem / kTargetParserMiB,
-                    verdict(parser_mem <= kTargetParserMiB));
+        std::printf(
+            "  parser memory      %7.1f MiB   target <= %.0f MiB beyond the model  ratio %.2f  "
+            "%s\n",
+            parser_mem, kTargetParserMiB, parser_mem / kTargetParserMiB,
+            verdict(parser_mem <= kTargetParserMiB));
     if (py.ok && small.ok && p.ok) {
         const double py_mbps = small.json_bytes / py.seconds / 1e6;
         const double same_doc = mbps(small) / py_mbps;
         const double big = mbps(p) / py_mbps;
-        std::printf("  vs python          %7.1fx        target %4.0fx (same %.0f MB document; %.1fx using the "
-                    "1 GB plain MB/s against Python's MB/s on the small one)  ratio %.2f  %s\n",
-                    same_doc, kTargetVsPython, small.json_bytes / 1e6, big, same_doc / kTargetVsPython,
-                    verdict(same_doc >= kTargetVsPython));
+        std::printf(
+            "  vs python          %7.1fx        target %4.0fx (same %.0f MB document; %.1fx using "
+            "the "
+            "1 GB plain MB/s against Python's MB/s on the small one)  ratio %.2f  %s\n",
+            same_doc, kTargetVsPython, small.json_bytes / 1e6, big, same_doc / kTargetVsPython,
+            verdict(same_doc >= kTargetVsPython));
     }
     return p.ok && (zst.empty() || z.ok) ? 0 : 1;
 }

@@ -34,7 +34,8 @@ void check(const replay::ParseResult& r) {
     }
     for (const auto& op : t.cpu_ops) {
         check_name(t, op.name);
-        if (op.shapes != replay::kNoIndex && op.shapes >= t.op_shapes.size()) fail("cpu_op shapes index out of range");
+        if (op.shapes != replay::kNoIndex && op.shapes >= t.op_shapes.size())
+            fail("cpu_op shapes index out of range");
         if (op.category > 1) fail("cpu_op category");
     }
     for (const auto& s : t.op_shapes)
@@ -63,19 +64,21 @@ std::string describe(const replay::ParseResult& r) {
     }
     s += '\n';
     for (const auto& a : t.activities) {
-        add(static_cast<int>(a.kind), a.name, a.ts, a.dur, a.device, a.stream, a.correlation, a.external_id, a.bytes,
-            a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2], a.shared_memory, a.registers,
-            a.collective, a.collective_dtype, a.in_nelems, a.out_nelems, a.group_size, a.byte_offset);
+        add(static_cast<int>(a.kind), a.name, a.ts, a.dur, a.device, a.stream, a.correlation,
+            a.external_id, a.bytes, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1],
+            a.block[2], a.shared_memory, a.registers, a.collective, a.collective_dtype, a.in_nelems,
+            a.out_nelems, a.group_size, a.byte_offset);
         s += '\n';
     }
     for (const auto& op : t.cpu_ops) {
-        add(op.name, op.ts, op.dur, op.pid, op.tid, op.external_id, op.record_function_id, op.sequence_number,
-            op.shapes, op.parent, static_cast<int>(op.category));
+        add(op.name, op.ts, op.dur, op.pid, op.tid, op.external_id, op.record_function_id,
+            op.sequence_number, op.shapes, op.parent, static_cast<int>(op.category));
         s += '\n';
     }
     for (const auto& sh : t.op_shapes) {
         for (const auto& arg : sh.inputs) {
-            add(arg.type, arg.concrete, arg.has_strides, arg.dims.size(), arg.strides.size(), arg.list_ranks.size());
+            add(arg.type, arg.concrete, arg.has_strides, arg.dims.size(), arg.strides.size(),
+                arg.list_ranks.size());
             for (auto d : arg.dims) add(d);
             for (auto d : arg.strides) add(d);
             for (auto d : arg.list_ranks) add(d);
@@ -89,15 +92,16 @@ std::string describe(const replay::ParseResult& r) {
     }
     const auto& m = t.meta;
     add(m.base_time_ns, m.rank, m.world_size, m.record_shapes, m.is_hip, m.devices.size());
-    s += m.display_time_unit + '|' + m.distributed_backend + '|' + m.runtime_version + '|' + m.driver_version + '\n';
+    s += m.display_time_unit + '|' + m.distributed_backend + '|' + m.runtime_version + '|' +
+         m.driver_version + '\n';
     for (const auto& d : m.devices) {
         add(d.id, d.total_global_mem, d.compute_major, d.compute_minor, d.num_sms);
         s += d.name + '\n';
     }
     add(t.flow_events, t.events_total);
     const auto& st = r.stats;
-    add(st.raw_bytes, st.json_bytes, st.events, st.malformed, st.first_malformed_offset, st.truncated,
-        st.truncated_lost_bytes, st.stray_bytes, st.first_stray_offset);
+    add(st.raw_bytes, st.json_bytes, st.events, st.malformed, st.first_malformed_offset,
+        st.truncated, st.truncated_lost_bytes, st.stray_bytes, st.first_stray_offset);
     s += st.first_malformed_reason + '\n';
     for (const auto& [key, n] : st.by_category) {
         s += key;

@@ -57,10 +57,12 @@ Outcome split(const std::string& doc, std::size_t step) {
     std::size_t size = 0;
     auto collect = [&]() {
         for (const replay::Span& s : spans) {
-            if (static_cast<std::uint64_t>(s.begin) + s.length > size) fail("span past the end of the buffer");
+            if (static_cast<std::uint64_t>(s.begin) + s.length > size)
+                fail("span past the end of the buffer");
             if (s.metadata && static_cast<std::uint64_t>(s.key_begin) + s.key_length > size)
                 fail("metadata key past the end of the buffer");
-            out.items.push_back(Item{base + s.begin, s.length, s.metadata, s.metadata ? base + s.key_begin : 0,
+            out.items.push_back(Item{base + s.begin, s.length, s.metadata,
+                                     s.metadata ? base + s.key_begin : 0,
                                      s.metadata ? s.key_length : 0});
         }
         spans.clear();
@@ -81,7 +83,8 @@ Outcome split(const std::string& doc, std::size_t step) {
             const std::size_t keep = splitter.scan(buf.data(), size, eof, spans);
             if (keep > size) fail("keep past the end of the buffer");
             collect();
-            if (!eof && splitter.base_offset() != base + keep) fail("base_offset does not follow keep");
+            if (!eof && splitter.base_offset() != base + keep)
+                fail("base_offset does not follow keep");
             carry.assign(buf.data() + keep, size - keep);
             if (eof) break;
         }
@@ -102,16 +105,22 @@ Outcome split(const std::string& doc, std::size_t step) {
 }
 
 void print(const char* label, const Outcome& o) {
-    std::fprintf(stderr, "%s: %zu items, error %d at %llu (%s), complete %d, last end %llu, stray %llu first %llu, events %d\n",
-                 label, o.items.size(), o.error, static_cast<unsigned long long>(o.error_offset), o.error_expected.c_str(),
-                 o.complete, static_cast<unsigned long long>(o.last_complete_end),
-                 static_cast<unsigned long long>(o.stray_bytes), static_cast<unsigned long long>(o.first_stray), o.saw_events);
+    std::fprintf(stderr,
+                 "%s: %zu items, error %d at %llu (%s), complete %d, last end %llu, stray %llu "
+                 "first %llu, events %d\n",
+                 label, o.items.size(), o.error, static_cast<unsigned long long>(o.error_offset),
+                 o.error_expected.c_str(), o.complete,
+                 static_cast<unsigned long long>(o.last_complete_end),
+                 static_cast<unsigned long long>(o.stray_bytes),
+                 static_cast<unsigned long long>(o.first_stray), o.saw_events);
     for (const Item& i : o.items)
         std::fprintf(stderr, "  [%llu +%llu] %s\n", static_cast<unsigned long long>(i.begin),
                      static_cast<unsigned long long>(i.length), i.metadata ? "metadata" : "event");
 }
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 // Event spans of a bare array `[ {...}, {...} ]`, byte by byte; nullopt when the reference and the
 // splitter may legitimately differ (not a bare array).
@@ -163,11 +172,13 @@ std::optional<Reference> reference_bare_array(const std::string& doc) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
-    static const std::size_t kSteps[] = {1, 2, 3, 7, 31, 63, 64, 65, 100, 127, 128, 200, 255, 1000, 4096};
+    static const std::size_t kSteps[] = {1,   2,   3,   7,   31,  63,   64,  65,
+                                         100, 127, 128, 200, 255, 1000, 4096};
     const std::string doc(reinterpret_cast<const char*>(data) + 1, size - 1);
     // At most ~256 scan() calls: an unfinished item is rescanned from its start on every call,
     // so tiny steps on a long input would spend the time budget on one input.
-    const std::size_t step = std::max(kSteps[data[0] % (sizeof kSteps / sizeof kSteps[0])], doc.size() / 256);
+    const std::size_t step =
+        std::max(kSteps[data[0] % (sizeof kSteps / sizeof kSteps[0])], doc.size() / 256);
 
     const Outcome whole = split(doc, doc.size() + 1);
     const Outcome chunked = split(doc, step);
@@ -186,7 +197,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // An empty metadata value ("key": ,) is tolerated: parse_kineto skips what it cannot read.
         if (!item.metadata && (item.length < 2 || doc[item.begin] != '{' || doc[end - 1] != '}'))
             fail("event is not {...}");
-        if (item.metadata && item.key_begin + item.key_length > doc.size()) fail("key past the end of the input");
+        if (item.metadata && item.key_begin + item.key_length > doc.size())
+            fail("key past the end of the input");
     }
     if (whole.last_complete_end > doc.size()) fail("last_complete_end past the end");
     if (whole.stray_bytes > doc.size()) fail("more stray bytes than input");
@@ -196,7 +208,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (const Item& item : whole.items)
             if (!item.metadata) events.push_back(item);
         if (ref->error != whole.error) fail("bare array: error differs from the reference");
-        if (ref->error && ref->error_offset != whole.error_offset) fail("bare array: error offset differs");
+        if (ref->error && ref->error_offset != whole.error_offset)
+            fail("bare array: error offset differs");
         if (events != ref->events) {
             print("splitter", whole);
             std::fprintf(stderr, "reference: %zu events\n", ref->events.size());
