@@ -788,7 +788,11 @@ std::optional<std::vector<c10::IValue>> TorchOpRunner::Impl::build_stack(const P
         // (AUnaryFunctor, CUDAFunctorOnSelf_add), not a device tensor to broadcast.
         const bool python_number_type =
             spec.dtype == DType::Float64 || spec.dtype == DType::Int64 || spec.dtype == DType::Bool;
-        if (spec.dims.empty() && python_number_type && !on_cpu() &&
+        const std::string& param = arguments[arg].name();
+        // Only operands of elementwise math: 0-dim int64 tensors such as philox seeds stay on the
+        // device.
+        const bool operand = param == "other" || param == "self" || param == "exponent";
+        if (spec.dims.empty() && python_number_type && operand && !on_cpu() &&
             std::any_of(all_dims.begin(), all_dims.end(),
                         [&](const Dims& d) { return d.arg != arg && !d.dims->empty(); })) {
             const auto type = *dtype;
