@@ -15,10 +15,8 @@ namespace {
 
 using replay::kNoId;
 using replay::kNoIndex;
-
-std::string source_path(const std::string& relative) {
-    return replay::testing::source_dir() + "/" + relative;
-}
+using replay::testing::source_path;
+using replay::testing::TempFile;
 
 const std::string kBloomKineto = "traces/h200/bloom560m_fp16_b1_s5.json.gz";
 const std::string kBloomEt = "traces/h200/bloom560m_fp16_b1_s5.et.json.gz";
@@ -27,21 +25,6 @@ const std::string kLinearEt = "traces/public/param/linear_et.json.gz";
 const std::string kAddmmSchema =
     "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> "
     "Tensor";
-
-// A file under the temp directory, removed at the end of the test.
-class TempFile {
-  public:
-    TempFile(const std::string& name, const std::string& content)
-        : path_(std::filesystem::temp_directory_path() /
-                ("replay_et_" + std::to_string(::getpid()) + "_" + name)) {
-        std::ofstream(path_, std::ios::binary) << content;
-    }
-    ~TempFile() { std::filesystem::remove(path_); }
-    std::string path() const { return path_.string(); }
-
-  private:
-    std::filesystem::path path_;
-};
 
 const replay::EtNode* find_node(const replay::ExecutionTrace& et, std::int64_t rf_id) {
     for (const auto& node : et.nodes)

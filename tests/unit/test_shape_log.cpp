@@ -16,37 +16,14 @@ namespace {
 
 using replay::kNoId;
 using replay::kNoIndex;
-
-std::string source_path(const std::string& relative) {
-    return replay::testing::source_dir() + "/" + relative;
-}
+using replay::testing::source_path;
+using replay::testing::TempFile;
 
 const std::string kBloomKineto = "traces/h200/bloom560m_fp16_b1_s5.json.gz";
 const std::string kLinearKineto = "traces/public/param/linear_kineto.json.gz";
 const std::string kAddmmSchema =
     "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> "
     "Tensor";
-
-// A file under the temp directory, removed at the end of the test.
-class TempFile {
-  public:
-    TempFile(const std::string& name, const std::string& content, bool gzip = false)
-        : path_(std::filesystem::temp_directory_path() /
-                ("replay_shape_log_" + std::to_string(::getpid()) + "_" + name)) {
-        if (gzip) {
-            gzFile out = gzopen(path_.c_str(), "wb");
-            gzwrite(out, content.data(), static_cast<unsigned>(content.size()));
-            gzclose(out);
-        } else {
-            std::ofstream(path_, std::ios::binary) << content;
-        }
-    }
-    ~TempFile() { std::filesystem::remove(path_); }
-    std::string path() const { return path_.string(); }
-
-  private:
-    std::filesystem::path path_;
-};
 
 // In linear_kineto (no record_shapes, no Record function id), External id 8151 is an aten::addmm
 // and 8147 the aten::linear around it.
