@@ -16,30 +16,6 @@
 
 namespace {
 
-// Writes to a temporary file beside the target and renames it on success, so that a failure
-// never leaves a partial output file behind.
-template <typename Fn>
-void write_atomically(const std::string& path, Fn&& fn) {
-    const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary);
-        if (!out) throw replay::InputError(path, 0, "cannot create output file");
-        try {
-            fn(out);
-        } catch (...) {
-            out.close();
-            std::filesystem::remove(tmp);
-            throw;
-        }
-        out.flush();
-        if (!out) {
-            std::filesystem::remove(tmp);
-            throw replay::InputError(path, 0, "write failed");
-        }
-    }
-    std::filesystem::rename(tmp, path);
-}
-
 struct Common {
     std::string trace;
     std::string et;
@@ -171,8 +147,8 @@ int main(int argc, char** argv) {
             file.trace_hash = analysis->trace_hash;
             file.kernels = analysis->kernels;
             for (auto& k : file.kernels) k.nodes.clear();
-            write_atomically(classify_out,
-                             [&](std::ostream& out) { replay::write_signature_file(out, file); });
+            replay::cli::write_file(
+                classify_out, [&](std::ostream& out) { replay::write_signature_file(out, file); });
             if (!classify_in.quiet)
                 std::fprintf(stderr,
                              "wrote %s: %zu unique kernels, %.2f%% of kernel time has a recipe\n",

@@ -1,6 +1,8 @@
 // The replaying commands of the CLI: `replay TRACE --mode ...`, `replay regress`, `replay compare`.
 #pragma once
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -128,19 +130,24 @@ struct ReplaySettings {
     }
 };
 
+// Writes to a temporary file beside the target and renames it on success, so that a failure
+// never leaves a partial output file behind.
 template <typename Fn>
 void write_file(const std::filesystem::path& path, Fn&& fn) {
-    const auto tmp = path.string() + ".tmp";
-    {
+    const auto tmp = path.string() + ".tmp" + std::to_string(::getpid());
+    try {
         std::ofstream out(tmp, std::ios::binary);
         if (!out) throw InputError(path.string(), 0, "cannot create output file");
         fn(out);
         if (!out.flush()) throw InputError(path.string(), 0, "write failed");
+    } catch (...) {
+        std::filesystem::remove(tmp);
+        throw;
     }
     std::filesystem::rename(tmp, path);
 }
 
-void print_summary(const Report& r) {
+inline void print_summary(const Report& r) {
     const ReportTotals& t = r.totals;
     std::printf("mode %s on %s (%s)\n", r.mode.c_str(), r.backend.c_str(), r.env("gpu").c_str());
     std::printf("  recorded kernel time      %12.1f us, %.2f%% with a recipe\n",
