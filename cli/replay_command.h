@@ -168,7 +168,8 @@ inline void print_summary(const Report& r) {
         "  replayed kernel time      %12.1f us vs %.1f us recorded for the same kernels "
         "(%+.2f%%)\n",
         t.replayed_kernel_us, t.replayed_recorded_us, t.total_error_pct);
-    std::printf("  median |error| per kernel %12.2f%%\n", t.median_abs_error_pct);
+    std::printf("  median |error| per kernel %12.2f%% (unique kernels), %.2f%% (launches)\n",
+                t.median_abs_error_pct, t.median_abs_error_pct_per_launch);
     std::printf("  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
     if (r.mode == "unique") {
         std::printf("  predicted total           %12.1f us (sum of count x median)\n",

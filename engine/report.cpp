@@ -41,6 +41,23 @@ double median_of(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Median of a multiset given as (value, multiplicity) pairs, without expanding it.
+double median_of_counted(std::vector<std::pair<double, std::int64_t>> v) {
+    std::erase_if(v, [](const auto& p) { return p.second <= 0; });
+    if (v.empty()) return NAN;
+    std::sort(v.begin(), v.end());
+    std::int64_t n = 0;
+    for (const auto& p : v) n += p.second;
+    auto at_rank = [&](std::int64_t rank) {
+        for (const auto& [value, count] : v) {
+            if (rank < count) return value;
+            rank -= count;
+        }
+        return v.back().first;
+    };
+    return 0.5 * (at_rank((n - 1) / 2) + at_rank(n / 2));
+}
+
 // ---- reading ----------------------------------------------------------------------------------
 
 struct Reader {
@@ -258,6 +275,7 @@ void write_report_json(std::ostream& out, const Report& r) {
     json.field("replayed_recorded_us", t.replayed_recorded_us);
     json.field("total_error_pct", t.total_error_pct);
     json.field("median_abs_error_pct", t.median_abs_error_pct);
+    json.field("median_abs_error_pct_per_launch", t.median_abs_error_pct_per_launch);
     json.field("gemm_name_match", t.gemm_name_match);
     json.field("predicted_total_us", t.predicted_total_us);
     json.field("sequential_kernel_us", t.sequential_kernel_us);
@@ -365,6 +383,8 @@ Report read_report_json(const std::string& path) {
                     t.total_error_pct = d;
                 else if (k == "median_abs_error_pct")
                     t.median_abs_error_pct = d;
+                else if (k == "median_abs_error_pct_per_launch")
+                    t.median_abs_error_pct_per_launch = d;
                 else if (k == "gemm_name_match")
                     t.gemm_name_match = d;
                 else if (k == "predicted_total_us")
@@ -527,6 +547,7 @@ void finalize_report(Report& r) {
     double gemm_all = 0, gemm_matched = 0;
     double predicted = 0;
     std::vector<double> abs_errors;
+    std::vector<std::pair<double, std::int64_t>> abs_errors_per_launch;
     for (const auto& k : r.kernels) {
         if (!replayed(k)) continue;
         const double n = static_cast<double>(k.count);
@@ -535,7 +556,10 @@ void finalize_report(Report& r) {
         predicted += k.replayed_us.median * n;
         if (k.kind == "kernel") {
             covered += k.recorded_us.sum;
-            if (std::isfinite(k.error_pct)) abs_errors.push_back(std::fabs(k.error_pct));
+            if (std::isfinite(k.error_pct)) {
+                abs_errors.push_back(std::fabs(k.error_pct));
+                abs_errors_per_launch.emplace_back(std::fabs(k.error_pct), k.count);
+            }
         }
         if (k.tier == Tier::Gemm) {
             gemm_all += k.recorded_us.sum;
@@ -548,6 +572,7 @@ void finalize_report(Report& r) {
     t.total_error_pct =
         recorded_total > 0 ? (replayed_total - recorded_total) / recorded_total * 100.0 : NAN;
     t.median_abs_error_pct = median_of(std::move(abs_errors));
+    t.median_abs_error_pct_per_launch = median_of_counted(std::move(abs_errors_per_launch));
     t.gemm_name_match = gemm_all > 0 ? gemm_matched / gemm_all : NAN;
     const bool any = recorded_total > 0 || replayed_total > 0;
     t.predicted_total_us = r.mode == "unique" && any ? predicted : NAN;

@@ -4,8 +4,8 @@
 # and check regress against fresh and doctored baselines. Everything lands in OUT_DIR.
 #
 # Usage: scripts/gpu_validate.sh OUT_DIR [steps...]
-#   steps: build tests capture-bloom capture-gpt2 bloom unique-variants gpt2 regress (default: all
-#   but unique-variants, in order)
+#   steps: build tests capture-bloom capture-gpt2 bloom unique-variants gpt2 gpt2-unique regress
+#   (default: all but unique-variants and gpt2-unique, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_validate.sh OUT_DIR [steps...]}"
@@ -60,14 +60,21 @@ for step in "${steps[@]}"; do
       log unique variants
       "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --l2-flush --out "$out/bloom_unique_cold" -q > "$out/bloom_unique_cold.txt" 2>&1
       "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --context none --out "$out/bloom_unique_warm" -q > "$out/bloom_unique_warm.txt" 2>&1
+      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --start queued --out "$out/bloom_unique_queued" -q > "$out/bloom_unique_queued.txt" 2>&1
       echo "-- cold (--l2-flush)"; cat "$out/bloom_unique_cold.txt"
       echo "-- warm (--context none)"; cat "$out/bloom_unique_warm.txt"
+      echo "-- queued (--start queued)"; cat "$out/bloom_unique_queued.txt"
       ;;
     gpt2)
       log replay gpt2
       "$replay" inspect "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" > "$out/gpt2_inspect.txt" 2>&1
       "$replay" "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" --mode sequential --iterations 3 --out "$out/gpt2_seq" -q > "$out/gpt2_seq.txt" 2>&1
       cat "$out/gpt2_seq.txt"
+      ;;
+    gpt2-unique)
+      log replay gpt2 unique
+      "$replay" "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" --mode unique --out "$out/gpt2_unique" -q > "$out/gpt2_unique.txt" 2>&1
+      cat "$out/gpt2_unique.txt"
       ;;
     regress)
       log regress

@@ -88,6 +88,23 @@ Report hand_made() {
     return r;
 }
 
+TEST(Report, PerLaunchMedianWeighsKernelsByTheirCount) {
+    Report r = hand_made();
+    // Eight launches of the +50% aten kernel: 10 x 3, 20 x 2, 50 x 8 -> the seventh of 13 is 50,
+    // while the median over unique kernels stays 20.
+    r.kernels[2].recorded_us = replay::summarize(std::vector<double>(8, 2.0));
+    r.kernels[2].count = 8;
+    replay::finalize_report(r);
+    EXPECT_NEAR(r.totals.median_abs_error_pct, 20.0, 1e-9);
+    EXPECT_NEAR(r.totals.median_abs_error_pct_per_launch, 50.0, 1e-9);
+    // An even number of launches averages the two middle ones: 10 x 3, 20 x 3 -> 15.
+    r.kernels = {r.kernels[0], r.kernels[1]};
+    r.kernels[1].recorded_us = replay::summarize(std::vector<double>(3, 5.0));
+    r.kernels[1].count = 3;
+    replay::finalize_report(r);
+    EXPECT_NEAR(r.totals.median_abs_error_pct_per_launch, 15.0, 1e-9);
+}
+
 TEST(Report, FinalizeFigures) {
     Report r = hand_made();
     replay::finalize_report(r);
@@ -114,8 +131,10 @@ TEST(Report, FinalizeFigures) {
     EXPECT_NEAR(t.replayed_kernel_us, 56, 1e-9);
     EXPECT_NEAR(t.replayed_recorded_us, 50, 1e-9);
     EXPECT_NEAR(t.total_error_pct, 12.0, 1e-9);
-    // |error| of the replayed kernels of kind kernel: 10, 20, 50 -> 20.
+    // |error| of the replayed kernels of kind kernel: 10, 20, 50 -> 20. Per launch: 10 x 3,
+    // 20 x 2, 50 x 4 -> the fifth of nine, 20.
     EXPECT_NEAR(t.median_abs_error_pct, 20.0, 1e-9);
+    EXPECT_NEAR(t.median_abs_error_pct_per_launch, 20.0, 1e-9);
     // GEMM time with a matching name: 30 of 40.
     EXPECT_NEAR(t.gemm_name_match, 0.75, 1e-12);
     // Unique mode: count x replayed median = 33 + 8 + 12 + 3.

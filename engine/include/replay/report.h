@@ -51,6 +51,10 @@ struct ReportTotals {
     double replayed_recorded_us = 0;    // recorded time of those same kernels
     double total_error_pct = NAN;       // replayed_kernel_us vs replayed_recorded_us
     double median_abs_error_pct = NAN;  // median over replayed unique kernels of |error_pct|
+    // The same over recorded launches (each unique kernel weighted by its count), so that a
+    // handful of sub-microsecond one-off kernels, whose error is mostly timer quantisation,
+    // weigh as much as they occur.
+    double median_abs_error_pct_per_launch = NAN;
     double gemm_name_match = NAN;       // share of replayed GEMM time whose kernel name matched
     double predicted_total_us = NAN;    // unique mode: sum of count x replayed median
     double sequential_kernel_us = NAN;  // unique mode: kernel time of one sequential pass, when run
