@@ -31,7 +31,6 @@ struct ReplaySettings {
     int runs = 50;
     bool l2_flush = false;
     std::string context = "previous";
-    std::string start = "recorded";
     bool no_sequential_check = false;
     bool no_cupti = false;
     int device = 0;
@@ -74,12 +73,6 @@ struct ReplaySettings {
                        "are as in the recording) or none (back to back, warm)")
             ->check(CLI::IsMember({"previous", "none"}))
             ->capture_default_str();
-        app.add_option("--start", start,
-                       "unique: the GPU's state when each timed run starts: idle (stream drained "
-                       "first, as in a launch-bound recording), queued (right behind the previous "
-                       "work) or recorded (per instance, as the recording shows it)")
-            ->check(CLI::IsMember({"recorded", "idle", "queued"}))
-            ->capture_default_str();
         app.add_flag("--no-sequential-check", no_sequential_check,
                      "unique: skip the sequential pass that the predicted total is compared with");
         app.add_flag(
@@ -97,9 +90,6 @@ struct ReplaySettings {
         o.runs = runs;
         o.l2_flush = l2_flush;
         o.context = context == "none" ? Context::None : Context::Previous;
-        o.start = start == "idle"     ? StartState::Idle
-                  : start == "queued" ? StartState::Queued
-                                      : StartState::Recorded;
         o.sequential_check = !no_sequential_check;
         if (!quiet)
             o.progress = [](const std::string& line) {

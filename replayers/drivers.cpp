@@ -169,18 +169,6 @@ void add_inputs(Report& report, const Analysis& analysis) {
     report.totals.recipe_coverage = analysis.coverage;
 }
 
-const char* start_state_name(StartState start) {
-    switch (start) {
-        case StartState::Idle:
-            return "idle";
-        case StartState::Queued:
-            return "queued";
-        case StartState::Recorded:
-            break;
-    }
-    return "recorded";
-}
-
 void add_options(Report& report, const DriverOptions& o, bool unique) {
     if (unique) {
         report.options.emplace_back("warmup", std::to_string(o.warmup));
@@ -188,7 +176,6 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
         report.options.emplace_back("context",
                                     o.context == Context::Previous ? "previous" : "none");
-        report.options.emplace_back("start", start_state_name(o.start));
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
@@ -249,35 +236,11 @@ struct Template {
     // Per instance, the step recorded just before it on its stream: issued untimed before each
     // run so the kernel starts with the caches its predecessor left, as in the recording.
     std::vector<std::optional<Recipe>> predecessors;
-    // Per instance, whether the recording shows the device idle just before it.
-    std::vector<bool> started_idle;
     std::vector<std::size_t> positions;  // kernel index per produced activity
     std::vector<double> recorded_us;     // recorded duration per position (first instance)
 };
 constexpr std::size_t kMaxInstances = 64;
 constexpr int kSequentialCheckPasses = 3;
-
-// Per step: did its first activity start after the device had been idle for kIdleGapNs (all
-// streams of that device)? Activities are swept in start order.
-std::vector<bool> steps_started_idle(const KernelGraph& graph, const std::vector<Step>& steps) {
-    const auto& nodes = graph.nodes();
-    std::vector<std::uint32_t> order(nodes.size());
-    for (std::uint32_t n = 0; n < nodes.size(); ++n) order[n] = n;
-    std::ranges::sort(order, {}, [&](std::uint32_t n) { return graph.activity(nodes[n]).ts; });
-    std::vector<bool> node_idle(nodes.size(), true);
-    std::map<std::int64_t, Nanos> busy_until;  // device -> latest end so far
-    for (auto n : order) {
-        const GpuActivity& a = graph.activity(nodes[n]);
-        auto [it, first] = busy_until.try_emplace(a.device, a.ts + a.dur);
-        if (!first) {
-            node_idle[n] = a.ts - it->second >= kIdleGapNs;
-            it->second = std::max(it->second, a.ts + a.dur);
-        }
-    }
-    std::vector<bool> idle(steps.size(), true);
-    for (std::size_t s = 0; s < steps.size(); ++s) idle[s] = node_idle[steps[s].nodes.front()];
-    return idle;
-}
 
 void run_templates(Session& session, const std::vector<Template>& templates) {
     Backend& backend = session.backend();
@@ -289,7 +252,6 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
         struct Ready {
             Prepared* work;
             Prepared* predecessor;  // nullptr: none, or it cannot run here
-            bool idle;              // drain the stream before the timed issue
         };
         std::vector<Ready> ready;
         for (std::size_t i = 0; i < t.instances.size(); ++i) {
@@ -304,10 +266,7 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
                 Prepared& q = session.prepare(*t.predecessors[i]);
                 if (q.disposition == Disposition::Ready) before = &q;
             }
-            const bool recorded_idle = i < t.started_idle.size() ? t.started_idle[i] : true;
-            ready.push_back({&p, before,
-                             o.start == StartState::Idle ||
-                                 (o.start == StartState::Recorded && recorded_idle)});
+            ready.push_back({&p, before});
         }
         if (ready.empty()) continue;
         const std::vector<std::size_t> no_kernels;
@@ -317,7 +276,6 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
             if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
                 return false;
             if (o.l2_flush) backend.flush_l2();
-            if (r.idle) backend.synchronize();
             return session.try_issue(*r.work, t.positions, 0, tag);
         };
         bool ok = true;
@@ -476,7 +434,6 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
     const std::vector<Step> steps = plan_steps(analysis.graph, analysis.recipes);
     std::map<int, std::size_t> last_on_stream;  // stream -> previous step index
     std::vector<std::optional<Recipe>> predecessor(steps.size());
-    const std::vector<bool> started_idle = steps_started_idle(analysis.graph, steps);
     for (std::size_t s = 0; s < steps.size(); ++s) {
         if (auto it = last_on_stream.find(steps[s].stream); it != last_on_stream.end())
             predecessor[s] = analysis.recipes[steps[it->second].issue_node];
@@ -493,7 +450,6 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
                 instance_keys[it->second].insert(recipe.instance_key()).second) {
                 t.instances.push_back(recipe);
                 t.predecessors.push_back(predecessor[s]);
-                t.started_idle.push_back(started_idle[s]);
             }
             continue;
         }
@@ -503,7 +459,6 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         Template t;
         t.instances.push_back(recipe);
         t.predecessors.push_back(predecessor[s]);
-        t.started_idle.push_back(started_idle[s]);
         t.positions = positions;
         for (auto n : step.nodes)
             t.recorded_us.push_back(static_cast<double>(analysis.graph.activity(nodes[n]).dur) /
@@ -515,12 +470,6 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
     }
     run_templates(session, templates);
     Report report = session.finish("unique", 0);
-    if (options.start == StartState::Recorded) {
-        const auto idle = std::ranges::count(started_idle, true);
-        report.notes.push_back("start state as recorded: " + std::to_string(idle) + " of " +
-                               std::to_string(started_idle.size()) +
-                               " issues started on an idle device, timed after a drained stream");
-    }
     if (options.sequential_check) {
         if (options.progress) options.progress("sequential pass for comparison");
         DriverOptions check = options;
@@ -554,20 +503,13 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
             if (k.recipe.replayable()) covered += k.recorded_us.sum;
         }
         if (!k.recipe.replayable() || k.recipe.issued_with_op) continue;
-        Template t;
-        t.instances.push_back(k.recipe);
-        t.positions.push_back(session.kernel_index(k.id));
-        t.recorded_us.push_back(k.recorded_us.median);
-        templates.push_back(std::move(t));
+        templates.push_back(
+            Template{{k.recipe}, {}, {session.kernel_index(k.id)}, {k.recorded_us.median}});
     }
     session.report().totals.recipe_coverage = total > 0 ? covered / total : 0;
     session.report().notes.push_back(
         "isolated replay from a signature file: kernels issued by another kernel's op (split-K "
         "reductions) are not timed");
-    if (options.start == StartState::Recorded)
-        session.report().notes.push_back(
-            "a signature file does not record whether kernels started on an idle GPU: timed as "
-            "--start idle");
     run_templates(session, templates);
     Report report = session.finish("unique", seconds_since(start));
     return report;

@@ -60,23 +60,10 @@ with tempfile.TemporaryDirectory() as tmp:
     uniq = os.path.join(tmp, "unique")
     run(bloom, "--mode", "unique", "--out", uniq, *fast)
     check_schema(os.path.join(uniq, "report.json"), "report.schema.json")
-    # The bundled traces were recorded by eager PyTorch, launch-bound: nearly every issue started on
-    # an idle GPU, and --start recorded must say so.
-    ureport = json.load(open(os.path.join(uniq, "report.json")))
-    start_note = [n for n in ureport["notes"] if n.startswith("start state as recorded")]
-    if ureport["options"].get("start") != "recorded" or not start_note:
-        print(f"FAIL unique report should record --start recorded and its note: {ureport['notes']}"); failures += 1
-    else:
-        idle, _, total = start_note[0].split(": ")[1].split(" issues")[0].partition(" of ")
-        print(f"     unique: {start_note[0]}")
-        if not (int(total) > 0 and int(idle) >= 0.9 * int(total)):
-            print("FAIL a launch-bound recording should show >= 90% idle starts"); failures += 1
 
     iso = os.path.join(tmp, "isolated")
-    run("--mode", "unique", "--kernels", sig, "--out", iso, "--start", "queued", *fast)
+    run("--mode", "unique", "--kernels", sig, "--out", iso, *fast)
     check_schema(os.path.join(iso, "report.json"), "report.schema.json")
-    if json.load(open(os.path.join(iso, "report.json")))["options"].get("start") != "queued":
-        print("FAIL --start queued should be recorded in the report options"); failures += 1
 
     # Regress the archived .zst against a baseline made from the same trace (matched by content
     # hash, whatever the compression): exit 0 or 1 depending on CPU noise, never 2.

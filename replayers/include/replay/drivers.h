@@ -2,7 +2,6 @@
 // unique (each unique kernel alone, warmup + timed runs). Both fill a Report.
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -20,15 +19,6 @@ enum class Pace { None, Recorded };
 // instance (untimed), so caches hold what the recording's predecessor left; None: the kernel
 // back to back with itself (warm instruction and data caches).
 enum class Context { Previous, None };
-// Unique mode: the state of the GPU when each timed run starts. A kernel launched onto an idle
-// stream runs measurably longer (10-30% for microsecond kernels on Hopper) than one queued right
-// behind other work, whose launch overlaps its predecessor's tail. Idle: the stream is drained
-// before each timed run (a launch-bound recording, e.g. eager inference at small batch);
-// Queued: runs follow the previous work back to back (a GPU-bound recording); Recorded: per
-// instance, whichever the recording shows (idle when the device had no activity for
-// kIdleGapNs before the kernel started).
-enum class StartState { Recorded, Idle, Queued };
-constexpr std::int64_t kIdleGapNs = 2000;
 
 struct DriverOptions {
     Pace pace = Pace::None;
@@ -37,7 +27,6 @@ struct DriverOptions {
     int runs = 50;
     bool l2_flush = false;
     Context context = Context::Previous;
-    StartState start = StartState::Recorded;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
     std::function<void(const std::string&)> progress;  // one line of progress, or empty
 };
