@@ -30,7 +30,7 @@ struct ReplaySettings {
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
-    std::string context = "previous";
+    std::string context = "recorded";
     bool no_sequential_check = false;
     bool no_cupti = false;
     int device = 0;
@@ -68,10 +68,11 @@ struct ReplaySettings {
         app.add_flag("--l2-flush", l2_flush,
                      "unique: flush the L2 cache before every timed run (cold timing)");
         app.add_option("--context", context,
-                       "unique: previous (issue, untimed, the step recorded just before each "
-                       "instance, so its caches "
-                       "are as in the recording) or none (back to back, warm)")
-            ->check(CLI::IsMember({"previous", "none"}))
+                       "unique: what runs untimed before each timed run. recorded: the L2 is "
+                       "evicted, then the step recorded just before the instance runs (its output "
+                       "is in L2, weights come from memory, as in the recording); previous: that "
+                       "step without the eviction; none: nothing (back to back, warm)")
+            ->check(CLI::IsMember({"recorded", "previous", "none"}))
             ->capture_default_str();
         app.add_flag("--no-sequential-check", no_sequential_check,
                      "unique: skip the sequential pass that the predicted total is compared with");
@@ -89,7 +90,9 @@ struct ReplaySettings {
         o.warmup = warmup;
         o.runs = runs;
         o.l2_flush = l2_flush;
-        o.context = context == "none" ? Context::None : Context::Previous;
+        o.context = context == "none"       ? Context::None
+                    : context == "previous" ? Context::Previous
+                                            : Context::Recorded;
         o.sequential_check = !no_sequential_check;
         if (!quiet)
             o.progress = [](const std::string& line) {

@@ -169,13 +169,24 @@ void add_inputs(Report& report, const Analysis& analysis) {
     report.totals.recipe_coverage = analysis.coverage;
 }
 
+const char* context_name(Context context) {
+    switch (context) {
+        case Context::Previous:
+            return "previous";
+        case Context::None:
+            return "none";
+        case Context::Recorded:
+            break;
+    }
+    return "recorded";
+}
+
 void add_options(Report& report, const DriverOptions& o, bool unique) {
     if (unique) {
         report.options.emplace_back("warmup", std::to_string(o.warmup));
         report.options.emplace_back("runs", std::to_string(o.runs));
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
-        report.options.emplace_back("context",
-                                    o.context == Context::Previous ? "previous" : "none");
+        report.options.emplace_back("context", context_name(o.context));
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
@@ -262,7 +273,7 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
                 continue;
             }
             Prepared* before = nullptr;
-            if (o.context == Context::Previous && i < t.predecessors.size() && t.predecessors[i]) {
+            if (o.context != Context::None && i < t.predecessors.size() && t.predecessors[i]) {
                 Prepared& q = session.prepare(*t.predecessors[i]);
                 if (q.disposition == Disposition::Ready) before = &q;
             }
@@ -273,8 +284,10 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
         // Tag 0 marks untimed work (warmups, predecessors); its activities are dropped.
         auto run_once = [&](std::size_t i, std::uint64_t tag) {
             const Ready& r = ready[i % ready.size()];
-            if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
-                return false;
+            if (r.predecessor != nullptr) {
+                if (o.context == Context::Recorded) backend.flush_l2();
+                if (!session.try_issue(*r.predecessor, no_kernels, 0, 0)) return false;
+            }
             if (o.l2_flush) backend.flush_l2();
             return session.try_issue(*r.work, t.positions, 0, tag);
         };
@@ -509,7 +522,8 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
     session.report().totals.recipe_coverage = total > 0 ? covered / total : 0;
     session.report().notes.push_back(
         "isolated replay from a signature file: kernels issued by another kernel's op (split-K "
-        "reductions) are not timed");
+        "reductions) are not timed; a signature file has no predecessors, so --context recorded "
+        "and previous time each kernel back to back with itself");
     run_templates(session, templates);
     Report report = session.finish("unique", seconds_since(start));
     return report;

@@ -60,10 +60,10 @@ for step in "${steps[@]}"; do
       log unique variants
       "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --l2-flush --out "$out/bloom_unique_cold" -q > "$out/bloom_unique_cold.txt" 2>&1
       "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --context none --out "$out/bloom_unique_warm" -q > "$out/bloom_unique_warm.txt" 2>&1
-      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --start queued --out "$out/bloom_unique_queued" -q > "$out/bloom_unique_queued.txt" 2>&1
+      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode unique --context previous --out "$out/bloom_unique_previous" -q > "$out/bloom_unique_previous.txt" 2>&1
       echo "-- cold (--l2-flush)"; cat "$out/bloom_unique_cold.txt"
       echo "-- warm (--context none)"; cat "$out/bloom_unique_warm.txt"
-      echo "-- queued (--start queued)"; cat "$out/bloom_unique_queued.txt"
+      echo "-- predecessor without eviction (--context previous)"; cat "$out/bloom_unique_previous.txt"
       ;;
     gpt2)
       log replay gpt2

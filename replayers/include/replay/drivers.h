@@ -15,10 +15,13 @@
 namespace replay {
 
 enum class Pace { None, Recorded };
-// Unique mode: what runs before each timed run. Previous: the step recorded just before that
-// instance (untimed), so caches hold what the recording's predecessor left; None: the kernel
+// Unique mode: what runs before each timed run. Recorded: the L2 cache is evicted, then the step
+// recorded just before that instance runs (untimed), so the kernel finds in L2 what its producer
+// wrote and fetches everything else (weights, older activations) from memory, as in a recorded
+// step that touches each layer's weights once. Previous: the predecessor without the eviction, so
+// the instances cycled through stay in L2 (a model whose weights fit in L2). None: the kernel
 // back to back with itself (warm instruction and data caches).
-enum class Context { Previous, None };
+enum class Context { Recorded, Previous, None };
 
 struct DriverOptions {
     Pace pace = Pace::None;
@@ -26,7 +29,7 @@ struct DriverOptions {
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
-    Context context = Context::Previous;
+    Context context = Context::Recorded;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
     std::function<void(const std::string&)> progress;  // one line of progress, or empty
 };
