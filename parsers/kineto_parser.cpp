@@ -320,6 +320,111 @@ bool for_each_input(od::value value, std::vector<OpArgument>& inputs, const char
     return true;
 }
 
+// Raw-text readers for the record_shapes lists, most of a cpu_op event's bytes. Plain JSON
+// (unsigned integers of up to 15 digits, strings without escapes) is read straight from the text
+// instead of element by element through the on-demand iterator; anything else returns false before
+// touching the model, and the caller takes the simdjson path, which sees the value untouched and
+// reports exactly what it always did. The event's text is padded, so reading 16 bytes past `end` is
+// safe.
+inline const char* skip_space(const char* p, const char* end) {
+    while (p < end && is_json_space(*p)) ++p;
+    return p;
+}
+
+// An unsigned integer that as_int() reads the same way: no sign, no leading zero, no fraction.
+inline bool raw_uint(const char*& p, const char* end, std::int64_t& out) {
+    const std::size_t digits = leading_digits(p);
+    if (digits == 0 || digits > 15 || p + digits >= end || (p[0] == '0' && digits > 1))
+        return false;
+    const char next = p[digits];
+    if (next != ',' && next != ']' && !is_json_space(next)) return false;
+    out = static_cast<std::int64_t>(digits <= 8 ? parse_digits_swar(p, digits)
+                                                : parse_digits_swar(p, digits - 8) * 100000000ULL +
+                                                      parse_digits_swar(p + digits - 8, 8));
+    p += digits;
+    return true;
+}
+
+// After a list element: true with p on the next element after ',' or on the closing ']'.
+inline bool raw_separator(const char*& p, const char* end) {
+    p = skip_space(p, end);
+    if (p >= end) return false;
+    if (*p == ',') {
+        p = skip_space(p + 1, end);
+        return p < end && *p != ']';
+    }
+    return *p == ']';
+}
+
+// One element of "Input Dims"/"Input Strides" per input: a list of integers and of nested
+// integer lists (a TensorList), flattened as read_dims() does.
+struct RawDims {
+    std::vector<std::int64_t> values;
+    std::vector<std::uint8_t> ranks;
+    std::vector<std::uint32_t> ends;  // per input: end of its values, then of its ranks
+};
+
+bool read_dims_lists_raw(const char* p, const char* end, RawDims& out) {
+    out.values.clear();
+    out.ranks.clear();
+    out.ends.clear();
+    if (p >= end || *p != '[') return false;
+    p = skip_space(p + 1, end);
+    if (p < end && *p == ']') return true;
+    while (true) {
+        if (p >= end || *p != '[') return false;
+        p = skip_space(p + 1, end);
+        if (p >= end) return false;
+        if (*p != ']') {
+            while (true) {
+                std::int64_t v;
+                if (*p == '[') {
+                    p = skip_space(p + 1, end);
+                    if (p >= end) return false;
+                    std::uint8_t rank = 0;  // wraps like read_dims's
+                    if (*p != ']') {
+                        do {
+                            if (!raw_uint(p, end, v)) return false;
+                            out.values.push_back(v);
+                            ++rank;
+                            if (!raw_separator(p, end)) return false;
+                        } while (*p != ']');
+                    }
+                    ++p;
+                    out.ranks.push_back(rank);
+                } else {
+                    if (!raw_uint(p, end, v)) return false;
+                    out.values.push_back(v);
+                }
+                if (!raw_separator(p, end)) return false;
+                if (*p == ']') break;
+            }
+        }
+        ++p;
+        out.ends.push_back(static_cast<std::uint32_t>(out.values.size()));
+        out.ends.push_back(static_cast<std::uint32_t>(out.ranks.size()));
+        if (!raw_separator(p, end)) return false;
+        if (*p == ']') return true;
+    }
+}
+
+// A list of strings without escapes, as views into the text (what get_text() gives for them).
+bool read_text_list_raw(const char* p, const char* end, std::vector<std::string_view>& out) {
+    out.clear();
+    if (p >= end || *p != '[') return false;
+    p = skip_space(p + 1, end);
+    if (p < end && *p == ']') return true;
+    while (true) {
+        if (p >= end || *p != '"') return false;
+        const std::size_t n = quote_or_backslash(p + 1);
+        if (p + 1 + n >= end || p[1 + n] != '"') return false;
+        out.emplace_back(p + 1, n);
+        p += n + 2;
+        if (!raw_separator(p, end)) return false;
+        if (*p == ']') return true;
+    }
+}
+
 inline std::uint64_t load_bytes(const char* p, std::size_t n) {  // n <= 8
     std::uint64_t v = 0;
     std::memcpy(&v, p, n);
@@ -517,8 +622,33 @@ class EventParser {
     NameId intern(std::string_view text, bool in_input) {
         return out_->names.intern(text, !in_input);
     }
+    // Appends raw_dims_ (one entry per input) like for_each_input() with read_dims() would.
+    void add_raw_dims(std::vector<OpArgument>& inputs, bool strides) {
+        const std::size_t n = raw_dims_.ends.size() / 2;
+        if (inputs.empty()) inputs.reserve(n);
+        if (inputs.size() < n) inputs.resize(n);
+        std::uint32_t values = 0, ranks = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            OpArgument& arg = inputs[i];
+            const std::uint32_t values_end = raw_dims_.ends[2 * i];
+            const std::uint32_t ranks_end = raw_dims_.ends[2 * i + 1];
+            const auto* v = raw_dims_.values.data();
+            if (strides) {
+                arg.has_strides = true;
+                arg.strides.insert(arg.strides.end(), v + values, v + values_end);
+            } else {
+                arg.dims.insert(arg.dims.end(), v + values, v + values_end);
+                const auto* r = raw_dims_.ranks.data();
+                arg.list_ranks.insert(arg.list_ranks.end(), r + ranks, r + ranks_end);
+            }
+            values = values_end;
+            ranks = ranks_end;
+        }
+    }
     Batch* out_ = nullptr;
-    const char* doc_end_ = nullptr;  // end of the current event's text
+    const char* doc_end_ = nullptr;            // end of the current event's text
+    RawDims raw_dims_;                         // scratch for the raw-text list readers
+    std::vector<std::string_view> raw_texts_;  // (kept to reuse their memory)
     od::parser parser_;
     od::parser args_parser_;
 };
@@ -834,12 +964,20 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                     if (!v) return bad(key);
                     op.sequence_number = *v;
                 } else if (is(key, "Input Dims") || is(key, "Input dims")) {
+                    if (read_dims_lists_raw(value.raw_json_token().data(), doc_end_, raw_dims_)) {
+                        add_raw_dims(shapes().inputs, false);
+                        continue;
+                    }
                     if (!for_each_input(value, shapes().inputs, doc_end_,
                                         [](od::value v, OpArgument& arg) {
                                             return read_dims(v, arg.dims, arg.list_ranks);
                                         }))
                         return bad(key);
                 } else if (is(key, "Input Strides")) {
+                    if (read_dims_lists_raw(value.raw_json_token().data(), doc_end_, raw_dims_)) {
+                        add_raw_dims(shapes().inputs, true);
+                        continue;
+                    }
                     if (!for_each_input(value, shapes().inputs, doc_end_,
                                         [](od::value v, OpArgument& arg) {
                                             std::vector<std::uint8_t> ranks;
@@ -849,6 +987,15 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                         return bad(key);
                 } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
                     const bool is_type = is(key, "Input type");
+                    if (read_text_list_raw(value.raw_json_token().data(), doc_end_, raw_texts_)) {
+                        std::vector<OpArgument>& inputs = shapes().inputs;
+                        if (inputs.empty()) inputs.reserve(raw_texts_.size());
+                        if (inputs.size() < raw_texts_.size()) inputs.resize(raw_texts_.size());
+                        for (std::size_t i = 0; i < raw_texts_.size(); ++i)
+                            (is_type ? inputs[i].type : inputs[i].concrete) =
+                                intern(raw_texts_[i], true);
+                        continue;
+                    }
                     if (!for_each_input(
                             value, shapes().inputs, doc_end_, [&](od::value v, OpArgument& arg) {
                                 std::string_view text;
