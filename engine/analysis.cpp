@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "replay/execution_trace.h"
+#include "replay/reuse.h"
 #include "replay/shape_log.h"
 
 namespace replay {
@@ -35,6 +36,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     }
     analysis->graph = KernelGraph::build(trace);
     analysis->recipes = classify(analysis->graph);
+    annotate_reuse(analysis->graph, analysis->recipes);
     analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
     std::string content;

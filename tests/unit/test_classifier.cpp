@@ -79,7 +79,9 @@ TEST(Classifier, EveryDecisionNamesItsRuleAndUnreplayableOnesAReason) {
         auto a = analyze(t);
         for (const auto& r : a->recipes) {
             EXPECT_FALSE(r.rule.empty()) << t;
-            if (!r.replayable()) EXPECT_FALSE(r.reason.empty()) << t << " rule " << r.rule;
+            if (!r.replayable()) {
+                EXPECT_FALSE(r.reason.empty()) << t << " rule " << r.rule;
+            }
         }
     }
 }
@@ -118,4 +120,31 @@ TEST(Graph, ExecutionTraceFixesOverloads) {
             op && !op->schema.empty())
             ++with_schema;
     EXPECT_GT(with_schema, 10u);
+}
+
+// With the Execution Trace, reuse distances separate a layer's weights (first touched in this
+// inference step: from memory) from the activations its producer just wrote (a short distance),
+// which is what unique mode's --context recorded keeps in L2.
+TEST(Reuse, WeightsAreFirstTouchesAndActivationsAreRecent) {
+    auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
+    std::size_t gemms = 0, cold_weights = 0, warm_activations = 0;
+    for (const auto& r : a->recipes) {
+        const auto* g = std::get_if<replay::GemmRecipe>(&r.detail);
+        if (g == nullptr || g->op != "aten::addmm") continue;
+        ++gemms;
+        // addmm(bias, input, weight^T): B is the weight, A the activation; a split-K reduction
+        // kernel of the same op sees the same state.
+        if (g->b_reuse_bytes == replay::kReuseFirstTouch) ++cold_weights;
+        if (g->a_reuse_bytes >= 0 && g->a_reuse_bytes < (8 << 20)) ++warm_activations;
+    }
+    ASSERT_GT(gemms, 50u);
+    EXPECT_EQ(cold_weights, gemms);
+    EXPECT_EQ(warm_activations, gemms);
+    // Without it nothing is known.
+    auto plain = analyze("h200/bloom560m_fp16_b1_s5.json.gz");
+    for (const auto& r : plain->recipes) {
+        if (const auto* g = std::get_if<replay::GemmRecipe>(&r.detail)) {
+            EXPECT_EQ(g->a_reuse_bytes, replay::kReuseUnknown);
+        }
+    }
 }

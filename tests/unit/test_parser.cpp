@@ -108,11 +108,12 @@ TEST(Parser, MatchesPythonCountsOnEveryBundledTrace) {
             // Archives of several ranks are unpacked here, not by the tool.
             const std::string archive = trace_path(name.substr(0, colon + 7));
             const std::string member = name.substr(colon + 8);
-            if (!fs::exists(dir / member))
+            if (!fs::exists(dir / member)) {
                 ASSERT_EQ(
                     std::system(
                         ("tar -xzf '" + archive + "' -C '" + dir.path().string() + "'").c_str()),
                     0);
+            }
             check(replay::parse_kineto((dir / member).string()), e, name);
         }
         ++checked;

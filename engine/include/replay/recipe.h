@@ -41,12 +41,19 @@ DType dtype_from_kineto(std::string_view type);  // "c10::Half", "float", "long 
 DType dtype_from_name(std::string_view name);    // to_string() inverse
 std::size_t element_size(DType dtype);
 
+// Reuse distance of a recorded input: the bytes the recorded step touched (read or written, over
+// all GPU ops) between the last touch of the input's storage and this use; the replay keeps an
+// input in L2 before a timed run when it would still have been there (see reuse.h).
+constexpr std::int64_t kReuseUnknown = -1;     // no storage ids (no Execution Trace)
+constexpr std::int64_t kReuseFirstTouch = -2;  // not touched earlier in the trace: from memory
+
 struct TensorSpec {
     std::vector<std::int64_t> dims;
     std::vector<std::int64_t> strides;  // empty: contiguous
     DType dtype = DType::Unknown;
     std::int64_t storage_id = -1;  // recorded storage (Execution Trace) for dataflow replay
     std::int64_t storage_offset = 0;
+    std::int64_t reuse_bytes = kReuseUnknown;
     std::int64_t numel() const;
     // Elements the storage must hold for these dims/strides (max offset + 1).
     std::int64_t storage_elements() const;
@@ -89,6 +96,8 @@ struct GemmRecipe {
     // Recorded storages of A, B and C/bias (Execution Trace), -1 when unknown: with them each
     // recorded weight gets its own buffer, so a replay reads from HBM what the recording did.
     std::int64_t a_storage = -1, b_storage = -1, c_storage = -1;
+    std::int64_t a_reuse_bytes = kReuseUnknown, b_reuse_bytes = kReuseUnknown,
+                 c_reuse_bytes = kReuseUnknown;
     double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
 };
 

@@ -1,0 +1,19 @@
+// Reuse distances of recorded inputs, so that an isolated replay can start each timed kernel with
+// the L2 cache holding what the recorded step's cache held: activations a producer just wrote, but
+// not a layer's weights, which the rest of the step pushed out since they were last read.
+#pragma once
+
+#include <vector>
+
+#include "replay/kernel_graph.h"
+#include "replay/recipe.h"
+
+namespace replay {
+
+// Sets TensorSpec::reuse_bytes and GemmRecipe::{a,b,c}_reuse_bytes of every recipe whose inputs
+// carry recorded storage ids (Execution Trace): GPU ops are swept in launch order, each touching
+// its inputs' and outputs' bytes (an LRU stack distance, counting a storage touched twice twice,
+// so an upper bound). Inputs without storage ids keep kReuseUnknown.
+void annotate_reuse(const KernelGraph& graph, std::vector<Recipe>& recipes);
+
+}  // namespace replay

@@ -1,0 +1,125 @@
+#include "replay/reuse.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace replay {
+namespace {
+
+// Bytes a recorded tensor argument spans: its storage extent for the recorded dims and strides.
+std::int64_t span_bytes(const std::vector<std::int64_t>& dims,
+                        const std::vector<std::int64_t>& strides, std::size_t element) {
+    std::int64_t extent = 1;
+    if (strides.size() == dims.size()) {
+        for (std::size_t d = 0; d < dims.size(); ++d) {
+            if (dims[d] <= 0) return 0;
+            extent += (dims[d] - 1) * std::abs(strides[d]);
+        }
+    } else {  // contiguous
+        for (auto d : dims) extent *= std::max<std::int64_t>(d, 0);
+    }
+    return extent * static_cast<std::int64_t>(element);
+}
+
+struct Touch {
+    std::int64_t storage = kNoId;
+    std::int64_t bytes = 0;
+};
+
+// The storages an op reads and writes, with their sizes.
+std::vector<Touch> touches_of(const Trace& trace, const OpShapes& shapes) {
+    std::vector<Touch> out;
+    std::size_t element = 4;  // outputs carry no dtype: take the first typed input's
+    bool element_known = false;
+    for (const OpArgument& arg : shapes.inputs) {
+        const DType type = dtype_from_kineto(
+            trace.names.view(arg.element_type != StringPool::kEmpty ? arg.element_type : arg.type));
+        const std::size_t size = type == DType::Unknown ? 4 : element_size(type);
+        if (!element_known && type != DType::Unknown) element = size, element_known = true;
+        if (arg.storage_id != kNoId) {
+            out.push_back({arg.storage_id, span_bytes(arg.dims, arg.strides, size)});
+        } else if (!arg.list_storage_ids.empty()) {
+            // A TensorList: dims flattened, one rank per element.
+            std::size_t at = 0;
+            for (std::size_t i = 0; i < arg.list_storage_ids.size() && i < arg.list_ranks.size();
+                 ++i) {
+                const std::size_t rank = arg.list_ranks[i];
+                if (at + rank > arg.dims.size()) break;
+                std::vector<std::int64_t> dims(
+                    arg.dims.begin() + static_cast<std::ptrdiff_t>(at),
+                    arg.dims.begin() + static_cast<std::ptrdiff_t>(at + rank));
+                at += rank;
+                if (arg.list_storage_ids[i] != kNoId)
+                    out.push_back({arg.list_storage_ids[i], span_bytes(dims, {}, size)});
+            }
+        }
+    }
+    for (std::size_t i = 0; i < shapes.output_storage_ids.size(); ++i) {
+        if (shapes.output_storage_ids[i] == kNoId) continue;
+        const auto& dims =
+            i < shapes.output_dims.size() ? shapes.output_dims[i] : std::vector<std::int64_t>{};
+        out.push_back({shapes.output_storage_ids[i], span_bytes(dims, {}, element)});
+    }
+    return out;
+}
+
+}  // namespace
+
+void annotate_reuse(const KernelGraph& graph, std::vector<Recipe>& recipes) {
+    const Trace& trace = graph.trace();
+    const auto& nodes = graph.nodes();
+    std::unordered_map<std::int64_t, std::int64_t> last_touch;  // storage -> clock of last touch
+    std::int64_t clock = 0;                                     // bytes touched so far
+    std::unordered_set<std::uint32_t> swept;                    // ops already accounted
+    auto distance = [&](std::int64_t storage) {
+        if (storage < 0) return kReuseUnknown;
+        auto it = last_touch.find(storage);
+        return it == last_touch.end() ? kReuseFirstTouch : clock - it->second;
+    };
+    auto apply = [&](const std::vector<Touch>& touches) {
+        for (const Touch& t : touches) {
+            clock += t.bytes;
+            last_touch[t.storage] = clock;
+        }
+    };
+    std::vector<Touch> pending;
+    std::uint32_t pending_op = kNoIndex;
+    for (std::uint32_t n = 0; n < nodes.size() && n < recipes.size(); ++n) {
+        // The innermost op with recorded shapes is the one whose arguments the recipe holds.
+        const OpShapes* shapes = nullptr;
+        std::uint32_t op = kNoIndex;
+        for (auto o : graph.op_chain(nodes[n])) {
+            if (trace.cpu_ops[o].shapes != kNoIndex) {
+                shapes = &trace.op_shapes[trace.cpu_ops[o].shapes];
+                op = o;
+                break;
+            }
+        }
+        if (shapes == nullptr) continue;
+        // The kernels of one op (launched one after the other) all see the memory state from
+        // before the op: its touches count from the next op on.
+        if (op != pending_op) {
+            apply(pending);
+            pending.clear();
+            if (swept.insert(op).second) pending = touches_of(trace, *shapes);
+            pending_op = op;
+        }
+        std::visit(
+            [&](auto& detail) {
+                using T = std::decay_t<decltype(detail)>;
+                if constexpr (std::is_same_v<T, GemmRecipe>) {
+                    detail.a_reuse_bytes = distance(detail.a_storage);
+                    detail.b_reuse_bytes = distance(detail.b_storage);
+                    detail.c_reuse_bytes = distance(detail.c_storage);
+                } else if constexpr (std::is_same_v<T, AtenRecipe>) {
+                    for (auto& arg : detail.args)
+                        for (auto& t : arg.tensors) t.reuse_bytes = distance(t.storage_id);
+                }
+            },
+            recipes[n].detail);
+    }
+}
+
+}  // namespace replay
