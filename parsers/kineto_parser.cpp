@@ -1114,6 +1114,7 @@ void parse_metadata(od::parser& parser, TraceMetadata& meta, std::string_view ke
 // splitter cut out of it, and what its events add to the trace. Slots are recycled.
 struct Slot {
     std::vector<char> data;
+    const char* text = nullptr;  // the chunk: data.data(), or the source's bytes in place
     std::size_t size = 0;
     std::uint64_t base = 0;  // absolute offset of data[0]
     std::uint64_t seq = 0;   // position in the input: batches are committed in this order
@@ -1121,10 +1122,13 @@ struct Slot {
     std::uint64_t raw_offset =
         0;  // the source's raw_offset() and raw_size() after reading this chunk
     std::uint64_t raw_size = 0;
-    bool last = false;  // the input ends with this chunk
+    std::uint64_t next_base = 0;  // where the next chunk starts (bytes before it are done with)
+    bool last = false;            // the input ends with this chunk
     Batch batch;
     std::size_t bytes() const {
-        return data.capacity() + spans.capacity() * sizeof(Span) + batch.bytes();
+        // Input read in place is memory the parser holds too (until it is released).
+        const std::size_t in_place = text != data.data() ? size + simdjson::SIMDJSON_PADDING : 0;
+        return data.capacity() + in_place + spans.capacity() * sizeof(Span) + batch.bytes();
     }
 };
 
@@ -1222,35 +1226,52 @@ class Pipeline {
         std::lock_guard lock(read_mutex_);
         if (read_finished_) return false;
         try {
-            const std::size_t want = std::max(options_.chunk_bytes, carry_.size() * 2);
-            if (chunk.data.size() < want + simdjson::SIMDJSON_PADDING)
-                chunk.data.resize(want + simdjson::SIMDJSON_PADDING);
-            if (!carry_.empty()) std::memcpy(chunk.data.data(), carry_.data(), carry_.size());
-            std::size_t size = carry_.size();
-            const std::size_t capacity = chunk.data.size() - simdjson::SIMDJSON_PADDING;
+            const std::size_t want = std::max(options_.chunk_bytes, carry_size() * 2);
+            const std::span<const char> in_place =
+                carry_in_place_ ? source_.read_in_place(want, simdjson::SIMDJSON_PADDING)
+                                : std::span<const char>();
+            std::size_t size = carry_size();
             bool eof = false;
-            while (size < capacity) {
-                std::size_t n =
-                    source_.read(std::span<char>(chunk.data.data() + size, capacity - size));
-                if (n == 0) {
-                    eof = true;
-                    break;
+            if (!in_place.empty()) {
+                // The carried-over bytes are those just before `in_place`: nothing to copy.
+                chunk.text = in_place.data() - size;
+                size += in_place.size();
+                json_bytes_ += in_place.size();
+            } else {
+                if (chunk.data.size() < want + simdjson::SIMDJSON_PADDING)
+                    chunk.data.resize(want + simdjson::SIMDJSON_PADDING);
+                if (size != 0) std::memcpy(chunk.data.data(), carry_data(), size);
+                carry_in_place_ = false;
+                const std::size_t capacity = chunk.data.size() - simdjson::SIMDJSON_PADDING;
+                while (size < capacity) {
+                    std::size_t n =
+                        source_.read(std::span<char>(chunk.data.data() + size, capacity - size));
+                    if (n == 0) {
+                        eof = true;
+                        break;
+                    }
+                    size += n;
+                    json_bytes_ += n;
                 }
-                size += n;
-                json_bytes_ += n;
+                std::memset(chunk.data.data() + size, ' ', simdjson::SIMDJSON_PADDING);
+                chunk.text = chunk.data.data();
             }
-            std::memset(chunk.data.data() + size, ' ', simdjson::SIMDJSON_PADDING);
             chunk.size = size;
             chunk.base = splitter_.base_offset();
             chunk.spans.clear();
             std::size_t keep = 0;
             try {
-                keep = splitter_.scan(chunk.data.data(), size, eof, chunk.spans);
+                keep = splitter_.scan(chunk.text, size, eof, chunk.spans);
             } catch (const EventSplitter::SplitError& e) {
                 throw InputError(file_, e.offset, "not a JSON trace: expected " + e.expected);
             }
-            carry_.assign(chunk.data.begin() + static_cast<std::ptrdiff_t>(keep),
-                          chunk.data.begin() + static_cast<std::ptrdiff_t>(size));
+            chunk.next_base = chunk.base + keep;
+            if (carry_in_place_) {
+                carry_text_ = chunk.text + keep;
+                carry_length_ = size - keep;
+            } else {
+                carry_.assign(chunk.text + keep, chunk.text + size);
+            }
             if (eof) finish_reading();
             chunk.last = eof;
             chunk.raw_offset = source_.raw_offset();
@@ -1280,7 +1301,7 @@ class Pipeline {
             if (span.metadata) continue;  // parsed at commit time
             ++batch.events;
             if (skip) continue;
-            const char* at = chunk.data.data() + span.begin;
+            const char* at = chunk.text + span.begin;
             const std::size_t capacity = chunk.size + simdjson::SIMDJSON_PADDING - span.begin;
             const std::uint64_t offset = chunk.base + span.begin;
             if (auto bad = parser.event(at, span.length, capacity, offset)) {
@@ -1299,10 +1320,11 @@ class Pipeline {
         for (const Span& span : chunk.spans) {
             if (!span.metadata) continue;
             parse_metadata(meta_parser_, trace_.meta,
-                           std::string_view(chunk.data.data() + span.key_begin, span.key_length),
-                           chunk.data.data() + span.begin, span.length,
+                           std::string_view(chunk.text + span.key_begin, span.key_length),
+                           chunk.text + span.begin, span.length,
                            chunk.size + simdjson::SIMDJSON_PADDING - span.begin);
         }
+        source_.release_before(chunk.next_base);
         stats_.events += batch.events;
         if (!strict_error_) {
             merge(chunk);
@@ -1414,7 +1436,14 @@ class Pipeline {
     // Reading and splitting (read_mutex_).
     std::mutex read_mutex_;
     EventSplitter splitter_;
-    std::vector<char> carry_;  // an unfinished item, moved to the front of the next chunk
+    // An unfinished item, moved to the front of the next chunk; while the input is read in
+    // place, it is not copied but left where it is, just before the next bytes.
+    std::size_t carry_size() const { return carry_in_place_ ? carry_length_ : carry_.size(); }
+    const char* carry_data() const { return carry_in_place_ ? carry_text_ : carry_.data(); }
+    std::vector<char> carry_;
+    bool carry_in_place_ = true;
+    const char* carry_text_ = nullptr;
+    std::size_t carry_length_ = 0;
     bool read_finished_ = false;
     std::exception_ptr read_error_;
     std::uint64_t json_bytes_ = 0;

@@ -1,10 +1,15 @@
 #include "replay/source.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace replay {
@@ -52,6 +57,21 @@ class RawFile {
     }
     std::uint64_t offset() const { return offset_; }
     std::uint64_t size() const { return size_; }
+    // A regular file (not a pipe), whose bytes can be mapped.
+    int mappable_fd() const {
+        if (path_ == "-") return -1;
+        struct stat st {};
+        const int fd = fileno(file_.get());
+        return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fd : -1;
+    }
+    // Moves the read position forward to `offset` (bytes in between were taken from a mapping).
+    void skip_to(std::uint64_t offset) {
+        if (offset == offset_) return;
+        peek_pos_ = peek_.size();
+        if (std::fseek(file_.get(), static_cast<long>(offset), SEEK_SET) != 0)
+            throw InputError(path_, offset_, std::string("seek error: ") + std::strerror(errno));
+        offset_ = offset;
+    }
 
   private:
     std::string path_;
@@ -62,17 +82,80 @@ class RawFile {
     std::uint64_t size_ = 0;
 };
 
+// A read-only private mapping of a whole file.
+class Mapping {
+  public:
+    Mapping() = default;
+    Mapping(int fd, std::uint64_t size) {
+        if (fd < 0 || size == 0) return;
+        void* at = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (at == MAP_FAILED) return;
+        data_ = static_cast<const char*>(at);
+        size_ = size;
+    }
+    Mapping(Mapping&& other) noexcept
+        : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    Mapping& operator=(Mapping&& other) noexcept {
+        std::swap(data_, other.data_);
+        std::swap(size_, other.size_);
+        return *this;
+    }
+    ~Mapping() {
+        if (data_) munmap(const_cast<char*>(data_), size_);
+    }
+    const char* data() const { return data_; }
+    std::uint64_t size() const { return size_; }
+
+  private:
+    const char* data_ = nullptr;
+    std::uint64_t size_ = 0;
+};
+
 class PlainSource final : public ByteSource {
   public:
-    PlainSource(std::string name, RawFile raw)
-        : ByteSource(std::move(name)), raw_(std::move(raw)) {}
-    std::size_t read(std::span<char> out) override { return raw_.read(out.data(), out.size()); }
-    std::uint64_t raw_offset() const override { return raw_.offset(); }
+    PlainSource(std::string name, RawFile raw) : ByteSource(std::move(name)), raw_(std::move(raw)) {
+        // Large regular files are parsed in place: read() would copy every byte once more.
+        if (raw_.size() >= kMapAtLeast) {
+            fd_ = raw_.mappable_fd();
+            map_ = Mapping(fd_, raw_.size());
+        }
+    }
+    std::size_t read(std::span<char> out) override {
+        if (mapped_ != raw_.offset()) raw_.skip_to(mapped_);
+        const std::size_t n = raw_.read(out.data(), out.size());
+        mapped_ = raw_.offset();
+        return n;
+    }
+    std::span<const char> read_in_place(std::size_t max, std::size_t pad) override {
+        if (!map_.data() || mapped_ + max + pad > map_.size()) return {};
+        // A file cut shorter since it was mapped would fault (SIGBUS) where it no longer has
+        // bytes: read() then reports the truncation as usual.
+        struct stat st {};
+        if (fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < mapped_ + max + pad)
+            return {};
+        const std::span<const char> out(map_.data() + mapped_, max);
+        mapped_ += max;
+        return out;
+    }
+    void release_before(std::uint64_t offset) override {
+        if (!map_.data()) return;
+        const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+        const std::uint64_t end = std::min(offset, map_.size()) / page * page;
+        if (end <= released_) return;
+        madvise(const_cast<char*>(map_.data()) + released_, end - released_, MADV_DONTNEED);
+        released_ = end;
+    }
+    std::uint64_t raw_offset() const override { return mapped_; }
     std::uint64_t raw_size() const override { return raw_.size(); }
     Compression compression() const override { return Compression::None; }
 
   private:
+    static constexpr std::uint64_t kMapAtLeast = 16u << 20;
     RawFile raw_;
+    int fd_ = -1;
+    Mapping map_;
+    std::uint64_t mapped_ = 0;    // the input position: read() and read_in_place() go on here
+    std::uint64_t released_ = 0;  // release_before() only
 };
 
 class GzipSource final : public ByteSource {
