@@ -284,10 +284,11 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
         // Tag 0 marks untimed work (warmups, predecessors); its activities are dropped.
         auto run_once = [&](std::size_t i, std::uint64_t tag) {
             const Ready& r = ready[i % ready.size()];
-            if (r.predecessor != nullptr) {
-                if (o.context == Context::Recorded) backend.flush_l2();
-                if (!session.try_issue(*r.predecessor, no_kernels, 0, 0)) return false;
-            }
+            const bool recorded_cache = o.context == Context::Recorded;
+            if (recorded_cache) backend.flush_l2();
+            if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
+                return false;
+            if (recorded_cache) backend.warm_inputs(r.work->handle, 0);
             if (o.l2_flush) backend.flush_l2();
             return session.try_issue(*r.work, t.positions, 0, tag);
         };
@@ -522,8 +523,9 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
     session.report().totals.recipe_coverage = total > 0 ? covered / total : 0;
     session.report().notes.push_back(
         "isolated replay from a signature file: kernels issued by another kernel's op (split-K "
-        "reductions) are not timed; a signature file has no predecessors, so --context recorded "
-        "and previous time each kernel back to back with itself");
+        "reductions) are not timed; a signature file has neither predecessors nor reuse "
+        "distances, so --context recorded keeps in L2 the inputs the op's signature does not name "
+        "weight or bias");
     run_templates(session, templates);
     Report report = session.finish("unique", seconds_since(start));
     return report;

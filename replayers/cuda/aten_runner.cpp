@@ -25,6 +25,9 @@ class TorchAtenRunner final : public AtenRunner {
     }
 
     std::string label(std::uint32_t handle) const override { return runner_.label(handle); }
+    std::vector<InputRegion> inputs(std::uint32_t handle) const override {
+        return runner_.inputs(handle);
+    }
     std::vector<std::string> notes() const override { return runner_.notes(); }
 
   private:

@@ -20,6 +20,8 @@ class AtenRunner {
     // Throws CudaError when the op fails.
     virtual void run(std::uint32_t handle, cudaStream_t stream) = 0;
     virtual std::string label(std::uint32_t handle) const = 0;
+    // The op's tensor inputs as replayed (see TorchOpRunner::inputs).
+    virtual std::vector<InputRegion> inputs(std::uint32_t handle) const = 0;
     virtual std::vector<std::string> notes() const = 0;
 
     // nullptr with `why` when this build has no libtorch (or one without CUDA), or libtorch cannot

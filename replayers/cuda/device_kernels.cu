@@ -2,6 +2,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "device_kernels.h"
 
 namespace replay::cuda {
@@ -44,6 +47,16 @@ __global__ void fill_uniform_kernel(void* data, std::size_t count, int type, std
     }
 }
 
+__global__ void l2_touch_kernel(const unsigned* sectors, std::size_t count, unsigned* sink) {
+    constexpr std::size_t kWordsPerSector = 8;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    unsigned acc = 0;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride)
+        acc ^= __ldcg(sectors + i * kWordsPerSector);  // cache in L2, not L1
+    if (acc == 0x9e3779b9u) *sink = acc;
+}
+
 __global__ void spin_kernel(long long cycles) {
     const long long start = clock64();
     while (clock64() - start < cycles) {
@@ -51,6 +64,24 @@ __global__ void spin_kernel(long long cycles) {
 }
 
 }  // namespace
+
+cudaError_t launch_l2_touch(const void* data, std::size_t bytes, unsigned* sink,
+                            cudaStream_t stream) {
+    if (bytes == 0 || data == nullptr) return cudaSuccess;
+    // Whole 32-byte sectors: allocations are at least 256-byte aligned and sized, so rounding
+    // out to sectors stays inside the allocation.
+    constexpr std::uintptr_t kSector = 32;
+    const auto begin = reinterpret_cast<std::uintptr_t>(data) & ~(kSector - 1);
+    const auto end =
+        (reinterpret_cast<std::uintptr_t>(data) + bytes + kSector - 1) & ~(kSector - 1);
+    const std::size_t count = (end - begin) / kSector;
+    constexpr unsigned kThreads = 256;
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<std::size_t>((count + kThreads - 1) / kThreads, 1024));
+    l2_touch_kernel<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const unsigned*>(begin),
+                                                     count, sink);
+    return cudaGetLastError();
+}
 
 cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, std::uint64_t seed,
                                 cudaStream_t stream) {

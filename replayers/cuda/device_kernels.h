@@ -16,6 +16,12 @@ enum class FillType : int { Float32 = 0, Float16 = 1, BFloat16 = 2, Float64 = 3,
 cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, std::uint64_t seed,
                                 cudaStream_t stream);
 
+// Reads [data, data + bytes) once through L2 (one load per 32-byte sector, the unit L2 fills),
+// so a following kernel finds it there. `sink` (4 bytes of device memory) receives a value only
+// to keep the loads from being optimised away.
+cudaError_t launch_l2_touch(const void* data, std::size_t bytes, unsigned* sink,
+                            cudaStream_t stream);
+
 // One thread that spins until clock64() has advanced by `cycles` on its multiprocessor.
 cudaError_t launch_spin(long long cycles, cudaStream_t stream);
 

@@ -130,6 +130,9 @@ class CpuBackend final : public Backend {
     void stream_wait(int /*waiter*/, int /*producer*/) override {}
     void synchronize() override {}
 
+    // Host caches are too small and too shared to model per input: warming is left to the GPU.
+    void warm_inputs(std::uint32_t /*handle*/, int /*stream*/) override {}
+
     // Cold caches: writing a buffer twice the last-level cache evicts what the replay left there.
     void flush_l2() override {
         if (flush_buffer_.empty()) {

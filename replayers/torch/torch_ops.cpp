@@ -532,6 +532,12 @@ c10::IValue guessed_value(const c10::Argument& argument, const SlotInfo& info,
 struct OpWork {
     c10::OperatorHandle op;
     std::vector<c10::IValue> stack;  // copied per run: callBoxed consumes its stack
+    struct Input {
+        at::Tensor tensor;  // a view whose storage may grow later: data_ptr() is read when asked
+        std::int64_t reuse_bytes = kReuseUnknown;
+        bool parameter = false;
+    };
+    std::vector<Input> inputs;
 };
 
 struct GemmWork {
@@ -549,6 +555,34 @@ struct CopyWork {
     // CUDA: byte tensors on the host (pinned when recorded so) and on the device.
     at::Tensor src, dst;
 };
+
+// The recorded tensors of a built stack, paired with what the recording says about them.
+std::vector<OpWork::Input> inputs_of(const Plan& plan, const std::vector<c10::IValue>& stack) {
+    std::vector<OpWork::Input> inputs;
+    const auto& arguments = plan.op.schema().arguments();
+    for (std::size_t i = 0; i < plan.args.size() && i < stack.size(); ++i) {
+        const AtenArgument* rec = plan.args[i].recorded;
+        if (plan.args[i].source != Source::Recorded || rec == nullptr) continue;
+        const std::string& name = arguments[i].name();
+        const bool parameter = name == "weight" || name == "bias" || name == "running_mean" ||
+                               name == "running_var" || name.ends_with("_weight") ||
+                               name.ends_with("_bias");
+        auto add = [&](const at::Tensor& t, std::size_t item) {
+            if (item < rec->tensors.size())
+                inputs.push_back({t, rec->tensors[item].reuse_bytes, parameter});
+        };
+        if (stack[i].isTensor()) {
+            add(stack[i].toTensor(), 0);
+        } else if (stack[i].isList()) {
+            const auto list = stack[i].toList();
+            for (std::size_t j = 0; j < list.size(); ++j) {
+                const c10::IValue element = list.get(j);
+                if (element.isTensor()) add(element.toTensor(), j);
+            }
+        }
+    }
+    return inputs;
+}
 
 struct Entry {
     std::string label;
@@ -1058,7 +1092,9 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
             result.reason += (result.reason.empty() ? "" : "; ") +
                              std::string("guessed unrecorded arguments: ") + guesses;
         drain_fills();
-        result.handle = add(recipe.op, OpWork{best->op, std::move(*stack)});
+        OpWork work{best->op, std::move(*stack), {}};
+        work.inputs = inputs_of(*best, work.stack);
+        result.handle = add(recipe.op, std::move(work));
         result.disposition = Disposition::Ready;
     } catch (const std::exception& e) {
         result.disposition = Disposition::Failed;
@@ -1328,6 +1364,25 @@ std::string TorchOpRunner::run(std::uint32_t handle, void* cuda_stream) {
 #else
     return "this build's libtorch has no CUDA: cannot run on a CUDA stream";
 #endif
+}
+
+std::vector<InputRegion> TorchOpRunner::inputs(std::uint32_t handle) const {
+    std::vector<InputRegion> regions;
+    if (handle >= impl_->entries.size()) return regions;
+    const auto* work = std::get_if<OpWork>(&impl_->entries[handle].work);
+    if (work == nullptr) return regions;
+    for (const auto& in : work->inputs) {
+        const at::Tensor& t = in.tensor;
+        if (!t.defined() || t.numel() == 0 || t.device().type() != impl_->torch_device.type())
+            continue;
+        std::int64_t extent = 1;
+        for (std::int64_t d = 0; d < t.dim(); ++d)
+            extent += (t.size(d) - 1) * std::abs(t.stride(d));
+        regions.push_back(InputRegion{t.data_ptr(),
+                                      static_cast<std::size_t>(extent * t.element_size()),
+                                      in.reuse_bytes, in.parameter});
+    }
+    return regions;
 }
 
 const std::string& TorchOpRunner::label(std::uint32_t handle) const {

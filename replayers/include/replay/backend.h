@@ -31,6 +31,26 @@ struct TimedActivity {
     bool per_kernel = false;  // true: one record per kernel (CUPTI); false: whole issue
 };
 
+// An input of prepared work as the replay holds it, for cache warming (unique mode's
+// --context recorded).
+struct InputRegion {
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+    std::int64_t reuse_bytes = kReuseUnknown;  // recorded reuse distance (recipe.h)
+    bool parameter = false;  // a weight or bias by the op's signature: used when reuse is unknown
+};
+
+// Whether the recorded step would still have had `input` in a cache of `cache_bytes`: touched
+// recently enough that what was touched since, plus the input itself, fits. Without a recorded
+// distance: activations (not parameters) that fit in half the cache.
+inline bool cached_in_recording(const InputRegion& input, std::size_t cache_bytes) {
+    if (input.reuse_bytes >= 0)
+        return static_cast<std::size_t>(input.reuse_bytes) + input.bytes <= cache_bytes;
+    if (input.reuse_bytes == kReuseUnknown)
+        return !input.parameter && input.bytes <= cache_bytes / 2;
+    return false;  // first touch in the recorded step: it came from memory
+}
+
 struct Environment {
     std::string backend;  // "cuda" | "cpu"
     std::string device_name;
@@ -72,6 +92,9 @@ class Backend {
     virtual void synchronize() = 0;
     // Evicts the L2 cache (cold runs); a no-op where there is none to flush.
     virtual void flush_l2() = 0;
+    // Loads into the L2 cache, on `stream`, the inputs of prepared work that the recording would
+    // still have had there (cached_in_recording); a no-op where there is no cache to model.
+    virtual void warm_inputs(std::uint32_t handle, int stream) = 0;
     // Sleeps on the device (recorded pacing) for `ns` on `stream`, or waits on the host.
     virtual void delay(int stream, std::int64_t ns) = 0;
 

@@ -15,12 +15,12 @@
 namespace replay {
 
 enum class Pace { None, Recorded };
-// Unique mode: what runs before each timed run. Recorded: the L2 cache is evicted, then the step
-// recorded just before that instance runs (untimed), so the kernel finds in L2 what its producer
-// wrote and fetches everything else (weights, older activations) from memory, as in a recorded
-// step that touches each layer's weights once. Previous: the predecessor without the eviction, so
-// the instances cycled through stay in L2 (a model whose weights fit in L2). None: the kernel
-// back to back with itself (warm instruction and data caches).
+// Unique mode: what runs before each timed run. Recorded: the L2 cache is evicted, the step
+// recorded just before that instance runs (untimed), then the instance's inputs that the
+// recording still had in L2 (reuse distance within the L2 size, see reuse.h) are read into it:
+// activations a producer just wrote are cached, a layer's weights, which the rest of the step
+// pushed out, come from memory. Previous: the predecessor alone, no eviction: the instances
+// cycled through stay in L2, weights included. None: the kernel back to back with itself.
 enum class Context { Recorded, Previous, None };
 
 struct DriverOptions {

@@ -57,6 +57,9 @@ class TorchOpRunner {
     // (see has_cuda()); otherwise a non-null stream is reported as a failure.
     std::string run(std::uint32_t handle, void* cuda_stream);
 
+    // The tensor inputs of prepared aten-op work (its device memory, with the recorded reuse
+    // distance and whether the op's signature names it a weight or bias); empty for other work.
+    std::vector<InputRegion> inputs(std::uint32_t handle) const;
     // What to call the work in activities: "aten::layer_norm", "gemm 5 x 3072 x 1024",
     // "memcpy 4096 bytes".
     const std::string& label(std::uint32_t handle) const;
