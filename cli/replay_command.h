@@ -32,6 +32,7 @@ struct ReplaySettings {
     bool l2_flush = false;
     std::string context = "recorded";
     bool no_sequential_check = false;
+    bool no_warm_inputs = false;
     bool no_cupti = false;
     int device = 0;
     std::uint64_t seed = 0;
@@ -69,11 +70,16 @@ struct ReplaySettings {
                      "unique: flush the L2 cache before every timed run (cold timing)");
         app.add_option("--context", context,
                        "unique: what runs untimed before each timed run. recorded: the L2 is "
-                       "evicted, then the step recorded just before the instance runs (its output "
-                       "is in L2, weights come from memory, as in the recording); previous: that "
-                       "step without the eviction; none: nothing (back to back, warm)")
+                       "evicted, the step recorded just before the instance runs, then the inputs "
+                       "the recording had in L2 are read in (weights come from memory, as in the "
+                       "recording); previous: that step without eviction or reads; none: nothing "
+                       "(back to back, warm)")
             ->check(CLI::IsMember({"recorded", "previous", "none"}))
             ->capture_default_str();
+        app.add_flag("--no-warm-inputs", no_warm_inputs,
+                     "sequential: do not read into L2, before each step, the inputs the recording "
+                     "had cached (replayed producers write their own buffers, not their "
+                     "consumers', so consumers would read activations from memory)");
         app.add_flag("--no-sequential-check", no_sequential_check,
                      "unique: skip the sequential pass that the predicted total is compared with");
         app.add_flag(
@@ -94,6 +100,7 @@ struct ReplaySettings {
                     : context == "previous" ? Context::Previous
                                             : Context::Recorded;
         o.sequential_check = !no_sequential_check;
+        o.warm_inputs = !no_warm_inputs;
         if (!quiet)
             o.progress = [](const std::string& line) {
                 std::fprintf(stderr, "replay: %s\n", line.c_str());

@@ -190,6 +190,7 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
+        report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");
     }
 }
 
@@ -382,6 +383,7 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
             last_end[static_cast<std::size_t>(step.stream)] = last.ts + last.dur;
             std::vector<std::size_t> kernels;
             for (auto n : step.nodes) kernels.push_back(kernel_of[n]);
+            if (options.warm_inputs) backend.warm_inputs(prepared[s]->handle, step.stream);
             session.try_issue(*prepared[s], kernels, step.stream, s + 1);
             if (options.progress && (s + 1) % 2000 == 0)
                 options.progress("iteration " + std::to_string(it + 1) + ": issued " +

@@ -4,8 +4,8 @@
 # and check regress against fresh and doctored baselines. Everything lands in OUT_DIR.
 #
 # Usage: scripts/gpu_validate.sh OUT_DIR [steps...]
-#   steps: build tests capture-bloom capture-gpt2 bloom unique-variants gpt2 gpt2-unique regress
-#   (default: all but unique-variants and gpt2-unique, in order)
+#   steps: build tests capture-bloom capture-gpt2 bloom unique-variants gpt2 gpt2-unique seq-cold
+#   regress (default: build tests capture-bloom capture-gpt2 bloom gpt2 regress, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_validate.sh OUT_DIR [steps...]}"
@@ -70,6 +70,12 @@ for step in "${steps[@]}"; do
       "$replay" inspect "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" > "$out/gpt2_inspect.txt" 2>&1
       "$replay" "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" --mode sequential --iterations 3 --out "$out/gpt2_seq" -q > "$out/gpt2_seq.txt" 2>&1
       cat "$out/gpt2_seq.txt"
+      ;;
+    seq-cold)
+      log sequential with --no-warm-inputs
+      "$replay" "$out/bloom.json.gz" --et "$out/bloom.et.json.gz" --mode sequential --iterations 5 --no-warm-inputs --out "$out/bloom_seq_cold" -q > "$out/bloom_seq_cold.txt" 2>&1
+      "$replay" "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" --mode sequential --iterations 3 --no-warm-inputs --out "$out/gpt2_seq_cold" -q > "$out/gpt2_seq_cold.txt" 2>&1
+      cat "$out/bloom_seq_cold.txt" "$out/gpt2_seq_cold.txt"
       ;;
     gpt2-unique)
       log replay gpt2 unique

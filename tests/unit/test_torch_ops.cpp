@@ -84,6 +84,36 @@ TEST_F(TorchOps, LayerNorm) {
     EXPECT_EQ(p.reason, "");
 }
 
+// The inputs a backend reads into L2 before a timed run: each recorded tensor with its recorded
+// reuse distance, and weight/bias named as parameters by the op's signature.
+TEST_F(TorchOps, InputsCarryReuseDistancesAndParameterRoles) {
+    auto input = spec({8, 1024}, DType::Float32);
+    input.reuse_bytes = 4096;
+    auto weight = spec({1024}, DType::Float32);
+    weight.reuse_bytes = kReuseFirstTouch;
+    auto p = ready(op("aten::layer_norm",
+                      {tensor(input), scalar_list("[1024]"), tensor(weight),
+                       tensor(spec({1024}, DType::Float32)), scalar("1e-05"), scalar("True")}));
+    const auto inputs = runner.inputs(p.handle);
+    ASSERT_EQ(inputs.size(), 3u);
+    EXPECT_EQ(inputs[0].bytes, 8u * 1024 * 4);
+    EXPECT_EQ(inputs[0].reuse_bytes, 4096);
+    EXPECT_FALSE(inputs[0].parameter);
+    EXPECT_EQ(inputs[1].reuse_bytes, kReuseFirstTouch);
+    EXPECT_TRUE(inputs[1].parameter);
+    EXPECT_EQ(inputs[2].reuse_bytes, kReuseUnknown);
+    EXPECT_TRUE(inputs[2].parameter);
+    // What a 1 MiB cache would have held: the recently touched activation only.
+    EXPECT_TRUE(cached_in_recording(inputs[0], 1 << 20));
+    EXPECT_FALSE(cached_in_recording(inputs[0], 16 << 10));  // 4 KiB + 32 KiB > 16 KiB
+    EXPECT_FALSE(cached_in_recording(inputs[1], 1 << 20));   // first touch: from memory
+    EXPECT_FALSE(cached_in_recording(inputs[2], 1 << 20));   // unknown, but a parameter
+    InputRegion unknown_activation = inputs[0];
+    unknown_activation.reuse_bytes = kReuseUnknown;
+    EXPECT_TRUE(cached_in_recording(unknown_activation, 1 << 20));
+    EXPECT_FALSE(cached_in_recording(unknown_activation, 32 << 10));  // over half the cache
+}
+
 TEST_F(TorchOps, LayerNormHalfComputedAsFloatOnCpu) {
     // libtorch 1.13 has no Half LayerNorm CPU kernel; newer versions may, then no note is due.
     auto p = ready(op("aten::layer_norm",
