@@ -1324,7 +1324,6 @@ class Pipeline {
                            chunk.text + span.begin, span.length,
                            chunk.size + simdjson::SIMDJSON_PADDING - span.begin);
         }
-        source_.release_before(chunk.next_base);
         stats_.events += batch.events;
         if (!strict_error_) {
             merge(chunk);
@@ -1341,6 +1340,8 @@ class Pipeline {
                 }
             }
         }
+        // Only now: the batch's names are views into the chunk until merge() has copied them.
+        source_.release_before(chunk.next_base);
     }
 
     // How many elements a trace vector holding `count` after this chunk should end up with,

@@ -139,11 +139,14 @@ class PlainSource final : public ByteSource {
     }
     void release_before(std::uint64_t offset) override {
         if (!map_.data()) return;
-        const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
-        const std::uint64_t end = std::min(offset, map_.size()) / page * page;
-        if (end <= released_) return;
-        madvise(const_cast<char*>(map_.data()) + released_, end - released_, MADV_DONTNEED);
-        released_ = end;
+        // Whole 2 MiB blocks: the page cache may map the file with huge pages, and dropping part
+        // of one would unmap all of it, for the next chunk's first bytes to fault it back in.
+        constexpr std::uintptr_t kBlock = 2u << 20;
+        const auto start = reinterpret_cast<std::uintptr_t>(map_.data());
+        const std::uintptr_t end = (start + std::min(offset, map_.size())) / kBlock * kBlock;
+        if (end <= start + released_) return;
+        madvise(const_cast<char*>(map_.data()) + released_, end - start - released_, MADV_DONTNEED);
+        released_ = end - start;
     }
     std::uint64_t raw_offset() const override { return mapped_; }
     std::uint64_t raw_size() const override { return raw_.size(); }
