@@ -33,7 +33,7 @@ struct DriverOptions {
     // Sequential mode: before each step, read into L2 the inputs the recording had cached. A
     // replayed producer writes its own output buffer, not its consumers' input buffers, so
     // without this a consumer reads its activations from memory (on the H200: GPT-2's
-    // elementwise kernels 20-30% slow, the whole step +5.4%; with it +0.3%).
+    // elementwise kernels 20-30% slow, the whole step +5.2%; with it +0.1%).
     bool warm_inputs = true;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
     std::function<void(const std::string&)> progress;  // one line of progress, or empty
