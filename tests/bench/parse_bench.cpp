@@ -9,8 +9,8 @@
 // vectors, the op shapes and the string pool, with malloc overheads). --python-doc times
 // `python3 -c 'import json;json.loads(open(p,"rb").read())'` (whole process, as `time` would) on a
 // smaller document and parses the same document here too, for a like-for-like ratio.
-// Targets: >= 1000 MB/s plain, >= 700 MB/s .zst, <= 64 MiB parser memory beyond the model,
-// >= 20x Python.
+// Targets: >= 1000 MB/s plain, >= 700 MB/s .zst (both for the mean of the repeats), <= 64 MiB
+// parser memory beyond the model, >= 20x Python.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -228,6 +228,9 @@ double mib(std::uint64_t bytes) {
 double mbps(const Result& r) {
     return r.json_bytes / r.seconds / 1e6;
 }
+double mean_mbps(const Result& r) {
+    return r.json_bytes / r.mean_seconds / 1e6;
+}
 const char* verdict(bool ok) {
     return ok ? "MET" : "NOT MET";
 }
@@ -344,12 +347,18 @@ int main(int argc, char** argv) {
             "  WARNING: load average %.2f at the end: other work shared the cores, wall-clock "
             "figures are low\n",
             load_end);
+    // Throughput targets hold for the mean of the repeats (the first parse in a process
+    // included), not just for the best one.
     if (p.ok)
-        std::printf("  plain throughput   %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(p),
-                    kTargetPlain, mbps(p) / kTargetPlain, verdict(mbps(p) >= kTargetPlain));
+        std::printf(
+            "  plain throughput   %7.0f MB/s mean (%.0f best)  target %4.0f MB/s  ratio %.2f  %s\n",
+            mean_mbps(p), mbps(p), kTargetPlain, mean_mbps(p) / kTargetPlain,
+            verdict(mean_mbps(p) >= kTargetPlain));
     if (z.ok)
-        std::printf("  zst throughput     %7.0f MB/s  target %4.0f MB/s  ratio %.2f  %s\n", mbps(z),
-                    kTargetZst, mbps(z) / kTargetZst, verdict(mbps(z) >= kTargetZst));
+        std::printf(
+            "  zst throughput     %7.0f MB/s mean (%.0f best)  target %4.0f MB/s  ratio %.2f  %s\n",
+            mean_mbps(z), mbps(z), kTargetZst, mean_mbps(z) / kTargetZst,
+            verdict(mean_mbps(z) >= kTargetZst));
     if (p.ok)
         std::printf(
             "  parser memory      %7.1f MiB   target <= %.0f MiB beyond the model  ratio %.2f  "
