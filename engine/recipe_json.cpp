@@ -18,6 +18,7 @@ void write_tensor(JsonWriter& json, const TensorSpec& t) {
     json.field("dtype", to_string(t.dtype));
     if (t.storage_id >= 0)
         json.field("storage_id", t.storage_id).field("storage_offset", t.storage_offset);
+    if (t.reuse_bytes != kReuseUnknown) json.field("reuse_bytes", t.reuse_bytes);
     json.end_object();
 }
 
@@ -83,6 +84,8 @@ TensorSpec read_tensor(od::value v) {
             t.storage_id = get_i64(x, -1);
         else if (k == "storage_offset")
             t.storage_offset = get_i64(x);
+        else if (k == "reuse_bytes")
+            t.reuse_bytes = get_i64(x, kReuseUnknown);
     }
     return t;
 }
@@ -180,6 +183,12 @@ Recipe read_recipe(od::value v) {
             gemm.b_storage = get_i64(x, -1);
         else if (k == "c_storage")
             gemm.c_storage = get_i64(x, -1);
+        else if (k == "a_reuse_bytes")
+            gemm.a_reuse_bytes = get_i64(x, kReuseUnknown);
+        else if (k == "b_reuse_bytes")
+            gemm.b_reuse_bytes = get_i64(x, kReuseUnknown);
+        else if (k == "c_reuse_bytes")
+            gemm.c_reuse_bytes = get_i64(x, kReuseUnknown);
         // aten / gemm op
         else if (k == "op")
             aten.op = gemm.op = get_str(x);
@@ -282,7 +291,10 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                 if (d.a_storage >= 0 || d.b_storage >= 0 || d.c_storage >= 0)
                     json.field("a_storage", d.a_storage)
                         .field("b_storage", d.b_storage)
-                        .field("c_storage", d.c_storage);
+                        .field("c_storage", d.c_storage)
+                        .field("a_reuse_bytes", d.a_reuse_bytes)
+                        .field("b_reuse_bytes", d.b_reuse_bytes)
+                        .field("c_reuse_bytes", d.c_reuse_bytes);
                 json.field("gflop", d.flops() / 1e9);
             } else if constexpr (std::is_same_v<T, AtenRecipe>) {
                 json.field("kind", "aten").field("op", d.op).field("overload", d.overload);

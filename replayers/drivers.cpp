@@ -525,9 +525,9 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
     session.report().totals.recipe_coverage = total > 0 ? covered / total : 0;
     session.report().notes.push_back(
         "isolated replay from a signature file: kernels issued by another kernel's op (split-K "
-        "reductions) are not timed; a signature file has neither predecessors nor reuse "
-        "distances, so --context recorded keeps in L2 the inputs the op's signature does not name "
-        "weight or bias");
+        "reductions) are not timed; a signature file has no predecessors: --context recorded "
+        "evicts L2, then reads in the inputs that the representative instance's reuse distance "
+        "(or, without one, the op's signature) says were cached");
     run_templates(session, templates);
     Report report = session.finish("unique", seconds_since(start));
     return report;

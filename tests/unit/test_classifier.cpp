@@ -4,8 +4,10 @@
 
 #include <array>
 #include <map>
+#include <sstream>
 
 #include "replay/analysis.h"
+#include "replay/recipe_json.h"
 #include "test_support.h"
 
 using replay::testing::trace_path;
@@ -147,4 +149,37 @@ TEST(Reuse, WeightsAreFirstTouchesAndActivationsAreRecent) {
             EXPECT_EQ(g->a_reuse_bytes, replay::kReuseUnknown);
         }
     }
+}
+
+// kernel_signatures.json keeps the reuse distances, so that --kernels replays start each kernel
+// with the same L2 contents as a replay from the trace.
+TEST(Reuse, DistancesSurviveTheSignatureFile) {
+    auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
+    replay::SignatureFile file{"bloom", a->trace_hash, a->kernels};
+    std::ostringstream text;
+    replay::write_signature_file(text, file);
+    replay::testing::TempFile saved("signatures.json", text.str());
+    const auto back = replay::read_signature_file(saved.path());
+    ASSERT_EQ(back.kernels.size(), a->kernels.size());
+    std::size_t compared = 0;
+    for (std::size_t i = 0; i < back.kernels.size(); ++i) {
+        const auto& before = a->kernels[i].recipe.detail;
+        const auto& after = back.kernels[i].recipe.detail;
+        if (const auto* g = std::get_if<replay::GemmRecipe>(&before)) {
+            const auto& h = std::get<replay::GemmRecipe>(after);
+            EXPECT_EQ(h.a_reuse_bytes, g->a_reuse_bytes);
+            EXPECT_EQ(h.b_reuse_bytes, g->b_reuse_bytes);
+            EXPECT_EQ(h.c_reuse_bytes, g->c_reuse_bytes);
+            ++compared;
+        } else if (const auto* op = std::get_if<replay::AtenRecipe>(&before)) {
+            const auto& back_op = std::get<replay::AtenRecipe>(after);
+            ASSERT_EQ(back_op.args.size(), op->args.size());
+            for (std::size_t j = 0; j < op->args.size(); ++j)
+                for (std::size_t t = 0; t < op->args[j].tensors.size(); ++t)
+                    EXPECT_EQ(back_op.args[j].tensors[t].reuse_bytes,
+                              op->args[j].tensors[t].reuse_bytes);
+            ++compared;
+        }
+    }
+    EXPECT_GT(compared, 30u);
 }
