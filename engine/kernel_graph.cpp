@@ -209,10 +209,14 @@ KernelGraph KernelGraph::build(Trace& trace) {
         if (is_event_record(name)) {
             if (after != mine.begin()) last_record_producer[thread] = *(after - 1);
         } else if (is_stream_wait(name)) {
+            if (after == mine.end()) continue;
             auto producer = last_record_producer.find(thread);
-            if (producer == last_record_producer.end() || after == mine.end()) continue;
+            // roctracer records no hipEventRecord: the event was then most likely recorded
+            // right after the last work this thread launched.
+            if (producer == last_record_producer.end() && after == mine.begin()) continue;
             StreamWait wait;
-            wait.producer = producer->second;
+            wait.producer =
+                producer != last_record_producer.end() ? producer->second : *(after - 1);
             wait.waiter = *after;
             wait.producer_stream = trace.activities[graph.nodes_[wait.producer].activity].stream;
             wait.waiting_stream = trace.activities[graph.nodes_[wait.waiter].activity].stream;

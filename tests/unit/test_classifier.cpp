@@ -183,3 +183,16 @@ TEST(Reuse, DistancesSurviveTheSignatureFile) {
     }
     EXPECT_GT(compared, 30u);
 }
+
+// roctracer records hipStreamWaitEvent but no hipEventRecord: the wait's producer is the work the
+// thread launched last before it. The MI300X DDP trace's RCCL stream waits on the compute stream.
+TEST(Graph, HipStreamWaitsWithoutEventRecords) {
+    auto a = analyze("public/TraceLens/resnet_act_checkpoint.json.gz");
+    const auto& waits = a->graph.waits();
+    EXPECT_GE(waits.size(), 12u);
+    for (const auto& w : waits) {
+        EXPECT_NE(w.producer_stream, w.waiting_stream);
+        EXPECT_LT(a->graph.launch_time(a->graph.nodes()[w.producer]),
+                  a->graph.launch_time(a->graph.nodes()[w.waiter]));
+    }
+}
