@@ -268,3 +268,37 @@ TEST(BadInput, UnusableInputsAreErrorsWithFileAndOffset) {
     }
     EXPECT_THROW(replay::parse_kineto((dir / "missing.json").string()), replay::InputError);
 }
+
+// Plain files of 16 MiB and more are parsed in place from a read-only mapping: whole and cut
+// mid-event, the result must be the copying path's (the same bytes read through gzip).
+TEST(Parser, MappedLargeFileMatchesCopiedParse) {
+    TempDir dir;
+    const std::string json = replay::read_all(trace_path(kBloom));
+    const std::size_t open = json.find('[', json.find("\"traceEvents\""));
+    const std::size_t close = json.rfind(']', json.find("\"traceName\""));
+    ASSERT_NE(open, std::string::npos);
+    ASSERT_NE(close, std::string::npos);
+    const std::string events = json.substr(open + 1, close - open - 1);
+    std::string big = json.substr(0, open + 1);
+    while (big.size() < (25u << 20)) big += events + ",";  // cut at 70% still >= 16 MiB
+    big.back() = ' ';
+    big += json.substr(close);
+
+    auto summary = [](const replay::ParseResult& r) {
+        std::int64_t kernel_ns = 0;
+        for (const auto& a : r.trace.activities) kernel_ns += a.dur;
+        return std::tuple(r.stats.events, r.trace.activities.size(), r.trace.cpu_ops.size(),
+                          r.trace.op_shapes.size(), kernel_ns, r.stats.truncated,
+                          r.stats.truncated_lost_bytes);
+    };
+    for (const std::size_t size : {big.size(), big.size() * 7 / 10}) {
+        const std::string text = big.substr(0, size);
+        write_file(dir / "big.json", text);
+        replay::testing::TempFile gz("big.json.gz", text, true);
+        const auto mapped = replay::parse_kineto((dir / "big.json").string());
+        const auto copied = replay::parse_kineto(gz.path());
+        EXPECT_EQ(summary(mapped), summary(copied)) << size << " bytes";
+        EXPECT_GT(mapped.stats.events, 20000u);
+        EXPECT_EQ(mapped.stats.truncated, size < big.size());
+    }
+}
