@@ -38,7 +38,7 @@ for step in "${steps[@]}"; do
       ;;
     tests)
       log gpu tests
-      ctest --test-dir "$build" -L gpu --output-on-failure > "$out/gpu_tests.log" 2>&1
+      ctest --test-dir "$build" -L gpu --output-on-failure -V > "$out/gpu_tests.log" 2>&1
       tail -5 "$out/gpu_tests.log"
       ;;
     capture-bloom)
