@@ -327,6 +327,9 @@ bool for_each_input(od::value value, std::vector<OpArgument>& inputs, const char
 // reports exactly what it always did. The event's text is padded, so reading 16 bytes past `end` is
 // safe.
 inline const char* skip_space(const char* p, const char* end) {
+    // The text is padded, so *p is readable even at `end`: the usual case (no blank at all) is
+    // settled by one compare, as no blank is above ' '.
+    if (static_cast<unsigned char>(*p) > ' ') return p;
     while (p < end && is_json_space(*p)) ++p;
     return p;
 }
@@ -364,13 +367,18 @@ struct RawDims {
     std::vector<std::uint32_t> ends;  // per input: end of its values, then of its ranks
 };
 
-bool read_dims_lists_raw(const char* p, const char* end, RawDims& out) {
+// `stop` (if given) receives the end of the list, just past its ']'.
+bool read_dims_lists_raw(const char* p, const char* end, RawDims& out,
+                         const char** stop = nullptr) {
     out.values.clear();
     out.ranks.clear();
     out.ends.clear();
     if (p >= end || *p != '[') return false;
     p = skip_space(p + 1, end);
-    if (p < end && *p == ']') return true;
+    if (p < end && *p == ']') {
+        if (stop) *stop = p + 1;
+        return true;
+    }
     while (true) {
         if (p >= end || *p != '[') return false;
         p = skip_space(p + 1, end);
@@ -404,24 +412,210 @@ bool read_dims_lists_raw(const char* p, const char* end, RawDims& out) {
         out.ends.push_back(static_cast<std::uint32_t>(out.values.size()));
         out.ends.push_back(static_cast<std::uint32_t>(out.ranks.size()));
         if (!raw_separator(p, end)) return false;
-        if (*p == ']') return true;
+        if (*p == ']') {
+            if (stop) *stop = p + 1;
+            return true;
+        }
     }
 }
 
-// A list of strings without escapes, as views into the text (what get_text() gives for them).
-bool read_text_list_raw(const char* p, const char* end, std::vector<std::string_view>& out) {
+// Index of the first '"', '\\', control character or non-ASCII byte at or after p; there is a
+// '"' before the end of the buffer, which is readable 16 bytes past it.
+inline std::size_t plain_string_stop(const char* p) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    for (std::size_t at = 0;; at += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+        // A signed compare: bytes from 0x80 up count as negative, so below ' ' as well.
+        const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                         _mm_cmplt_epi8(v, space))));
+        if (mask != 0) return at + static_cast<std::size_t>(__builtin_ctz(mask));
+    }
+#else
+    std::size_t n = 0;
+    while (p[n] != '"' && p[n] != '\\' && static_cast<unsigned char>(p[n]) >= 0x20 &&
+           static_cast<unsigned char>(p[n]) < 0x80)
+        ++n;
+    return n;
+#endif
+}
+
+// A string at p (its opening quote) that is plain ASCII without escapes or control characters:
+// its text in place, with p moved past the closing quote. Such a string means the same to every
+// JSON reader, simdjson included; any other string is left to simdjson.
+inline bool raw_plain_string(const char*& p, const char* end, std::string_view& out) {
+    if (p >= end || *p != '"') return false;
+    const std::size_t n = plain_string_stop(p + 1);
+    if (p + 1 + n >= end || p[1 + n] != '"') return false;
+    out = std::string_view(p + 1, n);
+    p += n + 2;
+    return true;
+}
+
+// A list of plain strings, as views into the text (what get_text() gives for them). `stop` (if
+// given) receives the end of the list, just past its ']'.
+bool read_text_list_raw(const char* p, const char* end, std::vector<std::string_view>& out,
+                        const char** stop = nullptr) {
     out.clear();
     if (p >= end || *p != '[') return false;
     p = skip_space(p + 1, end);
-    if (p < end && *p == ']') return true;
+    if (p < end && *p == ']') {
+        if (stop) *stop = p + 1;
+        return true;
+    }
     while (true) {
-        if (p >= end || *p != '"') return false;
-        const std::size_t n = quote_or_backslash(p + 1);
-        if (p + 1 + n >= end || p[1 + n] != '"') return false;
-        out.emplace_back(p + 1, n);
-        p += n + 2;
+        std::string_view text;
+        if (!raw_plain_string(p, end, text)) return false;
+        out.push_back(text);
         if (!raw_separator(p, end)) return false;
-        if (*p == ']') return true;
+        if (*p == ']') {
+            if (stop) *stop = p + 1;
+            return true;
+        }
+    }
+}
+
+// Raw readers for a whole event (EventParser::event_raw): they accept only strict JSON, which
+// simdjson reads the same way, and report anything else as false for simdjson to deal with.
+inline bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+inline bool is_delimiter(char c) {
+    return c == ',' || c == '}' || c == ']' || is_json_space(c);
+}
+
+// A JSON number at p, as a token (without the blanks after it); p moves past it.
+inline bool raw_number(const char*& p, const char* end, std::string_view& out) {
+    const char* q = p;
+    if (q < end && *q == '-') ++q;
+    if (q >= end) return false;
+    if (*q == '0') {
+        ++q;
+    } else if (*q >= '1' && *q <= '9') {
+        while (q < end && is_digit(*q)) ++q;
+    } else {
+        return false;
+    }
+    if (q < end && *q == '.') {
+        const char* digits = ++q;
+        while (q < end && is_digit(*q)) ++q;
+        if (q == digits) return false;
+    }
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        ++q;
+        if (q < end && (*q == '+' || *q == '-')) ++q;
+        const char* digits = q;
+        while (q < end && is_digit(*q)) ++q;
+        if (q == digits) return false;
+    }
+    if (q >= end || !is_delimiter(*q)) return false;
+    out = std::string_view(p, static_cast<std::size_t>(q - p));
+    p = q;
+    return true;
+}
+
+// An integer that as_int() reads on its fast path (up to 16 digits, no sign, fraction or
+// exponent), with the same value. p must be below `end`, which is readable 16 bytes past it.
+inline bool raw_int(const char*& p, const char* end, std::int64_t& out) {
+    const std::size_t n = leading_digits(p);
+    // With 16 digits, p[16] being a delimiter also rules out a 17th digit.
+    if (n == 0 || (p[0] == '0' && n > 1) || p + n >= end || !is_delimiter(p[n])) return false;
+    out = static_cast<std::int64_t>(n <= 8 ? parse_digits_swar(p, n)
+                                           : parse_digits_swar(p, n - 8) * 100000000ULL +
+                                                 parse_digits_swar(p + n - 8, 8));
+    p += n;
+    return true;
+}
+
+// micros_to_nanos_padded() of the number at p (ts, dur); p moves past it.
+inline bool raw_micros(const char*& p, const char* end, std::int64_t& out) {
+    // The usual "123.456", on micros_to_nanos_padded()'s fast path and computed the same way.
+    // With 16 digits before the point, the delimiter check below rules out a 17th.
+    const char* q = p + (*p == '-');
+    const std::size_t whole_digits = leading_digits(q);
+    if (whole_digits > 0 && (q[0] != '0' || whole_digits == 1)) {
+        auto whole = static_cast<std::int64_t>(
+            whole_digits <= 8 ? parse_digits_swar(q, whole_digits)
+                              : parse_digits_swar(q, whole_digits - 8) * 100000000ULL +
+                                    parse_digits_swar(q + whole_digits - 8, 8));
+        // micros_to_nanos_padded()'s overflow check.
+        constexpr std::int64_t kMaxPrefix =
+            (std::numeric_limits<std::int64_t>::max() - 9) / 10 / 1000;
+        bool plain = whole_digits < 16 || whole / 10 <= kMaxPrefix;
+        q += whole_digits;
+        std::int64_t frac = 0;
+        if (*q == '.') {
+            const std::size_t f = leading_digits(q + 1);
+            plain = plain && f > 0 && f < 16;
+            const char* d = q + 1;
+            frac = (d[0] - '0') * 100 + (f > 1 ? (d[1] - '0') * 10 : 0) + (f > 2 ? d[2] - '0' : 0);
+            if (f > 3 && d[3] >= '5') ++frac;
+            q += 1 + f;
+        }
+        if (plain && q < end && is_delimiter(*q)) {
+            out = whole * 1000 + frac;
+            if (*p == '-') out = -out;
+            p = q;
+            return true;
+        }
+    }
+    std::string_view token;
+    return raw_number(p, end, token) && micros_to_nanos_padded(token, out);
+}
+
+// Skips any JSON value (strict, plain strings only, nesting bounded well below simdjson's limit).
+bool raw_skip(const char*& p, const char* end, int depth = 0) {
+    if (p >= end) return false;
+    switch (*p) {
+        case '"': {
+            std::string_view text;
+            return raw_plain_string(p, end, text);
+        }
+        case '{':
+        case '[': {
+            if (depth >= 64) return false;
+            const char close = *p == '{' ? '}' : ']';
+            p = skip_space(p + 1, end);
+            if (p < end && *p == close) {
+                ++p;
+                return true;
+            }
+            while (true) {
+                if (close == '}') {
+                    std::string_view key;
+                    if (!raw_plain_string(p, end, key)) return false;
+                    p = skip_space(p, end);
+                    if (p >= end || *p != ':') return false;
+                    p = skip_space(p + 1, end);
+                }
+                if (!raw_skip(p, end, depth + 1)) return false;
+                p = skip_space(p, end);
+                if (p >= end) return false;
+                if (*p == close) {
+                    ++p;
+                    return true;
+                }
+                if (*p != ',') return false;
+                p = skip_space(p + 1, end);
+            }
+        }
+        case 't':
+        case 'f':
+        case 'n': {
+            const std::string_view word = *p == 't' ? "true" : *p == 'f' ? "false" : "null";
+            if (static_cast<std::size_t>(end - p) <= word.size() ||
+                std::memcmp(p, word.data(), word.size()) != 0 || !is_delimiter(p[word.size()]))
+                return false;
+            p += word.size();
+            return true;
+        }
+        default: {
+            std::string_view token;
+            return raw_number(p, end, token);
+        }
     }
 }
 
@@ -484,6 +678,18 @@ class LocalNames {
         }
     }
     std::size_t size() const { return views_.size(); }
+    // Forgets the strings interned since size() was `mark` (they were added last, so removing
+    // them leaves every other string's probe sequence intact). Only for strings not copied.
+    void rollback(std::size_t mark) {
+        const std::size_t mask = slots_.size() - 1;
+        while (views_.size() > mark) {
+            const auto id = static_cast<std::uint32_t>(views_.size() - 1);
+            std::size_t slot = hash_text(views_.back()) & mask;
+            while (slots_[slot] != id) slot = (slot + 1) & mask;
+            slots_[slot] = 0;
+            views_.pop_back();
+        }
+    }
     std::string_view view(std::size_t id) const { return views_[id]; }
     std::size_t bytes() const {
         return views_.capacity() * sizeof(std::string_view) + slots_.capacity() * 4;
@@ -616,6 +822,17 @@ class EventParser {
                                    std::uint64_t offset);
 
   private:
+    // The whole event read straight from its text when it is strict, plain JSON and well formed
+    // (nearly all events): true once it is added to the batch. Otherwise false with nothing
+    // changed, and event() reads it through simdjson, which then decides what it is.
+    bool event_raw(const char* json, std::size_t length, std::uint64_t offset);
+    bool parse_args_raw(const char*& p, const char* end, Category category, std::size_t index);
+    // The typed record for an "X" event of `category` (kNoIndex for kinds without one).
+    std::size_t make_record(Category category, std::uint64_t offset);
+    void drop_record(Category record_category);
+    void fill_record(Category record_category, std::size_t index, NameId name, std::int64_t ts,
+                     std::int64_t dur, std::int64_t pid, std::int64_t tid, bool pid_label,
+                     bool tid_label);
     std::optional<Malformed> parse_args(od::object args, Category category, std::size_t index);
     // pid/tid: a number, a numeric string, "stream 7", or a label ("Traces", "Spans").
     std::int64_t id_from(od::value value, bool& label);
@@ -671,9 +888,111 @@ std::int64_t EventParser::id_from(od::value value, bool& label) {
     return -1 - static_cast<std::int64_t>(intern(text, in_input));
 }
 
+std::size_t EventParser::make_record(Category category, std::uint64_t offset) {
+    std::size_t index = kNoIndex;
+    switch (category) {
+        case Category::Kernel:
+        case Category::Memcpy:
+        case Category::Memset:
+            index = out_->activities.size();
+            out_->activities.emplace_back();
+            out_->activity_labels.push_back(0);
+            out_->activities.back().kind = category == Category::Kernel   ? ActivityKind::Kernel
+                                           : category == Category::Memcpy ? ActivityKind::Memcpy
+                                                                          : ActivityKind::Memset;
+            out_->activities.back().byte_offset = offset;
+            break;
+        case Category::CpuOp:
+        case Category::Annotation:
+            index = out_->cpu_ops.size();
+            out_->cpu_ops.emplace_back();
+            out_->op_labels.push_back(0);
+            out_->cpu_ops.back().category = category == Category::CpuOp ? 0 : 1;
+            break;
+        case Category::Runtime:
+        case Category::Driver:
+        case Category::Sync:
+            index = out_->runtime_calls.size();
+            out_->runtime_calls.emplace_back();
+            out_->call_labels.push_back(0);
+            out_->runtime_calls.back().is_driver = category == Category::Driver;
+            break;
+        default:
+            break;
+    }
+    return index;
+}
+
+void EventParser::drop_record(Category record_category) {
+    switch (record_category) {
+        case Category::Kernel:
+        case Category::Memcpy:
+        case Category::Memset:
+            out_->activities.pop_back();
+            out_->activity_labels.pop_back();
+            break;
+        case Category::CpuOp:
+        case Category::Annotation:
+            if (out_->cpu_ops.back().shapes != kNoIndex) out_->op_shapes.pop_back();
+            out_->cpu_ops.pop_back();
+            out_->op_labels.pop_back();
+            break;
+        default:
+            out_->runtime_calls.pop_back();
+            out_->call_labels.pop_back();
+            break;
+    }
+}
+
+// The record keeps the kind it was made with, even when a repeated "cat" said otherwise later.
+void EventParser::fill_record(Category record_category, std::size_t index, NameId name_id,
+                              std::int64_t ts, std::int64_t dur, std::int64_t pid, std::int64_t tid,
+                              bool pid_label, bool tid_label) {
+    switch (record_category) {
+        case Category::Kernel:
+        case Category::Memcpy:
+        case Category::Memset: {
+            GpuActivity& a = out_->activities[index];
+            a.name = name_id;
+            a.ts = ts;
+            a.dur = dur;
+            if (a.device == 0 && pid > 0) a.device = pid;
+            if (a.stream == 0) {
+                a.stream = tid;
+                if (tid_label) out_->activity_labels[index] = kTidLabel;
+            }
+            break;
+        }
+        case Category::CpuOp:
+        case Category::Annotation: {
+            CpuOp& op = out_->cpu_ops[index];
+            op.name = name_id;
+            op.ts = ts;
+            op.dur = dur;
+            op.pid = pid;
+            op.tid = tid;
+            out_->op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
+                                                               (tid_label ? kTidLabel : 0));
+            break;
+        }
+        default: {
+            RuntimeCall& call = out_->runtime_calls[index];
+            call.name = name_id;
+            call.ts = ts;
+            call.dur = dur;
+            call.pid = pid;
+            call.tid = tid;
+            out_->call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
+                                                                 (tid_label ? kTidLabel : 0));
+            break;
+        }
+    }
+}
+
 std::optional<Malformed> EventParser::event(const char* json, std::size_t length,
                                             std::size_t capacity, std::uint64_t offset) {
     doc_end_ = json + length;
+    if (event_raw(json, length, offset)) return std::nullopt;
     od::document doc;
     if (parser_.iterate(json, length, capacity).get(doc)) return Malformed{"not valid JSON"};
     od::object object;
@@ -694,59 +1013,12 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
     // parsed in the same pass in the usual field order.
     auto ensure_record = [&]() {
         if (index != kNoIndex || !is(ph, "X")) return;
-        switch (category) {
-            case Category::Kernel:
-            case Category::Memcpy:
-            case Category::Memset:
-                index = out_->activities.size();
-                out_->activities.emplace_back();
-                out_->activity_labels.push_back(0);
-                out_->activities.back().kind = category == Category::Kernel ? ActivityKind::Kernel
-                                               : category == Category::Memcpy
-                                                   ? ActivityKind::Memcpy
-                                                   : ActivityKind::Memset;
-                out_->activities.back().byte_offset = offset;
-                break;
-            case Category::CpuOp:
-            case Category::Annotation:
-                index = out_->cpu_ops.size();
-                out_->cpu_ops.emplace_back();
-                out_->op_labels.push_back(0);
-                out_->cpu_ops.back().category = category == Category::CpuOp ? 0 : 1;
-                break;
-            case Category::Runtime:
-            case Category::Driver:
-            case Category::Sync:
-                index = out_->runtime_calls.size();
-                out_->runtime_calls.emplace_back();
-                out_->call_labels.push_back(0);
-                out_->runtime_calls.back().is_driver = category == Category::Driver;
-                break;
-            default:
-                break;
-        }
+        index = make_record(category, offset);
         if (index != kNoIndex) record_category = category;
     };
     auto discard_record = [&]() {
         if (index == kNoIndex) return;
-        switch (record_category) {
-            case Category::Kernel:
-            case Category::Memcpy:
-            case Category::Memset:
-                out_->activities.pop_back();
-                out_->activity_labels.pop_back();
-                break;
-            case Category::CpuOp:
-            case Category::Annotation:
-                if (out_->cpu_ops.back().shapes != kNoIndex) out_->op_shapes.pop_back();
-                out_->cpu_ops.pop_back();
-                out_->op_labels.pop_back();
-                break;
-            default:
-                out_->runtime_calls.pop_back();
-                out_->call_labels.pop_back();
-                break;
-        }
+        drop_record(record_category);
         index = kNoIndex;
     };
     auto fail = [&](std::string reason) {
@@ -835,47 +1107,276 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
         if (auto bad = parse_args(args, record_category, index)) return fail(bad->reason);
     }
     const NameId name_id = out_->names.intern(name, !name_in_input);
-    // The record keeps the kind it was made with, even when a repeated "cat" said otherwise later.
-    switch (record_category) {
-        case Category::Kernel:
-        case Category::Memcpy:
-        case Category::Memset: {
-            GpuActivity& a = out_->activities[index];
-            a.name = name_id;
-            a.ts = ts;
-            a.dur = dur;
-            if (a.device == 0 && pid > 0) a.device = pid;
-            if (a.stream == 0) {
-                a.stream = tid;
-                if (tid_label) out_->activity_labels[index] = kTidLabel;
-            }
-            break;
-        }
-        case Category::CpuOp:
-        case Category::Annotation: {
-            CpuOp& op = out_->cpu_ops[index];
-            op.name = name_id;
-            op.ts = ts;
-            op.dur = dur;
-            op.pid = pid;
-            op.tid = tid;
-            out_->op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
-                                                               (tid_label ? kTidLabel : 0));
-            break;
-        }
-        default: {
-            RuntimeCall& call = out_->runtime_calls[index];
-            call.name = name_id;
-            call.ts = ts;
-            call.dur = dur;
-            call.pid = pid;
-            call.tid = tid;
-            out_->call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
-                                                                 (tid_label ? kTidLabel : 0));
-            break;
-        }
-    }
+    fill_record(record_category, index, name_id, ts, dur, pid, tid, pid_label, tid_label);
     return std::nullopt;
+}
+
+// Mirrors event() and parse_args() member by member on strict JSON; whatever they would reject,
+// and anything out of the ordinary, is undone and handed back to them.
+bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t offset) {
+    const char* const end = json + length;
+    const char* p = skip_space(json, end);
+    if (p >= end || *p != '{') return false;
+    const std::size_t names_mark = out_->names.size();
+    std::string_view ph, cat, name;
+    bool has_cat = false;
+    Category category = Category::Missing;
+    Category record_category = Category::Missing;
+    std::int64_t pid = 0, tid = 0, ts = 0, dur = -1;
+    bool pid_label = false, tid_label = false;
+    bool has_ts = false, has_name = false;
+    std::size_t index = kNoIndex;
+    auto ensure_record = [&]() {
+        if (index != kNoIndex || !is(ph, "X")) return;
+        index = make_record(category, offset);
+        if (index != kNoIndex) record_category = category;
+    };
+    auto give_up = [&]() {
+        if (index != kNoIndex) drop_record(record_category);
+        out_->names.rollback(names_mark);
+        return false;
+    };
+    // id_from() for plain numbers and strings; other values give 0 there too.
+    auto id = [&](std::int64_t& out, bool& label) {
+        label = false;
+        out = 0;
+        if (*p == '"') {
+            std::string_view text;
+            if (!raw_plain_string(p, end, text)) return false;
+            std::string_view digits = text;
+            if (digits.substr(0, 7) == "stream ") digits.remove_prefix(7);
+            std::int64_t v = 0;
+            auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+            if (ec == std::errc() && ptr == digits.data() + digits.size()) {
+                out = v;
+            } else {
+                label = true;
+                out = -1 - static_cast<std::int64_t>(intern(text, true));
+            }
+            return true;
+        }
+        if (*p == '-' || is_digit(*p)) return raw_int(p, end, out);
+        return raw_skip(p, end);
+    };
+
+    p = skip_space(p + 1, end);
+    if (p >= end || *p == '}') return give_up();  // no "ph": malformed
+    while (true) {
+        std::string_view key;
+        if (!raw_plain_string(p, end, key)) return give_up();
+        p = skip_space(p, end);
+        if (p >= end || *p != ':') return give_up();
+        p = skip_space(p + 1, end);
+        if (p >= end) return give_up();
+        bool read = true;  // the value has been consumed
+        switch (key.size()) {
+            case 2:
+                if (is(key, "ph")) {
+                    if (!raw_plain_string(p, end, ph)) return give_up();
+                    ensure_record();
+                } else if (is(key, "ts")) {
+                    if (!raw_micros(p, end, ts)) return give_up();
+                    has_ts = true;
+                } else {
+                    read = false;
+                }
+                break;
+            case 3:
+                if (is(key, "cat")) {
+                    if (!raw_plain_string(p, end, cat)) return give_up();
+                    has_cat = true;
+                    category = categorize(cat);
+                    ensure_record();
+                } else if (is(key, "pid")) {
+                    if (!id(pid, pid_label)) return give_up();
+                } else if (is(key, "tid")) {
+                    if (!id(tid, tid_label)) return give_up();
+                } else if (is(key, "dur")) {
+                    if (!raw_micros(p, end, dur)) return give_up();
+                } else {
+                    read = false;
+                }
+                break;
+            case 4:
+                if (is(key, "name")) {
+                    if (!raw_plain_string(p, end, name)) return give_up();
+                    has_name = true;
+                } else if (is(key, "args")) {
+                    if (index != kNoIndex) {
+                        if (*p != '{' || !parse_args_raw(p, end, record_category, index))
+                            return give_up();
+                    } else if (ph.empty() || !has_cat) {
+                        return give_up();  // args before ph/cat: event() parses them afterwards
+                    } else {
+                        read = false;
+                    }
+                } else {
+                    read = false;
+                }
+                break;
+            default:
+                read = false;
+                break;
+        }
+        if (!read && !raw_skip(p, end)) return give_up();
+        p = skip_space(p, end);
+        if (p >= end) return give_up();
+        if (*p == '}') break;
+        if (*p != ',') return give_up();
+        p = skip_space(p + 1, end);
+    }
+    if (skip_space(p + 1, end) != end) return give_up();
+    if (ph.empty()) return give_up();
+    const bool x = is(ph, "X");
+    const bool recorded = x && category != Category::Missing && category != Category::Other &&
+                          category != Category::PythonFunction;
+    if (recorded) {
+        ensure_record();
+        if (!has_name || !has_ts || dur < 0) return give_up();
+    }
+    ++out_->events_total;
+    out_->tally.add(has_cat, cat, ph);
+    if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
+    if (!recorded) return true;
+    fill_record(record_category, index, intern(name, true), ts, dur, pid, tid, pid_label,
+                tid_label);
+    return true;
+}
+
+bool EventParser::parse_args_raw(const char*& p, const char* end, Category category,
+                                 std::size_t index) {
+    p = skip_space(p + 1, end);  // past '{'
+    if (p < end && *p == '}') {
+        ++p;
+        return true;
+    }
+    while (true) {
+        std::string_view key;
+        if (!raw_plain_string(p, end, key)) return false;
+        p = skip_space(p, end);
+        if (p >= end || *p != ':') return false;
+        p = skip_space(p + 1, end);
+        if (p >= end) return false;
+        const bool is_external = is(key, "External id") || is(key, "external id");
+        bool read = true;  // the value has been consumed
+        auto set_int = [&](auto& slot) -> bool {
+            std::int64_t v;
+            if (!raw_int(p, end, v)) return false;
+            slot = static_cast<std::remove_reference_t<decltype(slot)>>(v);
+            return true;
+        };
+        switch (category) {
+            case Category::Kernel:
+            case Category::Memcpy:
+            case Category::Memset: {
+                GpuActivity& a = out_->activities[index];
+                if (is(key, "correlation")) {
+                    if (!set_int(a.correlation)) return false;
+                } else if (is_external) {
+                    if (!set_int(a.external_id)) return false;
+                } else if (is(key, "device")) {
+                    if (!set_int(a.device)) return false;
+                } else if (is(key, "stream")) {
+                    if (!set_int(a.stream)) return false;
+                } else if (is(key, "bytes")) {
+                    if (!set_int(a.bytes)) return false;
+                } else if (is(key, "registers per thread")) {
+                    if (!set_int(a.registers)) return false;
+                } else if (is(key, "shared memory")) {
+                    if (!set_int(a.shared_memory)) return false;
+                } else if (is(key, "grid") || is(key, "block")) {
+                    std::int32_t* out = is(key, "grid") ? a.grid : a.block;
+                    if (*p != '[') return false;
+                    p = skip_space(p + 1, end);
+                    if (p < end && *p != ']') {
+                        for (int i = 0;;) {
+                            std::int64_t v;
+                            if (!raw_int(p, end, v)) return false;
+                            if (i < 3) out[i++] = static_cast<std::int32_t>(v);
+                            if (!raw_separator(p, end)) return false;
+                            if (*p == ']') break;
+                        }
+                    }
+                    if (p >= end) return false;
+                    ++p;
+                } else if (is(key, "Collective name") || is(key, "dtype")) {
+                    std::string_view text;
+                    if (!raw_plain_string(p, end, text)) return false;
+                    (is(key, "dtype") ? a.collective_dtype : a.collective) = intern(text, true);
+                } else if (is(key, "In msg nelems")) {
+                    if (!set_int(a.in_nelems)) return false;
+                } else if (is(key, "Out msg nelems")) {
+                    if (!set_int(a.out_nelems)) return false;
+                } else if (is(key, "Group size")) {
+                    if (!set_int(a.group_size)) return false;
+                } else {
+                    read = false;
+                }
+                break;
+            }
+            case Category::CpuOp:
+            case Category::Annotation: {
+                CpuOp& op = out_->cpu_ops[index];
+                auto shapes = [&]() -> OpShapes& {
+                    if (op.shapes == kNoIndex) {
+                        op.shapes = static_cast<std::uint32_t>(out_->op_shapes.size());
+                        out_->op_shapes.emplace_back();
+                    }
+                    return out_->op_shapes[op.shapes];
+                };
+                const char* stop = nullptr;
+                if (is_external) {
+                    if (!set_int(op.external_id)) return false;
+                } else if (is(key, "Record function id")) {
+                    if (!set_int(op.record_function_id)) return false;
+                } else if (is(key, "Sequence number")) {
+                    if (!set_int(op.sequence_number)) return false;
+                } else if (is(key, "Input Dims") || is(key, "Input dims") ||
+                           is(key, "Input Strides")) {
+                    if (!read_dims_lists_raw(p, end, raw_dims_, &stop)) return false;
+                    add_raw_dims(shapes().inputs, is(key, "Input Strides"));
+                    p = stop;
+                } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
+                    if (!read_text_list_raw(p, end, raw_texts_, &stop)) return false;
+                    const bool is_type = is(key, "Input type");
+                    std::vector<OpArgument>& inputs = shapes().inputs;
+                    if (inputs.empty()) inputs.reserve(raw_texts_.size());
+                    if (inputs.size() < raw_texts_.size()) inputs.resize(raw_texts_.size());
+                    for (std::size_t i = 0; i < raw_texts_.size(); ++i)
+                        (is_type ? inputs[i].type : inputs[i].concrete) =
+                            intern(raw_texts_[i], true);
+                    p = stop;
+                } else {
+                    read = false;
+                }
+                break;
+            }
+            default: {
+                RuntimeCall& call = out_->runtime_calls[index];
+                if (is(key, "correlation")) {
+                    if (!set_int(call.correlation)) return false;
+                } else if (is_external) {
+                    if (!set_int(call.external_id)) return false;
+                } else if (is(key, "wait_on_stream")) {
+                    if (!set_int(call.wait_on_stream)) return false;
+                } else if (is(key, "wait_on_cuda_event_record_corr_id")) {
+                    if (!set_int(call.wait_on_event_correlation)) return false;
+                } else {
+                    read = false;
+                }
+                break;
+            }
+        }
+        if (!read && !raw_skip(p, end)) return false;
+        p = skip_space(p, end);
+        if (p >= end) return false;
+        if (*p == '}') {
+            ++p;
+            return true;
+        }
+        if (*p != ',') return false;
+        p = skip_space(p + 1, end);
+    }
 }
 
 std::optional<Malformed> EventParser::parse_args(od::object args, Category category,
