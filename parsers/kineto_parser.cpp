@@ -330,6 +330,8 @@ inline const char* skip_space(const char* p, const char* end) {
     // The text is padded, so *p is readable even at `end`: the usual case (no blank at all) is
     // settled by one compare, as no blank is above ' '.
     if (static_cast<unsigned char>(*p) > ' ') return p;
+    // Then the one space after ':' and ',' of the usual single-line events.
+    if (p < end && *p == ' ' && static_cast<unsigned char>(p[1]) > ' ') return p + 1;
     while (p < end && is_json_space(*p)) ++p;
     return p;
 }
@@ -487,6 +489,16 @@ inline bool is_delimiter(char c) {
     return c == ',' || c == '}' || c == ']' || is_json_space(c);
 }
 
+// Past the digits at q, but not past `end` (16 at a time: the text is padded).
+inline const char* skip_digits(const char* q, const char* end) {
+    std::size_t n;
+    do {
+        n = leading_digits(q);
+        q += n;
+    } while (n == 16 && q < end);
+    return std::min(q, end);
+}
+
 // A JSON number at p, as a token (without the blanks after it); p moves past it.
 inline bool raw_number(const char*& p, const char* end, std::string_view& out) {
     const char* q = p;
@@ -495,13 +507,13 @@ inline bool raw_number(const char*& p, const char* end, std::string_view& out) {
     if (*q == '0') {
         ++q;
     } else if (*q >= '1' && *q <= '9') {
-        while (q < end && is_digit(*q)) ++q;
+        q = skip_digits(q, end);
     } else {
         return false;
     }
     if (q < end && *q == '.') {
         const char* digits = ++q;
-        while (q < end && is_digit(*q)) ++q;
+        q = skip_digits(q, end);
         if (q == digits) return false;
     }
     if (q < end && (*q == 'e' || *q == 'E')) {
