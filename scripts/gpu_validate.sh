@@ -5,7 +5,7 @@
 #
 # Usage: scripts/gpu_validate.sh OUT_DIR [steps...]
 #   steps: build tests capture-bloom capture-gpt2 bloom unique-variants gpt2 gpt2-unique seq-cold
-#   regress (default: build tests capture-bloom capture-gpt2 bloom gpt2 regress, in order)
+#   parse-bench regress (default: build tests capture-bloom capture-gpt2 bloom gpt2 regress, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_validate.sh OUT_DIR [steps...]}"
@@ -82,15 +82,17 @@ for step in "${steps[@]}"; do
       "$replay" "$out/gpt2.json.gz" --et "$out/gpt2.et.json.gz" --mode unique --out "$out/gpt2_unique" -q > "$out/gpt2_unique.txt" 2>&1
       cat "$out/gpt2_unique.txt"
       ;;
+    parse-bench)
+      # The parser's throughput on two cores of this (quiet) host: the same benchmark as on the
+      # 2-core development machine, whose shared CPUs vary by up to 25% from run to run.
+      log parse benchmark on cores 0-1
+      taskset -c 0,1 tests/bench/run_parse_bench.sh --bench "$build/tests/bench/parse_bench" --repeat 3 > "$out/parse_bench.txt" 2>&1
+      grep -E "parse-to-model|CPU time|load average|throughput|memory|python" "$out/parse_bench.txt"
+      ;;
     regress)
       log regress
       gunzip -kf "$out/bloom.json.gz"
-      if command -v zstd >/dev/null; then
-        zstd -19 -qf "$out/bloom.json" -o "$out/bloom.json.zst"
-      else  # the GPU image has libzstd but maybe not its command-line tool
-        printf '#include <zstd.h>\n#include <stdio.h>\n#include <stdlib.h>\nint main(int c,char**v){FILE*f=fopen(v[1],"rb");fseek(f,0,2);long n=ftell(f);rewind(f);char*b=malloc(n);fread(b,1,n,f);size_t m=ZSTD_compressBound(n);char*o=malloc(m);size_t r=ZSTD_compress(o,m,b,n,19);FILE*g=fopen(v[2],"wb");fwrite(o,1,r,g);return ZSTD_isError(r);}\n' > /tmp/zc.c
-        cc -O2 /tmp/zc.c -o /tmp/zc -lzstd && /tmp/zc "$out/bloom.json" "$out/bloom.json.zst"
-      fi
+      scripts/zstd_file.sh 19 "$out/bloom.json" "$out/bloom.json.zst"
       rm -f "$out/bloom.json"
       mkdir -p "$out/baseline"
       "$replay" "$out/bloom.json.zst" --mode unique --no-sequential-check --out "$out/baseline" -q > /dev/null 2>&1

@@ -51,7 +51,7 @@ if [[ $regen == 1 || ! -s "$big" || ! -s "$small" || "$here/make_big_trace.py" -
 fi
 if [[ ! -s "$big.zst" || "$big" -nt "$big.zst" ]]; then
   echo "== compressing $big.zst (zstd -3 -T2)"
-  zstd -q -f -3 -T2 "$big" -o "$big.zst"
+  "$root/scripts/zstd_file.sh" 3 "$big" "$big.zst"
 fi
 ls -l "$big" "$big.zst" "$small"
 
