@@ -846,6 +846,33 @@ class EventParser {
                      std::int64_t dur, std::int64_t pid, std::int64_t tid, bool pid_label,
                      bool tid_label);
     std::optional<Malformed> parse_args(od::object args, Category category, std::size_t index);
+    // Where the integer arg `key` of a `category` record goes: one table for both readers.
+    struct IntSlot {
+        std::int64_t* wide = nullptr;
+        std::int32_t* narrow = nullptr;
+        explicit operator bool() const { return wide != nullptr || narrow != nullptr; }
+        void set(std::int64_t v) const {
+            if (wide != nullptr)
+                *wide = v;
+            else
+                *narrow = static_cast<std::int32_t>(v);
+        }
+    };
+    IntSlot int_arg(Category category, std::size_t index, std::string_view key);
+    OpShapes& shapes_of(CpuOp& op) {
+        if (op.shapes == kNoIndex) {
+            op.shapes = static_cast<std::uint32_t>(out_->op_shapes.size());
+            out_->op_shapes.emplace_back();
+        }
+        return out_->op_shapes[op.shapes];
+    }
+    // Sets each input's type (or concrete value) from raw_texts_.
+    void set_raw_texts(std::vector<OpArgument>& inputs, bool is_type) {
+        if (inputs.empty()) inputs.reserve(raw_texts_.size());
+        if (inputs.size() < raw_texts_.size()) inputs.resize(raw_texts_.size());
+        for (std::size_t i = 0; i < raw_texts_.size(); ++i)
+            (is_type ? inputs[i].type : inputs[i].concrete) = intern(raw_texts_[i], true);
+    }
     // pid/tid: a number, a numeric string, "stream 7", or a label ("Traces", "Spans").
     std::int64_t id_from(od::value value, bool& label);
     NameId intern(std::string_view text, bool in_input) {
@@ -1255,6 +1282,46 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
     return true;
 }
 
+EventParser::IntSlot EventParser::int_arg(Category category, std::size_t index,
+                                          std::string_view key) {
+    const bool external = is(key, "External id") || is(key, "external id");
+    switch (category) {
+        case Category::Kernel:
+        case Category::Memcpy:
+        case Category::Memset: {
+            GpuActivity& a = out_->activities[index];
+            if (is(key, "correlation")) return {&a.correlation, nullptr};
+            if (external) return {&a.external_id, nullptr};
+            if (is(key, "device")) return {&a.device, nullptr};
+            if (is(key, "stream")) return {&a.stream, nullptr};
+            if (is(key, "bytes")) return {&a.bytes, nullptr};
+            if (is(key, "registers per thread")) return {nullptr, &a.registers};
+            if (is(key, "shared memory")) return {nullptr, &a.shared_memory};
+            if (is(key, "In msg nelems")) return {&a.in_nelems, nullptr};
+            if (is(key, "Out msg nelems")) return {&a.out_nelems, nullptr};
+            if (is(key, "Group size")) return {nullptr, &a.group_size};
+            return {};
+        }
+        case Category::CpuOp:
+        case Category::Annotation: {
+            CpuOp& op = out_->cpu_ops[index];
+            if (external) return {&op.external_id, nullptr};
+            if (is(key, "Record function id")) return {&op.record_function_id, nullptr};
+            if (is(key, "Sequence number")) return {&op.sequence_number, nullptr};
+            return {};
+        }
+        default: {
+            RuntimeCall& call = out_->runtime_calls[index];
+            if (is(key, "correlation")) return {&call.correlation, nullptr};
+            if (external) return {&call.external_id, nullptr};
+            if (is(key, "wait_on_stream")) return {&call.wait_on_stream, nullptr};
+            if (is(key, "wait_on_cuda_event_record_corr_id"))
+                return {&call.wait_on_event_correlation, nullptr};
+            return {};
+        }
+    }
+}
+
 bool EventParser::parse_args_raw(const char*& p, const char* end, Category category,
                                  std::size_t index) {
     p = skip_space(p + 1, end);  // past '{'
@@ -1269,115 +1336,52 @@ bool EventParser::parse_args_raw(const char*& p, const char* end, Category categ
         if (p >= end || *p != ':') return false;
         p = skip_space(p + 1, end);
         if (p >= end) return false;
-        const bool is_external = is(key, "External id") || is(key, "external id");
         bool read = true;  // the value has been consumed
-        auto set_int = [&](auto& slot) -> bool {
+        if (const IntSlot slot = int_arg(category, index, key)) {
             std::int64_t v;
             if (!raw_int(p, end, v)) return false;
-            slot = static_cast<std::remove_reference_t<decltype(slot)>>(v);
-            return true;
-        };
-        switch (category) {
-            case Category::Kernel:
-            case Category::Memcpy:
-            case Category::Memset: {
-                GpuActivity& a = out_->activities[index];
-                if (is(key, "correlation")) {
-                    if (!set_int(a.correlation)) return false;
-                } else if (is_external) {
-                    if (!set_int(a.external_id)) return false;
-                } else if (is(key, "device")) {
-                    if (!set_int(a.device)) return false;
-                } else if (is(key, "stream")) {
-                    if (!set_int(a.stream)) return false;
-                } else if (is(key, "bytes")) {
-                    if (!set_int(a.bytes)) return false;
-                } else if (is(key, "registers per thread")) {
-                    if (!set_int(a.registers)) return false;
-                } else if (is(key, "shared memory")) {
-                    if (!set_int(a.shared_memory)) return false;
-                } else if (is(key, "grid") || is(key, "block")) {
-                    std::int32_t* out = is(key, "grid") ? a.grid : a.block;
-                    if (*p != '[') return false;
-                    p = skip_space(p + 1, end);
-                    if (p < end && *p != ']') {
-                        for (int i = 0;;) {
-                            std::int64_t v;
-                            if (!raw_int(p, end, v)) return false;
-                            if (i < 3) out[i++] = static_cast<std::int32_t>(v);
-                            if (!raw_separator(p, end)) return false;
-                            if (*p == ']') break;
-                        }
+            slot.set(v);
+        } else if (category == Category::Kernel || category == Category::Memcpy ||
+                   category == Category::Memset) {
+            GpuActivity& a = out_->activities[index];
+            if (is(key, "grid") || is(key, "block")) {
+                std::int32_t* out = is(key, "grid") ? a.grid : a.block;
+                if (*p != '[') return false;
+                p = skip_space(p + 1, end);
+                if (p < end && *p != ']') {
+                    for (int i = 0;;) {
+                        std::int64_t v;
+                        if (!raw_int(p, end, v)) return false;
+                        if (i < 3) out[i++] = static_cast<std::int32_t>(v);
+                        if (!raw_separator(p, end)) return false;
+                        if (*p == ']') break;
                     }
-                    if (p >= end) return false;
-                    ++p;
-                } else if (is(key, "Collective name") || is(key, "dtype")) {
-                    std::string_view text;
-                    if (!raw_plain_string(p, end, text)) return false;
-                    (is(key, "dtype") ? a.collective_dtype : a.collective) = intern(text, true);
-                } else if (is(key, "In msg nelems")) {
-                    if (!set_int(a.in_nelems)) return false;
-                } else if (is(key, "Out msg nelems")) {
-                    if (!set_int(a.out_nelems)) return false;
-                } else if (is(key, "Group size")) {
-                    if (!set_int(a.group_size)) return false;
-                } else {
-                    read = false;
                 }
-                break;
+                if (p >= end) return false;
+                ++p;
+            } else if (is(key, "Collective name") || is(key, "dtype")) {
+                std::string_view text;
+                if (!raw_plain_string(p, end, text)) return false;
+                (is(key, "dtype") ? a.collective_dtype : a.collective) = intern(text, true);
+            } else {
+                read = false;
             }
-            case Category::CpuOp:
-            case Category::Annotation: {
-                CpuOp& op = out_->cpu_ops[index];
-                auto shapes = [&]() -> OpShapes& {
-                    if (op.shapes == kNoIndex) {
-                        op.shapes = static_cast<std::uint32_t>(out_->op_shapes.size());
-                        out_->op_shapes.emplace_back();
-                    }
-                    return out_->op_shapes[op.shapes];
-                };
-                const char* stop = nullptr;
-                if (is_external) {
-                    if (!set_int(op.external_id)) return false;
-                } else if (is(key, "Record function id")) {
-                    if (!set_int(op.record_function_id)) return false;
-                } else if (is(key, "Sequence number")) {
-                    if (!set_int(op.sequence_number)) return false;
-                } else if (is(key, "Input Dims") || is(key, "Input dims") ||
-                           is(key, "Input Strides")) {
-                    if (!read_dims_lists_raw(p, end, raw_dims_, &stop)) return false;
-                    add_raw_dims(shapes().inputs, is(key, "Input Strides"));
-                    p = stop;
-                } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
-                    if (!read_text_list_raw(p, end, raw_texts_, &stop)) return false;
-                    const bool is_type = is(key, "Input type");
-                    std::vector<OpArgument>& inputs = shapes().inputs;
-                    if (inputs.empty()) inputs.reserve(raw_texts_.size());
-                    if (inputs.size() < raw_texts_.size()) inputs.resize(raw_texts_.size());
-                    for (std::size_t i = 0; i < raw_texts_.size(); ++i)
-                        (is_type ? inputs[i].type : inputs[i].concrete) =
-                            intern(raw_texts_[i], true);
-                    p = stop;
-                } else {
-                    read = false;
-                }
-                break;
+        } else if (category == Category::CpuOp || category == Category::Annotation) {
+            CpuOp& op = out_->cpu_ops[index];
+            const char* stop = nullptr;
+            if (is(key, "Input Dims") || is(key, "Input dims") || is(key, "Input Strides")) {
+                if (!read_dims_lists_raw(p, end, raw_dims_, &stop)) return false;
+                add_raw_dims(shapes_of(op).inputs, is(key, "Input Strides"));
+                p = stop;
+            } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
+                if (!read_text_list_raw(p, end, raw_texts_, &stop)) return false;
+                set_raw_texts(shapes_of(op).inputs, is(key, "Input type"));
+                p = stop;
+            } else {
+                read = false;
             }
-            default: {
-                RuntimeCall& call = out_->runtime_calls[index];
-                if (is(key, "correlation")) {
-                    if (!set_int(call.correlation)) return false;
-                } else if (is_external) {
-                    if (!set_int(call.external_id)) return false;
-                } else if (is(key, "wait_on_stream")) {
-                    if (!set_int(call.wait_on_stream)) return false;
-                } else if (is(key, "wait_on_cuda_event_record_corr_id")) {
-                    if (!set_int(call.wait_on_event_correlation)) return false;
-                } else {
-                    read = false;
-                }
-                break;
-            }
+        } else {
+            read = false;
         }
         if (!read && !raw_skip(p, end)) return false;
         p = skip_space(p, end);
@@ -1402,33 +1406,18 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
         od::field& field = result.value_unsafe();
         if (!field_key(field, key)) return Malformed{"unreadable args member name"};
         od::value& value = field.value();
-        const bool is_external = is(key, "External id") || is(key, "external id");
+        if (const IntSlot slot = int_arg(category, index, key)) {
+            auto v = as_int(value);
+            if (!v) return bad(key);
+            slot.set(*v);
+            continue;
+        }
         switch (category) {
             case Category::Kernel:
             case Category::Memcpy:
             case Category::Memset: {
                 GpuActivity& a = out_->activities[index];
-                auto set_int = [&](auto& slot) -> bool {
-                    auto v = as_int(value);
-                    if (!v) return false;
-                    slot = static_cast<std::remove_reference_t<decltype(slot)>>(*v);
-                    return true;
-                };
-                if (is(key, "correlation")) {
-                    if (!set_int(a.correlation)) return bad(key);
-                } else if (is_external) {
-                    if (!set_int(a.external_id)) return bad(key);
-                } else if (is(key, "device")) {
-                    if (!set_int(a.device)) return bad(key);
-                } else if (is(key, "stream")) {
-                    if (!set_int(a.stream)) return bad(key);
-                } else if (is(key, "bytes")) {
-                    if (!set_int(a.bytes)) return bad(key);
-                } else if (is(key, "registers per thread")) {
-                    if (!set_int(a.registers)) return bad(key);
-                } else if (is(key, "shared memory")) {
-                    if (!set_int(a.shared_memory)) return bad(key);
-                } else if (is(key, "grid") || is(key, "block")) {
+                if (is(key, "grid") || is(key, "block")) {
                     od::array dims;
                     if (value.get_array().get(dims)) return bad(key);
                     std::int32_t* out = is(key, "grid") ? a.grid : a.block;
@@ -1445,53 +1434,28 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                     bool in_input = false;
                     if (!get_text(value, text, in_input)) return bad(key);
                     (is(key, "dtype") ? a.collective_dtype : a.collective) = intern(text, in_input);
-                } else if (is(key, "In msg nelems")) {
-                    if (!set_int(a.in_nelems)) return bad(key);
-                } else if (is(key, "Out msg nelems")) {
-                    if (!set_int(a.out_nelems)) return bad(key);
-                } else if (is(key, "Group size")) {
-                    if (!set_int(a.group_size)) return bad(key);
                 }
                 break;
             }
             case Category::CpuOp:
             case Category::Annotation: {
                 CpuOp& op = out_->cpu_ops[index];
-                auto shapes = [&]() -> OpShapes& {
-                    if (op.shapes == kNoIndex) {
-                        op.shapes = static_cast<std::uint32_t>(out_->op_shapes.size());
-                        out_->op_shapes.emplace_back();
-                    }
-                    return out_->op_shapes[op.shapes];
-                };
-                if (is_external) {
-                    auto v = as_int(value);
-                    if (!v) return bad(key);
-                    op.external_id = *v;
-                } else if (is(key, "Record function id")) {
-                    auto v = as_int(value);
-                    if (!v) return bad(key);
-                    op.record_function_id = *v;
-                } else if (is(key, "Sequence number")) {
-                    auto v = as_int(value);
-                    if (!v) return bad(key);
-                    op.sequence_number = *v;
-                } else if (is(key, "Input Dims") || is(key, "Input dims")) {
+                if (is(key, "Input Dims") || is(key, "Input dims")) {
                     if (read_dims_lists_raw(value.raw_json_token().data(), doc_end_, raw_dims_)) {
-                        add_raw_dims(shapes().inputs, false);
+                        add_raw_dims(shapes_of(op).inputs, false);
                         continue;
                     }
-                    if (!for_each_input(value, shapes().inputs, doc_end_,
+                    if (!for_each_input(value, shapes_of(op).inputs, doc_end_,
                                         [](od::value v, OpArgument& arg) {
                                             return read_dims(v, arg.dims, arg.list_ranks);
                                         }))
                         return bad(key);
                 } else if (is(key, "Input Strides")) {
                     if (read_dims_lists_raw(value.raw_json_token().data(), doc_end_, raw_dims_)) {
-                        add_raw_dims(shapes().inputs, true);
+                        add_raw_dims(shapes_of(op).inputs, true);
                         continue;
                     }
-                    if (!for_each_input(value, shapes().inputs, doc_end_,
+                    if (!for_each_input(value, shapes_of(op).inputs, doc_end_,
                                         [](od::value v, OpArgument& arg) {
                                             std::vector<std::uint8_t> ranks;
                                             arg.has_strides = true;
@@ -1501,48 +1465,24 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
                 } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
                     const bool is_type = is(key, "Input type");
                     if (read_text_list_raw(value.raw_json_token().data(), doc_end_, raw_texts_)) {
-                        std::vector<OpArgument>& inputs = shapes().inputs;
-                        if (inputs.empty()) inputs.reserve(raw_texts_.size());
-                        if (inputs.size() < raw_texts_.size()) inputs.resize(raw_texts_.size());
-                        for (std::size_t i = 0; i < raw_texts_.size(); ++i)
-                            (is_type ? inputs[i].type : inputs[i].concrete) =
-                                intern(raw_texts_[i], true);
+                        set_raw_texts(shapes_of(op).inputs, is_type);
                         continue;
                     }
-                    if (!for_each_input(
-                            value, shapes().inputs, doc_end_, [&](od::value v, OpArgument& arg) {
-                                std::string_view text;
-                                bool in_input = false;
-                                if (!get_text(v, text, in_input)) return false;
-                                (is_type ? arg.type : arg.concrete) = intern(text, in_input);
-                                return true;
-                            }))
+                    if (!for_each_input(value, shapes_of(op).inputs, doc_end_,
+                                        [&](od::value v, OpArgument& arg) {
+                                            std::string_view text;
+                                            bool in_input = false;
+                                            if (!get_text(v, text, in_input)) return false;
+                                            (is_type ? arg.type : arg.concrete) =
+                                                intern(text, in_input);
+                                            return true;
+                                        }))
                         return bad(key);
                 }
                 break;
             }
-            default: {
-                RuntimeCall& call = out_->runtime_calls[index];
-                auto v = [&]() { return as_int(value); };
-                if (is(key, "correlation")) {
-                    auto n = v();
-                    if (!n) return bad(key);
-                    call.correlation = *n;
-                } else if (is_external) {
-                    auto n = v();
-                    if (!n) return bad(key);
-                    call.external_id = *n;
-                } else if (is(key, "wait_on_stream")) {
-                    auto n = v();
-                    if (!n) return bad(key);
-                    call.wait_on_stream = *n;
-                } else if (is(key, "wait_on_cuda_event_record_corr_id")) {
-                    auto n = v();
-                    if (!n) return bad(key);
-                    call.wait_on_event_correlation = *n;
-                }
+            default:
                 break;
-            }
         }
     }
     return std::nullopt;
