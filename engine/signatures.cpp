@@ -59,8 +59,12 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph,
         std::string signature = recipes[n].key();
         signature += '|';
         signature += names.view(a.name);
-        for (int i = 0; i < 3; ++i) signature += "|" + std::to_string(a.grid[i]);
-        for (int i = 0; i < 3; ++i) signature += "|" + std::to_string(a.block[i]);
+        for (const std::int32_t* dims : {a.grid, a.block}) {
+            for (int i = 0; i < 3; ++i) {
+                signature += '|';
+                signature += std::to_string(dims[i]);
+            }
+        }
         auto [it, inserted] = index.emplace(signature, kernels.size());
         if (inserted) {
             UniqueKernel k;
