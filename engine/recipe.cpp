@@ -1,6 +1,8 @@
 #include "replay/recipe.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <sstream>
 #include <utility>
 
@@ -159,12 +161,23 @@ std::vector<std::int64_t> TensorSpec::contiguous_strides() const {
     return s;
 }
 
+std::int64_t view_extent(std::span<const std::int64_t> dims,
+                         std::span<const std::int64_t> strides) {
+    std::int64_t extent = 1;
+    if (strides.size() == dims.size()) {
+        for (std::size_t d = 0; d < dims.size(); ++d) {
+            if (dims[d] <= 0) return 0;
+            extent += (dims[d] - 1) * std::abs(strides[d]);
+        }
+    } else {  // contiguous
+        for (auto d : dims) extent *= std::max<std::int64_t>(d, 0);
+    }
+    return extent;
+}
+
 std::int64_t TensorSpec::storage_elements() const {
-    if (numel() == 0) return 0;
-    const auto& s = strides.size() == dims.size() ? strides : contiguous_strides();
-    std::int64_t last = 0;
-    for (std::size_t i = 0; i < dims.size(); ++i) last += (dims[i] - 1) * s[i];
-    return storage_offset + last + 1;
+    const std::int64_t extent = view_extent(dims, strides);
+    return extent == 0 ? 0 : storage_offset + extent;
 }
 
 std::string Recipe::key() const {

@@ -1,26 +1,15 @@
 #include "replay/reuse.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace replay {
 namespace {
 
-// Bytes a recorded tensor argument spans: its storage extent for the recorded dims and strides.
 std::int64_t span_bytes(const std::vector<std::int64_t>& dims,
                         const std::vector<std::int64_t>& strides, std::size_t element) {
-    std::int64_t extent = 1;
-    if (strides.size() == dims.size()) {
-        for (std::size_t d = 0; d < dims.size(); ++d) {
-            if (dims[d] <= 0) return 0;
-            extent += (dims[d] - 1) * std::abs(strides[d]);
-        }
-    } else {  // contiguous
-        for (auto d : dims) extent *= std::max<std::int64_t>(d, 0);
-    }
-    return extent * static_cast<std::int64_t>(element);
+    return view_extent(dims, strides) * static_cast<std::int64_t>(element);
 }
 
 struct Touch {

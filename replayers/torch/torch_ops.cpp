@@ -1375,9 +1375,8 @@ std::vector<InputRegion> TorchOpRunner::inputs(std::uint32_t handle) const {
         const at::Tensor& t = in.tensor;
         if (!t.defined() || t.numel() == 0 || t.device().type() != impl_->torch_device.type())
             continue;
-        std::int64_t extent = 1;
-        for (std::int64_t d = 0; d < t.dim(); ++d)
-            extent += (t.size(d) - 1) * std::abs(t.stride(d));
+        const std::int64_t extent = view_extent({t.sizes().data(), t.sizes().size()},
+                                                {t.strides().data(), t.strides().size()});
         regions.push_back(InputRegion{t.data_ptr(),
                                       static_cast<std::size_t>(extent * t.element_size()),
                                       in.reuse_bytes, in.parameter});

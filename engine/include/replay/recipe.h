@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -46,6 +47,10 @@ std::size_t element_size(DType dtype);
 // input in L2 before a timed run when it would still have been there (see reuse.h).
 constexpr std::int64_t kReuseUnknown = -1;     // no storage ids (no Execution Trace)
 constexpr std::int64_t kReuseFirstTouch = -2;  // not touched earlier in the trace: from memory
+
+// Elements a view spans from its first one: 1 + sum of (dim - 1) x |stride|, with contiguous
+// strides when `strides` does not give one per dim; 0 when a dim is 0 or less.
+std::int64_t view_extent(std::span<const std::int64_t> dims, std::span<const std::int64_t> strides);
 
 struct TensorSpec {
     std::vector<std::int64_t> dims;
