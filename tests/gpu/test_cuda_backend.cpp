@@ -51,6 +51,26 @@ GemmRecipe gemm(const std::string& op, DType type, std::int64_t m, std::int64_t 
     return g;
 }
 
+// A recorded fp16 tensor argument of an aten op.
+AtenArgument half_tensor(std::vector<std::int64_t> dims, std::int64_t reuse_bytes = kReuseUnknown) {
+    AtenArgument arg;
+    arg.kind = ArgKind::Tensor;
+    arg.type = "c10::Half";
+    TensorSpec t;
+    t.dims = std::move(dims);
+    t.dtype = DType::Float16;
+    t.reuse_bytes = reuse_bytes;
+    arg.tensors.push_back(std::move(t));
+    return arg;
+}
+
+Recipe as_aten_recipe(AtenRecipe op) {
+    Recipe r;
+    r.tier = Tier::AtenOp;
+    r.detail = std::move(op);
+    return r;
+}
+
 Recipe as_recipe(const GemmRecipe& g) {
     Recipe r;
     r.tier = Tier::Gemm;
@@ -364,20 +384,10 @@ TEST_F(CudaBackendTest, SkipsWhatItCannotRun) {
 }
 
 TEST_F(CudaBackendTest, AtenOpsNeedLibtorch) {
-    Recipe r;
-    r.tier = Tier::AtenOp;
     AtenRecipe op;
     op.op = "aten::relu";
-    AtenArgument arg;
-    arg.kind = ArgKind::Tensor;
-    arg.type = "c10::Half";
-    TensorSpec t;
-    t.dims = {4, 8};
-    t.dtype = DType::Float16;
-    arg.tensors.push_back(t);
-    op.args.push_back(arg);
-    r.detail = op;
-    const Prepared p = backend_->prepare(r);
+    op.args.push_back(half_tensor({4, 8}));
+    const Prepared p = backend_->prepare(as_aten_recipe(op));
     if (backend_->environment().libtorch_version.empty()) {
         EXPECT_EQ(p.disposition, Disposition::Skipped);
         EXPECT_NE(p.reason.find("libtorch"), std::string::npos) << p.reason;
@@ -400,26 +410,13 @@ TEST_F(CudaBackendTest, WarmedInputsAreServedFromL2) {
     AtenRecipe add;
     add.op = "aten::add";
     add.overload = "Tensor";
-    for (int i = 0; i < 2; ++i) {
-        AtenArgument arg;
-        arg.kind = ArgKind::Tensor;
-        arg.type = "c10::Half";
-        TensorSpec t;
-        t.dims = {4096, 1024};
-        t.dtype = DType::Float16;
-        t.reuse_bytes = 0;  // written right before
-        arg.tensors.push_back(t);
-        add.args.push_back(arg);
-    }
+    for (int i = 0; i < 2; ++i) add.args.push_back(half_tensor({4096, 1024}, 0));  // just written
     AtenArgument alpha;
     alpha.kind = ArgKind::Scalar;
     alpha.type = "Scalar";
     alpha.value = "1";
     add.args.push_back(alpha);
-    Recipe r;
-    r.tier = Tier::AtenOp;
-    r.detail = add;
-    const std::uint32_t handle = prepare_ready(r);
+    const std::uint32_t handle = prepare_ready(as_aten_recipe(add));
     // A GEMM's operands can be warmed too (A: an activation, B: a first-touch weight).
     GemmRecipe g = gemm("aten::mm", DType::Float16, 256, 1024, 1024, false, false);
     g.a_reuse_bytes = 1 << 20;
