@@ -459,16 +459,19 @@ void CudaBackend::flush_l2() {
 
 void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index) {
     if (touch_sink_ == nullptr) return;
+    auto warm = [&](const std::vector<InputRegion>& inputs) {
+        for (const InputRegion& in : inputs)
+            if (cached_in_recording(in, static_cast<std::size_t>(l2_bytes_)))
+                REPLAY_CUDA_CALL(launch_l2_touch(in.data, in.bytes,
+                                                 static_cast<unsigned*>(touch_sink_),
+                                                 stream_at(stream_index)));
+    };
+    // Runs once per step in sequential mode: the GEMM's regions are used where they are.
     const Launch& launch = launch_at(handle);
-    std::vector<InputRegion> inputs;
     if (const auto* gemm = std::get_if<GemmEntry>(&launch))
-        inputs = gemm->inputs;
+        warm(gemm->inputs);
     else if (const auto* aten = std::get_if<AtenLaunch>(&launch))
-        inputs = aten_->inputs(aten->runner_handle);
-    for (const InputRegion& in : inputs)
-        if (cached_in_recording(in, static_cast<std::size_t>(l2_bytes_)))
-            REPLAY_CUDA_CALL(launch_l2_touch(in.data, in.bytes, static_cast<unsigned*>(touch_sink_),
-                                             stream_at(stream_index)));
+        warm(aten_->inputs(aten->runner_handle));
 }
 
 void CudaBackend::delay(int stream_index, std::int64_t ns) {
