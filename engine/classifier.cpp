@@ -416,8 +416,10 @@ const std::vector<Rule>& rules() {
           "log)"},
          [](const Context& c) { return c.aten_op.has_value(); },
          [](const Context& c) {
-             return not_replayable("no shapes recorded for " + std::string(c.op_name(*c.aten_op)) +
-                                   " (record_shapes off; pass --et or --shapes)");
+             // Accurate with or without --et: an Execution Trace of one iteration leaves the
+             // other iterations' ops without shapes.
+             return not_replayable("no shapes for " + std::string(c.op_name(*c.aten_op)) +
+                                   ": record_shapes off, no --et/--shapes entry");
          }},
         {{"no-op", "the launch is not inside any recorded dispatcher op"},
          [](const Context&) { return true; },
