@@ -1716,7 +1716,14 @@ class Pipeline {
             try {
                 keep = splitter_.scan(chunk.text, size, eof, chunk.spans);
             } catch (const EventSplitter::SplitError& e) {
-                throw InputError(file_, e.offset, "not a JSON trace: expected " + e.expected);
+                // Multi-rank traces are often shared as .tar.gz: say so rather than only what
+                // byte 0 should have been (a tar header has "ustar" at offset 257).
+                const bool tar = chunk.base == 0 && size >= 262 &&
+                                 std::string_view(chunk.text + 257, 5) == "ustar";
+                throw InputError(file_, e.offset,
+                                 tar ? "a tar archive, not a JSON trace: unpack it and pass one "
+                                       "rank's trace"
+                                     : "not a JSON trace: expected " + e.expected);
             }
             chunk.next_base = chunk.base + keep;
             if (carry_in_place_) {

@@ -269,6 +269,18 @@ TEST(BadInput, UnusableInputsAreErrorsWithFileAndOffset) {
     EXPECT_THROW(replay::parse_kineto((dir / "missing.json").string()), replay::InputError);
 }
 
+// A .tar.gz of several ranks given as a trace: the error says it is an archive to unpack.
+TEST(BadInput, TarArchiveIsNamedAsSuch) {
+    const std::string archive = trace_path("public/param/dlrm_kineto.tar.gz");
+    try {
+        replay::parse_kineto(archive);
+        ADD_FAILURE() << "a tar archive was accepted";
+    } catch (const replay::InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("a tar archive"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("byte 0"), std::string::npos) << e.what();
+    }
+}
+
 // Plain files of 16 MiB and more are parsed in place from a read-only mapping: whole and cut
 // mid-event, the result must be the copying path's (the same bytes read through gzip).
 TEST(Parser, MappedLargeFileMatchesCopiedParse) {
