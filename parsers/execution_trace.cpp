@@ -376,11 +376,7 @@ OpArgument argument_from(Trace& trace, const EtArgument& in) {
 
 // Copies what the ET node knows onto the op's OpShapes.
 void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats) {
-    if (op.shapes == kNoIndex) {
-        op.shapes = static_cast<std::uint32_t>(trace.op_shapes.size());
-        trace.op_shapes.emplace_back();
-    }
-    OpShapes& shapes = trace.op_shapes[op.shapes];
+    OpShapes& shapes = trace.own_shapes(op);
     if (!node.schema.empty()) shapes.schema = trace.names.intern(node.schema);
     if (shapes.inputs.empty()) {
         // Recorded without record_shapes: the ET is the only source of the arguments.

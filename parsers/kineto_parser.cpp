@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -41,6 +42,34 @@ enum class Category : std::uint8_t {
     Missing
 };
 
+// `text == literal`, with the length compared first, then a few word compares.
+template <std::size_t N>
+inline bool is(std::string_view text, const char (&literal)[N]) {
+    constexpr std::size_t n = N - 1;
+    if (text.size() != n) return false;
+    // Two or more words, the last one overlapping (gcc would call memcmp for most lengths).
+    const auto same = [&]<typename Word>(Word) {
+        const auto word = [](const char* at) {
+            Word w;
+            std::memcpy(&w, at, sizeof w);
+            return w;
+        };
+        for (std::size_t i = 0; i + sizeof(Word) < n; i += sizeof(Word))
+            if (word(text.data() + i) != word(literal + i)) return false;
+        return word(text.data() + n - sizeof(Word)) == word(literal + n - sizeof(Word));
+    };
+    if constexpr (n == 0)
+        return true;
+    else if constexpr (n == 1)
+        return text[0] == literal[0];
+    else if constexpr (n < 4)
+        return same(std::uint16_t{});
+    else if constexpr (n < 8)
+        return same(std::uint32_t{});
+    else
+        return same(std::uint64_t{});
+}
+
 bool iequals(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -52,6 +81,43 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 Category categorize(std::string_view cat) {
+    // The spellings Kineto writes, matched exactly; any other case goes the long way below.
+    switch (cat.size()) {
+        case 6:
+            if (is(cat, "kernel") || is(cat, "Kernel")) return Category::Kernel;
+            if (is(cat, "cpu_op")) return Category::CpuOp;
+            if (is(cat, "Memcpy")) return Category::Memcpy;
+            if (is(cat, "Memset")) return Category::Memset;
+            break;
+        case 4:
+            if (is(cat, "ac2g")) return Category::Other;
+            break;
+        case 5:
+            if (is(cat, "async")) return Category::Other;
+            break;
+        case 7:
+            if (is(cat, "Runtime")) return Category::Runtime;
+            break;
+        case 8:
+            if (is(cat, "Operator")) return Category::CpuOp;
+            break;
+        case 10:
+            if (is(cat, "gpu_memcpy")) return Category::Memcpy;
+            if (is(cat, "gpu_memset")) return Category::Memset;
+            break;
+        case 12:
+            if (is(cat, "cuda_runtime")) return Category::Runtime;
+            break;
+        case 15:
+            if (is(cat, "python_function")) return Category::PythonFunction;
+            if (is(cat, "user_annotation")) return Category::Annotation;
+            break;
+        case 16:
+            if (is(cat, "async_cpu_to_gpu")) return Category::Other;
+            break;
+        default:
+            break;
+    }
     if (iequals(cat, "kernel")) return Category::Kernel;
     if (iequals(cat, "cpu_op") || iequals(cat, "operator")) return Category::CpuOp;
     if (iequals(cat, "cuda_runtime") || iequals(cat, "runtime")) return Category::Runtime;
@@ -68,12 +134,6 @@ Category categorize(std::string_view cat) {
 struct Malformed {
     std::string reason;
 };
-
-// `text == literal`, with the length compared first and a fixed-size compare the compiler inlines.
-template <std::size_t N>
-inline bool is(std::string_view text, const char (&literal)[N]) {
-    return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
-}
 
 // Index of the first '"' or '\\' at or after p; there is one before the end of the buffer, and
 // the buffer is readable 16 bytes past it (our chunks are padded).
@@ -336,6 +396,91 @@ inline const char* skip_space(const char* p, const char* end) {
     return p;
 }
 
+// Past the ':' after a member name and the blanks around it; false at the end of the text. The
+// usual ": " takes one test.
+inline bool raw_colon(const char*& p, const char* end) {
+    if (p + 2 < end && p[0] == ':' && p[1] == ' ' && static_cast<unsigned char>(p[2]) > ' ') {
+        p += 2;
+        return true;
+    }
+    p = skip_space(p, end);
+    if (p >= end || *p != ':') return false;
+    p = skip_space(p + 1, end);
+    return p < end;
+}
+
+// After a member's value: on the next member's name (Member), on the object's '}' (Close), or
+// neither (Bad). The usual ", \"" takes one test.
+enum class AfterValue { Member, Close, Bad };
+inline AfterValue raw_after_value(const char*& p, const char* end) {
+    if (p + 2 < end && p[0] == ',' && p[1] == ' ' && p[2] == '"') {
+        p += 2;
+        return AfterValue::Member;
+    }
+    p = skip_space(p, end);
+    if (p >= end) return AfterValue::Bad;
+    if (*p == '}') return AfterValue::Close;
+    if (*p != ',') return AfterValue::Bad;
+    p = skip_space(p + 1, end);
+    return AfterValue::Member;
+}
+
+// The members of an event that the parser reads.
+enum class EventKey : std::uint8_t { Other, Ph, Cat, Name, Pid, Tid, Ts, Dur, Args };
+
+inline EventKey event_key(std::string_view key) {
+    switch (key.size()) {
+        case 2:
+            return is(key, "ph") ? EventKey::Ph : is(key, "ts") ? EventKey::Ts : EventKey::Other;
+        case 3:
+            return is(key, "cat")   ? EventKey::Cat
+                   : is(key, "pid") ? EventKey::Pid
+                   : is(key, "tid") ? EventKey::Tid
+                   : is(key, "dur") ? EventKey::Dur
+                                    : EventKey::Other;
+        case 4:
+            return is(key, "name")   ? EventKey::Name
+                   : is(key, "args") ? EventKey::Args
+                                     : EventKey::Other;
+        default:
+            return EventKey::Other;
+    }
+}
+
+// An event member name written the usual way ("ph": with no blank before the ':'), recognised
+// from one 8-byte load: p moves past the ':' and its blanks. Other for anything else, with p
+// unchanged, for the general reader.
+inline EventKey known_event_key(const char*& p, const char* end) {
+    if (end - p < 8) return EventKey::Other;
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    const auto match = [&]<std::size_t N>(const char(&literal)[N], EventKey key) {
+        static_assert(N - 1 <= 8);
+        std::uint64_t pattern = 0;
+        std::memcpy(&pattern, literal, N - 1);
+        constexpr std::uint64_t mask = N - 1 == 8 ? ~0ULL : (1ULL << (8 * (N - 1))) - 1;
+        if ((word & mask) != pattern) return EventKey::Other;
+        p = skip_space(p + (N - 1), end);
+        return key;
+    };
+    switch (p[1]) {
+        case 'p':
+            return p[2] == 'h' ? match("\"ph\":", EventKey::Ph) : match("\"pid\":", EventKey::Pid);
+        case 't':
+            return p[2] == 's' ? match("\"ts\":", EventKey::Ts) : match("\"tid\":", EventKey::Tid);
+        case 'c':
+            return match("\"cat\":", EventKey::Cat);
+        case 'd':
+            return match("\"dur\":", EventKey::Dur);
+        case 'n':
+            return match("\"name\":", EventKey::Name);
+        case 'a':
+            return match("\"args\":", EventKey::Args);
+        default:
+            return EventKey::Other;
+    }
+}
+
 // An unsigned integer that as_int() reads the same way: no sign, no leading zero, no fraction.
 inline bool raw_uint(const char*& p, const char* end, std::int64_t& out) {
     const std::size_t digits = leading_digits(p);
@@ -423,7 +568,7 @@ bool read_dims_lists_raw(const char* p, const char* end, RawDims& out,
 
 // Index of the first '"', '\\', control character or non-ASCII byte at or after p; there is a
 // '"' before the end of the buffer, which is readable 16 bytes past it.
-inline std::size_t plain_string_stop(const char* p) {
+[[gnu::always_inline]] inline std::size_t plain_string_stop(const char* p) {
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
     const __m128i space = _mm_set1_epi8(0x20);
@@ -447,13 +592,58 @@ inline std::size_t plain_string_stop(const char* p) {
 // A string at p (its opening quote) that is plain ASCII without escapes or control characters:
 // its text in place, with p moved past the closing quote. Such a string means the same to every
 // JSON reader, simdjson included; any other string is left to simdjson.
-inline bool raw_plain_string(const char*& p, const char* end, std::string_view& out) {
+[[gnu::always_inline]] inline bool raw_plain_string(const char*& p, const char* end,
+                                                    std::string_view& out) {
     if (p >= end || *p != '"') return false;
     const std::size_t n = plain_string_stop(p + 1);
     if (p + 1 + n >= end || p[1 + n] != '"') return false;
     out = std::string_view(p + 1, n);
     p += n + 2;
     return true;
+}
+
+// Just past the ']' that closes the array at p, found from its brackets alone (16 bytes a step;
+// strings are stepped over whole): how a shape text already read once is passed over. Nothing in
+// between is checked, so only a text that is then read in full, or that is byte for byte one
+// read before, may be taken from it. nullptr for anything unusual (an object, an escape, a
+// control or non-ASCII byte in a string, no end before `end`): raw_skip() deals with those.
+inline const char* array_end(const char* p, const char* end) {
+    if (p >= end || *p != '[') return nullptr;
+#if defined(__SSE2__)
+    const __m128i open = _mm_set1_epi8('['), close = _mm_set1_epi8(']');
+    const __m128i quote = _mm_set1_epi8('"'), brace = _mm_set1_epi8('{');
+    int depth = 0;
+    const char* block = p;
+    while (block < end) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+        unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, open), _mm_cmpeq_epi8(v, close)),
+                         _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, brace)))));
+        const char* next = block + 16;
+        while (mask != 0) {
+            const char* c = block + __builtin_ctz(mask);
+            mask &= mask - 1;
+            if (c >= end) return nullptr;
+            if (*c == '[') {
+                ++depth;
+            } else if (*c == ']') {
+                if (--depth == 0) return c + 1;
+            } else if (*c == '"') {
+                const std::size_t n = plain_string_stop(c + 1);
+                if (c + 1 + n >= end || c[1 + n] != '"') return nullptr;
+                next = c + n + 2;  // go on after the string, with a fresh load
+                break;
+            } else {
+                return nullptr;
+            }
+        }
+        block = next;
+    }
+    return nullptr;
+#else
+    (void)end;
+    return nullptr;
+#endif
 }
 
 // A list of plain strings, as views into the text (what get_text() gives for them). `stop` (if
@@ -793,6 +983,9 @@ struct Batch {
     std::vector<CpuOp> cpu_ops;  // `shapes` indexes `op_shapes` below
     std::vector<RuntimeCall> runtime_calls;
     std::vector<OpShapes> op_shapes;
+    // Per op_shapes entry: the hash of the raw texts it was read from (0: not to be shared), so
+    // that committing can share it with an equal entry of an earlier batch.
+    std::vector<std::uint64_t> shape_keys;
     std::vector<std::uint8_t> activity_labels, op_labels, call_labels;  // kPidLabel | kTidLabel
     LocalNames names;
     Tally tally;
@@ -808,6 +1001,7 @@ struct Batch {
         cpu_ops.clear();
         runtime_calls.clear();
         op_shapes.clear();
+        shape_keys.clear();
         activity_labels.clear();
         op_labels.clear();
         call_labels.clear();
@@ -819,15 +1013,41 @@ struct Batch {
     std::size_t bytes() const {
         return activities.capacity() * sizeof(GpuActivity) + cpu_ops.capacity() * sizeof(CpuOp) +
                runtime_calls.capacity() * sizeof(RuntimeCall) +
-               op_shapes.capacity() * sizeof(OpShapes) + activity_labels.capacity() +
+               op_shapes.capacity() * sizeof(OpShapes) +
+               shape_keys.capacity() * sizeof(std::uint64_t) + activity_labels.capacity() +
                op_labels.capacity() + call_labels.capacity() + names.bytes();
     }
+};
+
+// The raw texts of a cpu_op's record_shapes args. Ops with byte-identical texts share one
+// entry: only the first of them in a batch is parsed, the others are only skipped over.
+struct ShapeTexts {
+    enum Field : std::uint8_t { kDims, kStrides, kTypes, kConcrete };
+    std::array<std::string_view, 4> text;  // by Field
+    std::array<Field, 4> order{};          // the fields present, in the event's order
+    std::uint8_t count = 0;
+    bool operator==(const ShapeTexts& other) const { return text == other.text; }
+    std::uint64_t hash() const {
+        std::uint64_t h = 0x6A09E667F3BCC909ULL;
+        for (std::string_view t : text)
+            h = std::rotl(h * 0x9E3779B97F4A7C15ULL, 23) ^ hash_text(t) ^ t.size();
+        return h | 1;  // never 0, which marks an entry not to be shared
+    }
+};
+
+// A batch's op_shapes entry and the texts it was read from.
+struct CachedShapes {
+    ShapeTexts texts;
+    std::uint32_t index;
 };
 
 class EventParser {
   public:
     // Events parsed from now on go to `out`.
-    void set_output(Batch& out) { out_ = &out; }
+    void set_output(Batch& out) {
+        out_ = &out;
+        shape_cache_.clear();
+    }
 
     // Returns an empty optional on success, else why the event was skipped.
     std::optional<Malformed> event(const char* json, std::size_t length, std::size_t capacity,
@@ -863,9 +1083,13 @@ class EventParser {
         if (op.shapes == kNoIndex) {
             op.shapes = static_cast<std::uint32_t>(out_->op_shapes.size());
             out_->op_shapes.emplace_back();
+            out_->shape_keys.push_back(0);
+            shapes_created_ = true;
         }
         return out_->op_shapes[op.shapes];
     }
+    // Points `op` at the batch's entry for `texts`, reading it from them when it is new.
+    bool resolve_shapes(CpuOp& op, const ShapeTexts& texts, const char* end);
     // Sets each input's type (or concrete value) from raw_texts_.
     void set_raw_texts(std::vector<OpArgument>& inputs, bool is_type) {
         if (inputs.empty()) inputs.reserve(raw_texts_.size());
@@ -905,6 +1129,12 @@ class EventParser {
     const char* doc_end_ = nullptr;            // end of the current event's text
     RawDims raw_dims_;                         // scratch for the raw-text list readers
     std::vector<std::string_view> raw_texts_;  // (kept to reuse their memory)
+    // The current event made its own op_shapes entry (dropping the event drops it).
+    bool shapes_created_ = false;
+    // This batch's entries by the texts they were read from; an entry joins only once its event
+    // has been accepted (pending_shapes_).
+    std::unordered_map<std::uint64_t, CachedShapes> shape_cache_;
+    std::optional<std::pair<std::uint64_t, CachedShapes>> pending_shapes_;
     od::parser parser_;
     od::parser args_parser_;
 };
@@ -972,7 +1202,11 @@ void EventParser::drop_record(Category record_category) {
             break;
         case Category::CpuOp:
         case Category::Annotation:
-            if (out_->cpu_ops.back().shapes != kNoIndex) out_->op_shapes.pop_back();
+            if (shapes_created_) {
+                out_->op_shapes.pop_back();
+                out_->shape_keys.pop_back();
+                shapes_created_ = false;
+            }
             out_->cpu_ops.pop_back();
             out_->op_labels.pop_back();
             break;
@@ -1032,6 +1266,7 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
                                             std::size_t capacity, std::uint64_t offset) {
     doc_end_ = json + length;
     if (event_raw(json, length, offset)) return std::nullopt;
+    shapes_created_ = false;
     od::document doc;
     if (parser_.iterate(json, length, capacity).get(doc)) return Malformed{"not valid JSON"};
     od::object object;
@@ -1157,6 +1392,8 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
     const char* p = skip_space(json, end);
     if (p >= end || *p != '{') return false;
     const std::size_t names_mark = out_->names.size();
+    shapes_created_ = false;
+    pending_shapes_.reset();
     std::string_view ph, cat, name;
     bool has_cat = false;
     Category category = Category::Missing;
@@ -1201,68 +1438,60 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
     p = skip_space(p + 1, end);
     if (p >= end || *p == '}') return give_up();  // no "ph": malformed
     while (true) {
-        std::string_view key;
-        if (!raw_plain_string(p, end, key)) return give_up();
-        p = skip_space(p, end);
-        if (p >= end || *p != ':') return give_up();
-        p = skip_space(p + 1, end);
+        EventKey key = known_event_key(p, end);
+        if (key == EventKey::Other) {
+            std::string_view text;
+            if (!raw_plain_string(p, end, text) || !raw_colon(p, end)) return give_up();
+            key = event_key(text);
+        }
         if (p >= end) return give_up();
         bool read = true;  // the value has been consumed
-        switch (key.size()) {
-            case 2:
-                if (is(key, "ph")) {
-                    if (!raw_plain_string(p, end, ph)) return give_up();
-                    ensure_record();
-                } else if (is(key, "ts")) {
-                    if (!raw_micros(p, end, ts)) return give_up();
-                    has_ts = true;
+        switch (key) {
+            case EventKey::Ph:
+                if (!raw_plain_string(p, end, ph)) return give_up();
+                ensure_record();
+                break;
+            case EventKey::Ts:
+                if (!raw_micros(p, end, ts)) return give_up();
+                has_ts = true;
+                break;
+            case EventKey::Cat:
+                if (!raw_plain_string(p, end, cat)) return give_up();
+                has_cat = true;
+                category = categorize(cat);
+                ensure_record();
+                break;
+            case EventKey::Pid:
+                if (!id(pid, pid_label)) return give_up();
+                break;
+            case EventKey::Tid:
+                if (!id(tid, tid_label)) return give_up();
+                break;
+            case EventKey::Dur:
+                if (!raw_micros(p, end, dur)) return give_up();
+                break;
+            case EventKey::Name:
+                if (!raw_plain_string(p, end, name)) return give_up();
+                has_name = true;
+                break;
+            case EventKey::Args:
+                if (index != kNoIndex) {
+                    if (*p != '{' || !parse_args_raw(p, end, record_category, index))
+                        return give_up();
+                } else if (ph.empty() || !has_cat) {
+                    return give_up();  // args before ph/cat: event() parses them afterwards
                 } else {
                     read = false;
                 }
                 break;
-            case 3:
-                if (is(key, "cat")) {
-                    if (!raw_plain_string(p, end, cat)) return give_up();
-                    has_cat = true;
-                    category = categorize(cat);
-                    ensure_record();
-                } else if (is(key, "pid")) {
-                    if (!id(pid, pid_label)) return give_up();
-                } else if (is(key, "tid")) {
-                    if (!id(tid, tid_label)) return give_up();
-                } else if (is(key, "dur")) {
-                    if (!raw_micros(p, end, dur)) return give_up();
-                } else {
-                    read = false;
-                }
-                break;
-            case 4:
-                if (is(key, "name")) {
-                    if (!raw_plain_string(p, end, name)) return give_up();
-                    has_name = true;
-                } else if (is(key, "args")) {
-                    if (index != kNoIndex) {
-                        if (*p != '{' || !parse_args_raw(p, end, record_category, index))
-                            return give_up();
-                    } else if (ph.empty() || !has_cat) {
-                        return give_up();  // args before ph/cat: event() parses them afterwards
-                    } else {
-                        read = false;
-                    }
-                } else {
-                    read = false;
-                }
-                break;
-            default:
+            case EventKey::Other:
                 read = false;
                 break;
         }
         if (!read && !raw_skip(p, end)) return give_up();
-        p = skip_space(p, end);
-        if (p >= end) return give_up();
-        if (*p == '}') break;
-        if (*p != ',') return give_up();
-        p = skip_space(p + 1, end);
+        const AfterValue next = raw_after_value(p, end);
+        if (next == AfterValue::Close) break;
+        if (next == AfterValue::Bad) return give_up();
     }
     if (skip_space(p + 1, end) != end) return give_up();
     if (ph.empty()) return give_up();
@@ -1276,6 +1505,7 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
     ++out_->events_total;
     out_->tally.add(has_cat, cat, ph);
     if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
+    if (pending_shapes_) shape_cache_.insert(*pending_shapes_);
     if (!recorded) return true;
     fill_record(record_category, index, intern(name, true), ts, dur, pid, tid, pid_label,
                 tid_label);
@@ -1329,13 +1559,10 @@ bool EventParser::parse_args_raw(const char*& p, const char* end, Category categ
         ++p;
         return true;
     }
+    ShapeTexts shape_texts;
     while (true) {
         std::string_view key;
-        if (!raw_plain_string(p, end, key)) return false;
-        p = skip_space(p, end);
-        if (p >= end || *p != ':') return false;
-        p = skip_space(p + 1, end);
-        if (p >= end) return false;
+        if (!raw_plain_string(p, end, key) || !raw_colon(p, end)) return false;
         bool read = true;  // the value has been consumed
         if (const IntSlot slot = int_arg(category, index, key)) {
             std::int64_t v;
@@ -1367,32 +1594,66 @@ bool EventParser::parse_args_raw(const char*& p, const char* end, Category categ
                 read = false;
             }
         } else if (category == Category::CpuOp || category == Category::Annotation) {
-            CpuOp& op = out_->cpu_ops[index];
-            const char* stop = nullptr;
-            if (is(key, "Input Dims") || is(key, "Input dims") || is(key, "Input Strides")) {
-                if (!read_dims_lists_raw(p, end, raw_dims_, &stop)) return false;
-                add_raw_dims(shapes_of(op).inputs, is(key, "Input Strides"));
-                p = stop;
-            } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
-                if (!read_text_list_raw(p, end, raw_texts_, &stop)) return false;
-                set_raw_texts(shapes_of(op).inputs, is(key, "Input type"));
-                p = stop;
-            } else {
+            using F = ShapeTexts::Field;
+            const int field = is(key, "Input Dims") || is(key, "Input dims") ? F::kDims
+                              : is(key, "Input Strides")                     ? F::kStrides
+                              : is(key, "Input type")                        ? F::kTypes
+                              : is(key, "Concrete Inputs")                   ? F::kConcrete
+                                                                             : -1;
+            if (field < 0) {
                 read = false;
+            } else if (!shape_texts.text[field].empty()) {
+                return false;  // repeated: simdjson reads both, as it always has
+            } else {
+                const char* start = p;
+                if (const char* stop = array_end(p, end))
+                    p = stop;
+                else if (!raw_skip(p, end))
+                    return false;
+                shape_texts.text[field] =
+                    std::string_view(start, static_cast<std::size_t>(p - start));
+                shape_texts.order[shape_texts.count++] = static_cast<F>(field);
             }
         } else {
             read = false;
         }
         if (!read && !raw_skip(p, end)) return false;
-        p = skip_space(p, end);
-        if (p >= end) return false;
-        if (*p == '}') {
+        const AfterValue next = raw_after_value(p, end);
+        if (next == AfterValue::Bad) return false;
+        if (next == AfterValue::Close) {
             ++p;
-            return true;
+            return shape_texts.count == 0 || resolve_shapes(out_->cpu_ops[index], shape_texts, end);
         }
-        if (*p != ',') return false;
-        p = skip_space(p + 1, end);
     }
+}
+
+bool EventParser::resolve_shapes(CpuOp& op, const ShapeTexts& texts, const char* end) {
+    const std::uint64_t key = texts.hash();
+    if (auto it = shape_cache_.find(key); it != shape_cache_.end() && it->second.texts == texts) {
+        op.shapes = it->second.index;
+        return true;
+    }
+    // Each text is read in full here (in the event's order, which is the order their names are
+    // interned in), and must end where array_end() said it does.
+    OpShapes& shapes = shapes_of(op);
+    for (std::uint8_t i = 0; i < texts.count; ++i) {
+        const ShapeTexts::Field field = texts.order[i];
+        const std::string_view text = texts.text[field];
+        const char* stop = nullptr;
+        const bool dims = field == ShapeTexts::kDims || field == ShapeTexts::kStrides;
+        if (!(dims ? read_dims_lists_raw(text.data(), end, raw_dims_, &stop)
+                   : read_text_list_raw(text.data(), end, raw_texts_, &stop)) ||
+            stop != text.data() + text.size())
+            return false;
+        if (dims)
+            add_raw_dims(shapes.inputs, field == ShapeTexts::kStrides);
+        else
+            set_raw_texts(shapes.inputs, field == ShapeTexts::kTypes);
+    }
+    out_->shape_keys[op.shapes] = key;
+    // A colliding hash keeps the entry it has; this one is simply not shared within the batch.
+    if (!shape_cache_.contains(key)) pending_shapes_.emplace(key, CachedShapes{texts, op.shapes});
+    return true;
 }
 
 std::optional<Malformed> EventParser::parse_args(od::object args, Category category,
@@ -1837,7 +2098,6 @@ class Pipeline {
         make_room(t.activities, b.activities.size(), chunk);
         make_room(t.cpu_ops, b.cpu_ops.size(), chunk);
         make_room(t.runtime_calls, b.runtime_calls.size(), chunk);
-        make_room(t.op_shapes, b.op_shapes.size(), chunk);
         map_.resize(b.names.size());
         for (std::size_t i = 0; i < b.names.size(); ++i) map_[i] = t.names.intern(b.names.view(i));
         const auto name = [&](NameId id) { return map_[id]; };
@@ -1855,22 +2115,35 @@ class Pipeline {
             if (b.activity_labels[i] & kTidLabel) a.stream = label(a.stream);
         }
 
-        const auto shapes0 = static_cast<std::uint32_t>(t.op_shapes.size());
+        // Each batch entry becomes an equal entry of an earlier batch where there is one (found
+        // by the hash of its texts, confirmed by comparing), else a new one.
+        shapes_map_.resize(b.op_shapes.size());
+        for (std::size_t i = 0; i < b.op_shapes.size(); ++i) {
+            OpShapes& shapes = b.op_shapes[i];
+            for (OpArgument& arg : shapes.inputs) {
+                arg.type = name(arg.type);
+                arg.concrete = name(arg.concrete);
+            }
+            const std::uint64_t key = b.shape_keys[i];
+            if (key != 0) {
+                const auto [it, added] =
+                    shared_shapes_.try_emplace(key, static_cast<std::uint32_t>(t.op_shapes.size()));
+                if (!added && t.op_shapes[it->second] == shapes) {
+                    shapes_map_[i] = it->second;
+                    continue;
+                }
+            }
+            shapes_map_[i] = static_cast<std::uint32_t>(t.op_shapes.size());
+            t.op_shapes.push_back(std::move(shapes));
+        }
         const std::size_t o0 = t.cpu_ops.size();
         t.cpu_ops.insert(t.cpu_ops.end(), b.cpu_ops.begin(), b.cpu_ops.end());
         for (std::size_t i = 0; i < b.cpu_ops.size(); ++i) {
             CpuOp& op = t.cpu_ops[o0 + i];
             op.name = name(op.name);
-            if (op.shapes != kNoIndex) op.shapes += shapes0;
+            if (op.shapes != kNoIndex) op.shapes = shapes_map_[op.shapes];
             if (b.op_labels[i] & kPidLabel) op.pid = label(op.pid);
             if (b.op_labels[i] & kTidLabel) op.tid = label(op.tid);
-        }
-        for (OpShapes& shapes : b.op_shapes) {
-            for (OpArgument& arg : shapes.inputs) {
-                arg.type = name(arg.type);
-                arg.concrete = name(arg.concrete);
-            }
-            t.op_shapes.push_back(std::move(shapes));
         }
 
         const std::size_t c0 = t.runtime_calls.size();
@@ -1923,7 +2196,9 @@ class Pipeline {
     std::exception_ptr fatal_;
     std::optional<InputError> strict_error_;
     od::parser meta_parser_;
-    std::vector<NameId> map_;  // batch name id -> trace name id
+    std::vector<NameId> map_;                // batch name id -> trace name id
+    std::vector<std::uint32_t> shapes_map_;  // batch op_shapes index -> trace op_shapes index
+    std::unordered_map<std::uint64_t, std::uint32_t> shared_shapes_;  // text hash -> entry
 };
 
 }  // namespace

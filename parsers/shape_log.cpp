@@ -266,11 +266,13 @@ ShapeLogStats attach_shape_log(Trace& trace, const ShapeLog& log) {
             continue;
         }
         CpuOp& op = trace.cpu_ops[index];
-        if (op.shapes == kNoIndex) {
-            op.shapes = static_cast<std::uint32_t>(trace.op_shapes.size());
-            trace.op_shapes.emplace_back();
-        }
-        OpShapes& shapes = trace.op_shapes[op.shapes];
+        const OpShapes* recorded = op.shapes == kNoIndex ? nullptr : &trace.op_shapes[op.shapes];
+        const bool adds_schema = !entry.schema.empty() &&
+                                 (recorded == nullptr || recorded->schema == StringPool::kEmpty);
+        const bool adds_inputs =
+            !entry.inputs.empty() && (recorded == nullptr || recorded->inputs.empty());
+        if (!adds_schema && !adds_inputs) continue;
+        OpShapes& shapes = trace.own_shapes(op);
         if (shapes.schema == StringPool::kEmpty && !entry.schema.empty()) {
             shapes.schema = trace.names.intern(entry.schema);
             ++stats.schemas_set;

@@ -27,6 +27,13 @@ const char* to_string(ActivityKind kind) {
     return "?";
 }
 
+OpShapes& Trace::own_shapes(CpuOp& op) {
+    OpShapes copy;
+    if (op.shapes != kNoIndex) copy = op_shapes[op.shapes];
+    op.shapes = static_cast<std::uint32_t>(op_shapes.size());
+    return op_shapes.emplace_back(std::move(copy));
+}
+
 std::size_t Trace::count(ActivityKind kind) const {
     std::size_t n = 0;
     for (const auto& a : activities) n += a.kind == kind;

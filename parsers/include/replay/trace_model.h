@@ -55,6 +55,8 @@ struct OpArgument {
     std::int64_t storage_id = kNoId;
     std::int64_t storage_offset = 0;
     bool has_strides = false;
+
+    bool operator==(const OpArgument&) const = default;
 };
 
 struct OpShapes {
@@ -64,6 +66,8 @@ struct OpShapes {
     // ET output tensor ids, for dataflow-faithful replay.
     std::vector<std::int64_t> output_storage_ids;
     std::vector<std::vector<std::int64_t>> output_dims;
+
+    bool operator==(const OpShapes&) const = default;
 };
 
 // A CPU-side annotated range: cpu_op / Operator / user_annotation / python_function.
@@ -76,7 +80,7 @@ struct CpuOp {
     std::int64_t external_id = kNoId;
     std::int64_t record_function_id = kNoId;
     std::int64_t sequence_number = kNoId;
-    std::uint32_t shapes = kNoIndex;  // index into Trace::op_shapes
+    std::uint32_t shapes = kNoIndex;  // index into Trace::op_shapes (possibly shared)
     std::uint32_t parent = kNoIndex;  // enclosing op on the same thread (graph builder)
     std::uint8_t category = 0;        // 0 cpu_op, 1 user_annotation, 2 python_function
 };
@@ -149,11 +153,18 @@ struct Trace {
     std::vector<CpuOp> cpu_ops;
     std::vector<RuntimeCall> runtime_calls;
     std::vector<GpuActivity> activities;
+    // Distinct argument lists: ops recorded with the same shapes share one entry (real traces
+    // repeat a few hundred shape sets over every step, so the model stays small). Change an op's
+    // entry only through own_shapes().
     std::vector<OpShapes> op_shapes;
     // Flow events (ac2g / async / async_cpu_to_gpu): id -> start's (pid, tid, ts) so launches can
     // be tied to activities when correlation args are missing.
     std::size_t flow_events = 0;
     std::size_t events_total = 0;
+
+    // The op's own entry, ready to change: a new empty one when it has none, a private copy of
+    // the one it shares otherwise (entries are never changed in place under other ops).
+    OpShapes& own_shapes(CpuOp& op);
 
     std::size_t count(ActivityKind kind) const;
     Nanos total_time(ActivityKind kind) const;
