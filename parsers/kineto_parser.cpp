@@ -983,9 +983,6 @@ struct Batch {
     std::vector<CpuOp> cpu_ops;  // `shapes` indexes `op_shapes` below
     std::vector<RuntimeCall> runtime_calls;
     std::vector<OpShapes> op_shapes;
-    // Per op_shapes entry: the hash of the raw texts it was read from (0: not to be shared), so
-    // that committing can share it with an equal entry of an earlier batch.
-    std::vector<std::uint64_t> shape_keys;
     std::vector<std::uint8_t> activity_labels, op_labels, call_labels;  // kPidLabel | kTidLabel
     LocalNames names;
     Tally tally;
@@ -1001,7 +998,6 @@ struct Batch {
         cpu_ops.clear();
         runtime_calls.clear();
         op_shapes.clear();
-        shape_keys.clear();
         activity_labels.clear();
         op_labels.clear();
         call_labels.clear();
@@ -1013,8 +1009,7 @@ struct Batch {
     std::size_t bytes() const {
         return activities.capacity() * sizeof(GpuActivity) + cpu_ops.capacity() * sizeof(CpuOp) +
                runtime_calls.capacity() * sizeof(RuntimeCall) +
-               op_shapes.capacity() * sizeof(OpShapes) +
-               shape_keys.capacity() * sizeof(std::uint64_t) + activity_labels.capacity() +
+               op_shapes.capacity() * sizeof(OpShapes) + activity_labels.capacity() +
                op_labels.capacity() + call_labels.capacity() + names.bytes();
     }
 };
@@ -1031,9 +1026,38 @@ struct ShapeTexts {
         std::uint64_t h = 0x6A09E667F3BCC909ULL;
         for (std::string_view t : text)
             h = std::rotl(h * 0x9E3779B97F4A7C15ULL, 23) ^ hash_text(t) ^ t.size();
-        return h | 1;  // never 0, which marks an entry not to be shared
+        return h;
     }
 };
+
+// A hash of everything OpShapes::operator== compares.
+std::uint64_t content_hash(const OpShapes& shapes) {
+    std::uint64_t h = 0x243F6A8885A308D3ULL;
+    const auto mix = [&](std::uint64_t v) {
+        h = std::rotl((h ^ v) * 0x9E3779B97F4A7C15ULL, 27) + 0x632BE59BD9B4E019ULL;
+    };
+    const auto mix_all = [&](const auto& values) {
+        mix(values.size());
+        for (const auto v : values) mix(static_cast<std::uint64_t>(v));
+    };
+    mix(shapes.schema);
+    mix(shapes.inputs.size());
+    for (const OpArgument& arg : shapes.inputs) {
+        mix(arg.type);
+        mix(arg.concrete);
+        mix(arg.element_type);
+        mix(static_cast<std::uint64_t>(arg.storage_id));
+        mix(static_cast<std::uint64_t>(arg.storage_offset));
+        mix(arg.has_strides);
+        mix_all(arg.dims);
+        mix_all(arg.strides);
+        mix_all(arg.list_ranks);
+        mix_all(arg.list_storage_ids);
+    }
+    mix_all(shapes.output_storage_ids);
+    for (const auto& dims : shapes.output_dims) mix_all(dims);
+    return h;
+}
 
 // A batch's op_shapes entry and the texts it was read from.
 struct CachedShapes {
@@ -1083,7 +1107,6 @@ class EventParser {
         if (op.shapes == kNoIndex) {
             op.shapes = static_cast<std::uint32_t>(out_->op_shapes.size());
             out_->op_shapes.emplace_back();
-            out_->shape_keys.push_back(0);
             shapes_created_ = true;
         }
         return out_->op_shapes[op.shapes];
@@ -1204,7 +1227,6 @@ void EventParser::drop_record(Category record_category) {
         case Category::Annotation:
             if (shapes_created_) {
                 out_->op_shapes.pop_back();
-                out_->shape_keys.pop_back();
                 shapes_created_ = false;
             }
             out_->cpu_ops.pop_back();
@@ -1650,7 +1672,6 @@ bool EventParser::resolve_shapes(CpuOp& op, const ShapeTexts& texts, const char*
         else
             set_raw_texts(shapes.inputs, field == ShapeTexts::kTypes);
     }
-    out_->shape_keys[op.shapes] = key;
     // A colliding hash keeps the entry it has; this one is simply not shared within the batch.
     if (!shape_cache_.contains(key)) pending_shapes_.emplace(key, CachedShapes{texts, op.shapes});
     return true;
@@ -2116,7 +2137,8 @@ class Pipeline {
         }
 
         // Each batch entry becomes an equal entry of an earlier batch where there is one (found
-        // by the hash of its texts, confirmed by comparing), else a new one.
+        // by a hash of its contents, confirmed by comparing), else a new one: batches share
+        // entries, and so do ops whose texts differed only in layout or member order.
         shapes_map_.resize(b.op_shapes.size());
         for (std::size_t i = 0; i < b.op_shapes.size(); ++i) {
             OpShapes& shapes = b.op_shapes[i];
@@ -2124,14 +2146,11 @@ class Pipeline {
                 arg.type = name(arg.type);
                 arg.concrete = name(arg.concrete);
             }
-            const std::uint64_t key = b.shape_keys[i];
-            if (key != 0) {
-                const auto [it, added] =
-                    shared_shapes_.try_emplace(key, static_cast<std::uint32_t>(t.op_shapes.size()));
-                if (!added && t.op_shapes[it->second] == shapes) {
-                    shapes_map_[i] = it->second;
-                    continue;
-                }
+            const auto [it, added] = shared_shapes_.try_emplace(
+                content_hash(shapes), static_cast<std::uint32_t>(t.op_shapes.size()));
+            if (!added && t.op_shapes[it->second] == shapes) {
+                shapes_map_[i] = it->second;
+                continue;
             }
             shapes_map_[i] = static_cast<std::uint32_t>(t.op_shapes.size());
             t.op_shapes.push_back(std::move(shapes));
@@ -2198,7 +2217,7 @@ class Pipeline {
     od::parser meta_parser_;
     std::vector<NameId> map_;                // batch name id -> trace name id
     std::vector<std::uint32_t> shapes_map_;  // batch op_shapes index -> trace op_shapes index
-    std::unordered_map<std::uint64_t, std::uint32_t> shared_shapes_;  // text hash -> entry
+    std::unordered_map<std::uint64_t, std::uint32_t> shared_shapes_;  // content hash -> entry
 };
 
 }  // namespace

@@ -283,6 +283,59 @@ TEST(BadInput, TarArchiveIsNamedAsSuch) {
 
 // Plain files of 16 MiB and more are parsed in place from a read-only mapping: whole and cut
 // mid-event, the result must be the copying path's (the same bytes read through gzip).
+TEST(Parser, OpsWithTheSameShapesShareOneEntry) {
+    TempDir dir;
+    // Four addmm with one shape set (in two of them with the members in another order or other
+    // blanks), one with another: two entries, and only own_shapes() changes a shared one.
+    const std::string same =
+        R"("Input Dims": [[3072], [5, 1024], [1024, 3072], [], []], "Input type": ["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "1", "1"])";
+    const std::string reordered =
+        R"("Concrete Inputs": ["", "", "", "1", "1"], "Input type": ["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"], "Input Dims": [[3072], [5, 1024], [1024, 3072], [], []])";
+    const std::string spaced =
+        R"("Input Dims": [[3072],[5,1024],[1024,3072],[],[]], "Input type": ["c10::Half","c10::Half","c10::Half","Scalar","Scalar"], "Concrete Inputs": ["","","","1","1"])";
+    const std::string other =
+        R"("Input Dims": [[3072], [7, 1024], [1024, 3072], [], []], "Input type": ["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "1", "1"])";
+    std::string events;
+    int ts = 0;
+    for (const std::string* args : {&same, &other, &reordered, &same, &spaced}) {
+        if (!events.empty()) events += ",\n";
+        ts += 10;
+        events +=
+            R"({"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": )" +
+            std::to_string(ts) + R"(, "dur": 5, "args": {"External id": )" + std::to_string(ts) +
+            ", " + *args + "}}";
+    }
+    write_file(dir / "s.json", "{\"traceEvents\": [" + events + "]}");
+    // One batch, then a batch per event or two.
+    for (const std::size_t chunk : {std::size_t{4} << 20, std::size_t{600}}) {
+        replay::ParseOptions options;
+        options.chunk_bytes = chunk;
+        auto r = replay::parse_kineto((dir / "s.json").string(), options);
+        replay::Trace& t = r.trace;
+        ASSERT_EQ(t.cpu_ops.size(), 5u);
+        const auto shapes = [&](std::size_t i) -> const replay::OpShapes& {
+            return t.op_shapes.at(t.cpu_ops[i].shapes);
+        };
+        EXPECT_EQ(t.cpu_ops[0].shapes, t.cpu_ops[3].shapes) << chunk;
+        EXPECT_EQ(t.cpu_ops[0].shapes, t.cpu_ops[2].shapes) << chunk;
+        EXPECT_EQ(t.cpu_ops[0].shapes, t.cpu_ops[4].shapes) << chunk;
+        EXPECT_NE(t.cpu_ops[0].shapes, t.cpu_ops[1].shapes) << chunk;
+        EXPECT_EQ(t.op_shapes.size(), 2u) << chunk;
+        EXPECT_EQ(shapes(1).inputs[1].dims, (std::vector<std::int64_t>{7, 1024}));
+        for (const std::size_t i : {0u, 2u, 3u, 4u}) {
+            ASSERT_EQ(shapes(i).inputs.size(), 5u) << i;
+            EXPECT_EQ(shapes(i).inputs[1].dims, (std::vector<std::int64_t>{5, 1024})) << i;
+            EXPECT_EQ(t.names.view(shapes(i).inputs[3].concrete), "1") << i;
+        }
+        replay::OpShapes& own = t.own_shapes(t.cpu_ops[3]);
+        own.inputs[1].storage_id = 42;
+        EXPECT_NE(t.cpu_ops[3].shapes, t.cpu_ops[0].shapes);
+        EXPECT_EQ(shapes(0).inputs[1].storage_id, replay::kNoId);
+        EXPECT_EQ(shapes(3).inputs[1].storage_id, 42);
+        EXPECT_EQ(shapes(3).inputs[1].dims, shapes(0).inputs[1].dims);
+    }
+}
+
 TEST(Parser, MappedLargeFileMatchesCopiedParse) {
     TempDir dir;
     const std::string json = replay::read_all(trace_path(kBloom));
