@@ -17,6 +17,10 @@
 #include <thread>
 #include <unordered_map>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -1867,20 +1871,25 @@ struct Slot {
     }
 };
 
-// Reads, splits, parses and commits on two symmetric workers (the calling thread and one more).
-// A worker takes a free slot, reads and splits the next chunk into it (serially, under a lock: the
-// splitter carries state from chunk to chunk), then parses the chunk's events into the slot's
-// batch on its own. Batches are committed into the trace strictly in input order, by whichever
-// worker completes the in-order run: a worker that finishes early goes on with the next chunk
-// instead of waiting for its turn. Reading and splitting overlap with parsing, and parsing (most
-// of the work) runs on both cores. kSlots bounds the memory: at most that many chunks are in
-// flight.
+// Reads, splits, parses and commits on symmetric workers (the calling thread and the others, two
+// on a 2-core machine). A worker takes a free slot, reads and splits the next chunk into it
+// (serially, under a lock: the splitter carries state from chunk to chunk), then parses the
+// chunk's events into the slot's batch on its own. Batches are committed into the trace strictly
+// in input order, by whichever worker completes the in-order run: a worker that finishes early
+// goes on with the next chunk instead of waiting for its turn. Reading and splitting overlap with
+// parsing, and parsing (most of the work) runs on every core. The slots bound the memory: at most
+// one chunk per worker, plus one, is in flight.
 class Pipeline {
   public:
-    static constexpr std::size_t kSlots = 3;
-
-    Pipeline(ByteSource& source, const ParseOptions& options, Trace& trace, ParseStats& stats)
-        : source_(source), options_(options), trace_(trace), stats_(stats), file_(source.name()) {
+    // One slot more than workers: a worker that finishes early can go on with the next chunk.
+    Pipeline(ByteSource& source, const ParseOptions& options, Trace& trace, ParseStats& stats,
+             unsigned workers)
+        : source_(source),
+          options_(options),
+          trace_(trace),
+          stats_(stats),
+          file_(source.name()),
+          slots_(workers + 1) {
         for (auto& slot : slots_) free_.push_back(&slot);
     }
 
@@ -2205,7 +2214,7 @@ class Pipeline {
     // Slots and committing (mutex_).
     std::mutex mutex_;
     std::condition_variable cv_;
-    std::array<Slot, kSlots> slots_;
+    std::vector<Slot> slots_;  // sized once: free_ and done_ point into it
     std::vector<Slot*> free_;
     std::vector<Slot*> done_;  // parsed, waiting for their turn
     std::uint64_t next_commit_ = 0;
@@ -2221,6 +2230,17 @@ class Pipeline {
 };
 
 }  // namespace
+
+unsigned parse_threads(const ParseOptions& options) {
+    if (options.threads != 0) return options.threads;
+    unsigned cpus = std::thread::hardware_concurrency();
+#if defined(__linux__)
+    // taskset, cgroups cpusets and batch schedulers narrow this down; hardware_concurrency() not.
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = static_cast<unsigned>(CPU_COUNT(&set));
+#endif
+    return std::clamp(cpus, 2u, kMaxParseThreads);
+}
 
 bool micros_to_nanos(std::string_view text, std::int64_t& out) {
     while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
@@ -2302,10 +2322,13 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
     stats.compression = source.compression();
     const std::string& file = source.name();
 
-    Pipeline pipeline(source, options, trace, stats);
-    std::thread helper([&] { pipeline.worker(); });
-    pipeline.worker();
-    helper.join();
+    const unsigned workers = parse_threads(options);
+    Pipeline pipeline(source, options, trace, stats, workers);
+    {
+        std::vector<std::jthread> helpers;
+        for (unsigned i = 1; i < workers; ++i) helpers.emplace_back([&] { pipeline.worker(); });
+        pipeline.worker();
+    }
     pipeline.finish();
     const EventSplitter& splitter = pipeline.splitter();
 

@@ -307,9 +307,9 @@ int main(int argc, char** argv) {
     if (plain.empty()) usage();
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::printf(
-        "parse_bench: %ld online cores, best of %d parse(s) per input, each input in its own "
-        "process\n",
-        sysconf(_SC_NPROCESSORS_ONLN), repeat);
+        "parse_bench: %ld online cores, %u parser threads, best of %d parse(s) per input, each "
+        "input in its own process\n",
+        sysconf(_SC_NPROCESSORS_ONLN), replay::parse_threads({}), repeat);
     const double load = load_average();
     std::printf(
         "load average (1 min) at start: %.2f%s\n", load,

@@ -141,6 +141,41 @@ TEST(Parser, SmallChunksGiveTheSameResult) {
           "4 KiB chunks");
 }
 
+TEST(Parser, ThreadCountDoesNotChangeTheResult) {
+    // Many small batches, committed in input order whatever thread parsed them.
+    const auto parse = [](unsigned threads) {
+        replay::ParseOptions options;
+        options.chunk_bytes = 64u << 10;
+        options.threads = threads;
+        return replay::parse_kineto(trace_path(kBloom), options);
+    };
+    const replay::ParseResult one = parse(1);
+    for (const unsigned threads : {2u, 3u, replay::kMaxParseThreads}) {
+        const replay::ParseResult many = parse(threads);
+        const replay::Trace& a = one.trace;
+        const replay::Trace& b = many.trace;
+        ASSERT_EQ(a.names.size(), b.names.size()) << threads;
+        for (std::size_t i = 0; i < a.names.size(); ++i)
+            ASSERT_EQ(a.names.view(static_cast<replay::NameId>(i)),
+                      b.names.view(static_cast<replay::NameId>(i)));
+        ASSERT_EQ(a.cpu_ops.size(), b.cpu_ops.size());
+        ASSERT_EQ(a.op_shapes, b.op_shapes);
+        for (std::size_t i = 0; i < a.cpu_ops.size(); ++i) {
+            EXPECT_EQ(a.cpu_ops[i].name, b.cpu_ops[i].name);
+            EXPECT_EQ(a.cpu_ops[i].ts, b.cpu_ops[i].ts);
+            EXPECT_EQ(a.cpu_ops[i].shapes, b.cpu_ops[i].shapes);
+        }
+        ASSERT_EQ(a.activities.size(), b.activities.size());
+        for (std::size_t i = 0; i < a.activities.size(); ++i) {
+            EXPECT_EQ(a.activities[i].name, b.activities[i].name);
+            EXPECT_EQ(a.activities[i].correlation, b.activities[i].correlation);
+            EXPECT_EQ(a.activities[i].byte_offset, b.activities[i].byte_offset);
+        }
+        EXPECT_EQ(a.runtime_calls.size(), b.runtime_calls.size());
+        EXPECT_EQ(one.stats.by_category, many.stats.by_category);
+    }
+}
+
 TEST(Parser, TimesAreExactNanoseconds) {
     std::int64_t ns = 0;
     ASSERT_TRUE(replay::micros_to_nanos("4437936616668.756", ns));

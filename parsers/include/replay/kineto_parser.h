@@ -1,5 +1,6 @@
 // Kineto (PyTorch profiler) Chrome-trace reader: every schema variant from 2021 on, plain, .gz or
-// .zst, streamed in bounded memory on two threads (read+split, parse).
+// .zst, streamed in bounded memory on several threads (each reads, splits and parses chunks in
+// turn; batches are committed in input order, so the result never depends on the thread count).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,14 @@ struct ParseOptions {
     // Called now and then with (raw bytes consumed, raw size or 0 when unknown).
     std::function<void(std::uint64_t, std::uint64_t)> progress;
     std::size_t chunk_bytes = 4u << 20;
+    // Parser threads; 0: one per CPU this process may run on, from 2 up to kMaxParseThreads.
+    unsigned threads = 0;
 };
+
+inline constexpr unsigned kMaxParseThreads = 4;
+
+// The thread count a parse with these options uses.
+unsigned parse_threads(const ParseOptions& options);
 
 // Named import statistics, Perfetto style: what was read, skipped and why.
 struct ParseStats {
