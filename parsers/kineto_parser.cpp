@@ -458,7 +458,8 @@ inline EventKey known_event_key(const char*& p, const char* end) {
     if (end - p < 8) return EventKey::Other;
     std::uint64_t word;
     std::memcpy(&word, p, 8);
-    const auto match = [&]<std::size_t N>(const char(&literal)[N], EventKey key) {
+    const auto match = [&]<std::size_t N>(const char(&literal)[N], EventKey key)
+        __attribute__((always_inline)) {
         static_assert(N - 1 <= 8);
         std::uint64_t pattern = 0;
         std::memcpy(&pattern, literal, N - 1);
@@ -823,6 +824,19 @@ bool raw_skip(const char*& p, const char* end, int depth = 0) {
             return raw_number(p, end, token);
         }
     }
+}
+
+// raw_skip() with the usual values (a number, a plain string) passed over inline.
+inline bool raw_skip_value(const char*& p, const char* end) {
+    if (is_digit(*p) || *p == '-') {
+        std::string_view token;
+        return raw_number(p, end, token);
+    }
+    if (*p == '"') {
+        std::string_view text;
+        return raw_plain_string(p, end, text);
+    }
+    return raw_skip(p, end);
 }
 
 inline std::uint64_t load_bytes(const char* p, std::size_t n) {  // n <= 8
@@ -1514,7 +1528,7 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
                 read = false;
                 break;
         }
-        if (!read && !raw_skip(p, end)) return give_up();
+        if (!read && !raw_skip_value(p, end)) return give_up();
         const AfterValue next = raw_after_value(p, end);
         if (next == AfterValue::Close) break;
         if (next == AfterValue::Bad) return give_up();
@@ -1643,7 +1657,7 @@ bool EventParser::parse_args_raw(const char*& p, const char* end, Category categ
         } else {
             read = false;
         }
-        if (!read && !raw_skip(p, end)) return false;
+        if (!read && !raw_skip_value(p, end)) return false;
         const AfterValue next = raw_after_value(p, end);
         if (next == AfterValue::Bad) return false;
         if (next == AfterValue::Close) {
