@@ -403,6 +403,11 @@ void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
             index_blocks(tail, 1, index, strings);
             blocks = 1;
         } else {
+            // Hardware prefetchers stop at page boundaries, and input read in place arrives
+            // page by page: ask for the run after next while this one is indexed.
+            const std::size_t ahead = pos_ + 2 * kRun * 64;
+            for (std::size_t at = ahead; at < std::min(size, ahead + kRun * 64); at += 64)
+                __builtin_prefetch(buf + at);
             index_blocks(buf + pos_, blocks, index, strings);
         }
         for (std::size_t b = 0; b < blocks; ++b, pos_ += valid) {

@@ -454,33 +454,43 @@ inline EventKey event_key(std::string_view key) {
 // An event member name written the usual way ("ph": with no blank before the ':'), recognised
 // from one 8-byte load: p moves past the ':' and its blanks. Other for anything else, with p
 // unchanged, for the general reader.
+// The first bytes of `text` as one little-endian word (at compile time: built at run time, the
+// pattern would go through memory and stall the load that compares it).
+template <std::size_t N>
+consteval std::uint64_t text_word(const char (&text)[N]) {
+    static_assert(N - 1 <= 8);
+    std::uint64_t word = 0;
+    for (std::size_t i = 0; i + 1 < N; ++i)
+        word |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[i])) << (8 * i);
+    return word;
+}
+
 inline EventKey known_event_key(const char*& p, const char* end) {
     if (end - p < 8) return EventKey::Other;
     std::uint64_t word;
     std::memcpy(&word, p, 8);
-    const auto match = [&]<std::size_t N>(const char(&literal)[N], EventKey key)
+    const auto match = [&](std::uint64_t pattern, std::size_t length, EventKey key)
         __attribute__((always_inline)) {
-        static_assert(N - 1 <= 8);
-        std::uint64_t pattern = 0;
-        std::memcpy(&pattern, literal, N - 1);
-        constexpr std::uint64_t mask = N - 1 == 8 ? ~0ULL : (1ULL << (8 * (N - 1))) - 1;
+        const std::uint64_t mask = (1ULL << (8 * length)) - 1;  // length < 8
         if ((word & mask) != pattern) return EventKey::Other;
-        p = skip_space(p + (N - 1), end);
+        p = skip_space(p + length, end);
         return key;
     };
     switch (p[1]) {
         case 'p':
-            return p[2] == 'h' ? match("\"ph\":", EventKey::Ph) : match("\"pid\":", EventKey::Pid);
+            return p[2] == 'h' ? match(text_word("\"ph\":"), 5, EventKey::Ph)
+                               : match(text_word("\"pid\":"), 6, EventKey::Pid);
         case 't':
-            return p[2] == 's' ? match("\"ts\":", EventKey::Ts) : match("\"tid\":", EventKey::Tid);
+            return p[2] == 's' ? match(text_word("\"ts\":"), 5, EventKey::Ts)
+                               : match(text_word("\"tid\":"), 6, EventKey::Tid);
         case 'c':
-            return match("\"cat\":", EventKey::Cat);
+            return match(text_word("\"cat\":"), 6, EventKey::Cat);
         case 'd':
-            return match("\"dur\":", EventKey::Dur);
+            return match(text_word("\"dur\":"), 6, EventKey::Dur);
         case 'n':
-            return match("\"name\":", EventKey::Name);
+            return match(text_word("\"name\":"), 7, EventKey::Name);
         case 'a':
-            return match("\"args\":", EventKey::Args);
+            return match(text_word("\"args\":"), 7, EventKey::Args);
         default:
             return EventKey::Other;
     }
@@ -2058,11 +2068,20 @@ class Pipeline {
         cv_.notify_all();
     }
 
+    // The chunk left the core's cache while it was split: its events are asked for a few ahead.
+    static constexpr std::size_t kPrefetchAhead = 8;
     void parse(Slot& chunk, EventParser& parser) {
         Batch& batch = chunk.batch;
         // In strict mode nothing after the first malformed event matters: parse_kineto throws.
         bool skip = skip_parsing_.load(std::memory_order_relaxed);
-        for (const Span& span : chunk.spans) {
+        const std::size_t spans = chunk.spans.size();
+        for (std::size_t i = 0; i < spans; ++i) {
+            const Span& span = chunk.spans[i];
+            if (i + kPrefetchAhead < spans) {
+                const char* ahead = chunk.text + chunk.spans[i + kPrefetchAhead].begin;
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + 64);
+            }
             if (span.metadata) continue;  // parsed at commit time
             ++batch.events;
             if (skip) continue;
