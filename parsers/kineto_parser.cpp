@@ -736,7 +736,7 @@ inline bool raw_number(const char*& p, const char* end, std::string_view& out) {
 
 // An integer that as_int() reads on its fast path (up to 16 digits, no sign, fraction or
 // exponent), with the same value. p must be below `end`, which is readable 16 bytes past it.
-inline bool raw_int(const char*& p, const char* end, std::int64_t& out) {
+[[gnu::always_inline]] inline bool raw_int(const char*& p, const char* end, std::int64_t& out) {
     const std::size_t n = leading_digits(p);
     // With 16 digits, p[16] being a delimiter also rules out a 17th digit.
     if (n == 0 || (p[0] == '0' && n > 1) || p + n >= end || !is_delimiter(p[n])) return false;
@@ -1511,11 +1511,11 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
                 category = categorize(cat);
                 ensure_record();
                 break;
-            case EventKey::Pid:
-                if (!id(pid, pid_label)) return give_up();
+            case EventKey::Pid:  // a plain number nearly always: read here, the rest by id()
+                if (!(is_digit(*p) ? raw_int(p, end, pid) : id(pid, pid_label))) return give_up();
                 break;
             case EventKey::Tid:
-                if (!id(tid, tid_label)) return give_up();
+                if (!(is_digit(*p) ? raw_int(p, end, tid) : id(tid, tid_label))) return give_up();
                 break;
             case EventKey::Dur:
                 if (!raw_micros(p, end, dur)) return give_up();
