@@ -84,44 +84,66 @@ bool iequals(std::string_view a, std::string_view b) {
     return true;
 }
 
-Category categorize(std::string_view cat) {
-    // The spellings Kineto writes, matched exactly; any other case goes the long way below.
+// The "cat" spellings Kineto writes, matched exactly (index + 1 is the spelling's number).
+struct KnownCategory {
+    std::string_view text;
+    Category category;
+};
+constexpr std::array<KnownCategory, 16> kKnownCategories{{
+    {"kernel", Category::Kernel},
+    {"Kernel", Category::Kernel},
+    {"cpu_op", Category::CpuOp},
+    {"Operator", Category::CpuOp},
+    {"cuda_runtime", Category::Runtime},
+    {"Runtime", Category::Runtime},
+    {"gpu_memcpy", Category::Memcpy},
+    {"Memcpy", Category::Memcpy},
+    {"gpu_memset", Category::Memset},
+    {"Memset", Category::Memset},
+    {"python_function", Category::PythonFunction},
+    {"user_annotation", Category::Annotation},
+    {"cuda_driver", Category::Driver},
+    {"ac2g", Category::Other},
+    {"async", Category::Other},
+    {"async_cpu_to_gpu", Category::Other},
+}};
+
+// The number of a known spelling (1..kKnownCategories.size()), 0 for any other text.
+inline std::uint8_t known_category(std::string_view cat) {
+    const auto at = [](std::uint8_t i) { return static_cast<std::uint8_t>(i + 1); };
     switch (cat.size()) {
-        case 6:
-            if (is(cat, "kernel") || is(cat, "Kernel")) return Category::Kernel;
-            if (is(cat, "cpu_op")) return Category::CpuOp;
-            if (is(cat, "Memcpy")) return Category::Memcpy;
-            if (is(cat, "Memset")) return Category::Memset;
-            break;
         case 4:
-            if (is(cat, "ac2g")) return Category::Other;
-            break;
+            return is(cat, "ac2g") ? at(13) : 0;
         case 5:
-            if (is(cat, "async")) return Category::Other;
-            break;
+            return is(cat, "async") ? at(14) : 0;
+        case 6:
+            return is(cat, "kernel")   ? at(0)
+                   : is(cat, "Kernel") ? at(1)
+                   : is(cat, "cpu_op") ? at(2)
+                   : is(cat, "Memcpy") ? at(7)
+                   : is(cat, "Memset") ? at(9)
+                                       : 0;
         case 7:
-            if (is(cat, "Runtime")) return Category::Runtime;
-            break;
+            return is(cat, "Runtime") ? at(5) : 0;
         case 8:
-            if (is(cat, "Operator")) return Category::CpuOp;
-            break;
+            return is(cat, "Operator") ? at(3) : 0;
         case 10:
-            if (is(cat, "gpu_memcpy")) return Category::Memcpy;
-            if (is(cat, "gpu_memset")) return Category::Memset;
-            break;
+            return is(cat, "gpu_memcpy") ? at(6) : is(cat, "gpu_memset") ? at(8) : 0;
+        case 11:
+            return is(cat, "cuda_driver") ? at(12) : 0;
         case 12:
-            if (is(cat, "cuda_runtime")) return Category::Runtime;
-            break;
+            return is(cat, "cuda_runtime") ? at(4) : 0;
         case 15:
-            if (is(cat, "python_function")) return Category::PythonFunction;
-            if (is(cat, "user_annotation")) return Category::Annotation;
-            break;
+            return is(cat, "python_function") ? at(10) : is(cat, "user_annotation") ? at(11) : 0;
         case 16:
-            if (is(cat, "async_cpu_to_gpu")) return Category::Other;
-            break;
+            return is(cat, "async_cpu_to_gpu") ? at(15) : 0;
         default:
-            break;
+            return 0;
     }
+}
+
+Category categorize(std::string_view cat, std::uint8_t known) {
+    if (known != 0) return kKnownCategories[known - 1].category;
     if (iequals(cat, "kernel")) return Category::Kernel;
     if (iequals(cat, "cpu_op") || iequals(cat, "operator")) return Category::CpuOp;
     if (iequals(cat, "cuda_runtime") || iequals(cat, "runtime")) return Category::Runtime;
@@ -949,8 +971,15 @@ class Tally {
         entries_.clear();
         slots_.fill(0);
         overflow_.clear();
+        for (auto& counts : known_) counts.fill(0);
     }
-    void add(bool has_cat, std::string_view cat, std::string_view ph) {
+    // `known`: known_category(cat). A known "cat" with a one-character ASCII "ph" (nearly every
+    // event) is one counter; anything else goes through the table.
+    void add(bool has_cat, std::string_view cat, std::uint8_t known, std::string_view ph) {
+        if (has_cat && known != 0 && ph.size() == 1 && static_cast<unsigned char>(ph[0]) < 128) {
+            ++known_[known - 1][static_cast<unsigned char>(ph[0])];
+            return;
+        }
         if (!has_cat) cat = std::string_view();
         std::size_t h = (cat.size() * 31 + ph.size() * 7 + has_cat) ^
                         (cat.empty() ? 0
@@ -976,6 +1005,11 @@ class Tally {
         ++overflow_[key(has_cat, cat, ph)];  // many distinct categories: the slow path
     }
     void merge_into(std::map<std::string, std::uint64_t>& out) const {
+        for (std::size_t k = 0; k < known_.size(); ++k)
+            for (std::size_t c = 0; c < known_[k].size(); ++c)
+                if (known_[k][c] != 0)
+                    out[key(true, kKnownCategories[k].text,
+                            std::string(1, static_cast<char>(c)))] += known_[k][c];
         for (const Entry& e : entries_) out[key(e.has_cat, e.cat, e.ph)] += e.count;
         for (const auto& [k, n] : overflow_) out[k] += n;
     }
@@ -997,6 +1031,7 @@ class Tally {
     std::vector<Entry> entries_;
     std::array<std::uint16_t, kSlots> slots_{};
     std::map<std::string, std::uint64_t> overflow_;
+    std::array<std::array<std::uint64_t, 128>, kKnownCategories.size()> known_{};
 };
 
 // pid/tid (and an activity's stream taken from tid) given as a label: the value is
@@ -1324,6 +1359,7 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
 
     std::string_view ph, cat, name;
     bool has_cat = false;
+    std::uint8_t known_cat = 0;
     bool name_in_input = true;
     Category category = Category::Missing;
     Category record_category = Category::Missing;  // the kind of the record made for this event
@@ -1374,7 +1410,8 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
                 if (is(key, "cat")) {
                     if (!get_text(value, cat)) return fail("\"cat\" is not a string");
                     has_cat = true;
-                    category = categorize(cat);
+                    known_cat = known_category(cat);
+                    category = categorize(cat, known_cat);
                     ensure_record();
                 } else if (is(key, "pid")) {
                     pid = id_from(value, pid_label);
@@ -1412,7 +1449,7 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
     }
     if (ph.empty()) return fail("missing \"ph\"");
     ++out_->events_total;
-    out_->tally.add(has_cat, cat, ph);
+    out_->tally.add(has_cat, cat, known_cat, ph);
     if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
     if (!is(ph, "X")) return std::nullopt;
     if (category == Category::Missing || category == Category::Other ||
@@ -1446,6 +1483,7 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
     pending_shapes_.reset();
     std::string_view ph, cat, name;
     bool has_cat = false;
+    std::uint8_t known_cat = 0;
     Category category = Category::Missing;
     Category record_category = Category::Missing;
     std::int64_t pid = 0, tid = 0, ts = 0, dur = -1;
@@ -1508,7 +1546,8 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
             case EventKey::Cat:
                 if (!raw_plain_string(p, end, cat)) return give_up();
                 has_cat = true;
-                category = categorize(cat);
+                known_cat = known_category(cat);
+                category = categorize(cat, known_cat);
                 ensure_record();
                 break;
             case EventKey::Pid:  // a plain number nearly always: read here, the rest by id()
@@ -1553,7 +1592,7 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
         if (!has_name || !has_ts || dur < 0) return give_up();
     }
     ++out_->events_total;
-    out_->tally.add(has_cat, cat, ph);
+    out_->tally.add(has_cat, cat, known_cat, ph);
     if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
     if (pending_shapes_) shape_cache_.insert(*pending_shapes_);
     if (!recorded) return true;
