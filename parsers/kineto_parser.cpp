@@ -422,10 +422,29 @@ inline const char* skip_space(const char* p, const char* end) {
     return p;
 }
 
+// The first bytes of `text` as one little-endian word (at compile time: built at run time, the
+// pattern would go through memory and stall the load that compares it).
+template <std::size_t N>
+consteval std::uint64_t text_word(const char (&text)[N]) {
+    static_assert(N - 1 <= 8);
+    std::uint64_t word = 0;
+    for (std::size_t i = 0; i + 1 < N; ++i)
+        word |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[i])) << (8 * i);
+    return word;
+}
+
+// p[0..2] as the low bytes of a word (p[3] is readable: the text is padded).
+inline std::uint64_t three_bytes(const char* p) {
+    std::uint32_t word;
+    std::memcpy(&word, p, 4);
+    return word & 0xFFFFFFu;
+}
+
 // Past the ':' after a member name and the blanks around it; false at the end of the text. The
 // usual ": " takes one test.
 inline bool raw_colon(const char*& p, const char* end) {
-    if (p + 2 < end && p[0] == ':' && p[1] == ' ' && static_cast<unsigned char>(p[2]) > ' ') {
+    if (p + 2 < end && (three_bytes(p) & 0xFFFF) == text_word(": ") &&
+        static_cast<unsigned char>(p[2]) > ' ') {
         p += 2;
         return true;
     }
@@ -439,7 +458,7 @@ inline bool raw_colon(const char*& p, const char* end) {
 // neither (Bad). The usual ", \"" takes one test.
 enum class AfterValue { Member, Close, Bad };
 inline AfterValue raw_after_value(const char*& p, const char* end) {
-    if (p + 2 < end && p[0] == ',' && p[1] == ' ' && p[2] == '"') {
+    if (p + 2 < end && three_bytes(p) == text_word(", \"")) {
         p += 2;
         return AfterValue::Member;
     }
@@ -476,17 +495,6 @@ inline EventKey event_key(std::string_view key) {
 // An event member name written the usual way ("ph": with no blank before the ':'), recognised
 // from one 8-byte load: p moves past the ':' and its blanks. Other for anything else, with p
 // unchanged, for the general reader.
-// The first bytes of `text` as one little-endian word (at compile time: built at run time, the
-// pattern would go through memory and stall the load that compares it).
-template <std::size_t N>
-consteval std::uint64_t text_word(const char (&text)[N]) {
-    static_assert(N - 1 <= 8);
-    std::uint64_t word = 0;
-    for (std::size_t i = 0; i + 1 < N; ++i)
-        word |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[i])) << (8 * i);
-    return word;
-}
-
 inline EventKey known_event_key(const char*& p, const char* end) {
     if (end - p < 8) return EventKey::Other;
     std::uint64_t word;
