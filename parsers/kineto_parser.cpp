@@ -496,13 +496,20 @@ inline EventKey event_key(std::string_view key) {
 // from one 8-byte load: p moves past the ':' and its blanks. Other for anything else, with p
 // unchanged, for the general reader.
 inline EventKey known_event_key(const char*& p, const char* end) {
-    if (end - p < 8) return EventKey::Other;
+    if (end - p < 9) return EventKey::Other;
     std::uint64_t word;
     std::memcpy(&word, p, 8);
+    // `pattern` is the name, its quotes and the ':' (length bytes); the usual single blank after
+    // it is matched in the same compare.
     const auto match = [&](std::uint64_t pattern, std::size_t length, EventKey key)
         __attribute__((always_inline)) {
-        const std::uint64_t mask = (1ULL << (8 * length)) - 1;  // length < 8
-        if ((word & mask) != pattern) return EventKey::Other;
+        const std::uint64_t with_blank = pattern | (std::uint64_t{' '} << (8 * length));
+        const std::uint64_t mask = length + 1 == 8 ? ~0ULL : (1ULL << (8 * (length + 1))) - 1;
+        if ((word & mask) == with_blank && static_cast<unsigned char>(p[length + 1]) > ' ') {
+            p += length + 1;
+            return key;
+        }
+        if ((word & (mask >> 8)) != pattern) return EventKey::Other;
         p = skip_space(p + length, end);
         return key;
     };
