@@ -108,35 +108,47 @@ constexpr std::array<KnownCategory, 16> kKnownCategories{{
     {"async_cpu_to_gpu", Category::Other},
 }};
 
+// A known spelling's number, checked against the table when compiling.
+template <std::size_t N>
+consteval std::uint8_t spelling_number(const char (&text)[N]) {
+    for (std::size_t i = 0; i < kKnownCategories.size(); ++i)
+        if (kKnownCategories[i].text == std::string_view(text, N - 1))
+            return static_cast<std::uint8_t>(i + 1);
+    throw "not in kKnownCategories";
+}
+
 // The number of a known spelling (1..kKnownCategories.size()), 0 for any other text.
 inline std::uint8_t known_category(std::string_view cat) {
-    const auto at = [](std::uint8_t i) { return static_cast<std::uint8_t>(i + 1); };
     switch (cat.size()) {
         case 4:
-            return is(cat, "ac2g") ? at(13) : 0;
+            return is(cat, "ac2g") ? spelling_number("ac2g") : 0;
         case 5:
-            return is(cat, "async") ? at(14) : 0;
+            return is(cat, "async") ? spelling_number("async") : 0;
         case 6:
-            return is(cat, "kernel")   ? at(0)
-                   : is(cat, "Kernel") ? at(1)
-                   : is(cat, "cpu_op") ? at(2)
-                   : is(cat, "Memcpy") ? at(7)
-                   : is(cat, "Memset") ? at(9)
+            return is(cat, "kernel")   ? spelling_number("kernel")
+                   : is(cat, "Kernel") ? spelling_number("Kernel")
+                   : is(cat, "cpu_op") ? spelling_number("cpu_op")
+                   : is(cat, "Memcpy") ? spelling_number("Memcpy")
+                   : is(cat, "Memset") ? spelling_number("Memset")
                                        : 0;
         case 7:
-            return is(cat, "Runtime") ? at(5) : 0;
+            return is(cat, "Runtime") ? spelling_number("Runtime") : 0;
         case 8:
-            return is(cat, "Operator") ? at(3) : 0;
+            return is(cat, "Operator") ? spelling_number("Operator") : 0;
         case 10:
-            return is(cat, "gpu_memcpy") ? at(6) : is(cat, "gpu_memset") ? at(8) : 0;
+            return is(cat, "gpu_memcpy")   ? spelling_number("gpu_memcpy")
+                   : is(cat, "gpu_memset") ? spelling_number("gpu_memset")
+                                           : 0;
         case 11:
-            return is(cat, "cuda_driver") ? at(12) : 0;
+            return is(cat, "cuda_driver") ? spelling_number("cuda_driver") : 0;
         case 12:
-            return is(cat, "cuda_runtime") ? at(4) : 0;
+            return is(cat, "cuda_runtime") ? spelling_number("cuda_runtime") : 0;
         case 15:
-            return is(cat, "python_function") ? at(10) : is(cat, "user_annotation") ? at(11) : 0;
+            return is(cat, "python_function")   ? spelling_number("python_function")
+                   : is(cat, "user_annotation") ? spelling_number("user_annotation")
+                                                : 0;
         case 16:
-            return is(cat, "async_cpu_to_gpu") ? at(15) : 0;
+            return is(cat, "async_cpu_to_gpu") ? spelling_number("async_cpu_to_gpu") : 0;
         default:
             return 0;
     }
@@ -906,7 +918,8 @@ inline std::uint64_t hash_text(std::string_view s) {
         a = std::rotl((a ^ load_bytes(p + i, 8)) * 0x9FB21C651E98DF25ULL, 29);
         i += 8;
     }
-    b = std::rotl((b ^ load_bytes(p + i, n - i)) * 0xBF58476D1CE4E5B9ULL, 31);
+    // (An empty view may have no data at all: nothing is loaded from it.)
+    b = std::rotl((b ^ (i < n ? load_bytes(p + i, n - i) : 0)) * 0xBF58476D1CE4E5B9ULL, 31);
     std::uint64_t h = a ^ (b * 0x94D049BB133111EBULL);
     h ^= h >> 29;
     h *= 0xBF58476D1CE4E5B9ULL;
