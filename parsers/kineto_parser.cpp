@@ -1745,6 +1745,8 @@ bool EventParser::parse_args_raw(const char*& p, const char* end, Category categ
 }
 
 bool EventParser::resolve_shapes(CpuOp& op, const ShapeTexts& texts, const char* end) {
+    // A second "args" object adds to the first one's shapes: simdjson does that, as it always has.
+    if (op.shapes != kNoIndex) return false;
     const std::uint64_t key = texts.hash();
     if (auto it = shape_cache_.find(key); it != shape_cache_.end() && it->second.texts == texts) {
         op.shapes = it->second.index;
