@@ -2063,7 +2063,9 @@ class Pipeline {
         std::lock_guard lock(read_mutex_);
         if (read_finished_) return false;
         try {
-            const std::size_t want = std::max(options_.chunk_bytes, carry_size() * 2);
+            // At least one tar header (512 bytes), so that the first chunk can tell a tar
+            // archive from a broken trace whatever the chunk size.
+            const std::size_t want = std::max({options_.chunk_bytes, carry_size() * 2, kTarHeader});
             const std::span<const char> in_place =
                 carry_in_place_ ? source_.read_in_place(want, simdjson::SIMDJSON_PADDING)
                                 : std::span<const char>();
@@ -2102,7 +2104,7 @@ class Pipeline {
             } catch (const EventSplitter::SplitError& e) {
                 // Multi-rank traces are often shared as .tar.gz: say so rather than only what
                 // byte 0 should have been (a tar header has "ustar" at offset 257).
-                const bool tar = chunk.base == 0 && size >= 262 &&
+                const bool tar = e.offset == 0 && chunk.base == 0 && size >= 262 &&
                                  std::string_view(chunk.text + 257, 5) == "ustar";
                 throw InputError(file_, e.offset,
                                  tar ? "a tar archive, not a JSON trace: unpack it and pass one "
@@ -2129,6 +2131,8 @@ class Pipeline {
             return false;
         }
     }
+
+    static constexpr std::size_t kTarHeader = 512;
 
     void finish_reading() {  // read_mutex_ held
         read_finished_ = true;
