@@ -30,6 +30,25 @@ export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 log() { echo "== $(date +%T) $*" | tee -a "$out/validate.log"; }
 
+# The kernels that the regression.json under a `regress --out` folder (one per trace) calls
+# regressed, and how many it calls unchanged.
+flagged() {
+  python3 - "$1" <<'EOF'
+import glob, json, sys
+found = glob.glob(f"{sys.argv[1]}/*/regression.json")
+try:
+    kernels = json.load(open(found[0]))["kernels"]
+except (IndexError, OSError, ValueError, KeyError) as e:
+    print(f"no regression.json under {sys.argv[1]} ({e!r})")
+    sys.exit()
+num = lambda v, f: "?" if v is None else format(v, f)
+bad = [f"{k['id']} {k['name']} {num(k['change_pct'], '+.1f')}% p={num(k['p_value'], '.1e')}"
+       for k in kernels if k["verdict"] == "regressed"]
+unchanged = sum(k["verdict"] == "unchanged" for k in kernels)
+print(f"regressed: {'; '.join(bad) if bad else 'none'}; unchanged: {unchanged}")
+EOF
+}
+
 for step in "${steps[@]}"; do
   case "$step" in
     build)
@@ -99,7 +118,7 @@ for step in "${steps[@]}"; do
       for i in 1 2 3 4 5; do
         "$replay" regress --baseline "$out/baseline/report.json" "$out/bloom.json.zst" --no-sequential-check -q \
           --out "$out/regress_$i" > "$out/regress_$i.md" 2>&1
-        echo "regress run $i: exit $?" | tee -a "$out/validate.log"
+        echo "regress run $i: exit $? ($(flagged "$out/regress_$i"))" | tee -a "$out/validate.log"
       done
       python3 - "$out" <<'EOF'
 import json, sys
@@ -114,7 +133,7 @@ open(f"{out}/lowered_id.txt", "w").write(target["id"] + " " + target["name"] + "
 EOF
       "$replay" regress --baseline "$out/baseline_lowered.json" "$out/bloom.json.zst" --no-sequential-check -q \
         --out "$out/regress_lowered" > "$out/regress_lowered.md" 2>&1
-      echo "lowered-baseline regress: exit $? (lowered: $(cat "$out/lowered_id.txt"))" | tee -a "$out/validate.log"
+      echo "lowered-baseline regress: exit $? (lowered: $(cat "$out/lowered_id.txt"); $(flagged "$out/regress_lowered"))" | tee -a "$out/validate.log"
       ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
