@@ -270,6 +270,12 @@ inline std::uint64_t parse_digits_swar(const char* p, std::size_t n) {  // 1 <= 
            32;
 }
 
+// Up to 16 ASCII digits at p as a number (1 <= n <= 16; 8 bytes past p + n - 8 are read).
+[[gnu::always_inline]] inline std::uint64_t parse_digits16(const char* p, std::size_t n) {
+    return n <= 8 ? parse_digits_swar(p, n)
+                  : parse_digits_swar(p, n - 8) * 100000000ULL + parse_digits_swar(p + n - 8, 8);
+}
+
 // Number of leading ASCII digits in p[0, 16).
 inline std::size_t leading_digits(const char* p) {
 #if defined(__SSE2__)
@@ -297,9 +303,7 @@ inline std::optional<std::int64_t> as_int(od::value value) {
         std::size_t j = digits;
         while (j < n && is_json_space(p[j])) ++j;
         if (j == n) {
-            if (digits <= 8) return static_cast<std::int64_t>(parse_digits_swar(p, digits));
-            return static_cast<std::int64_t>(parse_digits_swar(p, digits - 8) * 100000000ULL +
-                                             parse_digits_swar(p + digits - 8, 8));
+            return static_cast<std::int64_t>(parse_digits16(p, digits));
         }
     }
     return as_int_slow(value);
@@ -316,10 +320,7 @@ bool micros_to_nanos_padded(std::string_view text, std::int64_t& out) {
     if (whole_digits == 0 || i + whole_digits > n) return micros_to_nanos(text, out);
     if (whole_digits == 16 && p[i + 16] >= '0' && p[i + 16] <= '9')
         return micros_to_nanos(text, out);
-    std::int64_t whole = static_cast<std::int64_t>(
-        whole_digits <= 8 ? parse_digits_swar(p + i, whole_digits)
-                          : parse_digits_swar(p + i, whole_digits - 8) * 100000000ULL +
-                                parse_digits_swar(p + i + whole_digits - 8, 8));
+    std::int64_t whole = static_cast<std::int64_t>(parse_digits16(p + i, whole_digits));
     // micros_to_nanos's overflow check: it gives up when the digits before the last one exceed
     // this.
     constexpr std::int64_t kMaxPrefix = (std::numeric_limits<std::int64_t>::max() - 9) / 10 / 1000;
@@ -454,7 +455,7 @@ inline std::uint64_t three_bytes(const char* p) {
 
 // Past the ':' after a member name and the blanks around it; false at the end of the text. The
 // usual ": " takes one test.
-inline bool raw_colon(const char*& p, const char* end) {
+[[gnu::always_inline]] inline bool raw_colon(const char*& p, const char* end) {
     if (p + 2 < end && (three_bytes(p) & 0xFFFF) == text_word(": ") &&
         static_cast<unsigned char>(p[2]) > ' ') {
         p += 2;
@@ -466,17 +467,17 @@ inline bool raw_colon(const char*& p, const char* end) {
     return p < end;
 }
 
-// After a member's value: on the next member's name (Member), on the object's '}' (Close), or
-// neither (Bad). The usual ", \"" takes one test.
+// After a member's (or element's) value: on the next one (Member), on the `close` that ends the
+// object or array (Close), or neither (Bad). The usual ", \"" takes one test.
 enum class AfterValue { Member, Close, Bad };
-inline AfterValue raw_after_value(const char*& p, const char* end) {
+inline AfterValue raw_after_value(const char*& p, const char* end, char close = '}') {
     if (p + 2 < end && three_bytes(p) == text_word(", \"")) {
         p += 2;
         return AfterValue::Member;
     }
     p = skip_space(p, end);
     if (p >= end) return AfterValue::Bad;
-    if (*p == '}') return AfterValue::Close;
+    if (*p == close) return AfterValue::Close;
     if (*p != ',') return AfterValue::Bad;
     p = skip_space(p + 1, end);
     return AfterValue::Member;
@@ -552,9 +553,7 @@ inline bool raw_uint(const char*& p, const char* end, std::int64_t& out) {
         return false;
     const char next = p[digits];
     if (next != ',' && next != ']' && !is_json_space(next)) return false;
-    out = static_cast<std::int64_t>(digits <= 8 ? parse_digits_swar(p, digits)
-                                                : parse_digits_swar(p, digits - 8) * 100000000ULL +
-                                                      parse_digits_swar(p + digits - 8, 8));
+    out = static_cast<std::int64_t>(parse_digits16(p, digits));
     p += digits;
     return true;
 }
@@ -789,9 +788,7 @@ inline bool raw_number(const char*& p, const char* end, std::string_view& out) {
     const std::size_t n = leading_digits(p);
     // With 16 digits, p[16] being a delimiter also rules out a 17th digit.
     if (n == 0 || (p[0] == '0' && n > 1) || p + n >= end || !is_delimiter(p[n])) return false;
-    out = static_cast<std::int64_t>(n <= 8 ? parse_digits_swar(p, n)
-                                           : parse_digits_swar(p, n - 8) * 100000000ULL +
-                                                 parse_digits_swar(p + n - 8, 8));
+    out = static_cast<std::int64_t>(parse_digits16(p, n));
     p += n;
     return true;
 }
@@ -803,10 +800,7 @@ inline bool raw_micros(const char*& p, const char* end, std::int64_t& out) {
     const char* q = p + (*p == '-');
     const std::size_t whole_digits = leading_digits(q);
     if (whole_digits > 0 && (q[0] != '0' || whole_digits == 1)) {
-        auto whole = static_cast<std::int64_t>(
-            whole_digits <= 8 ? parse_digits_swar(q, whole_digits)
-                              : parse_digits_swar(q, whole_digits - 8) * 100000000ULL +
-                                    parse_digits_swar(q + whole_digits - 8, 8));
+        auto whole = static_cast<std::int64_t>(parse_digits16(q, whole_digits));
         // micros_to_nanos_padded()'s overflow check.
         constexpr std::int64_t kMaxPrefix =
             (std::numeric_limits<std::int64_t>::max() - 9) / 10 / 1000;
@@ -850,22 +844,16 @@ bool raw_skip(const char*& p, const char* end, int depth = 0) {
                 return true;
             }
             while (true) {
-                if (close == '}') {
-                    std::string_view key;
-                    if (!raw_plain_string(p, end, key)) return false;
-                    p = skip_space(p, end);
-                    if (p >= end || *p != ':') return false;
-                    p = skip_space(p + 1, end);
-                }
+                std::string_view key;
+                if (close == '}' && (!raw_plain_string(p, end, key) || !raw_colon(p, end)))
+                    return false;
                 if (!raw_skip(p, end, depth + 1)) return false;
-                p = skip_space(p, end);
-                if (p >= end) return false;
-                if (*p == close) {
+                const AfterValue next = raw_after_value(p, end, close);
+                if (next == AfterValue::Bad) return false;
+                if (next == AfterValue::Close) {
                     ++p;
                     return true;
                 }
-                if (*p != ',') return false;
-                p = skip_space(p + 1, end);
             }
         }
         case 't':
@@ -1112,6 +1100,14 @@ struct ShapeTexts {
     std::array<std::string_view, 4> text;  // by Field
     std::array<Field, 4> order{};          // the fields present, in the event's order
     std::uint8_t count = 0;
+    // The field an args member name stands for (both readers), -1 for any other name.
+    [[gnu::always_inline]] static int field_of(std::string_view key) {
+        return is(key, "Input Dims") || is(key, "Input dims") ? kDims
+               : is(key, "Input Strides")                     ? kStrides
+               : is(key, "Input type")                        ? kTypes
+               : is(key, "Concrete Inputs")                   ? kConcrete
+                                                              : -1;
+    }
     bool operator==(const ShapeTexts& other) const { return text == other.text; }
     std::uint64_t hash() const {
         std::uint64_t h = 0x6A09E667F3BCC909ULL;
@@ -1210,6 +1206,13 @@ class EventParser {
         if (inputs.size() < raw_texts_.size()) inputs.resize(raw_texts_.size());
         for (std::size_t i = 0; i < raw_texts_.size(); ++i)
             (is_type ? inputs[i].type : inputs[i].concrete) = intern(raw_texts_[i], true);
+    }
+    // A complete event (recorded or not) in the batch's totals: events, by category, flows.
+    [[gnu::always_inline]] void count_event(bool has_cat, std::string_view cat,
+                                            std::uint8_t known_cat, std::string_view ph) {
+        ++out_->events_total;
+        out_->tally.add(has_cat, cat, known_cat, ph);
+        if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
     }
     // pid/tid: a number, a numeric string, "stream 7", or a label ("Traces", "Spans").
     std::int64_t id_from(od::value value, bool& label);
@@ -1334,6 +1337,16 @@ void EventParser::drop_record(Category record_category) {
 void EventParser::fill_record(Category record_category, std::size_t index, NameId name_id,
                               std::int64_t ts, std::int64_t dur, std::int64_t pid, std::int64_t tid,
                               bool pid_label, bool tid_label) {
+    // CpuOp and RuntimeCall: host-side ranges with the same fields.
+    const auto fill_host_record = [&](auto& record, std::uint8_t& labels) {
+        record.name = name_id;
+        record.ts = ts;
+        record.dur = dur;
+        record.pid = pid;
+        record.tid = tid;
+        labels =
+            static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) | (tid_label ? kTidLabel : 0));
+    };
     switch (record_category) {
         case Category::Kernel:
         case Category::Memcpy:
@@ -1350,28 +1363,12 @@ void EventParser::fill_record(Category record_category, std::size_t index, NameI
             break;
         }
         case Category::CpuOp:
-        case Category::Annotation: {
-            CpuOp& op = out_->cpu_ops[index];
-            op.name = name_id;
-            op.ts = ts;
-            op.dur = dur;
-            op.pid = pid;
-            op.tid = tid;
-            out_->op_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
-                                                               (tid_label ? kTidLabel : 0));
+        case Category::Annotation:
+            fill_host_record(out_->cpu_ops[index], out_->op_labels[index]);
             break;
-        }
-        default: {
-            RuntimeCall& call = out_->runtime_calls[index];
-            call.name = name_id;
-            call.ts = ts;
-            call.dur = dur;
-            call.pid = pid;
-            call.tid = tid;
-            out_->call_labels[index] = static_cast<std::uint8_t>((pid_label ? kPidLabel : 0) |
-                                                                 (tid_label ? kTidLabel : 0));
+        default:
+            fill_host_record(out_->runtime_calls[index], out_->call_labels[index]);
             break;
-        }
     }
 }
 
@@ -1476,9 +1473,7 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
         }
     }
     if (ph.empty()) return fail("missing \"ph\"");
-    ++out_->events_total;
-    out_->tally.add(has_cat, cat, known_cat, ph);
-    if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
+    count_event(has_cat, cat, known_cat, ph);
     if (!is(ph, "X")) return std::nullopt;
     if (category == Category::Missing || category == Category::Other ||
         category == Category::PythonFunction)
@@ -1619,9 +1614,7 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
         ensure_record();
         if (!has_name || !has_ts || dur < 0) return give_up();
     }
-    ++out_->events_total;
-    out_->tally.add(has_cat, cat, known_cat, ph);
-    if (ph.size() == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't')) ++out_->flow_events;
+    count_event(has_cat, cat, known_cat, ph);
     if (pending_shapes_) shape_cache_.insert(*pending_shapes_);
     if (!recorded) return true;
     fill_record(record_category, index, intern(name, true), ts, dur, pid, tid, pid_label,
@@ -1711,12 +1704,7 @@ bool EventParser::parse_args_raw(const char*& p, const char* end, Category categ
                 read = false;
             }
         } else if (category == Category::CpuOp || category == Category::Annotation) {
-            using F = ShapeTexts::Field;
-            const int field = is(key, "Input Dims") || is(key, "Input dims") ? F::kDims
-                              : is(key, "Input Strides")                     ? F::kStrides
-                              : is(key, "Input type")                        ? F::kTypes
-                              : is(key, "Concrete Inputs")                   ? F::kConcrete
-                                                                             : -1;
+            const int field = ShapeTexts::field_of(key);
             if (field < 0) {
                 read = false;
             } else if (!shape_texts.text[field].empty()) {
@@ -1729,7 +1717,7 @@ bool EventParser::parse_args_raw(const char*& p, const char* end, Category categ
                     return false;
                 shape_texts.text[field] =
                     std::string_view(start, static_cast<std::size_t>(p - start));
-                shape_texts.order[shape_texts.count++] = static_cast<F>(field);
+                shape_texts.order[shape_texts.count++] = static_cast<ShapeTexts::Field>(field);
             }
         } else {
             read = false;
@@ -1819,30 +1807,24 @@ std::optional<Malformed> EventParser::parse_args(od::object args, Category categ
             case Category::CpuOp:
             case Category::Annotation: {
                 CpuOp& op = out_->cpu_ops[index];
-                if (is(key, "Input Dims") || is(key, "Input dims")) {
+                const int field = ShapeTexts::field_of(key);
+                if (field == ShapeTexts::kDims || field == ShapeTexts::kStrides) {
+                    const bool strides = field == ShapeTexts::kStrides;
                     if (read_dims_lists_raw(value.raw_json_token().data(), doc_end_, raw_dims_)) {
-                        add_raw_dims(shapes_of(op).inputs, false);
+                        add_raw_dims(shapes_of(op).inputs, strides);
                         continue;
                     }
                     if (!for_each_input(value, shapes_of(op).inputs, doc_end_,
-                                        [](od::value v, OpArgument& arg) {
-                                            return read_dims(v, arg.dims, arg.list_ranks);
-                                        }))
-                        return bad(key);
-                } else if (is(key, "Input Strides")) {
-                    if (read_dims_lists_raw(value.raw_json_token().data(), doc_end_, raw_dims_)) {
-                        add_raw_dims(shapes_of(op).inputs, true);
-                        continue;
-                    }
-                    if (!for_each_input(value, shapes_of(op).inputs, doc_end_,
-                                        [](od::value v, OpArgument& arg) {
+                                        [strides](od::value v, OpArgument& arg) {
+                                            if (!strides)
+                                                return read_dims(v, arg.dims, arg.list_ranks);
                                             std::vector<std::uint8_t> ranks;
                                             arg.has_strides = true;
                                             return read_dims(v, arg.strides, ranks);
                                         }))
                         return bad(key);
-                } else if (is(key, "Input type") || is(key, "Concrete Inputs")) {
-                    const bool is_type = is(key, "Input type");
+                } else if (field == ShapeTexts::kTypes || field == ShapeTexts::kConcrete) {
+                    const bool is_type = field == ShapeTexts::kTypes;
                     if (read_text_list_raw(value.raw_json_token().data(), doc_end_, raw_texts_)) {
                         set_raw_texts(shapes_of(op).inputs, is_type);
                         continue;
@@ -2141,20 +2123,11 @@ class Pipeline {
         cv_.notify_all();
     }
 
-    // The chunk left the core's cache while it was split: its events are asked for a few ahead.
-    static constexpr std::size_t kPrefetchAhead = 8;
     void parse(Slot& chunk, EventParser& parser) {
         Batch& batch = chunk.batch;
         // In strict mode nothing after the first malformed event matters: parse_kineto throws.
         bool skip = skip_parsing_.load(std::memory_order_relaxed);
-        const std::size_t spans = chunk.spans.size();
-        for (std::size_t i = 0; i < spans; ++i) {
-            const Span& span = chunk.spans[i];
-            if (i + kPrefetchAhead < spans) {
-                const char* ahead = chunk.text + chunk.spans[i + kPrefetchAhead].begin;
-                __builtin_prefetch(ahead);
-                __builtin_prefetch(ahead + 64);
-            }
+        for (const Span& span : chunk.spans) {
             if (span.metadata) continue;  // parsed at commit time
             ++batch.events;
             if (skip) continue;
