@@ -273,11 +273,11 @@ ShapeLogStats attach_shape_log(Trace& trace, const ShapeLog& log) {
             !entry.inputs.empty() && (recorded == nullptr || recorded->inputs.empty());
         if (!adds_schema && !adds_inputs) continue;
         OpShapes& shapes = trace.own_shapes(op);
-        if (shapes.schema == StringPool::kEmpty && !entry.schema.empty()) {
+        if (adds_schema) {
             shapes.schema = trace.names.intern(entry.schema);
             ++stats.schemas_set;
         }
-        if (!shapes.inputs.empty() || entry.inputs.empty()) continue;
+        if (!adds_inputs) continue;
         for (const ShapeLogArgument& in : entry.inputs) {
             OpArgument arg;
             arg.type = trace.names.intern(in.type);
