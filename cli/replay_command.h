@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -180,12 +182,43 @@ inline void print_summary(const Report& r) {
                 t.sequential_kernel_us,
                 100 * (t.predicted_total_us - t.sequential_kernel_us) / t.sequential_kernel_us);
     }
+    // Why the rest was not replayed, largest recorded time first: the first thing a reader of
+    // "replayed < 100%" asks.
+    struct NotReplayed {
+        std::size_t kernels = 0;
+        double recorded_us = 0;
+    };
+    std::map<std::string, NotReplayed> reasons;
     std::size_t skipped = 0;
-    for (const auto& k : r.kernels)
+    for (const auto& k : r.kernels) {
         skipped += k.disposition == "skipped" || k.disposition == "failed";
+        if (k.disposition != "skipped" && k.disposition != "failed" &&
+            k.disposition != "not_replayable")
+            continue;
+        NotReplayed& n = reasons[k.disposition + ": " + k.reason];
+        ++n.kernels;
+        n.recorded_us += k.recorded_us.sum;
+    }
     std::printf(
         "  unique kernels            %12zu (%zu skipped or failed; reasons in report.json)\n",
         r.kernels.size(), skipped);
+    std::vector<std::pair<std::string, NotReplayed>> largest(reasons.begin(), reasons.end());
+    std::sort(largest.begin(), largest.end(), [](const auto& a, const auto& b) {
+        return a.second.recorded_us > b.second.recorded_us;
+    });
+    constexpr std::size_t kShown = 3, kWidth = 90;
+    for (std::size_t i = 0; i < std::min(kShown, largest.size()); ++i) {
+        std::string why = largest[i].first;
+        if (why.size() > kWidth) why = why.substr(0, kWidth - 3) + "...";
+        std::printf("    %4zu kernel(s), %10.1f us recorded: %s\n", largest[i].second.kernels,
+                    largest[i].second.recorded_us, why.c_str());
+    }
+    if (largest.size() > kShown)
+        std::printf("    ... %zu more reasons in report.json\n", largest.size() - kShown);
+    if (r.backend == "cpu")
+        std::printf(
+            "  note: the cpu backend times whole ops on the host; its errors against a GPU "
+            "recording show that the pipeline runs, not how faithful a GPU replay is\n");
 }
 
 class ReplayCommand {

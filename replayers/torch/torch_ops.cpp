@@ -60,8 +60,8 @@ namespace {
 
 // ---- small helpers ------------------------------------------------------------------------------
 
-std::string missing_op_reason() {
-    return std::string("op missing from this libtorch (") + TORCH_VERSION + ")";
+std::string missing_op_reason(const std::string& op) {
+    return std::string("op missing from this libtorch (") + TORCH_VERSION + "): " + op;
 }
 
 // First line of a c10::Error without the C++ backtrace, bounded: it ends up in reports.
@@ -1023,7 +1023,7 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
             if (best->cost == 0) break;  // exact fit
         }
         if (!any_schema) {
-            result.reason = missing_op_reason();
+            result.reason = missing_op_reason(recipe.op);
             return result;
         }
         if (!best) {
