@@ -48,7 +48,7 @@ enum class Category : std::uint8_t {
 
 // `text == literal`, with the length compared first, then a few word compares.
 template <std::size_t N>
-inline bool is(std::string_view text, const char (&literal)[N]) {
+[[gnu::always_inline]] inline bool is(std::string_view text, const char (&literal)[N]) {
     constexpr std::size_t n = N - 1;
     if (text.size() != n) return false;
     // Two or more words, the last one overlapping (gcc would call memcmp for most lengths).
@@ -254,12 +254,13 @@ inline bool get_text(od::value& value, std::string_view& out) {
     }
 }
 
-inline bool is_json_space(char c) {
+[[gnu::always_inline]] inline bool is_json_space(char c) {
     return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
 // Up to 8 ASCII digits at p (little-endian load; bytes past `n` are shifted out) as a number.
-inline std::uint64_t parse_digits_swar(const char* p, std::size_t n) {  // 1 <= n <= 8
+[[gnu::always_inline]] inline std::uint64_t parse_digits_swar(const char* p,
+                                                              std::size_t n) {  // 1 <= n <= 8
     std::uint64_t v;
     std::memcpy(&v, p, 8);
     v -= 0x3030303030303030ULL;  // the digits (bytes below n) never borrow
@@ -508,7 +509,7 @@ inline EventKey event_key(std::string_view key) {
 // An event member name written the usual way ("ph": with no blank before the ':'), recognised
 // from one 8-byte load: p moves past the ':' and its blanks. Other for anything else, with p
 // unchanged, for the general reader.
-inline EventKey known_event_key(const char*& p, const char* end) {
+[[gnu::always_inline]] inline EventKey known_event_key(const char*& p, const char* end) {
     if (end - p < 9) return EventKey::Other;
     std::uint64_t word;
     std::memcpy(&word, p, 8);
@@ -738,8 +739,15 @@ inline bool is_digit(char c) {
     return c >= '0' && c <= '9';
 }
 
-inline bool is_delimiter(char c) {
-    return c == ',' || c == '}' || c == ']' || is_json_space(c);
+// What may follow a number: one table lookup (gcc kept the chain of compares out of line, and
+// it ran after every number read).
+[[gnu::always_inline]] inline bool is_delimiter(char c) {
+    static constexpr auto kDelimiter = [] {
+        std::array<bool, 256> table{};
+        for (const unsigned char d : {',', '}', ']', ' ', '\n', '\r', '\t'}) table[d] = true;
+        return table;
+    }();
+    return kDelimiter[static_cast<unsigned char>(c)];
 }
 
 // Past the digits at q, but not past `end` (16 at a time: the text is padded).
@@ -794,7 +802,7 @@ inline bool raw_number(const char*& p, const char* end, std::string_view& out) {
 }
 
 // micros_to_nanos_padded() of the number at p (ts, dur); p moves past it.
-inline bool raw_micros(const char*& p, const char* end, std::int64_t& out) {
+[[gnu::always_inline]] inline bool raw_micros(const char*& p, const char* end, std::int64_t& out) {
     // The usual "123.456", on micros_to_nanos_padded()'s fast path and computed the same way.
     // With 16 digits before the point, the delimiter check below rules out a 17th.
     const char* q = p + (*p == '-');
