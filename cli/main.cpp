@@ -161,6 +161,10 @@ int main(int argc, char** argv) {
             std::cerr << app.help();
             return 2;
         }
+        if (!replay_in.trace.empty() && replay_cmd.has_kernel_file())
+            throw std::runtime_error(
+                "give either a TRACE or --kernels FILE, not both (--kernels replays the unique "
+                "kernels of a signature file, without the trace)");
         std::unique_ptr<replay::Analysis> analysis;
         if (!replay_in.trace.empty()) analysis = load(replay_in);
         return replay_cmd.run(analysis.get(), replay_in.quiet);

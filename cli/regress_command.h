@@ -26,8 +26,27 @@ inline void add_statistics_options(CLI::App& app, RegressionOptions& o) {
         ->capture_default_str();
 }
 
+// A comparison in which no kernel was measured on both sides says nothing: an exit status of 0
+// there would let a wrong baseline pass a CI job.
+inline void require_something_compared(const Regression& r) {
+    if (r.totals.matched > 0) return;
+    std::size_t in_both = 0;
+    for (const auto& k : r.kernels) in_both += k.baseline_count > 0 && k.current_count > 0;
+    std::string why = "nothing to compare between " + r.baseline + " and " + r.current + ": " +
+                      std::to_string(r.summary.missing) +
+                      " kernels only in the baseline (or not "
+                      "measured in the current run), " +
+                      std::to_string(r.summary.added) + " only in the current one, " +
+                      std::to_string(in_both) + " ids in common";
+    for (const auto& note : r.notes)
+        if (note.find("different traces") != std::string::npos ||
+            note.find("--et") != std::string::npos || note.find("--shapes") != std::string::npos)
+            why += "; " + note;
+    throw std::runtime_error(why);
+}
+
 inline void write_regression_outputs(const std::filesystem::path& dir, const Regression& r) {
-    std::filesystem::create_directories(dir);
+    make_output_dir(dir);
     write_file(dir / "regression.json", [&](std::ostream& out) { write_regression_json(out, r); });
     write_file(dir / "regression.md",
                [&](std::ostream& out) { write_regression_markdown(out, r); });
@@ -89,9 +108,10 @@ class RegressCommand {
             Report current = settings_.run(analysis.get(), nullptr, *backend, quiet_, nullptr);
             const Regression r =
                 compare_reports(baseline.report, current, options_, baseline.path, trace);
+            require_something_compared(r);
             const auto dir =
                 std::filesystem::path(settings_.out_dir) / std::filesystem::path(trace).filename();
-            std::filesystem::create_directories(dir);
+            make_output_dir(dir);
             write_file(dir / "report.json",
                        [&](std::ostream& out) { write_report_json(out, current); });
             write_file(dir / "kernels.csv",
@@ -138,6 +158,7 @@ class CompareCommand {
             r = compare_reports(recorded_report(*analyze(oa)), recorded_report(*analyze(ob)),
                                 recorded, a_, b_);
         }
+        require_something_compared(r);
         if (!out_dir_.empty()) write_regression_outputs(out_dir_, r);
         write_regression_markdown(std::cout, r);
         return regression_exit_code(r);

@@ -5,7 +5,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -32,7 +35,7 @@ struct ReplaySettings {
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
-    std::string context = "recorded";
+    std::string context = "auto";
     bool no_sequential_check = false;
     bool no_warm_inputs = false;
     bool no_cupti = false;
@@ -75,8 +78,10 @@ struct ReplaySettings {
                        "evicted, the step recorded just before the instance runs, then the inputs "
                        "the recording had in L2 are read in (weights come from memory, as in the "
                        "recording); previous: that step without eviction or reads; none: nothing "
-                       "(back to back, warm)")
-            ->check(CLI::IsMember({"recorded", "previous", "none"}))
+                       "(back to back, warm); auto: recorded on the GPU, none on the cpu backend "
+                       "(whose timings do not model a GPU's L2, and for which an eviction costs "
+                       "tens of milliseconds per run)")
+            ->check(CLI::IsMember({"auto", "recorded", "previous", "none"}))
             ->capture_default_str();
         app.add_flag("--no-warm-inputs", no_warm_inputs,
                      "sequential: do not read into L2, before each step, the inputs the recording "
@@ -91,16 +96,17 @@ struct ReplaySettings {
         app.add_option("--seed", seed, "Seed of the random input data")->capture_default_str();
     }
 
-    DriverOptions driver_options(bool quiet) const {
+    DriverOptions driver_options(bool quiet, const Backend& backend) const {
         DriverOptions o;
         o.pace = pace == "recorded" ? Pace::Recorded : Pace::None;
         o.iterations = iterations;
         o.warmup = warmup;
         o.runs = runs;
         o.l2_flush = l2_flush;
-        o.context = context == "none"       ? Context::None
-                    : context == "previous" ? Context::Previous
-                                            : Context::Recorded;
+        const bool on_cpu = backend.environment().backend == "cpu";
+        o.context = context == "none" || (context == "auto" && on_cpu) ? Context::None
+                    : context == "previous"                            ? Context::Previous
+                                                                       : Context::Recorded;
         o.sequential_check = !no_sequential_check;
         o.warm_inputs = !no_warm_inputs;
         if (!quiet)
@@ -135,7 +141,7 @@ struct ReplaySettings {
 
     Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet,
                Timeline* timeline) const {
-        const DriverOptions options = driver_options(quiet);
+        const DriverOptions options = driver_options(quiet, backend);
         if (analysis == nullptr) return replay_unique(*kernels, backend, options);
         if (mode == "sequential") return replay_sequential(*analysis, backend, options, timeline);
         return replay_unique(*analysis, backend, options);
@@ -143,20 +149,53 @@ struct ReplaySettings {
 };
 
 // Writes to a temporary file beside the target and renames it on success, so that a failure
-// never leaves a partial output file behind.
+// never leaves a partial output file behind. A symbolic link is followed (renaming over it would
+// replace the link); a target that is not a regular file (/dev/stdout, a FIFO) is written in
+// place, since renaming over a device node would replace it with a file.
 template <typename Fn>
 void write_file(const std::filesystem::path& path, Fn&& fn) {
-    const auto tmp = path.string() + ".tmp" + std::to_string(::getpid());
+    namespace fs = std::filesystem;
+    const auto fail = [&](const std::string& why) {
+        throw std::runtime_error("cannot write " + path.string() + ": " + why);
+    };
+    std::error_code ec;
+    fs::path target = path;
+    if (fs::is_symlink(fs::symlink_status(path, ec))) {
+        target = fs::canonical(path, ec);
+        if (ec) target = fs::read_symlink(path, ec);  // a dangling link: create its target
+        if (ec) fail(ec.message());
+    }
+    const fs::file_status status = fs::status(target, ec);
+    if (fs::is_directory(status)) fail("it is a directory");
+    if (fs::exists(status) && !fs::is_regular_file(status)) {
+        std::ofstream out(target, std::ios::binary);
+        if (!out) fail("cannot open it");
+        fn(out);
+        if (!out.flush()) fail("write failed");
+        return;
+    }
+    const auto tmp = target.string() + ".tmp" + std::to_string(::getpid());
     try {
         std::ofstream out(tmp, std::ios::binary);
-        if (!out) throw InputError(path.string(), 0, "cannot create output file");
+        if (!out) fail(std::string("cannot create a file there (") + std::strerror(errno) + ")");
         fn(out);
-        if (!out.flush()) throw InputError(path.string(), 0, "write failed");
+        if (!out.flush()) fail("write failed");
+        out.close();
+        fs::rename(tmp, target, ec);
+        if (ec) fail(ec.message());
     } catch (...) {
-        std::filesystem::remove(tmp);
+        fs::remove(tmp, ec);
         throw;
     }
-    std::filesystem::rename(tmp, path);
+}
+
+// Creates an output folder, with one line naming it when that is not possible.
+inline void make_output_dir(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir))
+        throw std::runtime_error("cannot create output folder " + dir.string() + ": " +
+                                 (ec ? ec.message() : "a file of that name exists"));
 }
 
 inline void print_summary(const Report& r) {
@@ -166,13 +205,19 @@ inline void print_summary(const Report& r) {
                 t.recorded_kernel_us, 100 * t.recipe_coverage);
     std::printf("  replayed                  %12.2f%% of recorded kernel time\n",
                 100 * t.replayed_coverage);
+    // Copies and memsets are replayed activities too: the recorded figure here is theirs and the
+    // kernels', which is why it can exceed the recorded kernel time above.
     std::printf(
-        "  replayed kernel time      %12.1f us vs %.1f us recorded for the same kernels "
+        "  replayed GPU time         %12.1f us vs %.1f us recorded for the same activities "
         "(%+.2f%%)\n",
         t.replayed_kernel_us, t.replayed_recorded_us, t.total_error_pct);
     std::printf("  median |error| per kernel %12.2f%% (unique kernels), %.2f%% (launches)\n",
                 t.median_abs_error_pct, t.median_abs_error_pct_per_launch);
-    std::printf("  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
+    if (std::isnan(t.gemm_name_match))
+        std::printf("  GEMM time, same kernel    %12s (no GEMM replayed with kernel names)\n",
+                    "n/a");
+    else
+        std::printf("  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
     if (r.mode == "unique") {
         std::printf("  predicted total           %12.1f us (sum of count x median)\n",
                     t.predicted_total_us);
@@ -239,7 +284,7 @@ class ReplayCommand {
             file = read_signature_file(kernel_file_);
         }
         auto backend = settings_.make_backend();
-        std::filesystem::create_directories(settings_.out_dir);
+        make_output_dir(settings_.out_dir);
         Timeline timeline;
         Report report = settings_.run(analysis, analysis ? nullptr : &file, *backend, quiet,
                                       settings_.mode == "sequential" ? &timeline : nullptr);

@@ -19,6 +19,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     if (!options.execution_trace_path.empty()) {
         const ExecutionTrace et = read_execution_trace(options.execution_trace_path);
         const AttachStats s = attach_execution_trace(trace, et);
+        analysis->execution_trace = options.execution_trace_path;
         std::ostringstream note;
         note << "execution trace " << options.execution_trace_path << ": joined " << s.matched
              << " nodes by " << to_string(s.join) << " (" << s.unmatched_nodes << " unmatched, "
@@ -28,6 +29,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     if (!options.shape_log_path.empty()) {
         const ShapeLog log = read_shape_log(options.shape_log_path);
         const ShapeLogStats s = attach_shape_log(trace, log);
+        analysis->shape_log = options.shape_log_path;
         std::ostringstream note;
         note << "shape log " << options.shape_log_path << ": "
              << s.matched_by_rf_id + s.matched_by_external_id << " ops matched, " << s.unmatched

@@ -29,7 +29,7 @@ TierTotals tier_totals(const Analysis& a) {
 
 constexpr std::array<const char*, 5> kTierLabels = {
     "not replayable", "tier 1 copy/memset (CUDA runtime)", "tier 2 GEMM (cuBLASLt)",
-    "tier 3 aten op (libtorch)", "tier 4 collective (NCCL)"};
+    "tier 3 dispatcher op (libtorch)", "tier 4 collective (NCCL)"};
 
 std::string shorten(std::string_view name, std::size_t width) {
     if (name.size() <= width) return std::string(name);

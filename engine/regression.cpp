@@ -194,12 +194,21 @@ void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur,
         c.exact = test.exact;
         c.p_value = test.p;
         significant = test.p < o.alpha;
+    } else if (o.recorded) {
+        c.note = "recorded medians: threshold only";
     } else {
+        // One or two samples a side cannot tell a change from noise: a single slow run of a
+        // 20 us kernel is +10%. Say how far it moved, flag nothing.
+        significant = false;
         std::ostringstream note;
-        note << (o.recorded ? "recorded medians"
-                            : std::to_string(b.samples.size()) + "/" +
-                                  std::to_string(cur.samples.size()) + " samples")
-             << ": threshold only (the rank test needs >= " << o.min_samples << " per side)";
+        note << b.samples.size() << "/" << cur.samples.size() << " samples: ";
+        if (beyond) {
+            c.inconclusive = true;
+            note << "inconclusive, " << (c.change_pct > 0 ? "+" : "") << c.change_pct
+                 << "% beyond the threshold but ";
+        }
+        note << "the rank test needs >= " << o.min_samples
+             << " per side (more --iterations in sequential mode, or unique mode)";
         c.note = note.str();
     }
     if (beyond && significant)
@@ -221,6 +230,7 @@ void write_summary_fields(JsonWriter& json, const RegressionSummary& s) {
     json.field("unchanged", static_cast<std::uint64_t>(s.unchanged));
     json.field("new", static_cast<std::uint64_t>(s.added));
     json.field("missing", static_cast<std::uint64_t>(s.missing));
+    json.field("inconclusive", static_cast<std::uint64_t>(s.inconclusive));
 }
 
 void write_totals_fields(JsonWriter& json, const RegressionTotals& t) {
@@ -314,12 +324,26 @@ Regression compare_reports(const Report& baseline, const Report& current,
     if (!hb.empty() && !hc.empty() && hb != hc)
         r.notes.push_back("the reports are of different traces (trace_hash " + hb + " vs " + hc +
                           "): kernels are matched by id only");
+    for (const char* key : {"et", "shapes"}) {
+        const bool in_baseline = !baseline.input(key).empty(),
+                   in_current = !current.input(key).empty();
+        if (in_baseline != in_current)
+            r.notes.push_back(std::string("only the ") + (in_baseline ? "baseline" : "current") +
+                              " report was made with --" + key + " (" +
+                              (in_baseline ? baseline.input(key) : current.input(key)) +
+                              "): it changes the recipes, so kernels of the ops it covers get "
+                              "other ids and show as missing and new; give it to both");
+    }
     if (!options.recorded && baseline.mode != current.mode)
         r.notes.push_back("replay modes differ (" + baseline.mode + " vs " + current.mode + ")");
     if (!options.recorded && baseline.backend != current.backend)
         r.notes.push_back("backends differ (" + baseline.backend + " vs " + current.backend + ")");
     if (options.recorded)
         r.notes.push_back("recorded durations compared: no per-run samples, threshold only");
+    else if (baseline.backend == "cpu" || current.backend == "cpu")
+        r.notes.push_back(
+            "cpu backend: host timings drift with the machine's load and clock between runs; "
+            "its verdicts test the pipeline, not GPU performance");
 
     std::unordered_map<std::string, std::size_t> in_current;
     for (std::size_t i = 0; i < current.kernels.size(); ++i)
@@ -394,7 +418,8 @@ Regression compare_reports(const Report& baseline, const Report& current,
         r.notes.push_back(
             std::to_string(few_samples) + " kernels had fewer than " +
             std::to_string(options.min_samples) +
-            " samples on a side: judged by the threshold alone, without the rank test");
+            " samples on a side: without the rank test none of them is flagged (changes beyond "
+            "the threshold are counted as inconclusive)");
 
     std::vector<TierComparison> tiers(5);
     std::vector<bool> present(5, false);
@@ -404,6 +429,8 @@ Regression compare_reports(const Report& baseline, const Report& current,
         present[t] = true;
         count(r.summary, c.verdict);
         count(tiers[t].summary, c.verdict);
+        r.summary.inconclusive += c.inconclusive;
+        tiers[t].summary.inconclusive += c.inconclusive;
         if (c.verdict == Verdict::Unchanged || c.verdict == Verdict::Improved ||
             c.verdict == Verdict::Regressed) {
             add_matched(r.totals, c);
@@ -470,6 +497,7 @@ void write_regression_json(std::ostream& out, const Regression& r) {
         json.field("change_pct", k.change_pct).field("spread_pct", k.spread_pct);
         json.field("threshold_pct", k.threshold_pct).field("p_value", k.p_value);
         json.field("rank_test", k.rank_test).field("exact", k.exact);
+        json.field("inconclusive", k.inconclusive);
         json.field("note", k.note);
         json.end_object();
     }
@@ -483,7 +511,11 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
     const RegressionSummary& s = r.summary;
     out << "### replay comparison: " << (s.regressed > 0 ? "REGRESSED" : "ok") << " - "
         << s.regressed << " regressed, " << s.improved << " improved, " << s.unchanged
-        << " unchanged, " << s.added << " new, " << s.missing << " missing\n\n";
+        << " unchanged"
+        << (s.inconclusive > 0
+                ? " (" + std::to_string(s.inconclusive) + " inconclusive: too few samples)"
+                : std::string())
+        << ", " << s.added << " new, " << s.missing << " missing\n\n";
     out << "baseline `" << md_escape(r.baseline, 200) << "`, current `" << md_escape(r.current, 200)
         << "`; " << (r.options.recorded ? "recorded" : "replayed")
         << " medians; a change counts beyond max(" << fixed(r.options.threshold_pct, 1) << "%, "

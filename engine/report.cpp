@@ -225,7 +225,7 @@ const char* tier_label(Tier tier) {
         case Tier::Gemm:
             return "gemm";
         case Tier::AtenOp:
-            return "aten op";
+            return "dispatcher op";
         case Tier::Collective:
             return "collective";
     }

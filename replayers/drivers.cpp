@@ -165,6 +165,11 @@ std::vector<std::size_t> kernel_of_nodes(const Analysis& analysis, Session& sess
 void add_inputs(Report& report, const Analysis& analysis) {
     report.inputs.emplace_back("trace", analysis.trace().source);
     report.inputs.emplace_back("trace_hash", analysis.trace_hash);
+    // Kernel ids depend on these (the Execution Trace fixes overloads, both add shapes):
+    // compare says when two reports differ in them.
+    if (!analysis.execution_trace.empty())
+        report.inputs.emplace_back("et", analysis.execution_trace);
+    if (!analysis.shape_log.empty()) report.inputs.emplace_back("shapes", analysis.shape_log);
     for (const auto& note : analysis.notes) report.notes.push_back(note);
     report.totals.recipe_coverage = analysis.coverage;
 }

@@ -44,6 +44,33 @@ with tempfile.TemporaryDirectory() as tmp:
     print(("ok   " if ok else "FAIL ") + f"missing file: exit {r.returncode}: {r.stderr.strip()}")
     failures += not ok
 
+    # Outputs that cannot be written: one line naming the output, exit 2, nothing left behind;
+    # a symlinked output keeps its link and writes its target.
+    gz = os.path.join(traces, "h200/bloom560m_fp16_b1_s5.json.gz")
+    folder = os.path.join(tmp, "a_folder")
+    os.makedirs(folder)
+    for target, expect in ((folder, "is a directory"), (os.path.join(tmp, "no/such/dir.json"), "cannot write")):
+        before = set(os.listdir(tmp))
+        r = run("classify", gz, "-o", target)
+        ok = (r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and target in r.stderr
+              and expect in r.stderr and set(os.listdir(tmp)) == before and not os.listdir(folder))
+        print(("ok   " if ok else "FAIL ") + f"-o {os.path.basename(target)}: exit {r.returncode}: {r.stderr.strip()}")
+        failures += not ok
+    real, link = os.path.join(tmp, "real.json"), os.path.join(tmp, "link.json")
+    os.symlink(real, link)
+    r = run("classify", gz, "-o", link, "--quiet")
+    ok = r.returncode == 0 and os.path.islink(link) and os.path.getsize(real) > 0
+    print(("ok   " if ok else "FAIL ") + f"-o through a symlink: exit {r.returncode}, link kept: {os.path.islink(link)}")
+    failures += not ok
+    r = run("classify", gz, "-o", "/dev/stdout", "--quiet")
+    ok = r.returncode == 0 and r.stdout.lstrip().startswith("{") and os.path.islink("/dev/stdout")
+    print(("ok   " if ok else "FAIL ") + f"-o /dev/stdout: exit {r.returncode}, {len(r.stdout)} bytes on stdout")
+    failures += not ok
+    r = run(gz, "--kernels", os.path.join(tmp, "real.json"), "--backend", "cpu")
+    ok = r.returncode == 2 and "not both" in r.stderr
+    print(("ok   " if ok else "FAIL ") + f"TRACE with --kernels: exit {r.returncode}: {r.stderr.strip()}")
+    failures += not ok
+
     r = run("inspect", "--no-such-option", path)
     ok = r.returncode == 2
     print(("ok   " if ok else "FAIL ") + f"bad option: exit {r.returncode}")

@@ -62,6 +62,17 @@ with tempfile.TemporaryDirectory() as tmp:
     uniq = os.path.join(tmp, "unique")
     run(bloom, "--mode", "unique", "--out", uniq, *fast)
     check_schema(os.path.join(uniq, "report.json"), "report.schema.json")
+    context = json.load(open(os.path.join(uniq, "report.json")))["options"].get("context")
+    if context != "none":
+        print(f"FAIL --context auto should be none on the cpu backend, was {context}"); failures += 1
+
+    # A baseline of another trace has no kernel in common: exit 2, not "ok".
+    other = os.path.join(tmp, "other")
+    param = os.path.join(root, "traces/public/param/linear_kineto.json.gz")
+    run(param, "--mode", "sequential", "--out", other, *fast)
+    r = run("compare", os.path.join(other, "report.json"), os.path.join(uniq, "report.json"), expect=(2,))
+    if "nothing to compare" not in r.stderr:
+        print(f"FAIL compare of unrelated reports should say so: {r.stderr.strip()}"); failures += 1
 
     iso = os.path.join(tmp, "isolated")
     run("--mode", "unique", "--kernels", sig, "--out", iso, *fast)

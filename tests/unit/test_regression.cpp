@@ -380,16 +380,20 @@ TEST(Regression, DifferentMachineIsFlaggedButStillCompared) {
     EXPECT_TRUE(same.machine_differences.empty());
 }
 
-TEST(Regression, FewSamplesUseTheThresholdAlone) {
+TEST(Regression, FewSamplesAreInconclusiveNotFlagged) {
     const std::vector<Spec> specs = {Spec{"a", 10.0, 0.01}, Spec{"b", 10.0, 0.01}};
     const Regression r = replay::compare_reports(make_report(specs, 17, 3),
                                                  make_report(specs, 18, 3, {{"a", 1.10}}));
     const auto& a = find(r, "a");
-    EXPECT_EQ(a.verdict, Verdict::Regressed);
+    EXPECT_EQ(a.verdict, Verdict::Unchanged);
+    EXPECT_TRUE(a.inconclusive);
     EXPECT_FALSE(a.rank_test);
     EXPECT_TRUE(std::isnan(a.p_value));
-    EXPECT_NE(a.note.find("threshold only"), std::string::npos);
+    EXPECT_NE(a.note.find("inconclusive"), std::string::npos);
     EXPECT_EQ(find(r, "b").verdict, Verdict::Unchanged);
+    EXPECT_FALSE(find(r, "b").inconclusive);
+    EXPECT_EQ(r.summary.inconclusive, 1u);
+    EXPECT_EQ(replay::regression_exit_code(r), 0);
     bool noted = false;
     for (const auto& n : r.notes) noted |= n.find("without the rank test") != std::string::npos;
     EXPECT_TRUE(noted);

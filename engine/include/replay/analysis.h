@@ -29,6 +29,8 @@ struct Analysis {
     std::string
         trace_hash;  // content hash of the recorded GPU activities (compression-independent)
     std::vector<std::string> notes;
+    std::string execution_trace;  // the --et file, when one was joined
+    std::string shape_log;        // the --shapes file, when one was joined
     double parse_seconds = 0;
     const Trace& trace() const { return parsed.trace; }
 };

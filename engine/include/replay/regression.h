@@ -5,10 +5,12 @@
 //   (a) its median moved by more than max(threshold_pct, k x robust relative spread of the runs),
 //       the spread being 1.4826 x MAD of the samples' relative deviations from their own side's
 //       median, baseline and current pooled; and
-//   (b) when both sides have >= min_samples samples, a two-sided Mann-Whitney U test gives
-//       p < alpha (exact distribution for small tie-free samples, normal approximation with tie and
-//       continuity correction otherwise). With fewer samples (a) alone decides and the kernel's
-//       note says so.
+//   (b) a two-sided Mann-Whitney U test on the per-run samples gives p < alpha (exact
+//       distribution for small tie-free samples, normal approximation with tie and continuity
+//       correction otherwise). It needs >= min_samples samples per side: with fewer, a change
+//       beyond (a) is reported as inconclusive (counted as unchanged, never flagged), since one or
+//       two samples cannot tell a change from noise. Recorded medians (`compare` of two traces)
+//       have no samples at all: there (a) alone decides, as the notes say.
 #pragma once
 
 #include <cmath>
@@ -52,7 +54,8 @@ struct KernelComparison {
     double p_value = NAN;        // Mann-Whitney U, two-sided; NaN when the test was not run
     bool rank_test = false;      // (b) was applied
     bool exact = false;          // p from the exact U distribution (else normal approximation)
-    std::string note;            // "3 samples: threshold only", "not replayed in current run", ...
+    bool inconclusive = false;   // beyond (a) but too few samples for (b): verdict unchanged
+    std::string note;  // "3/3 samples: inconclusive ...", "not replayed in the current run"
     double baseline_total_us() const {
         return static_cast<double>(baseline_count) * baseline_median_us;
     }
@@ -63,6 +66,7 @@ struct KernelComparison {
 
 struct RegressionSummary {
     std::size_t regressed = 0, improved = 0, unchanged = 0, added = 0 /* "new" */, missing = 0;
+    std::size_t inconclusive = 0;  // of `unchanged`: moved beyond the threshold, too few samples
 };
 
 struct RegressionTotals {
