@@ -299,10 +299,9 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 }
                 if (c != '"') throw SplitError{base_ + pos_, "a member name or '}'"};
                 const std::size_t end = string_end(buf, pos_, size);
-                if (end == 0) {
-                    if (eof) throw SplitError{base_ + pos_, "the end of a member name"};
-                    return false;
-                }
+                // At the end of the input a member cut short is a truncation (the profiler died
+                // while writing it), reported as such by the caller: complete() stays false.
+                if (end == 0) return false;
                 key_begin_ = pos_ + 1;
                 key_length_ = end - pos_ - 2;
                 pos_ = end;
@@ -329,9 +328,7 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 }
                 const std::size_t end = value_end(buf, pos_, size);
                 if (end == 0) {
-                    if (eof)
-                        throw SplitError{base_ + pos_,
-                                         "the end of the value of \"" + std::string(key) + "\""};
+                    if (eof) return false;  // cut short: a truncation, as above
                     pos_ = key_begin_ - 1;
                     state_ = State::RootKey;
                     return false;

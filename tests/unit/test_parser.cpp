@@ -233,6 +233,22 @@ TEST(BadInput, TruncatedPlainJsonKeepsCompleteEvents) {
     EXPECT_NE(r.warnings[0].find("bytes after the last complete event"), std::string::npos);
 }
 
+// Cut anywhere in the members after traceEvents (Kineto writes "traceName" there last): every
+// event is complete, so this is a truncation that keeps them all, not an error.
+TEST(BadInput, TruncatedTrailingMetadataKeepsEveryEvent) {
+    TempDir dir;
+    const std::string json = replay::read_all(trace_path(kBloom));
+    const auto whole = replay::parse_kineto_buffer(json, {}, "whole");
+    const std::size_t member = json.rfind("\"traceName\"");
+    ASSERT_NE(member, std::string::npos);
+    for (std::size_t cut = member - 2; cut < json.size(); cut += 3) {
+        const auto r = replay::parse_kineto_buffer(json.substr(0, cut), {}, "cut");
+        EXPECT_TRUE(r.stats.truncated) << cut;
+        EXPECT_EQ(r.stats.events, whole.stats.events) << cut;
+        EXPECT_EQ(r.trace.activities.size(), whole.trace.activities.size()) << cut;
+    }
+}
+
 TEST(BadInput, TruncatedCompressedStreamsWarnAndKeepEvents) {
     TempDir dir;
     const std::string json = replay::read_all(trace_path(kBloom));
