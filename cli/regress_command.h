@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -67,12 +69,18 @@ inline Report recorded_report(const Analysis& analysis) {
     return r;
 }
 
-inline bool looks_like_report(const std::string& path) {
+enum class CompareInput { Report, Regression, Trace };
+
+// What a `compare` argument is, from its first 4 KiB; an unreadable file is an InputError.
+inline CompareInput compare_input_kind(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
     std::string head(4096, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
-    return head.find("\"replay.report/") != std::string::npos;
+    if (head.find("\"replay.report/") != std::string::npos) return CompareInput::Report;
+    if (head.find("\"replay.regression/") != std::string::npos) return CompareInput::Regression;
+    return CompareInput::Trace;
 }
 
 class RegressCommand {
@@ -88,7 +96,11 @@ class RegressCommand {
         app.add_option("--et", et_, "Execution Trace of the run (only with a single trace)");
         app.add_flag("-q,--quiet", quiet_, "No progress on stderr");
         settings_.out_dir = "regress_out";
-        settings_.add_options(app);
+        app.add_option("--out", settings_.out_dir,
+                       "Output folder: one subfolder per trace with report.json, kernels.csv, "
+                       "regression.json and regression.md")
+            ->capture_default_str();
+        settings_.add_options(app, /*with_out=*/false);
         add_statistics_options(app, options_);
     }
 
@@ -143,9 +155,17 @@ class CompareCommand {
     }
 
     int run() {
-        const bool reports = looks_like_report(a_);
-        if (reports != looks_like_report(b_))
-            throw std::runtime_error("compare needs two reports or two traces, not one of each");
+        const CompareInput kind_a = compare_input_kind(a_), kind_b = compare_input_kind(b_);
+        for (const auto& [path, kind] : {std::pair{a_, kind_a}, std::pair{b_, kind_b}})
+            if (kind == CompareInput::Regression)
+                throw InputError(path, 0,
+                                 "a regression.json (the output of compare/regress), not a "
+                                 "report.json or a trace");
+        const bool reports = kind_a == CompareInput::Report;
+        if (reports != (kind_b == CompareInput::Report))
+            throw std::runtime_error("compare needs two reports or two traces: " +
+                                     (reports ? a_ : b_) + " is a report.json, " +
+                                     (reports ? b_ : a_) + " is not (it would be read as a trace)");
         Regression r;
         if (reports) {
             r = compare_reports(read_report_json(a_), read_report_json(b_), options_, a_, b_);

@@ -291,9 +291,14 @@ class ReplayCommand {
         const std::filesystem::path dir(settings_.out_dir);
         write_file(dir / "report.json", [&](std::ostream& out) { write_report_json(out, report); });
         write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, report); });
-        if (settings_.mode == "sequential")
+        if (settings_.mode == "sequential") {
             write_file(dir / "replay_trace.json",
                        [&](std::ostream& out) { write_replay_trace(out, timeline); });
+        } else {
+            // A timeline left by an earlier sequential run in this folder is not this run's.
+            std::error_code ec;
+            std::filesystem::remove(dir / "replay_trace.json", ec);
+        }
         print_summary(report);
         if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings_.out_dir.c_str());
         return 0;

@@ -25,6 +25,18 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
              << " nodes by " << to_string(s.join) << " (" << s.unmatched_nodes << " unmatched, "
              << s.shapes_filled << " ops got shapes)";
         analysis->notes.push_back(note.str());
+        // An ET of another run joins a few ops by coincidence of ids; say so rather than quietly
+        // replaying with half-attached schemas.
+        const std::size_t nodes = s.matched + s.unmatched_nodes;
+        if (nodes > 0 && s.matched * 2 < nodes) {
+            std::ostringstream warning;
+            warning << options.execution_trace_path << ": only " << s.matched << " of " << nodes
+                    << " execution trace nodes matched an op of " << options.trace_path;
+            if (s.name_mismatches > 0)
+                warning << " (" << s.name_mismatches << " had an op's id but another name)";
+            warning << ": is it from the same run?";
+            analysis->parsed.warnings.push_back(warning.str());
+        }
     }
     if (!options.shape_log_path.empty()) {
         const ShapeLog log = read_shape_log(options.shape_log_path);

@@ -36,14 +36,19 @@ std::string shorten(std::string_view name, std::size_t width) {
     return std::string(name.substr(0, width - 3)) + "...";
 }
 
-// Not-replayable kernel time grouped by reason, for the "why not" table.
+// Not-replayable GPU time grouped by reason, for the "why not" table. Per activity, not per
+// unique kernel: instances of one kernel can be unreplayable for different reasons (one launched
+// inside an op, another from a thread with no op around it), and a unique kernel keeps only the
+// first instance's.
 std::map<std::string, std::pair<std::size_t, double>> reasons(const Analysis& a) {
     std::map<std::string, std::pair<std::size_t, double>> out;
-    for (const auto& k : a.kernels) {
-        if (k.recipe.replayable()) continue;
-        auto& slot = out[k.recipe.rule + ": " + shorten(k.recipe.reason, 90)];
-        slot.first += k.recorded_us.count;
-        slot.second += k.recorded_us.sum;
+    const auto& nodes = a.graph.nodes();
+    for (std::size_t n = 0; n < nodes.size() && n < a.recipes.size(); ++n) {
+        const Recipe& recipe = a.recipes[n];
+        if (recipe.replayable()) continue;
+        auto& slot = out[recipe.rule + ": " + shorten(recipe.reason, 90)];
+        slot.first += 1;
+        slot.second += static_cast<double>(a.trace().activities[nodes[n].activity].dur) / 1000.0;
     }
     return out;
 }
