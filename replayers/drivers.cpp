@@ -407,11 +407,14 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
                 recorded_us.push_back(static_cast<double>(graph.activity(nodes[n]).dur) / 1000.0);
             }
             attribute(session, positions, g->second, recorded_us);
+            // On the recorded stream's id (not the replay's stream handle), so that each
+            // replayed track sits beside its recorded one.
             if (timeline != nullptr && last_iteration)
                 for (const auto& r : g->second)
-                    timeline->items.push_back(
-                        {r.name, r.stream, static_cast<double>(r.start_ns) / 1000.0,
-                         static_cast<double>(r.end_ns - r.start_ns) / 1000.0, true});
+                    timeline->items.push_back({r.name, graph.streams()[steps[s].stream].stream,
+                                               static_cast<double>(r.start_ns) / 1000.0,
+                                               static_cast<double>(r.end_ns - r.start_ns) / 1000.0,
+                                               true});
         }
         if (options.progress) options.progress("iteration " + std::to_string(it + 1) + " done");
     }
@@ -548,6 +551,17 @@ void write_replay_trace(std::ostream& out, const Timeline& timeline) {
         json.key("args")
             .begin_object()
             .field("name", pid == 1 ? "recorded" : "replayed")
+            .end_object();
+        json.end_object();
+    }
+    std::set<std::pair<int, std::int64_t>> tracks;
+    for (const auto& i : timeline.items) tracks.emplace(i.replayed ? 2 : 1, i.stream);
+    for (const auto& [pid, stream] : tracks) {
+        json.begin_object().field("ph", "M").field("name", "thread_name").field("pid", pid);
+        json.field("tid", stream);
+        json.key("args")
+            .begin_object()
+            .field("name", "stream " + std::to_string(stream))
             .end_object();
         json.end_object();
     }
