@@ -60,7 +60,8 @@ Report hand_made() {
                      {"driver", "550.54.15"},
                      {"cuda", "12.4"},
                      {"cublas", "12.4.5"},
-                     {"libtorch", "2.4.0"}};
+                     {"libtorch", "2.4.0"},
+                     {"timing", "cupti"}};
     r.inputs = {{"trace", "t.json.gz"}, {"trace_hash", "0123456789abcdef"}};
     r.options = {{"warmup", "5"}, {"runs", "3"}, {"l2_flush", "true"}};
     // GEMM: recorded 3 x 10 us, replayed 11, 11, 11 -> +10%, name matches.
@@ -137,6 +138,12 @@ TEST(Report, FinalizeFigures) {
     EXPECT_NEAR(t.median_abs_error_pct_per_launch, 20.0, 1e-9);
     // GEMM time with a matching name: 30 of 40.
     EXPECT_NEAR(t.gemm_name_match, 0.75, 1e-12);
+    // Without CUPTI the replay knows no kernel names (only its recipes' labels): no share.
+    Report untimed_names = hand_made();
+    for (auto& [key, value] : untimed_names.environment)
+        if (key == "timing") value = "host-clock";
+    replay::finalize_report(untimed_names);
+    EXPECT_TRUE(std::isnan(untimed_names.totals.gemm_name_match));
     // Unique mode: count x replayed median = 33 + 8 + 12 + 3.
     EXPECT_NEAR(t.predicted_total_us, 56, 1e-9);
     EXPECT_DOUBLE_EQ(t.wall_seconds, 1.5);
