@@ -64,6 +64,12 @@ inline Report recorded_report(const Analysis& analysis) {
     for (const auto& k : analysis.kernels) {
         KernelResult kr = recorded_result(k);
         kr.disposition = "recorded";
+        // Each recorded instance is a sample: kernels recorded five times or more get the rank
+        // test, as replayed runs do.
+        for (const auto node : k.nodes)
+            kr.samples_us.push_back(
+                static_cast<double>(analysis.graph.activity(analysis.graph.nodes()[node]).dur) /
+                1000.0);
         r.kernels.push_back(std::move(kr));
     }
     return r;

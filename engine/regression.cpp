@@ -121,8 +121,11 @@ struct Measure {
 Measure measure(const KernelResult& k, const RegressionOptions& o) {
     Measure m;
     if (o.recorded) {
+        // The recorded instances, when the report carries them, are the samples.
         m.has = k.recorded_us.count > 0;
         m.median = k.recorded_us.median;
+        for (double x : k.samples_us)
+            if (std::isfinite(x)) m.samples.push_back(x);
         return m;
     }
     for (double x : k.samples_us)
@@ -195,7 +198,8 @@ void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur,
         c.p_value = test.p;
         significant = test.p < o.alpha;
     } else if (o.recorded) {
-        c.note = "recorded medians: threshold only";
+        c.note = std::to_string(b.samples.size()) + "/" + std::to_string(cur.samples.size()) +
+                 " recorded instances: threshold only";
     } else {
         // One or two samples a side cannot tell a change from noise: a single slow run of a
         // 20 us kernel is +10%. Say how far it moved, flag nothing.
@@ -339,7 +343,10 @@ Regression compare_reports(const Report& baseline, const Report& current,
     if (!options.recorded && baseline.backend != current.backend)
         r.notes.push_back("backends differ (" + baseline.backend + " vs " + current.backend + ")");
     if (options.recorded)
-        r.notes.push_back("recorded durations compared: no per-run samples, threshold only");
+        r.notes.push_back(
+            "recorded durations compared: each kernel's recorded instances are its samples "
+            "(kernels recorded fewer than " +
+            std::to_string(options.min_samples) + " times: threshold only)");
     else if (baseline.backend == "cpu" || current.backend == "cpu")
         r.notes.push_back(
             "cpu backend: host timings drift with the machine's load and clock between runs; "

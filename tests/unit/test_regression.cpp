@@ -433,6 +433,27 @@ TEST(Regression, RecordedTimesCompare) {
     EXPECT_EQ(find(r, "b").verdict, Verdict::Unchanged);
     // Without `recorded` nothing was replayed: nothing to compare.
     EXPECT_TRUE(replay::compare_reports(base, cur).kernels.empty());
+
+    // With the recorded instances as samples (what `compare` of two traces builds), the rank
+    // test applies: a kernel whose 10 instances all got 20% slower is flagged with a p-value, one
+    // whose instances merely came out in another order is not.
+    const std::vector<double> instances = {10.0, 10.2, 9.9, 10.1, 10.0, 9.8, 10.3, 10.0, 9.9, 10.1};
+    for (auto* report : {&base, &cur})
+        for (auto& k : report->kernels) {
+            k.samples_us = instances;
+            k.recorded_us = replay::summarize(instances);
+        }
+    std::vector<double> slower = instances, shuffled(instances.rbegin(), instances.rend());
+    for (double& x : slower) x *= 1.2;
+    cur.kernels[0].samples_us = slower;
+    cur.kernels[0].recorded_us = replay::summarize(slower);
+    cur.kernels[1].samples_us = shuffled;
+    const Regression with_samples = replay::compare_reports(base, cur, o);
+    EXPECT_EQ(find(with_samples, "a").verdict, Verdict::Regressed);
+    EXPECT_TRUE(find(with_samples, "a").rank_test);
+    EXPECT_LT(find(with_samples, "a").p_value, 0.01);
+    EXPECT_EQ(find(with_samples, "b").verdict, Verdict::Unchanged);
+    EXPECT_TRUE(find(with_samples, "b").rank_test);
 }
 
 // ---- find_baseline ---------------------------------------------------------------------------

@@ -9,8 +9,9 @@
 //       distribution for small tie-free samples, normal approximation with tie and continuity
 //       correction otherwise). It needs >= min_samples samples per side: with fewer, a change
 //       beyond (a) is reported as inconclusive (counted as unchanged, never flagged), since one or
-//       two samples cannot tell a change from noise. Recorded medians (`compare` of two traces)
-//       have no samples at all: there (a) alone decides, as the notes say.
+//       two samples cannot tell a change from noise. `compare` of two traces takes each
+//       kernel's recorded instances as its samples; a kernel recorded fewer than min_samples
+//       times is judged by (a) alone there, as the notes say.
 #pragma once
 
 #include <cmath>
@@ -33,8 +34,8 @@ struct RegressionOptions {
     // ticks of 32 ns), which the rank test cannot see: on an H100 a 2.2 us elementwise kernel ran
     // 0.26 us (-12%, p = 4e-19) faster in one of five fresh processes of the same trace.
     double min_change_us = 0.5;
-    // Compare the recorded durations (recorded_us, no per-run samples: threshold only) instead of
-    // the replayed ones: `replay compare` on two traces.
+    // Compare the recorded durations (recorded_us; samples_us, when present, holds the recorded
+    // instances) instead of the replayed ones: `replay compare` on two traces.
     bool recorded = false;
 };
 
