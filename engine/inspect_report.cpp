@@ -1,8 +1,11 @@
 #include "replay/inspect_report.h"
 
+#include <algorithm>
 #include <array>
 #include <iomanip>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "replay/json_writer.h"
 #include "replay/recipe_json.h"
@@ -34,6 +37,18 @@ constexpr std::array<const char*, 5> kTierLabels = {
 std::string shorten(std::string_view name, std::size_t width) {
     if (name.size() <= width) return std::string(name);
     return std::string(name.substr(0, width - 3)) + "...";
+}
+
+// Share of recorded kernel time whose recipe one process can replay: tier 4 collectives need
+// every rank.
+double single_process_coverage(const Analysis& a) {
+    const double kernel_ns = static_cast<double>(a.trace().total_time(ActivityKind::Kernel));
+    if (!(kernel_ns > 0)) return a.coverage;
+    double collective_ns = 0;
+    for (const auto& k : a.kernels)
+        if (k.kind == ActivityKind::Kernel && k.recipe.tier == Tier::Collective)
+            collective_ns += k.recorded_us.sum * 1000.0;
+    return std::max(0.0, a.coverage - collective_ns / kernel_ns);
 }
 
 // Not-replayable GPU time grouped by reason, for the "why not" table. Per activity, not per
@@ -69,7 +84,9 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
                                       : "")
             << (t.meta.is_hip ? " (ROCm/HIP)" : "") << "\n";
     out << "events     " << s.events << " (" << t.cpu_ops.size() << " CPU ops/annotations, "
-        << t.runtime_calls.size() << " runtime calls, " << t.flow_events << " flow events)\n";
+        << t.runtime_calls.size() << " runtime calls, " << t.flow_events << " flow events";
+    if (s.malformed > 0) out << "; " << s.malformed << " malformed, skipped";
+    out << ")\n";
     out << "\nevents by category\n";
     for (const auto& [cat, n] : s.by_category)
         out << "  " << std::left << std::setw(28) << cat << std::right << std::setw(10) << n
@@ -95,10 +112,19 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
             << std::setprecision(1) << (all > 0 ? 100.0 * tiers.time_us[tier] / all : 0.0) << "%\n";
     }
     out << "  coverage: " << std::setprecision(2) << 100.0 * a.coverage << "% of "
-        << std::setprecision(1) << kernel_us << " us kernel time has a recipe\n";
-    const auto why = reasons(a);
+        << std::setprecision(1) << kernel_us << " us kernel time has a recipe";
+    if (const double single = single_process_coverage(a); single < a.coverage)
+        out << " (" << std::setprecision(2) << 100.0 * single
+            << "% without the tier 4 collectives, which need every rank)";
+    out << "\n";
+    const auto by_reason = reasons(a);
+    std::vector<std::pair<std::string, std::pair<std::size_t, double>>> why(by_reason.begin(),
+                                                                            by_reason.end());
+    std::stable_sort(why.begin(), why.end(), [](const auto& x, const auto& y) {
+        return x.second.second > y.second.second;  // largest time first
+    });
     if (!why.empty()) {
-        out << "\nnot replayable, by reason                                                        "
+        out << "\nnot replayable, by reason (largest first)                                        "
                "activities   time us\n";
         for (const auto& [reason, v] : why)
             out << "  " << std::left << std::setw(92) << shorten(reason, 92) << std::right
@@ -147,6 +173,7 @@ void write_inspect_json(std::ostream& out, const Analysis& a, int top) {
     json.field("memset_time_us", static_cast<double>(t.total_time(ActivityKind::Memset)) / 1000.0);
     json.field("unique_kernels", static_cast<std::uint64_t>(a.kernels.size()));
     json.field("coverage", a.coverage);
+    json.field("coverage_single_process", single_process_coverage(a));
     json.key("parse").begin_object();
     json.field("compression", to_string(s.compression))
         .field("json_bytes", s.json_bytes)
