@@ -471,7 +471,8 @@ inline std::uint64_t three_bytes(const char* p) {
 // After a member's (or element's) value: on the next one (Member), on the `close` that ends the
 // object or array (Close), or neither (Bad). The usual ", \"" takes one test.
 enum class AfterValue { Member, Close, Bad };
-inline AfterValue raw_after_value(const char*& p, const char* end, char close = '}') {
+[[gnu::always_inline]] inline AfterValue raw_after_value(const char*& p, const char* end,
+                                                         char close = '}') {
     if (p + 2 < end && three_bytes(p) == text_word(", \"")) {
         p += 2;
         return AfterValue::Member;
@@ -882,7 +883,7 @@ bool raw_skip(const char*& p, const char* end, int depth = 0) {
 }
 
 // raw_skip() with the usual values (a number, a plain string) passed over inline.
-inline bool raw_skip_value(const char*& p, const char* end) {
+[[gnu::always_inline]] inline bool raw_skip_value(const char*& p, const char* end) {
     if (is_digit(*p) || *p == '-') {
         std::string_view token;
         return raw_number(p, end, token);
