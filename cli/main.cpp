@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
                       "One JSON object on stdout: counts, kernel_time_us, unique_kernels, "
                       "coverage, tiers, streams, ...");
     inspect->add_option("--top", inspect_top, "How many unique kernels to list")
+        ->check(CLI::Range(0, 1000000))
         ->capture_default_str();
 
     Common classify_in;

@@ -63,13 +63,13 @@ struct ReplaySettings {
             ->check(CLI::IsMember({"none", "recorded"}))
             ->capture_default_str();
         app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")
-            ->check(CLI::PositiveNumber)
+            ->check(CLI::Range(1, 1000000))
             ->capture_default_str();
         app.add_option("--warmup", warmup, "unique: untimed runs per kernel")
-            ->check(CLI::NonNegativeNumber)
+            ->check(CLI::Range(0, 1000000))
             ->capture_default_str();
         app.add_option("--runs", runs, "unique: timed runs per kernel")
-            ->check(CLI::PositiveNumber)
+            ->check(CLI::Range(1, 1000000))
             ->capture_default_str();
         app.add_flag("--l2-flush", l2_flush,
                      "unique: flush the L2 cache before every timed run (cold timing)");
