@@ -116,12 +116,14 @@ int main(int argc, char** argv) {
     replay_cmd.add_options(app);
     auto* regress = app.add_subcommand(
         "regress",
-        "Replay traces and compare with baseline report(s); exit 1 when a kernel regressed");
+        "Replay traces and compare with baseline report(s); exit 1 when a kernel regressed, 2 "
+        "when no kernel could be compared");
     replay::cli::RegressCommand regress_cmd;
     regress_cmd.add_options(*regress);
     auto* compare = app.add_subcommand("compare",
                                        "Compare two reports (or two traces' recorded times) "
-                                       "without replaying; exit 1 when a kernel regressed");
+                                       "without replaying; exit 1 when a kernel regressed, 2 "
+                                       "when no kernel could be compared");
     replay::cli::CompareCommand compare_cmd;
     compare_cmd.add_options(*compare);
 
