@@ -62,6 +62,19 @@ struct Context {
     const OpShapes* shapes(std::uint32_t i) const {
         return op(i).shapes == kNoIndex ? nullptr : &trace().op_shapes[op(i).shapes];
     }
+    // The first tensor-list argument recorded without its tensors: Kineto writes a tensor list
+    // as [] (record_shapes has no element shapes); only an Execution Trace carries them.
+    std::optional<std::size_t> unrecorded_tensor_list(std::uint32_t i) const {
+        const OpShapes* s = shapes(i);
+        if (s == nullptr) return std::nullopt;
+        for (std::size_t k = 0; k < s->inputs.size(); ++k) {
+            const OpArgument& in = s->inputs[k];
+            const std::string_view type = trace().names.view(in.type);
+            if ((type == "TensorList" || type.starts_with("GenericList")) && in.list_ranks.empty())
+                return k;
+        }
+        return std::nullopt;
+    }
     bool has_shapes(std::uint32_t i) const {
         const OpShapes* s = shapes(i);
         if (s == nullptr) return false;
@@ -403,6 +416,19 @@ const std::vector<Rule>& rules() {
         {{"gemm", "GEMM kernel under aten::mm/addmm/bmm/baddbmm/linear/matmul: tier 2 cuBLASLt"},
          [](const Context& c) { return c.gemm_op && looks_like_gemm_kernel(c.name); },
          [](const Context& c) { return gemm_or_reason(c, false, "gemm"); }},
+        {{"tensor-list-unrecorded",
+          "kernel under a dispatcher op whose tensor-list argument was recorded without its "
+          "tensors (Kineto writes []; an Execution Trace has them)"},
+         [](const Context& c) {
+             return c.aten_op && c.has_shapes(*c.aten_op) &&
+                    c.unrecorded_tensor_list(*c.aten_op).has_value();
+         },
+         [](const Context& c) {
+             return not_replayable(
+                 "argument " + std::to_string(*c.unrecorded_tensor_list(*c.aten_op)) + " of " +
+                 std::string(c.op_name(*c.aten_op)) +
+                 " is a tensor list recorded without its tensors: give the run's --et");
+         }},
         {{"aten-op", "kernel under a dispatcher op with recorded shapes: tier 3 libtorch op"},
          [](const Context& c) { return c.aten_op && c.has_shapes(*c.aten_op); },
          [](const Context& c) {

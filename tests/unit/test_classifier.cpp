@@ -101,6 +101,25 @@ TEST(Classifier, NcclKernelsAreTier4WithCollectiveMetadata) {
     EXPECT_GT(collectives, 0u);
 }
 
+// Kineto writes a tensor list as [] (HTA's control trace: aten::cat); no replay can build its
+// inputs from that, so the kernel is not replayable, with the reason, rather than a tier-3 recipe
+// that fails at replay.
+TEST(Classifier, TensorListWithoutItsTensorsIsNotReplayable) {
+    auto a = analyze("public/HolisticTraceAnalysis/control.json.gz");
+    std::size_t flagged = 0;
+    for (const auto& k : a->kernels) {
+        if (k.recipe.rule != "tensor-list-unrecorded") continue;
+        ++flagged;
+        EXPECT_EQ(k.recipe.tier, replay::Tier::NotReplayable);
+        EXPECT_NE(k.recipe.reason.find("aten::cat"), std::string::npos) << k.recipe.reason;
+        EXPECT_NE(k.recipe.reason.find("--et"), std::string::npos);
+    }
+    EXPECT_GT(flagged, 0u);
+    // BLOOM has no tensor-list argument recorded empty: every kernel keeps its recipe.
+    for (const auto& k : analyze("h200/bloom560m_fp16_b1_s5.json.gz")->kernels)
+        EXPECT_NE(k.recipe.rule, "tensor-list-unrecorded") << k.name;
+}
+
 TEST(Graph, LinksKernelsToLaunchesAndOps) {
     auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz");
     const auto& s = a->graph.stats();
