@@ -2370,7 +2370,8 @@ bool micros_to_nanos(std::string_view text, std::int64_t& out) {
         // Exponent notation is rare; a double is exact enough for it.
         double v = 0;
         auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v))
+        // Beyond int64 nanoseconds (292 years) llround() has no defined result.
+        if (ec != std::errc() || ptr != text.data() + text.size() || !(std::fabs(v) < 9.2e15))
             return false;
         out = std::llround(v * 1000.0);
         return true;

@@ -188,6 +188,11 @@ TEST(Parser, TimesAreExactNanoseconds) {
     EXPECT_EQ(ns, 2500000);
     EXPECT_FALSE(replay::micros_to_nanos("\"12\"", ns));
     EXPECT_FALSE(replay::micros_to_nanos("", ns));
+    // Out of int64 nanoseconds: malformed, not a wrapped-around time.
+    EXPECT_FALSE(replay::micros_to_nanos("1e300", ns));
+    EXPECT_FALSE(replay::micros_to_nanos("-9.3e15", ns));
+    ASSERT_TRUE(replay::micros_to_nanos("-1.5e3", ns));
+    EXPECT_EQ(ns, -1500000);
 }
 
 TEST(Parser, SchemaVariants) {
