@@ -55,7 +55,8 @@ struct ReplaySettings {
             ->capture_default_str();
         if (with_out)
             app.add_option("--out", out_dir,
-                           "Output folder: report.json, kernels.csv, replay_trace.json")
+                           "Output folder: report.json, kernels.csv and, in sequential mode, "
+                           "replay_trace.json")
                 ->capture_default_str();
         app.add_option("--pace", pace,
                        "sequential: none (back to back) or recorded (keep the recorded idle gaps "
@@ -288,6 +289,7 @@ class ReplayCommand {
         Timeline timeline;
         Report report = settings_.run(analysis, analysis ? nullptr : &file, *backend, quiet,
                                       settings_.mode == "sequential" ? &timeline : nullptr);
+        if (analysis == nullptr) report.inputs.emplace_back("kernels", kernel_file_);
         const std::filesystem::path dir(settings_.out_dir);
         write_file(dir / "report.json", [&](std::ostream& out) { write_report_json(out, report); });
         write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, report); });

@@ -516,7 +516,8 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
 Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     Session session(backend, file.kernels, options);
-    session.report().inputs.emplace_back("kernels", file.trace);
+    // The signature file's own path is added by the caller, which read it.
+    session.report().inputs.emplace_back("trace", file.trace);
     session.report().inputs.emplace_back("trace_hash", file.trace_hash);
     add_options(session.report(), options, true);
     std::vector<Template> templates;
