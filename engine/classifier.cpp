@@ -47,6 +47,12 @@ bool is_dispatcher_op(std::string_view name) {
            !name.starts_with("ProfilerStep") && name.find(' ') == std::string_view::npos;
 }
 
+// Kineto's type text for a tensor-list argument (its dims are then per-element lists, or [] when
+// record_shapes could not see the elements).
+bool is_tensor_list_type(std::string_view type) {
+    return type == "TensorList" || type.starts_with("GenericList");
+}
+
 // Everything a rule looks at for one activity.
 struct Context {
     const KernelGraph& graph;
@@ -69,9 +75,7 @@ struct Context {
         if (s == nullptr) return std::nullopt;
         for (std::size_t k = 0; k < s->inputs.size(); ++k) {
             const OpArgument& in = s->inputs[k];
-            const std::string_view type = trace().names.view(in.type);
-            if ((type == "TensorList" || type.starts_with("GenericList")) && in.list_ranks.empty())
-                return k;
+            if (is_tensor_list_type(trace().names.view(in.type)) && in.list_ranks.empty()) return k;
         }
         return std::nullopt;
     }
@@ -103,7 +107,7 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
     const std::string_view type = trace.names.view(in.type);
     arg.type = type;
     arg.value = trace.names.view(in.concrete);
-    if (!in.list_ranks.empty() || type == "TensorList" || type.starts_with("GenericList")) {
+    if (!in.list_ranks.empty() || is_tensor_list_type(type)) {
         arg.kind = ArgKind::TensorList;
         std::size_t first = 0;
         for (std::size_t i = 0; i < in.list_ranks.size(); ++i) {

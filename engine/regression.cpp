@@ -120,16 +120,14 @@ struct Measure {
 
 Measure measure(const KernelResult& k, const RegressionOptions& o) {
     Measure m;
-    if (o.recorded) {
-        // The recorded instances, when the report carries them, are the samples.
-        m.has = k.recorded_us.count > 0;
-        m.median = k.recorded_us.median;
-        for (double x : k.samples_us)
-            if (std::isfinite(x)) m.samples.push_back(x);
-        return m;
-    }
+    // Replayed runs, or (recorded) the recorded instances when the report carries them.
     for (double x : k.samples_us)
         if (std::isfinite(x)) m.samples.push_back(x);
+    if (o.recorded) {
+        m.has = k.recorded_us.count > 0;
+        m.median = k.recorded_us.median;
+        return m;
+    }
     if (!m.samples.empty()) {
         m.has = true;
         m.median = stats::median(m.samples);
