@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "predict_command.h"
 #include "regress_command.h"
 #include "replay/analysis.h"
 #include "replay/inspect_report.h"
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
         "  replay TRACE --mode unique         replay each unique kernel alone (warmup + runs)\n"
         "  replay regress --baseline R TRACE  replay and flag kernels slower than a baseline "
         "report\n"
-        "  replay compare A B                 compare two reports (or two traces)\n\n"
+        "  replay compare A B                 compare two reports (or two traces)\n"
+        "  replay predict TRACE               simulate the step: CPU launches + GPU times, what-ifs\n\n"
         "Exit status: 0 ok, 1 regression found (regress/compare), 2 bad input or usage.",
         "replay"};
     app.set_version_flag("--version", "replay 0.1.0");
@@ -127,6 +129,12 @@ int main(int argc, char** argv) {
     replay::cli::CompareCommand compare_cmd;
     compare_cmd.add_options(*compare);
 
+    Common predict_in;
+    replay::cli::PredictCommand predict_cmd;
+    auto* predict = app.add_subcommand("predict", replay::cli::PredictCommand::kDescription);
+    add_inputs(*predict, predict_in);
+    predict_cmd.add_options(*predict);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -158,6 +166,7 @@ int main(int argc, char** argv) {
                              classify_out.c_str(), file.kernels.size(), 100.0 * analysis->coverage);
             return 0;
         }
+        if (*predict) return predict_cmd.run(*load(predict_in), predict_in.quiet);
         if (*regress) return regress_cmd.run();
         if (*compare) return compare_cmd.run();
         if (replay_in.trace.empty() && !replay_cmd.has_kernel_file()) {
