@@ -173,10 +173,8 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
 
 void write_prediction_json(std::ostream& out, const StepPrediction& p) {
     JsonWriter json(out);
-    json.begin_object();
-    json.field("schema", "replay.prediction/1");
-    json.field("trace", p.trace).field("trace_hash", p.trace_hash);
-    json.key("inputs").begin_object();
+    json.begin_object().field("schema", "replay.prediction/1").field("trace", p.trace);
+    json.field("trace_hash", p.trace_hash).key("inputs").begin_object();
     if (p.options.times_path.empty())
         json.key("times").null();
     else

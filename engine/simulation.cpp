@@ -35,30 +35,14 @@ enum class Bucket : std::uint8_t {
     Unexplained
 };
 
+// The CriticalPath field of each Bucket, in the enum's order.
+constexpr Nanos CriticalPath::*kBucketField[] = {
+    &CriticalPath::host_work,    &CriticalPath::runtime_calls, &CriticalPath::launch_latency,
+    &CriticalPath::gpu_activity, &CriticalPath::gpu_gap,       &CriticalPath::sync,
+    &CriticalPath::unexplained};
+
 void add(CriticalPath& path, Bucket bucket, Nanos t) {
-    switch (bucket) {
-        case Bucket::HostWork:
-            path.host_work += t;
-            break;
-        case Bucket::RuntimeCalls:
-            path.runtime_calls += t;
-            break;
-        case Bucket::LaunchLatency:
-            path.launch_latency += t;
-            break;
-        case Bucket::GpuActivity:
-            path.gpu_activity += t;
-            break;
-        case Bucket::GpuGap:
-            path.gpu_gap += t;
-            break;
-        case Bucket::Sync:
-            path.sync += t;
-            break;
-        case Bucket::Unexplained:
-            path.unexplained += t;
-            break;
-    }
+    path.*kBucketField[static_cast<std::size_t>(bucket)] += t;
 }
 
 class Simulation {
@@ -511,7 +495,8 @@ class Simulation {
             };
             for (const SimStep& s : m_.steps)
                 steps.push_back(measure(s.name, s.start, s.end, launched_before(s.start),
-                                        launched_before(s.end)));
+                                        launched_before(s.end),
+                                        steps.empty() ? nullptr : &steps.back()));
             return;
         }
         if (m_.main_thread == kNoIndex && nodes.empty()) return;
@@ -520,13 +505,16 @@ class Simulation {
             first = m_.threads[m_.main_thread].origin;
             last = m_.threads[m_.main_thread].last_end;
         }
-        steps.push_back(measure("traced span", first, last, 0, nodes.size()));
+        steps.push_back(measure("traced span", first, last, 0, nodes.size(), nullptr));
     }
 
     // A step from recorded CPU range [cpu_start, cpu_end] on the main thread (none: the GPU
-    // alone) and the graph nodes [first_node, end_node).
+    // alone) and the graph nodes [first_node, end_node). It ends when both its range and that
+    // GPU work have; it starts where `previous` ended, when there is one (so that steps tile the
+    // run and the lag of a GPU running behind the CPU is not counted in two steps: a step's time
+    // is then the run's period, whichever side bounds it), else at its range's start.
     StepTime measure(const std::string& name, Nanos cpu_start, Nanos cpu_end,
-                     std::size_t first_node, std::size_t end_node) {
+                     std::size_t first_node, std::size_t end_node, const StepTime* previous) {
         StepTime step;
         step.name = name;
         const bool has_cpu = m_.main_thread != kNoIndex;
@@ -553,6 +541,15 @@ class Simulation {
             if (node_end_[n] > step.predicted_end || (!has_cpu && last_node == kNoIndex)) {
                 step.predicted_end = node_end_[n];
                 last_node = node;
+            }
+        }
+        if (previous != nullptr) {
+            step.recorded_start = previous->recorded_end;
+            step.predicted_start = previous->predicted_end;
+            step.recorded_end = std::max(step.recorded_end, previous->recorded_end);
+            if (step.predicted_end <= previous->predicted_end) {
+                step.predicted_end = previous->predicted_end;  // done when the one before was
+                return step;
             }
         }
         const Edge first = last_node != kNoIndex

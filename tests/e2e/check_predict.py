@@ -31,18 +31,13 @@ def run(*args):
 
 
 def inputs(tmp):
-    """(name, path) of every bundled Kineto trace, tar members unpacked into tmp."""
-    out = []
-    expected = json.load(open(os.path.join(traces, "expected_counts.json")))
-    for name in sorted(expected):
-        if ".tar.gz:" in name:
-            archive, member = name.split(".tar.gz:")
-            with tarfile.open(os.path.join(traces, archive + ".tar.gz")) as tar:
-                tar.extract(member, tmp)
-            out.append((name, os.path.join(tmp, member)))
-        else:
-            out.append((name, os.path.join(traces, name)))
-    return out
+    """(name, path) of every bundled Kineto trace, archives of ranks unpacked into tmp."""
+    names = sorted(json.load(open(os.path.join(traces, "expected_counts.json"))))
+    for archive in {n.split(":")[0] for n in names if ".tar.gz:" in n}:
+        with tarfile.open(os.path.join(traces, archive)) as tar:
+            tar.extractall(tmp)
+    return [(n, os.path.join(tmp, n.split(".tar.gz:")[1]) if ".tar.gz:" in n else os.path.join(traces, n))
+            for n in names]
 
 
 def check_timeline(path, prediction, name):

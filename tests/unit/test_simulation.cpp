@@ -27,23 +27,13 @@ class TraceBuilder {
   public:
     void op(const std::string& name, double ts, double dur, std::int64_t tid = 1,
             std::uint8_t category = 0) {
-        replay::CpuOp op;
-        op.name = trace.names.intern(name);
-        op.ts = us(ts);
-        op.dur = us(dur);
-        op.pid = 1;
-        op.tid = tid;
+        auto op = on_thread<replay::CpuOp>(name, ts, dur, tid);
         op.category = category;
         trace.cpu_ops.push_back(op);
     }
     // A runtime call; returns its correlation id.
     std::int64_t call(const std::string& name, double ts, double dur, std::int64_t tid = 1) {
-        replay::RuntimeCall c;
-        c.name = trace.names.intern(name);
-        c.ts = us(ts);
-        c.dur = us(dur);
-        c.pid = 1;
-        c.tid = tid;
+        auto c = on_thread<replay::RuntimeCall>(name, ts, dur, tid);
         c.correlation = next_correlation_++;
         trace.runtime_calls.push_back(c);
         return c.correlation;
@@ -68,6 +58,18 @@ class TraceBuilder {
     Trace trace;
 
   private:
+    // An op or a call (same fields) on thread `tid` of process 1.
+    template <typename Event>
+    Event on_thread(const std::string& name, double ts, double dur, std::int64_t tid) {
+        Event e;
+        e.name = trace.names.intern(name);
+        e.ts = us(ts);
+        e.dur = us(dur);
+        e.pid = 1;
+        e.tid = tid;
+        return e;
+    }
+
     std::int64_t next_correlation_ = 1;
 };
 
@@ -92,6 +94,19 @@ Prediction run(const StepSimulator& sim, const Scenario& scenario = {}) {
     Prediction p = sim.run(scenario, sim.estimates());
     expect_paths_add_up(p);
     return p;
+}
+
+// The recording simulated with its own durations gives back every recorded step.
+Prediction reproduced(const StepSimulator& sim) {
+    Prediction p = run(sim);
+    for (const auto& step : p.steps) EXPECT_EQ(step.predicted(), step.recorded()) << step.name;
+    return p;
+}
+
+Scenario scaled(const KernelGraph& graph, double factor, const std::string& name = "") {
+    Scenario s;
+    s.gpu_durations = durations(graph, factor, name);
+    return s;
 }
 
 // Five launches 25 us apart (5 us calls, 20 us of CPU work between), 2 us kernels starting
@@ -136,15 +151,13 @@ TEST(Simulation, GpuBoundChainFollowsTheKernelTimes) {
     EXPECT_EQ(sim.estimates().gpu_gap, us(1));
     EXPECT_EQ(sim.estimates().gpu_gap_samples, 4u);
 
-    const Prediction p = run(sim);
-    EXPECT_EQ(p.steps[0].predicted(), p.steps[0].recorded());
+    const Prediction p = reproduced(sim);
     EXPECT_EQ(p.stats.blocking_calls, 1u);
     EXPECT_EQ(p.steps[0].path.gpu_activity, us(500));
     EXPECT_EQ(p.steps[0].path.gpu_gap, us(4));
     EXPECT_EQ(p.steps[0].path.sync, us(1));
 
-    Scenario faster;
-    faster.gpu_durations = durations(graph, 0.5, "");
+    const Scenario faster = scaled(graph, 0.5);
     const Prediction q = run(sim, faster);
     EXPECT_EQ(q.steps[0].predicted(), p.steps[0].predicted() - us(250));
     Scenario free_launches;
@@ -165,11 +178,9 @@ TEST(Simulation, CrossStreamWaitHoldsTheWaiter) {
     KernelGraph graph = KernelGraph::build(b.trace);
     ASSERT_EQ(graph.waits().size(), 1u);
     const StepSimulator sim(graph);
-    const Prediction p = run(sim);
-    EXPECT_EQ(p.steps[0].predicted(), p.steps[0].recorded());
+    const Prediction p = reproduced(sim);
 
-    Scenario longer;
-    longer.gpu_durations = durations(graph, 2.0, "A");
+    const Scenario longer = scaled(graph, 2.0, "A");
     const Prediction q = run(sim, longer);
     std::uint32_t a = 0, bn = 1;
     if (graph.trace().names.view(graph.activity(graph.nodes()[0]).name) != "A") std::swap(a, bn);
@@ -188,11 +199,9 @@ TEST(Simulation, HostSyncWaitsForTheGpu) {
     b.launch(1025, 4, 1035, 10);
     KernelGraph graph = KernelGraph::build(b.trace);
     const StepSimulator sim(graph);
-    const Prediction p = run(sim);
-    EXPECT_EQ(p.steps[0].predicted(), p.steps[0].recorded());
+    const Prediction p = reproduced(sim);
 
-    Scenario faster;
-    faster.gpu_durations = durations(graph, 0.5, "");
+    const Scenario faster = scaled(graph, 0.5);
     const Prediction q = run(sim, faster);
     const auto& calls = graph.trace().runtime_calls;
     EXPECT_EQ(q.call_end[1], q.node_end[0] + us(5));
@@ -211,12 +220,10 @@ TEST(Simulation, BlockingCopyWaitsForItsStream) {
     b.launch(330, 4, 340, 10);
     KernelGraph graph = KernelGraph::build(b.trace);
     const StepSimulator sim(graph);
-    const Prediction p = run(sim);
+    const Prediction p = reproduced(sim);
     EXPECT_EQ(p.stats.blocking_calls, 1u);
-    EXPECT_EQ(p.steps[0].predicted(), p.steps[0].recorded());
 
-    Scenario slower;
-    slower.gpu_durations = durations(graph, 2.0, "kernel");
+    const Scenario slower = scaled(graph, 2.0, "kernel");
     const Prediction q = run(sim, slower);
     EXPECT_EQ(q.call_start[2] - p.call_start[2], us(300));
 }
@@ -234,14 +241,12 @@ TEST(Simulation, GraphLaunchIsOneCallForManyKernels) {
     EXPECT_EQ(graph.stats().graph_launched_activities, 4u);
     const StepSimulator sim(graph);
     EXPECT_EQ(sim.estimates().launch_latency, us(5));
-    const Prediction p = run(sim);
-    EXPECT_EQ(p.steps[0].predicted(), p.steps[0].recorded());
+    const Prediction p = reproduced(sim);
     EXPECT_EQ(p.stats.kernel_launch_calls, 2u);
     for (std::size_t n = 1; n < 4; ++n) EXPECT_EQ(p.node_start[n + 1], p.node_end[n] + us(1));
     EXPECT_EQ(p.node_start[1], us(15));
 
-    Scenario faster;
-    faster.gpu_durations = durations(graph, 0.5, "graph kernel");
+    const Scenario faster = scaled(graph, 0.5, "graph kernel");
     EXPECT_EQ(run(sim, faster).steps[0].predicted(), p.steps[0].predicted() - us(20));
 }
 
@@ -290,8 +295,7 @@ TEST(Simulation, IdleThreadWakesWithTheThreadThatLaunched) {
     b.launch(230, 4, 236, 2, 7, 1);
     KernelGraph graph = KernelGraph::build(b.trace);
     const StepSimulator sim(graph);
-    const Prediction p = run(sim);
-    EXPECT_EQ(p.steps[0].predicted(), p.steps[0].recorded());
+    const Prediction p = reproduced(sim);
     EXPECT_EQ(p.stats.thread_wakes, 1u);  // thread 1 at 220 (thread 2's start is its origin)
 
     replay::ModelParameters parameters = sim.estimates();
@@ -328,8 +332,7 @@ TEST(Simulation, ContentionFromTheRecordingIsKept) {
     EXPECT_EQ(p.stats.contention_waits, 1u);
     EXPECT_EQ(p.node_start[1], us(511));
 
-    Scenario faster;
-    faster.gpu_durations = durations(graph, 0.5, "kernel");
+    const Scenario faster = scaled(graph, 0.5, "kernel");
     const Prediction q = run(sim, faster);
     EXPECT_EQ(q.node_start[1], q.node_end[0] + us(1));
 }
@@ -352,6 +355,28 @@ TEST(Simulation, ProfilerStepsAreTheSteps) {
     EXPECT_EQ(p.steps[1].predicted(), us(166));
     EXPECT_EQ(p.steps[1].path.gpu_activity, us(150));
     EXPECT_EQ(p.steps[1].path.launch_latency, us(6));
+}
+
+// The CPU launches a 100 us kernel every 50 us: the GPU falls behind and the steps' time is the
+// GPU's period, not the CPU's, and follows the kernels.
+TEST(Simulation, PipelinedStepsTakeTheGpuPeriod) {
+    TraceBuilder b;
+    for (int i = 0; i < 3; ++i) {
+        b.op("ProfilerStep#" + std::to_string(i), 50 * i, 50, 1, 1);
+        b.launch(50 * i + 4, 4, i == 0 ? 10 : 10 + 101 * i, 100);
+    }
+    KernelGraph graph = KernelGraph::build(b.trace);
+    const StepSimulator sim(graph);
+    const Prediction p = reproduced(sim);
+    ASSERT_EQ(p.steps.size(), 3u);
+    EXPECT_EQ(p.steps[0].recorded(), us(110));
+    EXPECT_EQ(p.steps[1].recorded(), us(101));
+    EXPECT_EQ(p.steps[2].recorded(), us(101));
+    EXPECT_EQ(p.steps[2].path.gpu_bound(), us(101));
+
+    const Prediction q = run(sim, scaled(graph, 0.5));
+    EXPECT_EQ(q.steps[1].predicted(), us(51));
+    EXPECT_EQ(q.steps[2].predicted(), us(51));
 }
 
 // A trace with no kernel at all still has a step: its CPU span, all host work.

@@ -60,9 +60,11 @@ struct CriticalPath {
     Nanos total() const { return cpu_bound() + gpu_bound() + sync + unexplained; }
 };
 
-// One step: a ProfilerStep#N range (from its start to the later of its end and the end of the
-// GPU work launched inside it), or, without such ranges, the traced span from the first to the
-// last event of the main thread and the GPU.
+// One step: a ProfilerStep#N range, or, without such ranges, the traced span from the first to
+// the last event of the main thread and the GPU. A ProfilerStep ends at the later of its range's
+// end and the end of the GPU work launched inside it; it starts where the step before it ended
+// (the first one: at its range's start), so that a step's time is the run's period whichever
+// side, CPU or GPU, bounds it.
 struct StepTime {
     std::string name;
     Nanos recorded_start = 0, recorded_end = 0;
