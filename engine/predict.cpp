@@ -237,6 +237,9 @@ StepPrediction predict_step(const Analysis& analysis, const PredictOptions& opti
         out.notes.push_back(std::to_string(s.unlinked_activities) +
                             " GPU activities have no launch in the trace: they start no earlier "
                             "than recorded");
+    if (out.parameters.launch_latency_samples == 0 && !analysis.graph.nodes().empty())
+        out.notes.push_back("no kernel was launched onto an idle stream (the GPU was always "
+                            "behind): the launch latency is taken as 0");
     if (out.parameters.launch_latency < 0)
         out.notes.push_back("kernels start before their launch calls in this trace (the GPU and "
                             "CPU clocks disagree): the launch latency estimate absorbs the offset");

@@ -66,6 +66,7 @@ const ScenarioResult* find(const StepPrediction& p, bool what_if, bool overhead_
 }
 
 constexpr std::size_t kMaxStepRows = 20;
+constexpr std::size_t kStepsWithBothPaths = 3;
 
 // One table: per step, recorded time, the scenario's prediction and its overhead-free twin.
 void print_steps(std::ostream& out, const ScenarioResult& with, const ScenarioResult& without,
@@ -84,13 +85,16 @@ void print_steps(std::ostream& out, const ScenarioResult& with, const ScenarioRe
     }
     if (steps.size() > kMaxStepRows)
         out << "... " << steps.size() - kMaxStepRows << " more steps in prediction.json\n";
-    out << "critical path:\n";
+    // Beyond a few steps, the overhead-free paths are left to prediction.json.
+    const bool both = steps.size() <= kStepsWithBothPaths;
+    out << "critical path" << (both ? "" : " (without overhead: see prediction.json)") << ":\n";
     for (std::size_t i = 0; i < steps.size() && i < kMaxStepRows; ++i) {
         out << "  " << pad(steps[i].name, width) << path_line(steps[i].path, steps[i].predicted())
             << "\n";
         const StepTime& w = without.prediction.steps[i];
-        out << "  " << pad("", width) << "without overhead: " << path_line(w.path, w.predicted())
-            << "\n";
+        if (both)
+            out << "  " << pad("", width) << "without overhead: " << path_line(w.path, w.predicted())
+                << "\n";
     }
 }
 
@@ -152,6 +156,10 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
             << " on another stream's activity (a full GPU or an unseen event), "
             << count(s.thread_wakes, "thread wake-up") << " after another thread's launches, "
             << count(s.waits_contradicted, "inferred event wait") << " ruled out\n";
+    if (s.launch_queue_depth > 0)
+        out << "launch queue: " << count(s.queue_full_launches, "launch", "launches")
+            << " waited for room in a queue of " << s.launch_queue_depth
+            << " activities: every launch waits for it\n";
     out << "\n";
     print_steps(out, p.scenarios[0], p.scenarios[1], "predicted");
     const ScenarioResult* what_if = find(p, true, false);
@@ -226,6 +234,8 @@ void write_prediction_json(std::ostream& out, const StepPrediction& p) {
         .field("waits_contradicted", static_cast<std::uint64_t>(s.waits_contradicted))
         .field("contention_waits", static_cast<std::uint64_t>(s.contention_waits))
         .field("thread_wakes", static_cast<std::uint64_t>(s.thread_wakes))
+        .field("launch_queue_depth", static_cast<std::uint64_t>(s.launch_queue_depth))
+        .field("queue_full_launches", static_cast<std::uint64_t>(s.queue_full_launches))
         .field("dropped_dependencies", static_cast<std::uint64_t>(s.dropped_dependencies));
     json.end_object();
 

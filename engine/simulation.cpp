@@ -75,6 +75,8 @@ class Simulation {
         out.stats.syncs_without_target = m_.syncs_without_target;
         out.stats.waits_contradicted = m_.waits_contradicted;
         out.stats.contention_waits = m_.contention_waits;
+        out.stats.launch_queue_depth = m_.queue_depth;
+        out.stats.queue_full_launches = m_.queue_full_launches;
         for (const SimThread& t : m_.threads) out.stats.thread_wakes += t.wakes.size();
         for (const SimCall& c : m_.calls) {
             out.stats.kernel_launch_calls += c.kernel_launch;
@@ -221,6 +223,8 @@ class Simulation {
         for (std::size_t k = 0; k < calls_; ++k) {
             edge(call_start_item(k), call_end_item(k));
             for (auto n : m_.calls[k].frontier) edge(node_item(n), call_end_item(k));
+            if (m_.calls[k].queue_node != kNoIndex)
+                edge(node_item(m_.calls[k].queue_node), call_end_item(k));
         }
         for (std::size_t n = 0; n < nodes_; ++n) {
             const SimNode& node = m_.nodes[n];
@@ -321,8 +325,15 @@ class Simulation {
             call_end_[k] = gpu_done + c.return_overhead;
             return;
         }
-        const Nanos dur = s_.launch_call >= 0 && c.kernel_launch ? s_.launch_call : c.dur;
+        const Nanos dur = s_.launch_call >= 0 && c.kernel_launch ? s_.launch_call : c.free_dur;
         call_end_[k] = call_start_[k] + dur;
+        if (c.queue_node != kNoIndex && done_[node_item(c.queue_node)]) {
+            const Nanos room = node_end_[c.queue_node] + c.queue_return;
+            if (room > call_end_[k]) {
+                call_end_[k] = room;
+                waited_on_[k] = c.queue_node;
+            }
+        }
     }
 
     void run_node(std::size_t n) {
@@ -439,11 +450,13 @@ class Simulation {
                         Bucket::HostWork};
             }
             case At::CallEnd: {
+                // A blocking call, or a launch waiting for room in the queue, returns a little
+                // after the GPU work it waited for: sync; the wait itself is that work.
                 const SimCall& c = m_.calls[p.index];
-                if (!c.blocking) return {{At::CallStart, p.index}, Bucket::RuntimeCalls};
                 if (waited_on_[p.index] != kNoIndex)
                     return {{At::NodeEnd, waited_on_[p.index]}, Bucket::Sync};
-                return {{At::CallStart, p.index}, Bucket::Sync};
+                return {{At::CallStart, p.index},
+                        c.blocking ? Bucket::Sync : Bucket::RuntimeCalls};
             }
             case At::NodeEnd:
                 return {{At::NodeStart, p.index}, Bucket::GpuActivity};
@@ -581,6 +594,7 @@ StepSimulator::StepSimulator(const KernelGraph& graph) : model_(std::make_unique
     ModelParameters& p = model_->estimates;
     p.launch_latency = estimate_launch_latency(*model_, p.launch_latency_samples);
     add_contention_waits(*model_, p.launch_latency);
+    add_launch_queue(*model_);
     estimate_rest(*model_, p);
 }
 

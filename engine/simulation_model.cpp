@@ -93,6 +93,7 @@ class ModelBuilder {
             call.call = i;
             call.ts = c.ts;
             call.dur = std::max<Nanos>(c.dur, 0);
+            call.free_dur = call.dur;
             call.thread = thread_of(c.pid, c.tid, c.ts, c.ts + call.dur);
             m_.sim_call_of[i] = static_cast<std::uint32_t>(m_.calls.size());
             m_.threads[call.thread].calls.push_back(static_cast<std::uint32_t>(m_.calls.size()));
@@ -279,33 +280,39 @@ class ModelBuilder {
         }
     }
 
-    // Idle intervals (nothing recorded on the thread) in which another thread launched GPU work,
-    // and the time before a thread's first event when another thread launched before it.
+    // Idle intervals of a thread in which another thread launched GPU work, and the time before
+    // a thread's first event when another thread launched before it. Idle: at least kMinIdle
+    // with nothing starting or ending on the thread and no runtime call running. Enclosing
+    // ranges do not count as work: the main thread waits out the backward pass inside
+    // "## backward ##" or "ProfilerStep#N". The minimum keeps Python's own time between two ops,
+    // which is work, out (it is tens of microseconds; waits for another thread are longer).
     void find_wakes() {
+        constexpr Nanos kMinIdle = 100000;
         const std::size_t threads = m_.threads.size();
         std::vector<std::vector<Nanos>> launch_starts(threads);
         for (std::uint32_t k = 0; k < m_.calls.size(); ++k)
             if (launch_count_[k] > 0) launch_starts[m_.calls[k].thread].push_back(m_.calls[k].ts);
         for (auto& v : launch_starts) std::sort(v.begin(), v.end());
-        std::vector<std::vector<std::pair<Nanos, Nanos>>> covered(threads);
-        for (const CpuOp& op : trace_.cpu_ops)
-            covered[thread_index_.at({op.pid, op.tid})].emplace_back(op.ts, op.ts + op.dur);
-        for (const SimCall& c : m_.calls) covered[c.thread].emplace_back(c.ts, c.ts + c.dur);
-
+        std::vector<std::vector<Nanos>> boundaries(threads);
+        for (const CpuOp& op : trace_.cpu_ops) {
+            auto& b = boundaries[thread_index_.at({op.pid, op.tid})];
+            b.push_back(op.ts);
+            b.push_back(op.ts + op.dur);
+        }
+        for (const SimCall& c : m_.calls) {
+            boundaries[c.thread].push_back(c.ts);
+            boundaries[c.thread].push_back(c.ts + c.dur);
+        }
         for (std::uint32_t t = 0; t < threads; ++t) {
             SimThread& thread = m_.threads[t];
             thread.origin_wake = waker(t, std::numeric_limits<Nanos>::min(), thread.origin,
                                        launch_starts);
-            auto& spans = covered[t];
-            std::sort(spans.begin(), spans.end());
-            Nanos reach = spans.empty() ? thread.origin : spans.front().second;
-            for (std::size_t i = 1; i < spans.size(); ++i) {
-                if (spans[i].first > reach) {
-                    const WakeSource source = waker(t, reach, spans[i].first, launch_starts);
-                    if (source.thread != kNoIndex)
-                        thread.wakes.push_back(Wake{reach, spans[i].first, source});
-                }
-                reach = std::max(reach, spans[i].second);
+            auto& b = boundaries[t];
+            std::sort(b.begin(), b.end());
+            for (std::size_t i = 1; i < b.size(); ++i) {
+                if (b[i] - b[i - 1] < kMinIdle || inside_call(thread, b[i - 1], b[i])) continue;
+                const WakeSource source = waker(t, b[i - 1], b[i], launch_starts);
+                if (source.thread != kNoIndex) thread.wakes.push_back(Wake{b[i - 1], b[i], source});
             }
             for (std::uint32_t w = 0; w < thread.wakes.size(); ++w) {
                 // The call whose gap holds the wake: the first call at or after it.
@@ -315,6 +322,15 @@ class ModelBuilder {
                 if (it != thread.calls.end()) m_.calls[*it].wake = w;
             }
         }
+    }
+
+    // Whether a runtime call of `thread` runs over all of [from, to].
+    bool inside_call(const SimThread& thread, Nanos from, Nanos to) const {
+        auto it = std::partition_point(thread.calls.begin(), thread.calls.end(),
+                                       [&](std::uint32_t k) { return m_.calls[k].ts <= from; });
+        if (it == thread.calls.begin()) return false;
+        const SimCall& c = m_.calls[*(it - 1)];
+        return c.ts + c.dur >= to;
     }
 
     // Of the other threads that launched GPU work in (from, to), the one that did so last before
@@ -451,6 +467,88 @@ Nanos quantile(std::vector<Nanos>& samples, double q) {
     std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(rank),
                      samples.end());
     return samples[rank];
+}
+
+}  // namespace replay
+
+namespace replay {
+
+void add_launch_queue(StepSimulator::Model& m) {
+    // A queue never seen this full says nothing about its depth.
+    constexpr std::size_t kMinDepth = 64;
+    constexpr std::size_t kMinEvidence = 5;
+    // "Far longer than usual": this many times the median launch call.
+    constexpr Nanos kSlowFactor = 10;
+    const KernelGraph& graph = *m.graph;
+    const auto& nodes = graph.nodes();
+    // Per device: its nodes in launch order and their recorded ends, sorted.
+    std::map<std::int64_t, std::vector<std::uint32_t>> launched;
+    std::map<std::int64_t, std::vector<Nanos>> ends;
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        if (m.nodes[n].launch == kNoIndex) continue;
+        const std::int64_t device = graph.activity(nodes[n]).device;
+        launched[device].push_back(n);
+        ends[device].push_back(m.node_end(n));
+    }
+    for (auto& [device, v] : ends) std::sort(v.begin(), v.end());
+
+    struct Launch {
+        std::uint32_t call;
+        std::int64_t device;
+        std::size_t position;  // of its first node in the device's launch order
+        std::size_t pending;   // launched, not finished, when it returned
+    };
+    std::vector<Launch> launches;
+    std::vector<Nanos> durations;
+    std::vector<bool> seen(m.calls.size(), false);
+    std::size_t most_pending = 0;
+    for (auto& [device, order] : launched) {
+        const auto& finished = ends[device];
+        for (std::size_t p = 0; p < order.size(); ++p) {
+            const std::uint32_t k = m.nodes[order[p]].launch;
+            if (seen[k] || m.calls[k].blocking) continue;
+            seen[k] = true;
+            const Nanos back = m.calls[k].ts + m.calls[k].dur;
+            const auto started = static_cast<std::size_t>(
+                std::partition_point(order.begin(), order.end(),
+                                     [&](std::uint32_t n) {
+                                         return graph.launch_time(nodes[n]) < back;
+                                     }) -
+                order.begin());
+            const auto done = static_cast<std::size_t>(
+                std::upper_bound(finished.begin(), finished.end(), back) - finished.begin());
+            const std::size_t pending = started > done ? started - done : 0;
+            most_pending = std::max(most_pending, pending);
+            launches.push_back(Launch{k, device, p, pending});
+            durations.push_back(m.calls[k].dur);
+        }
+    }
+    if (launches.empty() || most_pending < kMinDepth) return;
+    const Nanos typical = quantile(durations, 0.5);
+    std::vector<Nanos> depths, returns;
+    std::vector<bool> full(launches.size(), false);
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+        const Launch& l = launches[i];
+        if (m.calls[l.call].dur <= kSlowFactor * typical || l.pending * 10 < most_pending * 9)
+            continue;
+        full[i] = true;
+        depths.push_back(static_cast<Nanos>(l.pending));
+    }
+    if (depths.size() < kMinEvidence) return;
+    const auto depth = static_cast<std::size_t>(quantile(depths, 0.5));
+    m.queue_depth = depth;
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+        const Launch& l = launches[i];
+        // It came back with `depth` activities pending, its own included: the one launched
+        // `depth` launches before it had just ended.
+        if (l.position < depth) continue;
+        SimCall& call = m.calls[l.call];
+        call.queue_node = launched[l.device][l.position - depth];
+        if (!full[i]) continue;
+        ++m.queue_full_launches;
+        call.free_dur = std::min(call.dur, typical);
+        call.queue_return = std::max<Nanos>(0, call.ts + call.dur - m.node_end(call.queue_node));
+    }
 }
 
 }  // namespace replay

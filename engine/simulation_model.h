@@ -43,6 +43,13 @@ struct SimCall {
     bool blocking = false;
     std::vector<std::uint32_t> frontier;  // blocking: the last waited-for graph node per stream
     Nanos return_overhead = 0;            // blocking: recorded end - max(start, GPU done)
+    // A launch returns only once the device's launch queue has room: when the activity launched
+    // `launch queue depth` launches before its own has ended (kNoIndex: never full).
+    std::uint32_t queue_node = kNoIndex;
+    Nanos queue_return = 0;  // its end to this call's return
+    // The call's duration when the queue has room: the recorded one, or, for a call that the
+    // recording shows waiting for room, the typical launch's.
+    Nanos free_dur = 0;
 };
 
 struct SimThread {
@@ -91,6 +98,8 @@ struct StepSimulator::Model {
     std::size_t unlinked_activities = 0;
     std::size_t waits_contradicted = 0;
     std::size_t contention_waits = 0;
+    std::size_t queue_depth = 0;         // launch queue depth seen in the recording; 0: never full
+    std::size_t queue_full_launches = 0;  // launches the recording shows waiting for room
     ModelParameters estimates;
 
     Nanos node_ts(std::uint32_t n) const { return graph->activity(graph->nodes()[n]).ts; }
@@ -107,6 +116,12 @@ void build_model(StepSimulator::Model& model, const KernelGraph& graph);
 // that occupies every SM lets no other stream's kernel in) or the wait was on an event the trace
 // does not show. Each becomes a producer of the delayed activity.
 void add_contention_waits(StepSimulator::Model& model, Nanos launch_latency);
+
+// A launch call that took far longer than launches usually do and came back when the number of
+// activities launched but not finished on its device was at the trace's highest (CUDA's launch
+// queue holds about a thousand) waited for room in the queue. With such evidence every launch
+// gets the queue's constraint, so that the CPU is held back (or freed) as the GPU's pace changes.
+void add_launch_queue(StepSimulator::Model& model);
 
 // Measured on the recording: launch latency first (the contention waits need it), then the GPU
 // dispatch gap and the per-op profiler overhead.

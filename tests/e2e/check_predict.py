@@ -87,6 +87,16 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("predict", "--quiet", bloom, "--launch-us", "0", "--scale", "gemm=0.5", "--scale", "name~softmax=2")
     check(r.returncode == 0 and "what-if: --scale gemm=0.5, --scale name~softmax=2, --launch-us 0.00" in r.stdout
           and "critical path" in r.stdout, "text output names the what-if and its critical path")
+    # A GPU-bound run (the GPU ~90 ms behind the CPU, whose launches wait for room in the launch
+    # queue): all GPU work twice as fast halves its steps after the first.
+    rank0 = os.path.join(traces, "public/HolisticTraceAnalysis/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    r = run("predict", "--json", "--quiet", rank0, "--scale", "name~.=0.5")
+    d = json.loads(r.stdout) if r.returncode == 0 else {"scenarios": []}
+    base = [s["predicted_us"] for sc in d["scenarios"] if not sc["what_if"] and not sc["profiler_overhead_removed"] for s in sc["steps"]]
+    fast = [s["predicted_us"] for sc in d["scenarios"] if sc["what_if"] and not sc["profiler_overhead_removed"] for s in sc["steps"]]
+    ratios = [f / b for f, b in zip(fast[1:], base[1:])]
+    check(len(ratios) >= 3 and all(0.45 <= x <= 0.55 for x in ratios),
+          f"GPU-bound steps follow the GPU: twice as fast -> {', '.join(f'{x:.2f}' for x in ratios)} of the time")
     r = run("predict", "--json", "--quiet", bloom, "--op-overhead-us", "20")
     d = json.loads(r.stdout) if r.returncode == 0 else {}
     check(d.get("model", {}).get("op_overhead_source") == "calibrated" and d["model"]["op_overhead_us"] == 20,

@@ -337,6 +337,33 @@ TEST(Simulation, ContentionFromTheRecordingIsKept) {
     EXPECT_EQ(q.node_start[1], q.node_end[0] + us(1));
 }
 
+// The CPU launches 100 kernels of 1 ms; from the 65th on, each launch comes back only when the
+// kernel launched 64 launches before it has ended (a full launch queue). The simulation finds the
+// queue in the recording and keeps the CPU to the GPU's pace, which it follows when that changes.
+TEST(Simulation, FullLaunchQueueHoldsTheCpuBack) {
+    TraceBuilder b;
+    constexpr int kDepth = 64, kKernels = 100;
+    const auto kernel_start = [](int i) { return 10.0 + 1001.0 * i; };
+    double t = 1;
+    for (int i = 0; i < kKernels; ++i) {
+        const double back = i < kDepth ? t + 1 : kernel_start(i - kDepth) + 1000 + 5;
+        b.launch(t, back - t, kernel_start(i), 1000);
+        t = back + 1;
+    }
+    KernelGraph graph = KernelGraph::build(b.trace);
+    const StepSimulator sim(graph);
+    const Prediction p = reproduced(sim);
+    EXPECT_EQ(p.stats.launch_queue_depth, static_cast<std::size_t>(kDepth));
+    EXPECT_EQ(p.stats.queue_full_launches, static_cast<std::size_t>(kKernels - kDepth));
+    EXPECT_EQ(p.steps[0].path.gpu_activity, us(1000 * kKernels));
+
+    const Prediction q = run(sim, scaled(graph, 0.5));
+    for (int i = kDepth; i < kKernels; ++i)
+        EXPECT_EQ(q.call_end[static_cast<std::size_t>(i)],
+                  q.node_end[static_cast<std::size_t>(i - kDepth)] + us(5));
+    EXPECT_EQ(q.steps[0].predicted(), us(9 + 501 * kKernels - 1));
+}
+
 // ProfilerStep#N ranges are the steps; each takes the GPU work launched inside it, and a step
 // whose kernel outlives its range ends with the kernel.
 TEST(Simulation, ProfilerStepsAreTheSteps) {

@@ -88,6 +88,10 @@ struct SimulationStats {
     // Idle intervals of a thread that end when another thread gets somewhere (the autograd
     // engine's threads and the main thread handing work back and forth).
     std::size_t thread_wakes = 0;
+    // Launch calls that waited for room in the device's launch queue (the GPU that far behind),
+    // and the queue's depth they show (0: the queue never filled up).
+    std::size_t queue_full_launches = 0;
+    std::size_t launch_queue_depth = 0;
     std::size_t dropped_dependencies = 0;  // broken to resolve an inconsistent recording
     std::size_t ops_in_gaps = 0;           // ops whose overhead a corrected run removes
     std::size_t gaps_clamped = 0;          // CPU gaps the overhead correction took to zero
