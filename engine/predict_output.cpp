@@ -312,11 +312,12 @@ void write_predicted_trace(std::ostream& out, const KernelGraph& graph, const St
         json.field("pid", pid).field("tid", tid).field("ts", at(start)).field("dur", us(end - start));
         json.end_object();
     };
-    if (!trace.cpu_ops.empty() || !trace.runtime_calls.empty()) {
-        const std::int64_t main_lane = lane_of(pr.main_pid, pr.main_tid);
-        for (const auto& s : pr.steps)
-            span(s.name, "user_annotation", kCpu, main_lane, s.predicted_start, s.predicted_end);
-    }
+    // Steps on a track of their own: a step can end (with its GPU work) in the middle of a call,
+    // and Perfetto drops slices that overlap without nesting.
+    constexpr std::int64_t kStepLane = 0;
+    meta("thread_name", kCpu, kStepLane, "steps (main thread " + std::to_string(pr.main_tid) + ")");
+    for (const auto& s : pr.steps)
+        span(s.name, "user_annotation", kCpu, kStepLane, s.predicted_start, s.predicted_end);
     for (std::size_t c = 0; c < trace.runtime_calls.size(); ++c) {
         const RuntimeCall& call = trace.runtime_calls[c];
         span(trace.names.view(call.name), call.is_driver ? "cuda_driver" : "cuda_runtime", kCpu,

@@ -128,7 +128,9 @@ void estimate_rest(const StepSimulator::Model& model, ModelParameters& p) {
             1, static_cast<std::size_t>(kGpuGapTrim * static_cast<double>(gaps.size())));
         Nanos total = 0;
         for (std::size_t i = 0; i < kept; ++i) total += gaps[i];
-        p.gpu_gap = total / static_cast<Nanos>(kept);
+        // Never below zero: overlap between dependent kernels (programmatic dependent launch)
+        // is not modelled, and a stream's activities follow each other.
+        p.gpu_gap = std::max<Nanos>(0, total / static_cast<Nanos>(kept));
     }
     auto footprints = op_overhead_samples(model);
     p.op_overhead_samples = footprints.size();

@@ -48,12 +48,27 @@ def check_timeline(path, prediction, name):
     gpu = [e for e in spans if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")]
     calls = [e for e in spans if e["cat"] in ("cuda_runtime", "cuda_driver")]
     sim = prediction["simulation"]
-    ok = (all(isinstance(e["ts"], (int, float)) and e["ts"] >= 0 and e["dur"] >= 0 for e in spans)
+    # Perfetto drops slices that overlap on a track without nesting in each other.
+    tracks = {}
+    for e in spans:
+        tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], -e["dur"]))
+    misnested = 0
+    for events in tracks.values():
+        open_ends = []
+        for ts, neg_dur in sorted(events):
+            end = ts - neg_dur
+            while open_ends and open_ends[-1] <= ts + 1e-3:
+                open_ends.pop()
+            if open_ends and end > open_ends[-1] + 1e-3:
+                misnested += 1
+            open_ends.append(end)
+    ok = (misnested == 0 and all(isinstance(e["ts"], (int, float)) and e["ts"] >= 0 and e["dur"] >= 0 for e in spans)
           and len(calls) == sim["runtime_calls"]
           and any(p.startswith("CPU (predicted") for p in processes)
           and any(p.startswith("GPU (predicted") for p in processes)
           and min((e["ts"] for e in spans), default=0) == 0)
-    return check(ok, f"{name}: predicted_trace.json ({len(calls)} calls, {len(gpu)} activities)")
+    return check(ok, f"{name}: predicted_trace.json ({len(calls)} calls, {len(gpu)} activities, "
+                     f"{misnested} slices overlapping without nesting)")
 
 
 with tempfile.TemporaryDirectory() as tmp:
