@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
         "  replay regress --baseline R TRACE  replay and flag kernels slower than a baseline "
         "report\n"
         "  replay compare A B                 compare two reports (or two traces)\n"
-        "  replay predict TRACE               simulate the step: CPU launches + GPU times, what-ifs\n\n"
+        "  replay predict TRACE               predict the step time, here or on another GPU\n\n"
         "Exit status: 0 ok, 1 regression found (regress/compare), 2 bad input or usage.",
         "replay"};
     app.set_version_flag("--version", "replay 0.1.0");

@@ -12,7 +12,9 @@ namespace replay {
 namespace {
 
 // The one place that reads a node's tier (the classifier's per-node recipes).
-Tier tier_of(const Analysis& analysis, std::uint32_t node) { return analysis.recipes[node].tier; }
+Tier tier_of(const Analysis& analysis, std::uint32_t node) {
+    return analysis.recipes[node].tier;
+}
 
 std::string lower(std::string_view text) {
     std::string out(text);
@@ -29,7 +31,9 @@ std::optional<Tier> tier_named(std::string_view text) {
     return std::nullopt;
 }
 
-Nanos to_nanos(double us) { return static_cast<Nanos>(std::llround(us * 1000.0)); }
+Nanos to_nanos(double us) {
+    return static_cast<Nanos>(std::llround(us * 1000.0));
+}
 
 double median_of(std::vector<double> v) {
     if (v.empty()) return NAN;
@@ -44,8 +48,7 @@ double median_of(std::vector<double> v) {
 std::vector<double> instance_times(const KernelResult& k, std::size_t instances,
                                    const std::string& mode, bool& by_median) {
     by_median = false;
-    const double median =
-        k.replayed_us.count > 0 ? k.replayed_us.median : median_of(k.samples_us);
+    const double median = k.replayed_us.count > 0 ? k.replayed_us.median : median_of(k.samples_us);
     const std::size_t samples = k.samples_us.size();
     if (mode != "unique" && samples >= instances && instances > 0 && samples % instances == 0) {
         std::vector<double> out(instances);
@@ -73,7 +76,8 @@ TimesSource apply_report(const Analysis& analysis, const Report& report, const s
     std::size_t matched = 0;
     for (const auto& kernel : analysis.kernels) {
         auto it = by_id.find(kernel.id);
-        if (it == by_id.end() || (it->second->samples_us.empty() && it->second->replayed_us.count == 0)) {
+        if (it == by_id.end() ||
+            (it->second->samples_us.empty() && it->second->replayed_us.count == 0)) {
             ++source.kernels_missing;
             source.activities_recorded += kernel.nodes.size();
             continue;
@@ -90,7 +94,8 @@ TimesSource apply_report(const Analysis& analysis, const Report& report, const s
                 ++source.activities_recorded;
             }
     }
-    source.report_kernels_unmatched = report.kernels.size() - std::min(report.kernels.size(), matched);
+    source.report_kernels_unmatched =
+        report.kernels.size() - std::min(report.kernels.size(), matched);
     const std::string hash = report.input("trace_hash");
     if (!hash.empty() && hash != analysis.trace_hash)
         notes.push_back(path + " was made from another trace (trace_hash " + hash + ", this one " +
@@ -119,7 +124,8 @@ std::size_t apply_scale(const Analysis& analysis, const std::vector<ScaleRule>& 
             } else {
                 const NameId name = analysis.graph.activity(nodes[n]).name;
                 auto [it, inserted] = name_matches[r].emplace(name, false);
-                if (inserted) it->second = std::regex_search(std::string(trace.names.view(name)), rule.name);
+                if (inserted)
+                    it->second = std::regex_search(std::string(trace.names.view(name)), rule.name);
                 match = it->second;
             }
             if (match) {
@@ -193,7 +199,8 @@ StepPrediction predict_step(const Analysis& analysis, const PredictOptions& opti
 
     const auto& nodes = analysis.graph.nodes();
     std::vector<Nanos> recorded(nodes.size());
-    for (std::size_t n = 0; n < nodes.size(); ++n) recorded[n] = analysis.graph.activity(nodes[n]).dur;
+    for (std::size_t n = 0; n < nodes.size(); ++n)
+        recorded[n] = analysis.graph.activity(nodes[n]).dur;
     out.recorded_gpu_time = sum(recorded);
 
     const auto run = [&](std::string name, const Scenario& scenario, bool what_if) {
@@ -238,14 +245,17 @@ StepPrediction predict_step(const Analysis& analysis, const PredictOptions& opti
                             " GPU activities have no launch in the trace: they start no earlier "
                             "than recorded");
     if (out.parameters.launch_latency_samples == 0 && !analysis.graph.nodes().empty())
-        out.notes.push_back("no kernel was launched onto an idle stream (the GPU was always "
-                            "behind): the launch latency is taken as 0");
+        out.notes.push_back(
+            "no kernel was launched onto an idle stream (the GPU was always "
+            "behind): the launch latency is taken as 0");
     if (out.parameters.launch_latency < 0)
-        out.notes.push_back("kernels start before their launch calls in this trace (the GPU and "
-                            "CPU clocks disagree): the launch latency estimate absorbs the offset");
+        out.notes.push_back(
+            "kernels start before their launch calls in this trace (the GPU and "
+            "CPU clocks disagree): the launch latency estimate absorbs the offset");
     if (out.parameters.op_overhead == 0 && !out.parameters.op_overhead_calibrated)
-        out.notes.push_back("too few leaf ops to estimate the profiler overhead: none is removed "
-                            "(give --op-overhead-us)");
+        out.notes.push_back(
+            "too few leaf ops to estimate the profiler overhead: none is removed "
+            "(give --op-overhead-us)");
     return out;
 }
 

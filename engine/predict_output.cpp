@@ -12,7 +12,9 @@
 namespace replay {
 namespace {
 
-double us(Nanos t) { return static_cast<double>(t) / 1000.0; }
+double us(Nanos t) {
+    return static_cast<double>(t) / 1000.0;
+}
 
 std::string fixed(double value, int decimals) {
     char buf[64];
@@ -27,8 +29,9 @@ std::string duration(Nanos t) {
 }
 
 std::string percent(Nanos part, Nanos whole) {
-    return whole > 0 ? fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1) + "%"
-                     : "-";
+    return whole > 0
+               ? fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1) + "%"
+               : "-";
 }
 
 std::string change(Nanos now, Nanos before) {
@@ -93,8 +96,8 @@ void print_steps(std::ostream& out, const ScenarioResult& with, const ScenarioRe
             << "\n";
         const StepTime& w = without.prediction.steps[i];
         if (both)
-            out << "  " << pad("", width) << "without overhead: " << path_line(w.path, w.predicted())
-                << "\n";
+            out << "  " << pad("", width)
+                << "without overhead: " << path_line(w.path, w.predicted()) << "\n";
     }
 }
 
@@ -131,8 +134,8 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
     out << "predict " << p.trace << "\n";
     out << "model from the recording: launch latency " << fixed(us(m.launch_latency), 2)
         << " us (10th percentile of " << m.launch_latency_samples
-        << " launches onto an idle stream), GPU gap " << fixed(us(m.gpu_gap), 2)
-        << " us (mean of " << m.gpu_gap_samples << " queued activities, top 5% left out)\n";
+        << " launches onto an idle stream), GPU gap " << fixed(us(m.gpu_gap), 2) << " us (mean of "
+        << m.gpu_gap_samples << " queued activities, top 5% left out)\n";
     out << "profiler overhead: " << fixed(us(m.op_overhead), 2) << " us per op ";
     if (m.op_overhead_calibrated)
         out << "(--op-overhead-us)";
@@ -141,8 +144,8 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
     const ScenarioResult* corrected = find(p, false, true);
     if (corrected != nullptr) {
         const SimulationStats& c = corrected->prediction.stats;
-        out << "; removing it takes " << duration(c.overhead_removed) << " off "
-            << c.ops_in_gaps << " ops in CPU gaps";
+        out << "; removing it takes " << duration(c.overhead_removed) << " off " << c.ops_in_gaps
+            << " ops in CPU gaps";
         if (c.gaps_clamped > 0) out << " (" << c.gaps_clamped << " gaps cut to zero)";
     }
     out << "\nsimulated: " << count(s.threads, "CPU thread") << ", "
@@ -256,7 +259,8 @@ void write_prediction_json(std::ostream& out, const StepPrediction& p) {
                 .field("recorded_us", us(step.recorded()))
                 .field("predicted_us", us(step.predicted()));
             const double err = step.recorded() > 0
-                                   ? 100.0 * static_cast<double>(step.predicted() - step.recorded()) /
+                                   ? 100.0 *
+                                         static_cast<double>(step.predicted() - step.recorded()) /
                                          static_cast<double>(step.recorded())
                                    : std::numeric_limits<double>::quiet_NaN();
             json.field("change_pct", err);
@@ -309,7 +313,10 @@ void write_predicted_trace(std::ostream& out, const KernelGraph& graph, const St
     const auto span = [&](const std::string_view name, const char* cat, int pid, std::int64_t tid,
                           Nanos start, Nanos end) {
         json.begin_object().field("ph", "X").field("cat", cat).field("name", name);
-        json.field("pid", pid).field("tid", tid).field("ts", at(start)).field("dur", us(end - start));
+        json.field("pid", pid)
+            .field("tid", tid)
+            .field("ts", at(start))
+            .field("dur", us(end - start));
         json.end_object();
     };
     // Steps on a track of their own: a step can end (with its GPU work) in the middle of a call,
@@ -335,8 +342,8 @@ void write_predicted_trace(std::ostream& out, const KernelGraph& graph, const St
         const char* cat = a.kind == ActivityKind::Kernel   ? "kernel"
                           : a.kind == ActivityKind::Memcpy ? "gpu_memcpy"
                                                            : "gpu_memset";
-        span(trace.names.view(a.name), cat, kGpu, static_cast<std::int64_t>(nodes[n].stream_slot) + 1,
-             pr.node_start[n], pr.node_end[n]);
+        span(trace.names.view(a.name), cat, kGpu,
+             static_cast<std::int64_t>(nodes[n].stream_slot) + 1, pr.node_start[n], pr.node_end[n]);
     }
     json.end_array();
     json.end_object();

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <stdexcept>
 #include <numeric>
 #include <queue>
+#include <stdexcept>
 
 #include "simulation_model.h"
 
@@ -82,13 +82,8 @@ class Simulation {
             out.stats.kernel_launch_calls += c.kernel_launch;
             out.stats.blocking_calls += c.blocking;
         }
-        const Trace& trace = m_.graph->trace();
-        out.call_start.resize(trace.runtime_calls.size());
-        out.call_end.resize(trace.runtime_calls.size());
-        for (std::size_t k = 0; k < calls_; ++k) {
-            out.call_start[m_.calls[k].call] = call_start_[k];
-            out.call_end[m_.calls[k].call] = call_end_[k];
-        }
+        out.call_start = call_start_;
+        out.call_end = call_end_;
         out.node_start = node_start_;
         out.node_end = node_end_;
         if (m_.main_thread != kNoIndex) {
@@ -159,9 +154,9 @@ class Simulation {
     // interval is done and the waking thread has got to the wake.
     std::pair<Nanos, bool> resume(const Wake& wake, Nanos prev_end, Nanos prev_recorded,
                                   const SimThread& t, bool first, bool count) {
-        const Nanos own = prev_end + cpu_time(wake.idle_from - prev_recorded,
-                                              t.ops_between(prev_recorded, wake.idle_from, first),
-                                              count);
+        const Nanos own =
+            prev_end + cpu_time(wake.idle_from - prev_recorded,
+                                t.ops_between(prev_recorded, wake.idle_from, first), count);
         const Nanos other = on_thread(wake.source, wake.at);
         return {std::max(own, other), other > own};
     }
@@ -307,7 +302,8 @@ class Simulation {
             const Wake& wake = t.wakes[c.wake];
             const auto [at, woken] = resume(wake, prev_end, prev_recorded, t, first, true);
             woken_[k] = woken;
-            call_start_[k] = at + cpu_time(c.ts - wake.at, t.ops_between(wake.at, c.ts, true), true);
+            call_start_[k] =
+                at + cpu_time(c.ts - wake.at, t.ops_between(wake.at, c.ts, true), true);
             return;
         }
         call_start_[k] = prev_end + (c.gap <= 0 ? c.gap : cpu_time(c.gap, c.ops_in_gap, true));
@@ -352,16 +348,15 @@ class Simulation {
             consider(node_end_[node.stream_prev] + p_.gpu_gap, Bind::Stream, node.stream_prev);
         for (const Producer& q : node.producers)
             if (done_[node_item(q.node)])
-                consider(node_end_[q.node] + (q.delay == kGpuGap ? p_.gpu_gap : q.delay), Bind::Wait,
-                         q.node);
+                consider(node_end_[q.node] + (q.delay == kGpuGap ? p_.gpu_gap : q.delay),
+                         Bind::Wait, q.node);
         if (node.launch != kNoIndex && done_[call_start_item(node.launch)])
             consider(call_start_[node.launch] + p_.launch_latency, Bind::Launch, node.launch);
         if (node.launch == kNoIndex || !bound)
             consider(m_.node_ts(static_cast<std::uint32_t>(n)), Bind::Anchor, kNoIndex);
-        const Nanos dur = s_.gpu_durations.empty()
-                              ? m_.node_end(static_cast<std::uint32_t>(n)) -
-                                    m_.node_ts(static_cast<std::uint32_t>(n))
-                              : s_.gpu_durations[n];
+        const Nanos dur = s_.gpu_durations.empty() ? m_.node_end(static_cast<std::uint32_t>(n)) -
+                                                         m_.node_ts(static_cast<std::uint32_t>(n))
+                                                   : s_.gpu_durations[n];
         node_start_[n] = start;
         node_end_[n] = start + std::max<Nanos>(0, dur);
     }
@@ -403,9 +398,9 @@ class Simulation {
             point.time = at + cpu_time(t - w.at, th.ops_between(w.at, t, true), false);
             point.cause = {woken ? source_point(w.source) : prev, Bucket::HostWork};
         } else {
-            point.time = prev_end + cpu_time(t - prev_recorded,
-                                              th.ops_between(prev_recorded, t, position == 0),
-                                              false);
+            point.time =
+                prev_end +
+                cpu_time(t - prev_recorded, th.ops_between(prev_recorded, t, position == 0), false);
             point.cause = {prev, Bucket::HostWork};
         }
         if (it != th.calls.end()) point.time = std::min(point.time, call_start_[*it]);
@@ -455,8 +450,7 @@ class Simulation {
                 const SimCall& c = m_.calls[p.index];
                 if (waited_on_[p.index] != kNoIndex)
                     return {{At::NodeEnd, waited_on_[p.index]}, Bucket::Sync};
-                return {{At::CallStart, p.index},
-                        c.blocking ? Bucket::Sync : Bucket::RuntimeCalls};
+                return {{At::CallStart, p.index}, c.blocking ? Bucket::Sync : Bucket::RuntimeCalls};
             }
             case At::NodeEnd:
                 return {{At::NodeStart, p.index}, Bucket::GpuActivity};
@@ -600,14 +594,15 @@ StepSimulator::StepSimulator(const KernelGraph& graph) : model_(std::make_unique
 
 StepSimulator::~StepSimulator() = default;
 
-const ModelParameters& StepSimulator::estimates() const { return model_->estimates; }
+const ModelParameters& StepSimulator::estimates() const {
+    return model_->estimates;
+}
 
 Prediction StepSimulator::run(const Scenario& scenario, const ModelParameters& parameters) const {
     if (!scenario.gpu_durations.empty() && scenario.gpu_durations.size() != model_->nodes.size())
-        throw std::invalid_argument("scenario has " +
-                                    std::to_string(scenario.gpu_durations.size()) +
-                                    " GPU durations for " + std::to_string(model_->nodes.size()) +
-                                    " activities");
+        throw std::invalid_argument(
+            "scenario has " + std::to_string(scenario.gpu_durations.size()) +
+            " GPU durations for " + std::to_string(model_->nodes.size()) + " activities");
     return Simulation(*model_, scenario, parameters).run();
 }
 

@@ -1,12 +1,12 @@
 // Builds the simulator's model of a trace: threads and their runtime calls with the CPU gaps
 // between them, what each launch and each blocking call depends on, and the step ranges.
+#include "simulation_model.h"
+
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <string_view>
-
-#include "simulation_model.h"
 
 namespace replay {
 namespace {
@@ -63,8 +63,8 @@ class ModelBuilder {
 
   private:
     std::uint32_t thread_of(std::int64_t pid, std::int64_t tid, Nanos ts, Nanos end) {
-        auto [it, inserted] =
-            thread_index_.emplace(ThreadKey{pid, tid}, static_cast<std::uint32_t>(m_.threads.size()));
+        auto [it, inserted] = thread_index_.emplace(ThreadKey{pid, tid},
+                                                    static_cast<std::uint32_t>(m_.threads.size()));
         if (inserted) {
             SimThread t;
             t.pid = pid;
@@ -86,17 +86,14 @@ class ModelBuilder {
             // python_function events come from the Python tracer and are not counted.
             if (op.category <= 1) m_.threads[t].op_starts.push_back(op.ts);
         }
-        m_.sim_call_of.assign(trace_.runtime_calls.size(), kNoIndex);
         for (std::uint32_t i = 0; i < trace_.runtime_calls.size(); ++i) {
             const RuntimeCall& c = trace_.runtime_calls[i];
             SimCall call;
-            call.call = i;
             call.ts = c.ts;
             call.dur = std::max<Nanos>(c.dur, 0);
             call.free_dur = call.dur;
             call.thread = thread_of(c.pid, c.tid, c.ts, c.ts + call.dur);
-            m_.sim_call_of[i] = static_cast<std::uint32_t>(m_.calls.size());
-            m_.threads[call.thread].calls.push_back(static_cast<std::uint32_t>(m_.calls.size()));
+            m_.threads[call.thread].calls.push_back(i);
             m_.calls.push_back(call);
         }
         for (SimThread& t : m_.threads) {
@@ -133,7 +130,7 @@ class ModelBuilder {
                 ++m_.unlinked_activities;
                 continue;
             }
-            const std::uint32_t k = m_.sim_call_of[nodes[n].launch];
+            const std::uint32_t k = nodes[n].launch;
             m_.nodes[n].launch = k;
             ++launch_count_[k];
             if (graph_.activity(nodes[n]).kind == ActivityKind::Kernel)
@@ -196,7 +193,7 @@ class ModelBuilder {
 
     void find_host_syncs() {
         for (const HostSync& sync : graph_.host_syncs()) {
-            SimCall& call = m_.calls[m_.sim_call_of[sync.runtime_call]];
+            SimCall& call = m_.calls[sync.runtime_call];
             const RuntimeCall& rc = trace_.runtime_calls[sync.runtime_call];
             const std::string_view name = trace_.names.view(rc.name);
             std::vector<std::uint32_t> frontier;
@@ -240,7 +237,7 @@ class ModelBuilder {
         Nanos cutoff = sync.ts;
         for (std::uint32_t p = sync.position; p-- > 0;) {
             const SimCall& c = m_.calls[t.calls[p]];
-            if (is_event_record(trace_.names.view(trace_.runtime_calls[c.call].name))) {
+            if (is_event_record(trace_.names.view(trace_.runtime_calls[t.calls[p]].name))) {
                 cutoff = c.ts;
                 break;
             }
@@ -268,11 +265,12 @@ class ModelBuilder {
         for (std::uint32_t k = 0; k < m_.calls.size(); ++k) {
             SimCall& call = m_.calls[k];
             if (call.blocking || launched[k].empty() || !only_copies[k]) continue;
-            const std::string_view name = trace_.names.view(trace_.runtime_calls[call.call].name);
+            const std::string_view name = trace_.names.view(trace_.runtime_calls[k].name);
             bool pageable = false;
             for (auto n : launched[k])
-                pageable |= trace_.names.view(graph_.activity(graph_.nodes()[n]).name)
-                                .find("Pageable") != std::string_view::npos;
+                pageable |=
+                    trace_.names.view(graph_.activity(graph_.nodes()[n]).name).find("Pageable") !=
+                    std::string_view::npos;
             if (name.find("Async") != std::string_view::npos && !pageable) continue;
             Nanos done = 0;
             for (auto n : launched[k]) done = std::max(done, m_.node_end(n));
@@ -305,8 +303,8 @@ class ModelBuilder {
         }
         for (std::uint32_t t = 0; t < threads; ++t) {
             SimThread& thread = m_.threads[t];
-            thread.origin_wake = waker(t, std::numeric_limits<Nanos>::min(), thread.origin,
-                                       launch_starts);
+            thread.origin_wake =
+                waker(t, std::numeric_limits<Nanos>::min(), thread.origin, launch_starts);
             auto& b = boundaries[t];
             std::sort(b.begin(), b.end());
             for (std::size_t i = 1; i < b.size(); ++i) {
@@ -432,7 +430,8 @@ void add_contention_waits(StepSimulator::Model& m, Nanos launch_latency) {
     constexpr Nanos kTailOverlap = 10000;
     const KernelGraph& graph = *m.graph;
     const auto& nodes = graph.nodes();
-    std::map<std::int64_t, std::vector<std::pair<Nanos, std::uint32_t>>> ends;  // device -> (end, node)
+    std::map<std::int64_t, std::vector<std::pair<Nanos, std::uint32_t>>>
+        ends;  // device -> (end, node)
     for (std::uint32_t n = 0; n < nodes.size(); ++n)
         ends[graph.activity(nodes[n]).device].emplace_back(m.node_end(n), n);
     for (auto& [device, list] : ends) std::sort(list.begin(), list.end());
@@ -510,10 +509,9 @@ void add_launch_queue(StepSimulator::Model& m) {
             seen[k] = true;
             const Nanos back = m.calls[k].ts + m.calls[k].dur;
             const auto started = static_cast<std::size_t>(
-                std::partition_point(order.begin(), order.end(),
-                                     [&](std::uint32_t n) {
-                                         return graph.launch_time(nodes[n]) < back;
-                                     }) -
+                std::partition_point(
+                    order.begin(), order.end(),
+                    [&](std::uint32_t n) { return graph.launch_time(nodes[n]) < back; }) -
                 order.begin());
             const auto done = static_cast<std::size_t>(
                 std::upper_bound(finished.begin(), finished.end(), back) - finished.begin());

@@ -26,18 +26,18 @@ struct Wake {
     WakeSource source;
 };
 
-// One runtime call on a simulated thread.
+// One runtime call on a simulated thread (StepSimulator::Model::calls has one per
+// Trace::runtime_calls entry, at the same index).
 struct SimCall {
-    std::uint32_t call = kNoIndex;  // Trace::runtime_calls
-    std::uint32_t thread = 0;       // StepSimulator::Model::threads
-    std::uint32_t position = 0;     // index in its thread's calls
-    Nanos ts = 0, dur = 0;          // recorded
+    std::uint32_t thread = 0;    // StepSimulator::Model::threads
+    std::uint32_t position = 0;  // index in its thread's calls
+    Nanos ts = 0, dur = 0;       // recorded
     // Recorded CPU time from the previous call's end (or the thread's first event) to this
     // call's start: fixed in every scenario except for the profiler overhead it holds.
     Nanos gap = 0;
-    std::uint32_t ops_in_gap = 0;  // recorded ops that start in that gap
+    std::uint32_t ops_in_gap = 0;   // recorded ops that start in that gap
     std::uint32_t wake = kNoIndex;  // the last Wake of its thread inside that gap
-    bool kernel_launch = false;    // launched at least one kernel: --launch-us applies
+    bool kernel_launch = false;     // launched at least one kernel: --launch-us applies
     // Returns only when GPU work is done: a host synchronisation, or a copy that came back after
     // its activity ended.
     bool blocking = false;
@@ -54,8 +54,8 @@ struct SimCall {
 
 struct SimThread {
     std::int64_t pid = 0, tid = 0;
-    Nanos origin = 0;    // first recorded event (kept at its recorded time)
-    Nanos last_end = 0;  // end of the last recorded event
+    Nanos origin = 0;                  // first recorded event (kept at its recorded time)
+    Nanos last_end = 0;                // end of the last recorded event
     std::vector<std::uint32_t> calls;  // SimCall indices by start
     std::vector<Nanos> op_starts;      // recorded ops (cpu_op, user_annotation), sorted
     std::vector<Wake> wakes;           // by time
@@ -90,15 +90,14 @@ struct StepSimulator::Model {
     const KernelGraph* graph = nullptr;
     std::vector<SimThread> threads;
     std::vector<SimCall> calls;
-    std::vector<std::uint32_t> sim_call_of;  // Trace::runtime_calls index -> SimCall
-    std::vector<SimNode> nodes;              // per graph node
+    std::vector<SimNode> nodes;  // per graph node
     std::uint32_t main_thread = kNoIndex;
     std::vector<SimStep> steps;  // ProfilerStep#N ranges; empty: the traced span
     std::size_t syncs_without_target = 0;
     std::size_t unlinked_activities = 0;
     std::size_t waits_contradicted = 0;
     std::size_t contention_waits = 0;
-    std::size_t queue_depth = 0;         // launch queue depth seen in the recording; 0: never full
+    std::size_t queue_depth = 0;          // launch queue depth seen in the recording; 0: never full
     std::size_t queue_full_launches = 0;  // launches the recording shows waiting for room
     ModelParameters estimates;
 

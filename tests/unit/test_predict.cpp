@@ -52,7 +52,8 @@ Nanos launch_call_time(const replay::Analysis& a) {
 Nanos gemm_time(const replay::Analysis& a) {
     Nanos total = 0;
     for (std::size_t n = 0; n < a.graph.nodes().size(); ++n)
-        if (a.recipes[n].tier == replay::Tier::Gemm) total += a.graph.activity(a.graph.nodes()[n]).dur;
+        if (a.recipes[n].tier == replay::Tier::Gemm)
+            total += a.graph.activity(a.graph.nodes()[n]).dur;
     return total;
 }
 
@@ -131,8 +132,8 @@ TEST(Predict, ScaleRulesParseTiersAndNames) {
     EXPECT_FALSE(name.tier.has_value());
     EXPECT_DOUBLE_EQ(name.factor, 0.8);
     EXPECT_TRUE(std::regex_search("sm90_xmma_gemm_f16", name.name));
-    for (const char* bad : {"tier5=1", "gemm", "gemm=", "=2", "gemm=fast", "gemm=-1",
-                            "name~=1", "name~(=1", "gemm=nan"})
+    for (const char* bad : {"tier5=1", "gemm", "gemm=", "=2", "gemm=fast", "gemm=-1", "name~=1",
+                            "name~(=1", "gemm=nan"})
         EXPECT_THROW(replay::parse_scale_rule(bad), std::invalid_argument) << bad;
 }
 
@@ -151,9 +152,9 @@ std::string report_file(const replay::Analysis& a, const std::string& mode, doub
         kr.disposition = "replayed";
         for (int pass = 0; pass < passes; ++pass)
             for (auto n : k.nodes)
-                kr.samples_us.push_back(factor *
-                                        static_cast<double>(a.graph.activity(a.graph.nodes()[n]).dur) /
-                                        1000.0);
+                kr.samples_us.push_back(
+                    factor * static_cast<double>(a.graph.activity(a.graph.nodes()[n]).dur) /
+                    1000.0);
         r.kernels.push_back(std::move(kr));
     }
     replay::finalize_report(r);
@@ -174,7 +175,8 @@ TEST(Predict, SequentialReportTimesEachActivity) {
     EXPECT_EQ(p.times->kernels_missing, 0u);
     EXPECT_EQ(p.times->kernels_by_median, 0u);
     // Every activity doubled, to within the microsecond rounding of the report's samples.
-    EXPECT_NEAR(static_cast<double>(p.what_if_gpu_time), 2.0 * static_cast<double>(p.recorded_gpu_time),
+    EXPECT_NEAR(static_cast<double>(p.what_if_gpu_time),
+                2.0 * static_cast<double>(p.recorded_gpu_time),
                 static_cast<double>(bloom().graph.nodes().size()));
     // Doubling 1.45 ms of kernels under a 63 ms CPU-bound step moves it by at most 1.45 ms.
     const Nanos base = predicted(p, false, false), slow = predicted(p, true, false);

@@ -19,7 +19,9 @@ using replay::Scenario;
 using replay::StepSimulator;
 using replay::Trace;
 
-constexpr Nanos us(double t) { return static_cast<Nanos>(t * 1000.0); }
+constexpr Nanos us(double t) {
+    return static_cast<Nanos>(t * 1000.0);
+}
 
 // Builds a trace the way the parser would: interned names, ops, runtime calls and activities
 // tied by correlation ids.
@@ -86,8 +88,7 @@ std::vector<Nanos> durations(const KernelGraph& graph, double factor, const std:
 
 // Every step's critical path accounts for all of its predicted time.
 void expect_paths_add_up(const Prediction& p) {
-    for (const auto& step : p.steps)
-        EXPECT_EQ(step.path.total(), step.predicted()) << step.name;
+    for (const auto& step : p.steps) EXPECT_EQ(step.path.total(), step.predicted()) << step.name;
 }
 
 Prediction run(const StepSimulator& sim, const Scenario& scenario = {}) {

@@ -33,9 +33,7 @@ struct PredictOptions {
     std::vector<ScaleRule> scale;
     double launch_us = NAN;       // --launch-us: every kernel-launch call takes this long
     double op_overhead_us = NAN;  // --op-overhead-us: calibration instead of the estimate
-    bool what_if() const {
-        return !times_path.empty() || !scale.empty() || !std::isnan(launch_us);
-    }
+    bool what_if() const { return !times_path.empty() || !scale.empty() || !std::isnan(launch_us); }
 };
 
 // Where the GPU durations of a --times run came from.

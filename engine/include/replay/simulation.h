@@ -77,8 +77,8 @@ struct StepTime {
 struct SimulationStats {
     std::size_t threads = 0;
     std::size_t runtime_calls = 0;
-    std::size_t kernel_launch_calls = 0;  // calls --launch-us applies to
-    std::size_t blocking_calls = 0;       // host syncs and blocking copies that waited on the GPU
+    std::size_t kernel_launch_calls = 0;   // calls --launch-us applies to
+    std::size_t blocking_calls = 0;        // host syncs and blocking copies that waited on the GPU
     std::size_t syncs_without_target = 0;  // host syncs that returned before the work they name
     std::size_t unlinked_activities = 0;   // no launch: kept at their recorded start
     std::size_t waits_contradicted = 0;    // graph waits the recorded times rule out: ignored
@@ -100,8 +100,7 @@ struct SimulationStats {
 
 struct Prediction {
     std::vector<StepTime> steps;
-    // Predicted times per Trace::runtime_calls index (calls on no simulated thread keep theirs)
-    // and per graph node.
+    // Predicted times per Trace::runtime_calls index and per graph node.
     std::vector<Nanos> call_start, call_end;
     std::vector<Nanos> node_start, node_end;
     std::int64_t main_pid = 0, main_tid = 0;
