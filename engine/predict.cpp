@@ -36,10 +36,7 @@ Nanos to_nanos(double us) {
 }
 
 double median_of(std::vector<double> v) {
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    const std::size_t mid = v.size() / 2;
-    return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+    return v.empty() ? NAN : summarize(std::move(v)).median;
 }
 
 // A kernel's time per recorded instance from a report: unique mode measured the kernel, so every
@@ -244,7 +241,7 @@ StepPrediction predict_step(const Analysis& analysis, const PredictOptions& opti
         out.notes.push_back(std::to_string(s.unlinked_activities) +
                             " GPU activities have no launch in the trace: they start no earlier "
                             "than recorded");
-    if (out.parameters.launch_latency_samples == 0 && !analysis.graph.nodes().empty())
+    if (out.parameters.launch_latency_samples == 0 && s.kernel_launch_calls > 0)
         out.notes.push_back(
             "no kernel was launched onto an idle stream (the GPU was always "
             "behind): the launch latency is taken as 0");

@@ -180,7 +180,7 @@ class ModelBuilder {
         Nanos done = 0;
         for (auto n : frontier) done = std::max(done, m_.node_end(n));
         const Nanos end = call.ts + call.dur;
-        if (done > end) {
+        if (done > end + kClockTolerance) {
             // It returned before the work we think it waited for: another target (a stream or
             // event the trace does not name) or clocks apart. Keep its recorded duration.
             if (is_sync) ++m_.syncs_without_target;
@@ -188,7 +188,7 @@ class ModelBuilder {
         }
         call.blocking = true;
         call.frontier = std::move(frontier);
-        call.return_overhead = end - std::max(call.ts, done);
+        call.return_overhead = std::max<Nanos>(0, end - std::max(call.ts, done));
     }
 
     void find_host_syncs() {
