@@ -9,8 +9,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_capture_set.sh OUT_DIR [names...]}"
 shift
-gpu="$(python3 -c 'import torch; print(torch.cuda.get_device_name().split()[-1].lower())' 2>/dev/null || echo gpu)"
-dir="$out/captures_$gpu"
+gpu="$(python3 -c 'import re, torch; m = re.search(r"[A-Z]\d{2,3}", torch.cuda.get_device_name()); print(m.group(0).lower() if m else "gpu")' 2>/dev/null || echo gpu)"
+# Captures go to a scratch folder; OUT_DIR gets the one archive (the device tool brings back few files).
+dir="${TMPDIR:-/tmp}/captures_$gpu"
 mkdir -p "$dir"
 export PYTHONUNBUFFERED=1
 
@@ -41,5 +42,5 @@ for name in "${order[@]}"; do
   fi
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv > "$dir/nvidia_smi.csv" 2>&1
-tar -C "$out" -czf "$out/captures_$gpu.tar.gz" "captures_$gpu"
+tar -C "$(dirname "$dir")" -czf "$out/captures_$gpu.tar.gz" "captures_$gpu"
 ls -la "$out/captures_$gpu.tar.gz"

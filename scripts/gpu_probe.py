@@ -56,7 +56,7 @@ except Exception as e:
     clock = lambda: None
 
 
-def kernel_durations(fn, mode, n=200):
+def kernel_durations(fn, mode, n=200, gap_s=20e-6):
     from torch.profiler import profile, ProfilerActivity
     spin = torch.cuda._sleep
     for _ in range(20):
@@ -67,16 +67,16 @@ def kernel_durations(fn, mode, n=200):
         for i in range(n):
             fn()
             if mode == "host_gap":
-                t = time.perf_counter() + 20e-6
+                t = time.perf_counter() + gap_s
                 while time.perf_counter() < t:
                     pass
             elif mode == "gpu_gap":
                 spin(40000)  # ~20 us of SM cycles
-            if i % 50 == 0:
+            if i % (n // 4) == 0:
                 clocks.append(clock())
         torch.cuda.synchronize()
     durs = [e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-            and "sleep" not in e.name and e.device_time > 0]
+            and "spin" not in e.name and "sleep" not in e.name and e.device_time > 0]
     return {"median_us": statistics.median(durs) if durs else None, "kernels": len(durs),
             "sm_clock_mhz": clocks}
 
@@ -89,4 +89,8 @@ s = torch.randn(32, 256, device="cuda", dtype=torch.float16)
 kernels = {"add_8MB": lambda: x + y, "gemv_32MB": lambda: w @ v, "softmax_tiny": lambda: s.softmax(-1)}
 out["launch_bound"] = {name: {mode: kernel_durations(fn, mode) for mode in ("back_to_back", "host_gap", "gpu_gap")}
                        for name, fn in kernels.items()}
+# A decode step keeps the GPU ~10% busy for tens of ms: does the clock (or anything else) sag?
+time.sleep(1.0)
+out["launch_bound_long_idle"] = {name: kernel_durations(fn, "host_gap", n=4000, gap_s=100e-6)
+                                 for name, fn in kernels.items()}
 print(json.dumps(out, indent=1))
