@@ -73,6 +73,9 @@ struct BackendOptions {
     std::uint64_t seed = 0;
     bool dataflow = true;  // reuse one buffer per recorded storage id where known
     bool use_cupti = true;
+    // The most one recipe's tensors may allocate, and any one of its tensor views span
+    // (tensor_budget.h); 0: the device's free memory (3/4 of the available RAM on the CPU).
+    std::int64_t max_tensor_bytes = 0;
 };
 
 class Backend {
