@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -102,6 +103,7 @@ struct ReplaySettings {
                        "with the reason. 0: the device's free memory (3/4 of the available RAM "
                        "on the cpu backend)")
             ->transform(CLI::AsSizeValue(false))
+            ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()))
             ->capture_default_str();
     }
 

@@ -2,14 +2,15 @@
 // that is not a module and a stale one (fake modules built beside this test), and backends that
 // keep their module loaded.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "replay/backend_loader.h"
+#include "test_support.h"
 
 namespace replay {
 namespace {
@@ -29,34 +30,16 @@ BackendLoadError load_error(const std::string& file, const std::vector<fs::path>
     return BackendLoadError(BackendLoadError::Kind::NotFound, "");
 }
 
-// A folder under the temp directory, removed at the end of the test.
-class TempDir {
-  public:
-    TempDir()
-        : path_(fs::temp_directory_path() /
-                ("replay_loader_" +
-                 std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-                 ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-
-  private:
-    fs::path path_;
-};
-
 TEST(BackendLoader, MissingModuleNamesTheFileAndEveryFolderTried) {
-    TempDir a, b;
-    const BackendLoadError e = load_error("libreplay_backend_nothing.so", {a.path(), b.path()});
+    const fs::path a =
+        fs::temp_directory_path() / ("replay_no_modules_" + std::to_string(::getpid()));
+    const fs::path b = kFakeModules / "no such folder";
+    const BackendLoadError e = load_error("libreplay_backend_nothing.so", {a, b});
     EXPECT_EQ(e.kind(), BackendLoadError::Kind::NotFound);
     const std::string message = e.what();
     EXPECT_NE(message.find("libreplay_backend_nothing.so not found"), std::string::npos) << message;
     EXPECT_NE(message.find("REPLAY_BACKEND_DIR"), std::string::npos) << message;
-    for (const auto& dir : {a.path(), b.path()})  // dlerror()'s text for each
+    for (const auto& dir : {a, b})  // dlerror()'s text for each
         EXPECT_NE(message.find((dir / "libreplay_backend_nothing.so").string() +
                                ": cannot open shared object file"),
                   std::string::npos)
@@ -64,15 +47,14 @@ TEST(BackendLoader, MissingModuleNamesTheFileAndEveryFolderTried) {
 }
 
 TEST(BackendLoader, FileThatIsNotAModuleIsAnErrorNotASkip) {
-    TempDir dir;
-    std::ofstream(dir.path() / "libreplay_backend_text.so") << "not a shared object\n";
+    const testing::TempFile text("libreplay_backend_text.so", "not a shared object\n");
+    const fs::path path = text.path();
     // A valid module further down the path does not hide a broken one found first.
-    const BackendLoadError e = load_error("libreplay_backend_text.so", {dir.path(), kFakeModules});
+    const BackendLoadError e =
+        load_error(path.filename().string(), {path.parent_path(), kFakeModules});
     EXPECT_EQ(e.kind(), BackendLoadError::Kind::NotLoadable);
     const std::string message = e.what();
-    EXPECT_NE(message.find("cannot load backend module " +
-                           (dir.path() / "libreplay_backend_text.so").string()),
-              std::string::npos)
+    EXPECT_NE(message.find("cannot load backend module " + path.string()), std::string::npos)
         << message;
 }
 
