@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,7 @@ struct ReplaySettings {
     bool no_cupti = false;
     int device = 0;
     std::uint64_t seed = 0;
+    std::int64_t max_tensor_bytes = 0;
 
     void add_options(CLI::App& app, bool with_out = true) {
         app.add_option("--mode", mode,
@@ -95,6 +97,14 @@ struct ReplaySettings {
             "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
         app.add_option("--device", device, "GPU index")->capture_default_str();
         app.add_option("--seed", seed, "Seed of the random input data")->capture_default_str();
+        app.add_option("--max-tensor-bytes", max_tensor_bytes,
+                       "Largest a recipe's tensors may be, together and any one view (dims x "
+                       "element size, overlapping strides included); a recipe over it is skipped "
+                       "with the reason. 0: the device's free memory (3/4 of the available RAM "
+                       "on the cpu backend)")
+            ->transform(CLI::AsSizeValue(false))
+            ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()))
+            ->capture_default_str();
     }
 
     DriverOptions driver_options(bool quiet, const Backend& backend) const {
@@ -122,6 +132,7 @@ struct ReplaySettings {
         options.device = device;
         options.seed = seed;
         options.use_cupti = !no_cupti;
+        options.max_tensor_bytes = max_tensor_bytes;
         std::string why_cuda, why_cpu;
         if (backend == "cuda" || backend == "auto") {
             auto b = make_cuda_backend(options, why_cuda);

@@ -1,0 +1,409 @@
+#include "input_synthesis.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <mutex>
+#include <string_view>
+
+#include "torch_values.h"
+
+#ifdef REPLAY_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace replay::torch_detail {
+namespace {
+
+std::int64_t round_up(std::int64_t v, std::int64_t to) {
+    return (v + to - 1) / to * to;
+}
+
+std::vector<std::int64_t> strides_of(const TensorSpec& spec) {
+    return spec.strides.size() == spec.dims.size() ? spec.strides : spec.contiguous_strides();
+}
+
+bool valid_spec(const TensorSpec& spec) {
+    const auto strides = strides_of(spec);
+    return spec.storage_offset >= 0 &&
+           std::all_of(spec.dims.begin(), spec.dims.end(), [](auto d) { return d >= 0; }) &&
+           std::all_of(strides.begin(), strides.end(), [](auto s) { return s >= 0; });
+}
+
+// Ops whose floating inputs must be probabilities or rates: N(0, 0.1) values would fail their
+// argument checks (on CUDA as device-side asserts).
+bool takes_probabilities(std::string_view op) {
+    for (std::string_view name :
+         {"aten::multinomial", "aten::bernoulli", "aten::bernoulli_", "aten::binary_cross_entropy",
+          "aten::binary_cross_entropy_backward", "aten::poisson", "aten::_standard_gamma",
+          "aten::_sample_dirichlet"})
+        if (op == name) return true;
+    return false;
+}
+
+// Integer tensors that describe structure rather than index something: zeros are valid for all.
+bool is_structure_name(std::string name) {
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    for (std::string_view key : {"offset", "length", "cu_seqlens", "cum_seq", "seqlen", "seqused",
+                                 "crow", "ccol", "repeats", "sizes", "split"})
+        if (name.find(key) != std::string::npos) return true;
+    return false;
+}
+
+}  // namespace
+
+InputSynthesis::InputSynthesis(c10::Device device, std::uint64_t seed, bool dataflow)
+    : device_(device), dataflow_(dataflow) {
+    if (device_.is_cuda()) {
+        // CPU generators cannot fill CUDA tensors: seed the device's default generator.
+        generator_ = at::globalContext().defaultGenerator(device_);
+        std::lock_guard<std::mutex> lock(generator_.mutex());
+        generator_.set_current_seed(seed);
+    } else {
+        generator_ = at::detail::createCPUGenerator(seed);
+    }
+}
+
+at::TensorOptions InputSynthesis::options(at::ScalarType dtype) const {
+    return at::TensorOptions().dtype(dtype).device(device_);
+}
+
+void InputSynthesis::drain_fills() const {
+#ifdef REPLAY_TORCH_CUDA
+    if (!on_cpu()) c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
+#endif
+}
+
+void InputSynthesis::fill(const at::Tensor& t, Fill how, std::int64_t bound) {
+    if (t.numel() == 0) return;
+    switch (how) {
+        case Fill::Zeros:
+            t.zero_();
+            return;
+        case Fill::Index: {
+            // random_'s upper bound must be representable in the tensor's dtype.
+            std::int64_t limit = std::numeric_limits<std::int64_t>::max();
+            switch (t.scalar_type()) {
+                case at::kBool:
+                    limit = 2;
+                    break;
+                case at::kChar:
+                    limit = std::numeric_limits<std::int8_t>::max();
+                    break;
+                case at::kByte:
+                    limit = std::numeric_limits<std::uint8_t>::max();
+                    break;
+                case at::kShort:
+                    limit = std::numeric_limits<std::int16_t>::max();
+                    break;
+                case at::kInt:
+                    limit = std::numeric_limits<std::int32_t>::max();
+                    break;
+                default:
+                    break;
+            }
+            t.random_(0, std::clamp<std::int64_t>(bound, 1, limit), generator_);
+            return;
+        }
+        case Fill::Normal:
+        case Fill::Uniform01: {
+            // Half/bfloat16/complex/float8 random kernels are missing on some devices and
+            // versions: draw in float32 (or float64) and convert.
+            const bool direct = t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
+            at::Tensor target = direct ? t : at::empty(t.sizes(), options(at::kFloat));
+            if (how == Fill::Normal)
+                target.normal_(0.0, 0.1, generator_);
+            else
+                target.uniform_(0.0, 1.0, generator_);
+            if (!direct) t.copy_(target);
+            return;
+        }
+    }
+}
+
+at::Tensor InputSynthesis::typed_view(const at::Tensor& bytes, at::ScalarType dtype) const {
+    const auto count = bytes.numel() / static_cast<std::int64_t>(c10::elementSize(dtype));
+    return at::empty({0}, options(dtype)).set_(bytes.storage(), 0, {count}, {1});
+}
+
+at::Tensor InputSynthesis::make_tensor(const TensorSpec& spec, at::ScalarType dtype, Fill how,
+                                       std::int64_t bound, bool share) {
+    const auto strides = strides_of(spec);
+    if (spec.numel() == 0) return at::empty_strided(spec.dims, strides, options(dtype));
+    const auto esize = static_cast<std::int64_t>(c10::elementSize(dtype));
+    if (share && spec.storage_id >= 0) {
+        const std::int64_t need = round_up(spec.storage_elements() * esize, 64);
+        auto [it, inserted] = storages_.try_emplace(spec.storage_id);
+        SharedStorage& shared = it->second;
+        if (inserted) {
+            shared.bytes = at::empty({need}, options(at::kByte));
+            shared.fill_dtype = dtype;
+            fill(typed_view(shared.bytes, dtype), how, bound);
+        } else if (shared.bytes.numel() < need) {
+            // Grows the one StorageImpl in place, so tensors prepared earlier on this
+            // storage see the bigger buffer too; then refills it.
+            shared.bytes.resize_({need});
+            fill(typed_view(shared.bytes, shared.fill_dtype), Fill::Normal, bound);
+        }
+        return at::empty({0}, options(dtype))
+            .set_(shared.bytes.storage(), spec.storage_offset, spec.dims, strides);
+    }
+    // A private storage keeps the recorded offset only modulo 256 bytes: enough for the
+    // alignment that vectorized kernels look at, without allocating a huge flat parameter
+    // buffer for every view into it.
+    TensorSpec local = spec;
+    local.storage_offset = spec.storage_offset % std::max<std::int64_t>(1, 256 / esize);
+    at::Tensor storage = at::empty({local.storage_elements()}, options(dtype));
+    fill(storage, how, bound);
+    return at::empty({0}, options(dtype))
+        .set_(storage.storage(), local.storage_offset, spec.dims, strides);
+}
+
+std::optional<std::vector<c10::IValue>> InputSynthesis::build_stack(const Plan& plan,
+                                                                    const AtenRecipe& recipe,
+                                                                    bool promote,
+                                                                    std::string& why) {
+    const auto& arguments = plan.op.schema().arguments();
+    const bool probabilities = takes_probabilities(recipe.op);
+
+    // Bounds for integer index tensors: every tensor's dims plus "num_*" int arguments.
+    struct Dims {
+        std::size_t arg, item;
+        const std::vector<std::int64_t>* dims;
+    };
+    std::vector<Dims> all_dims;
+    std::int64_t num_bound = std::numeric_limits<std::int64_t>::max();
+    for (std::size_t i = 0; i < plan.args.size(); ++i) {
+        const ArgPlan& a = plan.args[i];
+        if (a.source != Source::Recorded || a.recorded == nullptr) continue;
+        for (std::size_t j = 0; j < a.recorded->tensors.size(); ++j)
+            all_dims.push_back({i, j, &a.recorded->tensors[j].dims});
+        if (a.info.slot == Slot::Int && arguments[i].name().starts_with("num_"))
+            if (auto v = parse_int(a.recorded->value); v && *v > 0)
+                num_bound = std::min(num_bound, *v);
+    }
+    auto index_bound = [&](std::size_t arg, std::size_t item) {
+        std::int64_t bound = num_bound;
+        for (const Dims& d : all_dims) {
+            if (d.arg == arg && d.item == item) continue;
+            for (auto v : *d.dims)
+                if (v > 0) bound = std::min(bound, v);
+        }
+        return bound == std::numeric_limits<std::int64_t>::max() ? std::int64_t{1} : bound;
+    };
+
+    // One tensor argument: dtype (promoted on request), fill rule and sharing.
+    auto tensor = [&](const TensorSpec& spec, std::size_t arg, std::size_t item,
+                      bool index_list) -> std::optional<at::Tensor> {
+        auto dtype = scalar_type_of(spec.dtype);
+        if (!dtype) {
+            why = dtype_missing_reason(spec.dtype);
+            return std::nullopt;
+        }
+        // A 0-dim double/long/bool next to real tensors is a Python number that PyTorch wrapped
+        // (`x * 0.5`, `x + 1`): a CPU scalar that TensorIterator folds into the kernel
+        // (AUnaryFunctor, CUDAFunctorOnSelf_add), not a device tensor to broadcast.
+        const bool python_number_type =
+            spec.dtype == DType::Float64 || spec.dtype == DType::Int64 || spec.dtype == DType::Bool;
+        const std::string& param = arguments[arg].name();
+        // Only operands of elementwise math: 0-dim int64 tensors such as philox seeds stay on the
+        // device.
+        const bool operand = param == "other" || param == "self" || param == "exponent";
+        if (spec.dims.empty() && python_number_type && operand && !on_cpu() &&
+            std::any_of(all_dims.begin(), all_dims.end(),
+                        [&](const Dims& d) { return d.arg != arg && !d.dims->empty(); })) {
+            const auto type = *dtype;
+            at::Tensor wrapped = type == at::kDouble
+                                     ? at::scalar_tensor(0.5, at::TensorOptions().dtype(type))
+                                     : at::scalar_tensor(1, at::TensorOptions().dtype(type));
+            wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
+            return wrapped;
+        }
+        if (!valid_spec(spec)) {
+            why = "invalid recorded dims/strides";
+            return std::nullopt;
+        }
+        // List element dtypes are not recorded (the parser defaults them to float32); the
+        // Tensor?[] lists of index/index_put hold indices.
+        if (index_list && is_float_like(*dtype)) dtype = at::kLong;
+        // Traces before PyTorch 1.10 often lack dtypes: name the obvious integer/bool arguments.
+        if (spec.dtype == DType::Unknown) {
+            const std::string& name = arguments[arg].name();
+            if (name == "target" || name == "indices" || name == "index" || name == "offsets")
+                dtype = at::kLong;
+            else if (name == "mask")
+                dtype = at::kBool;
+        }
+        if (promote && is_reduced_float(*dtype)) dtype = at::kFloat;
+        Fill how = Fill::Normal;
+        if (*dtype == at::kBool)
+            how = Fill::Index;
+        else if (!is_float_like(*dtype))
+            how = is_structure_name(arguments[arg].name()) ? Fill::Zeros : Fill::Index;
+        else if (probabilities)
+            how = Fill::Uniform01;
+        const bool share = dataflow_ && is_float_like(*dtype) && !probabilities;
+        return make_tensor(spec, *dtype, how, *dtype == at::kBool ? 2 : index_bound(arg, item),
+                           share);
+    };
+
+    std::vector<c10::IValue> stack;
+    stack.reserve(plan.args.size());
+    for (std::size_t i = 0; i < plan.args.size(); ++i) {
+        const ArgPlan& a = plan.args[i];
+        const c10::Argument& argument = arguments[i];
+        const AtenArgument* rec = a.recorded;
+        switch (a.source) {
+            case Source::Device:
+                stack.emplace_back(device_);
+                continue;
+            case Source::None:
+                stack.emplace_back();
+                continue;
+            case Source::UndefinedTensor:
+                stack.emplace_back(at::Tensor());
+                continue;
+            case Source::Guess:
+                stack.push_back(guessed_value(argument, a.info, recipe));
+                continue;
+            case Source::Default: {
+                c10::IValue value = *argument.default_value();
+                if (promote && a.info.scalar_type && value.isInt() &&
+                    is_reduced_float(static_cast<at::ScalarType>(value.toInt())))
+                    value = c10::IValue(static_cast<std::int64_t>(at::kFloat));
+                stack.push_back(std::move(value));
+                continue;
+            }
+            case Source::Recorded:
+                break;
+        }
+        // Recorded values.
+        if (a.scalar_as_tensor) {
+            auto value = scalar_ivalue(rec->value).value_or(c10::IValue(std::int64_t{1}));
+            stack.emplace_back(at::scalar_tensor(
+                value.toScalar(), options(value.isDouble() ? at::kDouble : at::kLong)));
+            continue;
+        }
+        switch (a.info.slot) {
+            case Slot::Tensor: {
+                auto t = tensor(rec->tensors.front(), i, 0, false);
+                if (!t) return std::nullopt;
+                stack.emplace_back(std::move(*t));
+                break;
+            }
+            case Slot::TensorList: {
+                c10::impl::GenericList list(a.info.element_type);
+                for (std::size_t j = 0; j < rec->tensors.size(); ++j) {
+                    auto t = tensor(rec->tensors[j], i, j, a.info.optional_elements);
+                    if (!t) return std::nullopt;
+                    list.push_back(std::move(*t));
+                }
+                stack.emplace_back(std::move(list));
+                break;
+            }
+            case Slot::Int: {
+                std::int64_t v = *parse_int(rec->value);
+                if (promote && a.info.scalar_type &&
+                    is_reduced_float(static_cast<at::ScalarType>(v)))
+                    v = static_cast<std::int64_t>(at::kFloat);
+                stack.emplace_back(v);
+                break;
+            }
+            case Slot::Float:
+                stack.emplace_back(*parse_double(rec->value));
+                break;
+            case Slot::Bool:
+                // _softmax/_log_softmax(half_to_float=True) reject float inputs: once promoted,
+                // there is no half left to convert.
+                stack.emplace_back(*parse_bool(rec->value) &&
+                                   !(promote && argument.name() == "half_to_float"));
+                break;
+            case Slot::Scalar:
+                stack.push_back(*scalar_ivalue(rec->value));
+                break;
+            case Slot::Complex:
+                stack.emplace_back(c10::complex<double>(*parse_double(rec->value), 0.0));
+                break;
+            case Slot::IntList:
+            case Slot::FloatList:
+            case Slot::BoolList:
+            case Slot::ScalarList: {
+                std::vector<std::string_view> items;
+                if (a.scalar_as_list) {
+                    // int[2] stride=1 style: one value for every element.
+                    items.assign(static_cast<std::size_t>(
+                                     std::max<std::int64_t>(argument.N().value_or(1), 1)),
+                                 rec->value);
+                } else {
+                    items = *parse_list(rec->value);
+                }
+                c10::impl::GenericList list(a.info.element_type);
+                for (auto item : items) {
+                    std::optional<c10::IValue> v;
+                    if (a.info.slot == Slot::IntList) {
+                        if (auto x = parse_int(item)) v = c10::IValue(*x);
+                    } else if (a.info.slot == Slot::FloatList) {
+                        if (auto x = parse_double(item)) v = c10::IValue(*x);
+                    } else if (a.info.slot == Slot::BoolList) {
+                        if (auto x = parse_bool(item)) v = c10::IValue(*x);
+                    } else {
+                        v = scalar_ivalue(item);
+                    }
+                    if (!v) {
+                        why =
+                            "argument '" + argument.name() + "': cannot read '" + rec->value + "'";
+                        return std::nullopt;
+                    }
+                    list.push_back(std::move(*v));
+                }
+                stack.emplace_back(std::move(list));
+                break;
+            }
+            case Slot::String:
+                if (rec->kind == ArgKind::String && !trim(rec->value).empty())
+                    stack.emplace_back(std::string(trim(rec->value)));
+                else
+                    stack.push_back(argument.default_value().value_or(c10::IValue(std::string())));
+                break;
+            case Slot::Device:
+            case Slot::Generator:
+            case Slot::Unsupported:
+                why = "argument '" + argument.name() + "' cannot be synthesized";
+                return std::nullopt;
+        }
+    }
+    return stack;
+}
+
+// The recorded tensors of a built stack, paired with what the recording says about them.
+std::vector<RecordedInput> inputs_of(const Plan& plan, const std::vector<c10::IValue>& stack) {
+    std::vector<RecordedInput> inputs;
+    const auto& arguments = plan.op.schema().arguments();
+    for (std::size_t i = 0; i < plan.args.size() && i < stack.size(); ++i) {
+        const AtenArgument* rec = plan.args[i].recorded;
+        if (plan.args[i].source != Source::Recorded || rec == nullptr) continue;
+        const std::string& name = arguments[i].name();
+        const bool parameter = name == "weight" || name == "bias" || name == "running_mean" ||
+                               name == "running_var" || name.ends_with("_weight") ||
+                               name.ends_with("_bias");
+        auto add = [&](const at::Tensor& t, std::size_t item) {
+            if (item < rec->tensors.size())
+                inputs.push_back({t, rec->tensors[item].reuse_bytes, parameter});
+        };
+        if (stack[i].isTensor()) {
+            add(stack[i].toTensor(), 0);
+        } else if (stack[i].isList()) {
+            const auto list = stack[i].toList();
+            for (std::size_t j = 0; j < list.size(); ++j) {
+                const c10::IValue element = list.get(j);
+                if (element.isTensor()) add(element.toTensor(), j);
+            }
+        }
+    }
+    return inputs;
+}
+
+}  // namespace replay::torch_detail
