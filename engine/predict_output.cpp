@@ -140,7 +140,7 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
     if (m.op_overhead_calibrated)
         out << "(--op-overhead-us)";
     else
-        out << "(5th percentile of " << m.op_overhead_samples << " leaf-op footprints)";
+        out << "(median of " << m.op_overhead_samples << " leaf-op footprints)";
     const ScenarioResult* corrected = find(p, false, true);
     if (corrected != nullptr) {
         const SimulationStats& c = corrected->prediction.stats;

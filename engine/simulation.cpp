@@ -476,7 +476,8 @@ class Simulation {
         CriticalPath path;
         Nanos now = end;
         Edge edge = first;
-        for (std::size_t guard = 0; guard <= done_.size() + 4; ++guard) {
+        // Every point (a thread start, a call start or end, an activity start or end) once at most.
+        for (std::size_t guard = 0; guard <= threads_ + 2 * calls_ + 2 * nodes_; ++guard) {
             const bool fixed = edge.from.at == At::None;
             const Nanos then = fixed ? start : std::max(time_of(edge.from), start);
             add(path, edge.bucket, now - then);

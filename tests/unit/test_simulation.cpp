@@ -251,6 +251,19 @@ TEST(Simulation, GraphLaunchIsOneCallForManyKernels) {
     EXPECT_EQ(run(sim, faster).steps[0].predicted(), p.steps[0].predicted() - us(20));
 }
 
+// A graph replay of 200 kernels: one call, and a critical path through every kernel.
+TEST(Simulation, CriticalPathRunsThroughALongGraphReplay) {
+    TraceBuilder b;
+    b.launch(1, 3, 6, 2);
+    const std::int64_t replay = b.call("cudaGraphLaunch", 10, 8);
+    for (int i = 0; i < 200; ++i) b.activity("graph kernel", 15 + 11 * i, 10, 7, replay);
+    KernelGraph graph = KernelGraph::build(b.trace);
+    const StepSimulator sim(graph);
+    const Prediction p = reproduced(sim);
+    EXPECT_EQ(p.steps[0].path.gpu_activity, us(2000));
+    EXPECT_EQ(p.steps[0].path.gpu_gap, us(199));
+}
+
 // Forty leaf ops of 3 us, 1 us apart, between two launches: each leaves a 4 us footprint, which
 // is the overhead estimate; removing it empties the gap of its ops' cost.
 TEST(Simulation, ProfilerOverheadIsEstimatedAndRemovedPerOp) {
