@@ -34,30 +34,6 @@ bool replayed(const KernelResult& k) {
     return k.replayed_us.count > 0;
 }
 
-double median_of(std::vector<double> v) {
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Median of a multiset given as (value, multiplicity) pairs, without expanding it.
-double median_of_counted(std::vector<std::pair<double, std::int64_t>> v) {
-    std::erase_if(v, [](const auto& p) { return p.second <= 0; });
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    std::int64_t n = 0;
-    for (const auto& p : v) n += p.second;
-    auto at_rank = [&](std::int64_t rank) {
-        for (const auto& [value, count] : v) {
-            if (rank < count) return value;
-            rank -= count;
-        }
-        return v.back().first;
-    };
-    return 0.5 * (at_rank((n - 1) / 2) + at_rank(n / 2));
-}
-
 // ---- reading ----------------------------------------------------------------------------------
 
 struct Reader {
@@ -571,8 +547,8 @@ void finalize_report(Report& r) {
     t.replayed_recorded_us = recorded_total;
     t.total_error_pct =
         recorded_total > 0 ? (replayed_total - recorded_total) / recorded_total * 100.0 : NAN;
-    t.median_abs_error_pct = median_of(std::move(abs_errors));
-    t.median_abs_error_pct_per_launch = median_of_counted(std::move(abs_errors_per_launch));
+    t.median_abs_error_pct = stats::median(std::move(abs_errors));
+    t.median_abs_error_pct_per_launch = stats::median_of_counted(std::move(abs_errors_per_launch));
     // Only CUPTI records name the kernels a replay ran; other timings carry the recipe's label.
     const bool names_known = r.env("timing") == "cupti";
     t.gemm_name_match = names_known && gemm_all > 0 ? gemm_matched / gemm_all : NAN;
