@@ -9,7 +9,10 @@
 #include <fstream>
 #include <iostream>
 
+#include "replay/baseline.h"
+#include "replay/recorded_report.h"
 #include "replay/regression.h"
+#include "replay/regression_printers.h"
 #include "replay_command.h"
 
 namespace replay::cli {
@@ -50,27 +53,6 @@ inline void write_regression_outputs(const std::filesystem::path& dir, const Reg
     write_file(dir / "regression.json", [&](std::ostream& out) { write_regression_json(out, r); });
     write_file(dir / "regression.md",
                [&](std::ostream& out) { write_regression_markdown(out, r); });
-}
-
-// A report made of recorded durations only, so that two traces compare without a replay.
-inline Report recorded_report(const Analysis& analysis) {
-    Report r;
-    r.mode = "recorded";
-    r.inputs = {{"trace", analysis.trace().source}, {"trace_hash", analysis.trace_hash}};
-    const auto& devices = analysis.trace().meta.devices;
-    if (!devices.empty()) r.environment.emplace_back("gpu", devices.front().name);
-    for (const auto& k : analysis.kernels) {
-        KernelResult kr = recorded_result(k);
-        kr.disposition = "recorded";
-        // Each recorded instance is a sample: kernels recorded five times or more get the rank
-        // test, as replayed runs do.
-        for (const auto node : k.nodes)
-            kr.samples_us.push_back(
-                static_cast<double>(analysis.graph.activity(analysis.graph.nodes()[node]).dur) /
-                1000.0);
-        r.kernels.push_back(std::move(kr));
-    }
-    return r;
 }
 
 enum class CompareInput { Report, Regression, Trace };

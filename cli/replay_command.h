@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,8 +20,11 @@
 #include "replay/analysis.h"
 #include "replay/backend.h"
 #include "replay/drivers.h"
+#include "replay/kernels_csv.h"
 #include "replay/recipe_json.h"
 #include "replay/report.h"
+#include "replay/report_json.h"
+#include "replay/report_summary.h"
 #include "replay/source.h"
 
 namespace replay::cli {
@@ -199,74 +203,6 @@ inline void make_output_dir(const std::filesystem::path& dir) {
                                  (ec ? ec.message() : "a file of that name exists"));
 }
 
-inline void print_summary(const Report& r) {
-    const ReportTotals& t = r.totals;
-    std::printf("mode %s on %s (%s)\n", r.mode.c_str(), r.backend.c_str(), r.env("gpu").c_str());
-    std::printf("  recorded kernel time      %12.1f us, %.2f%% with a recipe\n",
-                t.recorded_kernel_us, 100 * t.recipe_coverage);
-    std::printf("  replayed                  %12.2f%% of recorded kernel time\n",
-                100 * t.replayed_coverage);
-    // Copies and memsets are replayed activities too: the recorded figure here is theirs and the
-    // kernels', which is why it can exceed the recorded kernel time above.
-    std::printf(
-        "  replayed GPU time         %12.1f us vs %.1f us recorded for the same activities "
-        "(%+.2f%%)\n",
-        t.replayed_kernel_us, t.replayed_recorded_us, t.total_error_pct);
-    std::printf("  median |error| per kernel %12.2f%% (unique kernels), %.2f%% (launches)\n",
-                t.median_abs_error_pct, t.median_abs_error_pct_per_launch);
-    if (std::isnan(t.gemm_name_match))
-        std::printf("  GEMM time, same kernel    %12s (no GEMM replayed with kernel names)\n",
-                    "n/a");
-    else
-        std::printf("  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
-    if (r.mode == "unique") {
-        std::printf("  predicted total           %12.1f us (sum of count x median)\n",
-                    t.predicted_total_us);
-        if (t.sequential_kernel_us == t.sequential_kernel_us)
-            std::printf(
-                "  sequential pass           %12.1f us (predicted %+.2f%%)\n",
-                t.sequential_kernel_us,
-                100 * (t.predicted_total_us - t.sequential_kernel_us) / t.sequential_kernel_us);
-    }
-    // Why the rest was not replayed, largest recorded time first: the first thing a reader of
-    // "replayed < 100%" asks.
-    struct NotReplayed {
-        std::size_t kernels = 0;
-        double recorded_us = 0;
-    };
-    std::map<std::string, NotReplayed> reasons;
-    std::size_t skipped = 0;
-    for (const auto& k : r.kernels) {
-        skipped += k.disposition == "skipped" || k.disposition == "failed";
-        if (k.disposition != "skipped" && k.disposition != "failed" &&
-            k.disposition != "not_replayable")
-            continue;
-        NotReplayed& n = reasons[k.disposition + ": " + k.reason];
-        ++n.kernels;
-        n.recorded_us += k.recorded_us.sum;
-    }
-    std::printf(
-        "  unique kernels            %12zu (%zu skipped or failed; reasons in report.json)\n",
-        r.kernels.size(), skipped);
-    std::vector<std::pair<std::string, NotReplayed>> largest(reasons.begin(), reasons.end());
-    std::sort(largest.begin(), largest.end(), [](const auto& a, const auto& b) {
-        return a.second.recorded_us > b.second.recorded_us;
-    });
-    constexpr std::size_t kShown = 3, kWidth = 90;
-    for (std::size_t i = 0; i < std::min(kShown, largest.size()); ++i) {
-        std::string why = largest[i].first;
-        if (why.size() > kWidth) why = why.substr(0, kWidth - 3) + "...";
-        std::printf("    %4zu kernel(s), %10.1f us recorded: %s\n", largest[i].second.kernels,
-                    largest[i].second.recorded_us, why.c_str());
-    }
-    if (largest.size() > kShown)
-        std::printf("    ... %zu more reasons in report.json\n", largest.size() - kShown);
-    if (r.backend == "cpu")
-        std::printf(
-            "  note: the cpu backend times whole ops on the host; its errors against a GPU "
-            "recording show that the pipeline runs, not how faithful a GPU replay is\n");
-}
-
 class ReplayCommand {
   public:
     void add_options(CLI::App& app) {
@@ -301,7 +237,7 @@ class ReplayCommand {
             std::error_code ec;
             std::filesystem::remove(dir / "replay_trace.json", ec);
         }
-        print_summary(report);
+        write_report_summary(std::cout, report);
         if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings_.out_dir.c_str());
         return 0;
     }

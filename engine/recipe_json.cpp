@@ -257,12 +257,16 @@ Recipe read_recipe(od::value v) {
 
 }  // namespace
 
-void write_recipe(JsonWriter& json, const Recipe& recipe) {
-    json.begin_object();
-    if (recipe.tier == Tier::NotReplayable)
+void write_tier(JsonWriter& json, Tier tier) {
+    if (tier == Tier::NotReplayable)
         json.key("tier").null();
     else
-        json.field("tier", static_cast<int>(recipe.tier));
+        json.field("tier", static_cast<int>(tier));
+}
+
+void write_recipe(JsonWriter& json, const Recipe& recipe) {
+    json.begin_object();
+    write_tier(json, recipe.tier);
     json.field("rule", recipe.rule);
     if (!recipe.reason.empty()) json.field("reason", recipe.reason);
     if (recipe.issued_with_op) json.field("issued_with_op", true);

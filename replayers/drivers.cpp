@@ -7,8 +7,6 @@
 #include <set>
 #include <unordered_map>
 
-#include "replay/json_writer.h"
-
 namespace replay {
 namespace {
 
@@ -46,11 +44,11 @@ class Session {
         for (const auto& note : env.notes) report_.notes.push_back(note);
         for (const auto& k : kernels) {
             KernelResult r = recorded_result(k);
-            r.disposition = !k.recipe.replayable()    ? "not_replayable"
-                            : k.recipe.issued_with_op ? "issued_with_op"
-                                                      : "pending";
+            r.outcome = !k.recipe.replayable()    ? KernelOutcome::NotReplayable
+                        : k.recipe.issued_with_op ? KernelOutcome::IssuedWithOp
+                                                  : KernelOutcome::Pending;
             if (k.recipe.tier == Tier::Collective) {
-                r.disposition = "skipped";
+                r.outcome = KernelOutcome::Skipped;
                 r.reason =
                     "collectives need every rank: multi-process NCCL replay is not implemented";
             }
@@ -98,7 +96,8 @@ class Session {
     void mark(std::size_t kernel, const Prepared& p) {
         KernelResult& r = report_.kernels[kernel];
         if (p.disposition == Disposition::Ready) return;
-        r.disposition = p.disposition == Disposition::Skipped ? "skipped" : "failed";
+        r.outcome =
+            p.disposition == Disposition::Skipped ? KernelOutcome::Skipped : KernelOutcome::Failed;
         r.reason = p.reason;
     }
 
@@ -110,7 +109,7 @@ class Session {
             r.replayed_names.size() < 8)
             r.replayed_names.push_back(a.name);
         if (a.per_kernel && a.name == r.name) r.name_match = true;
-        if (r.disposition == "pending") r.disposition = "replayed";
+        if (r.outcome == KernelOutcome::Pending) r.outcome = KernelOutcome::Replayed;
     }
 
     std::size_t kernel_index(const std::string& id) const { return index_.at(id); }
@@ -122,8 +121,8 @@ class Session {
         report_.mode = mode;
         report_.totals.wall_seconds = seconds;
         for (auto& k : report_.kernels)
-            if (k.disposition == "pending") {
-                k.disposition = "skipped";
+            if (k.outcome == KernelOutcome::Pending) {
+                k.outcome = KernelOutcome::Skipped;
                 if (k.reason.empty()) k.reason = "no timed activity came back for it";
             }
         for (const auto& n : notes_) report_.notes.push_back(n);
@@ -351,7 +350,6 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
     add_options(session.report(), options, false);
     const KernelGraph& graph = analysis.graph;
     const auto& nodes = graph.nodes();
-    const Trace& trace = analysis.trace();
     const auto kernel_of = kernel_of_nodes(analysis, session);
     const std::vector<Step> steps = plan_steps(graph, analysis.recipes);
 
@@ -418,23 +416,7 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
         }
         if (options.progress) options.progress("iteration " + std::to_string(it + 1) + " done");
     }
-    if (timeline != nullptr) {
-        // Recorded activities, then both tracks shifted to start at 0 so they line up in a viewer.
-        double replay_origin = 1e300;
-        for (const auto& i : timeline->items) replay_origin = std::min(replay_origin, i.start_us);
-        for (auto& i : timeline->items) i.start_us -= replay_origin;
-        const std::int64_t origin = nodes.empty() ? 0 : [&] {
-            std::int64_t m = graph.activity(nodes.front()).ts;
-            for (const auto& n : nodes) m = std::min(m, graph.activity(n).ts);
-            return m;
-        }();
-        for (const auto& n : nodes) {
-            const GpuActivity& a = graph.activity(n);
-            timeline->items.push_back({std::string(trace.names.view(a.name)), a.stream,
-                                       static_cast<double>(a.ts - origin) / 1000.0,
-                                       static_cast<double>(a.dur) / 1000.0, false});
-        }
-    }
+    if (timeline != nullptr) add_recorded_track(*timeline, graph);
     if (!graph.host_syncs().empty())
         session.report().notes.push_back(
             std::to_string(graph.host_syncs().size()) +
@@ -540,43 +522,6 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
     run_templates(session, templates);
     Report report = session.finish("unique", seconds_since(start));
     return report;
-}
-
-void write_replay_trace(std::ostream& out, const Timeline& timeline) {
-    JsonWriter json(out, false);
-    json.begin_object();
-    json.field("displayTimeUnit", "ns");
-    json.key("traceEvents").begin_array();
-    for (int pid : {1, 2}) {
-        json.begin_object().field("ph", "M").field("name", "process_name").field("pid", pid);
-        json.key("args")
-            .begin_object()
-            .field("name", pid == 1 ? "recorded" : "replayed")
-            .end_object();
-        json.end_object();
-    }
-    std::set<std::pair<int, std::int64_t>> tracks;
-    for (const auto& i : timeline.items) tracks.emplace(i.replayed ? 2 : 1, i.stream);
-    for (const auto& [pid, stream] : tracks) {
-        json.begin_object().field("ph", "M").field("name", "thread_name").field("pid", pid);
-        json.field("tid", stream);
-        json.key("args")
-            .begin_object()
-            .field("name", "stream " + std::to_string(stream))
-            .end_object();
-        json.end_object();
-    }
-    for (const auto& i : timeline.items) {
-        json.begin_object().field("ph", "X").field("cat", "kernel").field("name", i.name);
-        json.field("pid", i.replayed ? 2 : 1)
-            .field("tid", i.stream)
-            .field("ts", i.start_us)
-            .field("dur", i.dur_us);
-        json.end_object();
-    }
-    json.end_array();
-    json.end_object();
-    out << '\n';
 }
 
 }  // namespace replay

@@ -12,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "replay/baseline.h"
 #include "replay/regression.h"
+#include "replay/regression_printers.h"
 #include "replay/report.h"
+#include "replay/report_json.h"
 #include "replay/source.h"
 
 namespace {
@@ -80,7 +83,7 @@ Report make_report(const std::vector<Spec>& specs, std::uint64_t seed, std::size
         k.name = "kernel_" + s.id + "<float, 4>";
         k.kind = s.tier == Tier::Copy ? "memcpy" : "kernel";
         k.tier = s.tier;
-        k.disposition = "replayed";
+        k.outcome = replay::KernelOutcome::Replayed;
         k.count = s.count;
         k.recorded_us = replay::summarize(std::vector<double>(s.count, s.median_us));
         double factor = 1;
@@ -322,11 +325,11 @@ TEST(Regression, MissingAndNewKernels) {
     // k1 failed in the current run (no samples), k2 was not replayed in the baseline.
     current.kernels[1].samples_us.clear();
     current.kernels[1].replayed_us = {};
-    current.kernels[1].disposition = "failed";
+    current.kernels[1].outcome = replay::KernelOutcome::Failed;
     current.kernels[1].reason = "cublasLt heuristic returned no algorithm";
     baseline.kernels[2].samples_us.clear();
     baseline.kernels[2].replayed_us = {};
-    baseline.kernels[2].disposition = "skipped";
+    baseline.kernels[2].outcome = replay::KernelOutcome::Skipped;
     // k3 replayed in neither: not compared at all.
     baseline.kernels[3].samples_us.clear();
     baseline.kernels[3].replayed_us = {};

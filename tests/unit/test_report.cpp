@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "replay/kernels_csv.h"
 #include "replay/report.h"
+#include "replay/report_json.h"
 #include "replay/source.h"
 
 namespace {
@@ -38,8 +40,10 @@ KernelResult kernel(const std::string& id, const std::string& name, const std::s
     k.kind = kind;
     k.tier = tier;
     k.rule = tier == Tier::NotReplayable ? "unknown_kernel" : "rule_" + id;
-    k.disposition =
-        samples.empty() ? (tier == Tier::NotReplayable ? "not_replayable" : "failed") : "replayed";
+    k.outcome = samples.empty()
+                    ? (tier == Tier::NotReplayable ? replay::KernelOutcome::NotReplayable
+                                                   : replay::KernelOutcome::Failed)
+                    : replay::KernelOutcome::Replayed;
     k.count = recorded.size();
     k.recorded_us = replay::summarize(recorded);
     k.samples_us = std::move(samples);
@@ -250,7 +254,7 @@ TEST(Report, JsonRoundTrip) {
         EXPECT_EQ(b.kind, a.kind);
         EXPECT_EQ(b.tier, a.tier);
         EXPECT_EQ(b.rule, a.rule);
-        EXPECT_EQ(b.disposition, a.disposition);
+        EXPECT_EQ(b.outcome, a.outcome);
         EXPECT_EQ(b.reason, a.reason);
         EXPECT_EQ(b.count, a.count);
         expect_same_stats(b.recorded_us, a.recorded_us);

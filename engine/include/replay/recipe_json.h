@@ -12,6 +12,8 @@
 namespace replay {
 
 void write_recipe(JsonWriter& json, const Recipe& recipe);
+// "tier": 1 to 4, or null for a kernel that is not replayable (every file the tool writes).
+void write_tier(JsonWriter& json, Tier tier);
 void write_duration_stats(JsonWriter& json, const DurationStats& stats);
 
 struct SignatureFile {

@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cmath>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -113,20 +112,7 @@ Regression compare_reports(const Report& baseline, const Report& current,
                            const std::string& baseline_label = "baseline",
                            const std::string& current_label = "current");
 
-// Writes schemas/regression.schema.json.
-void write_regression_json(std::ostream& out, const Regression& regression);
-// A short Markdown summary for a CI log: regressed/improved table, then counts and totals.
-void write_regression_markdown(std::ostream& out, const Regression& regression);
 // 1 when any kernel regressed, else 0.
 int regression_exit_code(const Regression& regression);
-
-struct Baseline {
-    std::string path;
-    Report report;
-};
-// `path_or_dir` a report file: read it. A folder: read every *.json in it and in its immediate
-// subfolders, keep the replay reports whose inputs["trace_hash"] equals `trace_hash`, and pick the
-// newest (modification time; path order breaks ties). Throws InputError when none matches.
-Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash);
 
 }  // namespace replay
