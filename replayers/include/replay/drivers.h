@@ -1,5 +1,6 @@
 // Replay drivers: sequential (every activity in recorded order, streams and waits kept) and
-// unique (each unique kernel alone, warmup + timed runs). Both fill a Report.
+// unique (each unique kernel alone, warmup + timed runs). Both fill a Report. Files: session.cpp
+// (what both share), plan.cpp (steps and unique mode's templates), sequential.cpp, unique.cpp.
 #pragma once
 
 #include <functional>
