@@ -3,30 +3,55 @@
 #include <charconv>
 #include <cmath>
 #include <ostream>
+#include <string>
 
 namespace replay {
 namespace {
 
-// CSV: numbers in shortest round-trip form, NaN as an empty cell; text quoted when it needs it.
-void csv_text(std::ostream& out, std::string_view text) {
-    if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
-        out << text;
-        return;
-    }
-    out << '"';
-    for (char c : text) {
-        if (c == '"') out << '"';
-        out << c;
-    }
-    out << '"';
-}
+// One CSV row: fields separated as they are added. Numbers in shortest round-trip form, NaN as an
+// empty cell; text quoted when it needs it.
+class CsvRow {
+  public:
+    explicit CsvRow(std::ostream& out) : out_(out) {}
+    ~CsvRow() { out_ << '\n'; }
+    CsvRow(const CsvRow&) = delete;
+    CsvRow& operator=(const CsvRow&) = delete;
 
-void csv_num(std::ostream& out, double x) {
-    if (!std::isfinite(x)) return;
-    char buf[32];
-    auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, x);
-    out.write(buf, ptr - buf);
-}
+    CsvRow& text(std::string_view text) {
+        separate();
+        if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+            out_ << text;
+            return *this;
+        }
+        out_ << '"';
+        for (char c : text) {
+            if (c == '"') out_ << '"';
+            out_ << c;
+        }
+        out_ << '"';
+        return *this;
+    }
+    CsvRow& number(double x) {
+        separate();
+        if (!std::isfinite(x)) return *this;
+        char buf[32];
+        auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, x);
+        out_.write(buf, ptr - buf);
+        return *this;
+    }
+    CsvRow& empty() {
+        separate();
+        return *this;
+    }
+
+  private:
+    void separate() {
+        if (!first_) out_ << ',';
+        first_ = false;
+    }
+    std::ostream& out_;
+    bool first_ = true;
+};
 
 }  // namespace
 
@@ -38,37 +63,23 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
            "name_match,gflops_per_s,gb_per_s,reason\n";
     for (const auto& k : r.kernels) {
         const bool done = was_replayed(k);
-        csv_text(out, k.id);
-        out << ',';
-        csv_text(out, k.name);
-        out << ',';
-        csv_text(out, k.kind);
-        out << ',';
-        if (k.tier != Tier::NotReplayable) out << static_cast<int>(k.tier);
-        out << ',';
-        csv_text(out, k.rule);
-        out << ',';
-        csv_text(out, to_string(k.outcome));
-        out << ',' << k.count << ',';
-        csv_num(out, k.recorded_us.median);
-        out << ',';
-        csv_num(out, k.recorded_us.sum);
+        CsvRow row(out);
+        row.text(k.id).text(k.name).text(k.kind);
+        if (k.tier != Tier::NotReplayable)
+            row.text(std::to_string(static_cast<int>(k.tier)));
+        else
+            row.empty();
+        row.text(k.rule).text(to_string(k.outcome)).text(std::to_string(k.count));
+        row.number(k.recorded_us.median).number(k.recorded_us.sum);
         for (double x : {k.replayed_us.median, k.replayed_us.min, k.replayed_us.mean,
-                         k.replayed_us.stddev, k.replayed_us.p95, k.replayed_us.p99}) {
-            out << ',';
-            if (done) csv_num(out, x);
-        }
-        out << ',';
-        csv_num(out, k.error_pct);
-        out << ',';
-        if (done || !k.replayed_names.empty()) out << (k.name_match ? "true" : "false");
-        out << ',';
-        csv_num(out, k.gflops_per_s);
-        out << ',';
-        csv_num(out, k.gb_per_s);
-        out << ',';
-        csv_text(out, k.reason);
-        out << '\n';
+                         k.replayed_us.stddev, k.replayed_us.p95, k.replayed_us.p99})
+            row.number(done ? x : NAN);
+        row.number(k.error_pct);
+        if (done || !k.replayed_names.empty())
+            row.text(k.name_match ? "true" : "false");
+        else
+            row.empty();
+        row.number(k.gflops_per_s).number(k.gb_per_s).text(k.reason);
     }
 }
 

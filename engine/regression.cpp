@@ -8,10 +8,21 @@
 namespace replay {
 namespace {
 
+std::string why_not_replayed(const KernelResult& k) {
+    std::string s = "not replayed";
+    // Pending: a report read without a disposition says nothing more.
+    if (k.outcome != KernelOutcome::Pending)
+        s += std::string(" (") + to_string(k.outcome) + (k.reason.empty() ? "" : ": " + k.reason) +
+             ")";
+    return s;
+}
+
 struct Measure {
-    bool has = false;
+    bool has = false;   // a positive median that a relative change can be taken against
+    bool zero = false;  // measured, but its median is 0 us
     double median = NAN;
     std::vector<double> samples;
+    std::string why_not;  // when !has
 };
 
 Measure measure(const KernelResult& k, const RegressionOptions& o) {
@@ -22,25 +33,24 @@ Measure measure(const KernelResult& k, const RegressionOptions& o) {
     if (o.recorded) {
         m.has = k.recorded_us.count > 0;
         m.median = k.recorded_us.median;
-        return m;
-    }
-    if (!m.samples.empty()) {
+    } else if (!m.samples.empty()) {
         m.has = true;
         m.median = stats::median(m.samples);
     } else if (k.replayed_us.count > 0) {
         m.has = true;
         m.median = k.replayed_us.median;
     }
+    if (!m.has) {
+        m.why_not = why_not_replayed(k);
+    } else if (!(m.median > 0)) {
+        // A duration of 0 is no measurement: against it every change is infinite, and a
+        // baseline of zeros would otherwise pass every kernel as unchanged.
+        m.has = false;
+        m.zero = true;
+        m.why_not = "measured at a median of 0 us (" + std::to_string(m.samples.size()) +
+                    " samples), which no change can be taken against,";
+    }
     return m;
-}
-
-std::string why_not_measured(const KernelResult& k) {
-    std::string s = "not replayed";
-    // Pending: a report read without a disposition says nothing more.
-    if (k.outcome != KernelOutcome::Pending)
-        s += std::string(" (") + to_string(k.outcome) + (k.reason.empty() ? "" : ": " + k.reason) +
-             ")";
-    return s;
 }
 
 void count(RegressionSummary& s, Verdict v) {
@@ -78,11 +88,6 @@ void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur,
     c.current_median_us = cur.median;
     c.spread_pct = 100.0 * stats::robust_relative_spread(b.samples, cur.samples);
     c.threshold_pct = std::max(o.threshold_pct, o.k * c.spread_pct);
-    if (!(b.median > 0) || !std::isfinite(cur.median)) {
-        c.verdict = Verdict::Unchanged;
-        c.note = "baseline median is not positive: no relative change";
-        return;
-    }
     c.change_pct = (cur.median - b.median) / b.median * 100.0;
     const bool beyond = std::fabs(c.change_pct) > c.threshold_pct &&
                         std::fabs(cur.median - b.median) > o.min_change_us;
@@ -199,6 +204,7 @@ Regression compare_reports(const Report& baseline, const Report& current,
 
     std::size_t not_measured = 0;
     std::size_t few_samples = 0;
+    std::size_t zero_in_baseline = 0, zero_in_current = 0;
     auto base_fields = [](KernelComparison& c, const KernelResult& k) {
         c.id = k.id;
         c.name = k.name;
@@ -225,18 +231,20 @@ Regression compare_reports(const Report& baseline, const Report& current,
         const Measure cm = measure(ck, options);
         c.tier = ck.tier;
         c.current_count = ck.count;
+        zero_in_baseline += bm.zero;
+        zero_in_current += cm.zero;
         if (!bm.has && !cm.has) {
-            ++not_measured;
+            not_measured += !bm.zero && !cm.zero;
             continue;
         }
         if (!cm.has) {
             c.verdict = Verdict::Missing;
-            c.note = why_not_measured(ck) + " in the current run";
+            c.note = cm.why_not + " in the current run";
         } else if (!bm.has) {
             c.verdict = Verdict::New;
             c.current_median_us = cm.median;
             c.current_samples = cm.samples.size();
-            c.note = why_not_measured(bk) + " in the baseline run";
+            c.note = bm.why_not + " in the baseline run";
         } else {
             compare_kernel(c, bm, cm, options);
             if (!c.rank_test && !options.recorded) ++few_samples;
@@ -259,6 +267,13 @@ Regression compare_reports(const Report& baseline, const Report& current,
     if (not_measured > 0)
         r.notes.push_back(std::to_string(not_measured) +
                           " kernels replayed in neither report were not compared");
+    for (const auto& [zeros, side] :
+         {std::pair{zero_in_baseline, "baseline"}, std::pair{zero_in_current, "current"}})
+        if (zeros > 0)
+            r.notes.push_back(std::to_string(zeros) + " kernels have a median of 0 us in the " +
+                              side +
+                              " report: a duration of 0 is no measurement, they were not "
+                              "compared");
     if (few_samples > 0)
         r.notes.push_back(
             std::to_string(few_samples) + " kernels had fewer than " +

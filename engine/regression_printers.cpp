@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "replay/json_writer.h"
-#include "replay/recipe_json.h"
+#include "replay/report_json.h"
 
 namespace replay {
 namespace {
@@ -73,14 +73,9 @@ void write_regression_json(std::ostream& out, const Regression& r) {
     json.key("machine_differences").begin_array();
     for (const auto& d : r.machine_differences) json.value(d.key);
     json.end_array();
-    json.key("machine").begin_array();
-    for (const auto& d : r.machine_differences)
-        json.begin_object()
-            .field("key", d.key)
-            .field("baseline", d.baseline)
-            .field("current", d.current)
-            .end_object();
-    json.end_array();
+    json.objects("machine", r.machine_differences, [&](const MachineDifference& d) {
+        json.field("key", d.key).field("baseline", d.baseline).field("current", d.current);
+    });
     json.key("options").begin_object();
     json.field("threshold_pct", r.options.threshold_pct)
         .field("k", r.options.k)
@@ -95,21 +90,13 @@ void write_regression_json(std::ostream& out, const Regression& r) {
     json.key("totals").begin_object();
     write_totals_fields(json, r.totals);
     json.end_object();
-    json.key("tiers").begin_array();
-    for (const auto& t : r.tiers) {
-        json.begin_object();
-        write_tier(json, t.tier);
-        json.field("label", tier_label(t.tier));
+    json.objects("tiers", r.tiers, [&](const TierComparison& t) {
+        write_tier_and_label(json, t.tier);
         write_summary_fields(json, t.summary);
         write_totals_fields(json, t.totals);
-        json.end_object();
-    }
-    json.end_array();
-    json.key("kernels").begin_array();
-    for (const auto& k : r.kernels) {
-        json.begin_object();
-        json.field("id", k.id).field("name", k.name).field("kind", k.kind);
-        write_tier(json, k.tier);
+    });
+    json.objects("kernels", r.kernels, [&](const KernelComparison& k) {
+        write_kernel_identity(json, k.id, k.name, k.kind, k.tier);
         json.field("verdict", to_string(k.verdict));
         json.field("baseline_count", static_cast<std::uint64_t>(k.baseline_count));
         json.field("current_count", static_cast<std::uint64_t>(k.current_count));
@@ -122,9 +109,7 @@ void write_regression_json(std::ostream& out, const Regression& r) {
         json.field("rank_test", k.rank_test).field("exact", k.exact);
         json.field("inconclusive", k.inconclusive);
         json.field("note", k.note);
-        json.end_object();
-    }
-    json.end_array();
+    });
     json.array("notes", r.notes);
     json.end_object();
     out << '\n';

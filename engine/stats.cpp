@@ -29,7 +29,9 @@ double median(std::vector<double> v) {
     if (v.empty()) return NAN;
     std::sort(v.begin(), v.end());
     const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    // Halves first: the same result as 0.5 * (a + b) for any two durations, without the
+    // overflow of a + b near the largest double.
+    return n % 2 ? v[n / 2] : 0.5 * v[n / 2 - 1] + 0.5 * v[n / 2];
 }
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -53,7 +55,7 @@ double median_of_counted(std::vector<std::pair<double, std::int64_t>> v) {
         }
         return v.back().first;
     };
-    return 0.5 * (at_rank((n - 1) / 2) + at_rank(n / 2));
+    return 0.5 * at_rank((n - 1) / 2) + 0.5 * at_rank(n / 2);
 }
 
 double robust_relative_spread(const std::vector<double>& a, const std::vector<double>& b) {

@@ -27,15 +27,8 @@ std::vector<std::pair<std::string, std::string>> environment_pairs(const Environ
 }
 
 const char* context_name(Context context) {
-    switch (context) {
-        case Context::Previous:
-            return "previous";
-        case Context::None:
-            return "none";
-        case Context::Recorded:
-            break;
-    }
-    return "recorded";
+    constexpr const char* kNames[] = {"recorded", "previous", "none"};  // Context's order
+    return kNames[static_cast<std::size_t>(context)];
 }
 
 }  // namespace
