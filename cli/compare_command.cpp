@@ -1,13 +1,11 @@
 // `replay compare A B`: two reports, or two traces' recorded durations, without a replay; exit 1
 // when a kernel regressed.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
 #include "comparison.h"
+#include "replay/document_kind.h"
 #include "replay/recorded_report.h"
 #include "replay/regression_printers.h"
 #include "replay/report_json.h"
@@ -17,18 +15,27 @@
 namespace replay::cli {
 namespace {
 
-enum class CompareInput { Report, Regression, Trace };
-
-// What a `compare` argument is, from its first 4 KiB; an unreadable file is an InputError.
-CompareInput compare_input_kind(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
-    std::string head(4096, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(in.gcount()));
-    if (head.find("\"replay.report/") != std::string::npos) return CompareInput::Report;
-    if (head.find("\"replay.regression/") != std::string::npos) return CompareInput::Regression;
-    return CompareInput::Trace;
+// Whether a `compare` argument is a report (true) or a trace (false), by parsing its top level;
+// any other file is an InputError saying what it is.
+bool is_report(const std::string& path) {
+    const Document d = sniff_document(path);
+    switch (d.kind) {
+        case DocumentKind::Trace:
+            return false;
+        case DocumentKind::ToolFile:
+            if (d.schema.starts_with("replay.report/")) return true;
+            throw InputError(path, 0,
+                             d.schema.starts_with("replay.regression/")
+                                 ? "a regression.json (the output of compare/regress), not a "
+                                   "report.json or a trace"
+                                 : "a \"" + d.schema + "\" file, not a report.json or a trace");
+        case DocumentKind::NotJson:
+            throw InputError(path, d.offset,
+                             "not JSON (" + d.why + "): neither a report.json nor a trace");
+        case DocumentKind::Other:
+            break;
+    }
+    throw InputError(path, 0, d.why + ": neither a report.json nor a trace");
 }
 
 struct CompareState {
@@ -38,17 +45,11 @@ struct CompareState {
 };
 
 int run_compare(const CompareState& s) {
-    const CompareInput kind_a = compare_input_kind(s.a), kind_b = compare_input_kind(s.b);
-    for (const auto& [path, kind] : {std::pair{s.a, kind_a}, std::pair{s.b, kind_b}})
-        if (kind == CompareInput::Regression)
-            throw InputError(path, 0,
-                             "a regression.json (the output of compare/regress), not a "
-                             "report.json or a trace");
-    const bool reports = kind_a == CompareInput::Report;
-    if (reports != (kind_b == CompareInput::Report))
-        throw std::runtime_error("compare needs two reports or two traces: " +
-                                 (reports ? s.a : s.b) + " is a report.json, " +
-                                 (reports ? s.b : s.a) + " is not (it would be read as a trace)");
+    const bool reports = is_report(s.a);
+    if (reports != is_report(s.b))
+        throw std::runtime_error(
+            "compare needs two reports or two traces: " + (reports ? s.a : s.b) +
+            " is a report.json, " + (reports ? s.b : s.a) + " is a trace");
     Regression r;
     if (reports) {
         r = compare_reports(read_report_json(s.a), read_report_json(s.b), s.options, s.a, s.b);
@@ -59,7 +60,11 @@ int run_compare(const CompareState& s) {
                             recorded_report(*load_trace(s.b, s.load)), recorded, s.a, s.b);
     }
     require_something_compared(r);
-    if (!s.out_dir.empty()) write_regression_outputs(s.out_dir, r);
+    if (!s.out_dir.empty()) {
+        OutputFolder out(s.out_dir);
+        write_regression_outputs(out, {}, r);
+        out.commit();
+    }
     write_regression_markdown(std::cout, r);
     return regression_exit_code(r);
 }

@@ -3,7 +3,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "output_files.h"
 #include "replay/regression_printers.h"
 
 namespace replay::cli {
@@ -37,11 +36,11 @@ void require_something_compared(const Regression& r) {
     throw std::runtime_error(why);
 }
 
-void write_regression_outputs(const std::filesystem::path& dir, const Regression& r) {
-    make_output_dir(dir);
-    write_file(dir / "regression.json", [&](std::ostream& out) { write_regression_json(out, r); });
-    write_file(dir / "regression.md",
-               [&](std::ostream& out) { write_regression_markdown(out, r); });
+void write_regression_outputs(OutputFolder& out, const std::filesystem::path& relative,
+                              const Regression& r) {
+    out.write(relative / "regression.json", [&](std::ostream& o) { write_regression_json(o, r); });
+    out.write(relative / "regression.md",
+              [&](std::ostream& o) { write_regression_markdown(o, r); });
 }
 
 }  // namespace replay::cli

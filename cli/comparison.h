@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
+#include "output_files.h"
 #include "replay/regression.h"
 
 namespace replay::cli {
@@ -16,7 +17,8 @@ void add_statistics_options(CLI::App& app, RegressionOptions& options);
 // there would let a wrong baseline pass a CI job. Throws, naming both sides and the notes.
 void require_something_compared(const Regression& regression);
 
-// regression.json and regression.md in `dir`.
-void write_regression_outputs(const std::filesystem::path& dir, const Regression& regression);
+// regression.json and regression.md in `relative` (a subfolder, or "" for the folder itself).
+void write_regression_outputs(OutputFolder& out, const std::filesystem::path& relative,
+                              const Regression& regression);
 
 }  // namespace replay::cli

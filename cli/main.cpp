@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "output_files.h"
 #include "replay/source.h"
 
 int main(int argc, char** argv) {
@@ -18,13 +19,16 @@ int main(int argc, char** argv) {
         "  replay regress --baseline R TRACE  replay and flag kernels slower than a baseline "
         "report\n"
         "  replay compare A B                 compare two reports (or two traces)\n\n"
-        "Exit status: 0 ok, 1 regression found (regress/compare), 2 bad input or usage.",
+        "Exit status: 0 ok, 1 regression found (regress/compare), 2 bad input or usage, or nothing "
+        "replayed (outputs are then left as they were).",
         "replay"};
     app.set_version_flag("--version", "replay 0.1.0");
     app.require_subcommand(0, 1);
     app.fallthrough(false);
 
     using namespace replay::cli;
+    remember_command_line(argc, argv);
+    remove_partial_outputs_on_signals();
     const Command commands[] = {add_inspect_command(app), add_classify_command(app),
                                 add_replay_command(app), add_regress_command(app),
                                 add_compare_command(app)};

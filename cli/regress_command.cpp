@@ -1,6 +1,7 @@
 // `replay regress --baseline BASE TRACE...`: replay archived traces and compare each with its
 // baseline report; exit 1 when a kernel regressed.
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -11,6 +12,7 @@
 #include "replay/kernels_csv.h"
 #include "replay/regression_printers.h"
 #include "replay/report_json.h"
+#include "replay/report_summary.h"
 #include "replay_settings.h"
 #include "trace_loader.h"
 
@@ -29,25 +31,33 @@ int run_regress(const RegressState& s) {
     if ((!s.load.et.empty() || !s.load.shapes.empty()) && s.traces.size() != 1)
         throw std::runtime_error("--et and --shapes apply to a single trace");
     auto backend = s.settings.make_backend();
+    // Every trace's outputs are committed together at the end: a failure on the third trace
+    // leaves the folder as it was.
+    OutputFolder out(s.settings.out_dir);
+    const auto warn = [&](const std::string& line) {
+        if (!s.load.quiet) std::fprintf(stderr, "warning: %s\n", line.c_str());
+    };
     int exit_code = 0;
     for (const auto& trace : s.traces) {
         auto analysis = load_trace(trace, s.load);
-        const Baseline baseline = find_baseline(s.baseline, analysis->trace_hash);
+        const Baseline baseline = find_baseline(s.baseline, analysis->trace_hash, warn);
+        if (!s.load.quiet && !baseline.chosen.empty())
+            std::fprintf(stderr, "regress: baseline of %s: %s, %s\n", trace.c_str(),
+                         baseline.path.c_str(), baseline.chosen.c_str());
         Report current = s.settings.run(analysis.get(), nullptr, *backend, s.load.quiet, nullptr);
+        if (const std::string why = why_nothing_was_replayed(current); !why.empty())
+            throw std::runtime_error(trace + ": " + why);
         const Regression r =
             compare_reports(baseline.report, current, s.options, baseline.path, trace);
         require_something_compared(r);
-        const auto dir =
-            std::filesystem::path(s.settings.out_dir) / std::filesystem::path(trace).filename();
-        make_output_dir(dir);
-        write_file(dir / "report.json",
-                   [&](std::ostream& out) { write_report_json(out, current); });
-        write_file(dir / "kernels.csv",
-                   [&](std::ostream& out) { write_kernels_csv(out, current); });
-        write_regression_outputs(dir, r);
+        const std::filesystem::path dir = std::filesystem::path(trace).filename();
+        out.write(dir / "report.json", [&](std::ostream& o) { write_report_json(o, current); });
+        out.write(dir / "kernels.csv", [&](std::ostream& o) { write_kernels_csv(o, current); });
+        write_regression_outputs(out, dir, r);
         write_regression_markdown(std::cout, r);
         exit_code = std::max(exit_code, regression_exit_code(r));
     }
+    out.commit();
     return exit_code;
 }
 

@@ -33,22 +33,23 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
         file = read_signature_file(s.kernel_file);
     }
     auto backend = settings.make_backend();
-    make_output_dir(settings.out_dir);
+    // Locked before the replay: a second run into this folder stops now, not after its replay.
+    OutputFolder out(settings.out_dir);
     Timeline timeline;
     Report report = settings.run(analysis, analysis ? nullptr : &file, *backend, quiet,
                                  settings.mode == "sequential" ? &timeline : nullptr);
     if (analysis == nullptr) report.inputs.emplace_back("kernels", s.kernel_file);
-    const std::filesystem::path dir(settings.out_dir);
-    write_file(dir / "report.json", [&](std::ostream& out) { write_report_json(out, report); });
-    write_file(dir / "kernels.csv", [&](std::ostream& out) { write_kernels_csv(out, report); });
-    if (settings.mode == "sequential") {
-        write_file(dir / "replay_trace.json",
-                   [&](std::ostream& out) { write_replay_trace(out, timeline); });
-    } else {
-        // A timeline left by an earlier sequential run in this folder is not this run's.
-        std::error_code ec;
-        std::filesystem::remove(dir / "replay_trace.json", ec);
+    if (const std::string why = why_nothing_was_replayed(report); !why.empty()) {
+        write_report_summary(std::cout, report);
+        throw std::runtime_error(why + "; " + settings.out_dir + " left as it was");
     }
+    out.write("report.json", [&](std::ostream& o) { write_report_json(o, report); });
+    out.write("kernels.csv", [&](std::ostream& o) { write_kernels_csv(o, report); });
+    if (settings.mode == "sequential")
+        out.write("replay_trace.json", [&](std::ostream& o) { write_replay_trace(o, timeline); });
+    else
+        out.remove_at_commit("replay_trace.json");  // an earlier sequential run's, not this one's
+    out.commit();
     write_report_summary(std::cout, report);
     if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings.out_dir.c_str());
     return 0;
