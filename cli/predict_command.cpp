@@ -1,8 +1,11 @@
 #include "predict_command.h"
 
 #include <iostream>
+#include <memory>
 
-#include "replay_command.h"
+#include "commands.h"
+#include "output_files.h"
+#include "trace_loader.h"
 
 namespace replay::cli {
 
@@ -41,18 +44,31 @@ int PredictCommand::run(const Analysis& analysis, bool quiet) const {
     else
         print_prediction(std::cout, prediction);
     if (!out_dir_.empty()) {
-        const std::filesystem::path dir(out_dir_);
-        make_output_dir(dir);
-        write_file(dir / "prediction.json",
-                   [&](std::ostream& out) { write_prediction_json(out, prediction); });
-        write_file(dir / "predicted_trace.json", [&](std::ostream& out) {
-            write_predicted_trace(out, analysis.graph, prediction);
-        });
+        OutputFolder out(out_dir_);
+        out.write("prediction.json",
+                  [&](std::ostream& o) { write_prediction_json(o, prediction); });
+        out.write("predicted_trace.json",
+                  [&](std::ostream& o) { write_predicted_trace(o, analysis.graph, prediction); });
+        out.commit();
         if (!quiet)
             std::fprintf(stderr, "wrote %s/prediction.json and %s/predicted_trace.json\n",
                          out_dir_.c_str(), out_dir_.c_str());
     }
     return 0;
+}
+
+Command add_predict_command(CLI::App& app) {
+    struct State {
+        std::string trace;
+        LoadOptions load;
+        PredictCommand predict;
+    };
+    auto s = std::make_shared<State>();
+    auto* predict = app.add_subcommand("predict", PredictCommand::kDescription);
+    add_trace_argument(*predict, s->trace)->required();
+    add_load_options(*predict, s->load, SideFiles::Offered);
+    s->predict.add_options(*predict);
+    return {predict, [s] { return s->predict.run(*load_trace(s->trace, s->load), s->load.quiet); }};
 }
 
 }  // namespace replay::cli

@@ -32,8 +32,8 @@ class PredictCommand {
         "first event, an activity without a launch)\n"
         "--times, --scale and --launch-us add a what-if prediction beside the recorded one.";
 
-    // The subcommand's own options; its trace inputs (--et, --shapes, --strict, --quiet) are
-    // added by main like every other command's.
+    // The subcommand's own options; its trace inputs (--et, --shapes, --strict, --quiet) come
+    // from the trace loader, as every command's do (add_predict_command).
     void add_options(CLI::App& app);
     int run(const Analysis& analysis, bool quiet) const;
 

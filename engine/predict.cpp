@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "replay/report.h"
+#include "replay/report_json.h"
 
 namespace replay {
 namespace {

@@ -84,13 +84,18 @@ with tempfile.TemporaryDirectory() as tmp:
             else:
                 print(f"ok   {mode}: {op} skipped: {k['reason']}")
 
-    # The option sets the budget: 1 KiB is too little for the benign op's 16 KiB.
-    kernels = run(os.path.join(tmp, "small"), "--mode", "sequential", "--max-tensor-bytes", "1k")
-    if kernels is not None:
-        relu = kernels[OPS[-1][-1]]
-        if relu["disposition"] != "skipped" or "1.0 KiB tensor budget (--max-tensor-bytes)" not in relu["reason"]:
-            fail(f"--max-tensor-bytes 1k should skip aten::relu [64, 64]: {relu['disposition']} {relu['reason']}")
-        else:
-            print(f"ok   --max-tensor-bytes 1k: aten::relu skipped: {relu['reason']}")
+    # The option sets the budget: 1 KiB is too little for the benign op's 16 KiB, so nothing at
+    # all can be replayed: exit 2, the budget named among the reasons, no output written.
+    small = os.path.join(tmp, "small")
+    r = subprocess.run([replay, path, "--backend", "cpu", "--quiet", "--mode", "sequential",
+                        "--max-tensor-bytes", "1k", "--out", small], capture_output=True, text=True, timeout=120)
+    if r.returncode != 2 or "nothing was replayed" not in r.stderr \
+            or "1.0 KiB tensor budget (--max-tensor-bytes)" not in r.stderr:
+        fail(f"--max-tensor-bytes 1k should skip every op (the 16 KiB aten::relu too) and exit 2: "
+             f"exit {r.returncode}: {r.stderr[-1500:]}")
+    elif os.path.exists(os.path.join(small, "report.json")):
+        fail("--max-tensor-bytes 1k replayed nothing but wrote a report")
+    else:
+        print("ok   --max-tensor-bytes 1k: every op skipped over the 1.0 KiB budget, exit 2, nothing written")
 
 sys.exit(1 if failures else 0)

@@ -9,6 +9,7 @@
 #include "replay/analysis.h"
 #include "replay/predict.h"
 #include "replay/report.h"
+#include "replay/report_json.h"
 #include "test_support.h"
 
 namespace {
@@ -149,7 +150,7 @@ std::string report_file(const replay::Analysis& a, const std::string& mode, doub
     for (const auto& k : a.kernels) {
         if (skip_every > 0 && i++ % skip_every == 0) continue;
         replay::KernelResult kr = replay::recorded_result(k);
-        kr.disposition = "replayed";
+        kr.outcome = replay::KernelOutcome::Replayed;
         for (int pass = 0; pass < passes; ++pass)
             for (auto n : k.nodes)
                 kr.samples_us.push_back(
