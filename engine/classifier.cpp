@@ -375,6 +375,113 @@ Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
     return r;
 }
 
+// ---- index lists that Kineto recorded as [] ----------------------------------------------------
+
+// Ops whose argument 1 is `Tensor?[] indices`; Kineto records it as [] (no element shapes).
+bool takes_index_list(std::string_view op) {
+    return op == "aten::index" || op == "aten::_index_put_impl_" || op == "aten::index_put_" ||
+           op == "aten::index_put" || op == "aten::_unsafe_index" ||
+           op == "aten::_unsafe_index_put";
+}
+
+bool index_list_unrecorded(const Context& c) {
+    if (!c.aten_op || !takes_index_list(c.op_name(*c.aten_op))) return false;
+    const OpShapes* s = c.shapes(*c.aten_op);
+    return s != nullptr && s->inputs.size() > 1 && s->inputs[1].list_ranks.empty() &&
+           s->inputs[1].dims.empty();
+}
+
+// The direct children of `op`: Kineto writes an op's children right after it, so the ops near it
+// whose parent it is, in start order.
+std::vector<std::uint32_t> children_of(const Trace& trace, std::uint32_t op) {
+    constexpr std::uint32_t kWindow = 64;
+    const auto end = static_cast<std::uint32_t>(
+        std::min<std::size_t>(trace.cpu_ops.size(), std::size_t{op} + kWindow + 1));
+    std::vector<std::uint32_t> children;
+    for (std::uint32_t j = op > kWindow ? op - kWindow : 0; j < end; ++j)
+        if (trace.cpu_ops[j].parent == op) children.push_back(j);
+    std::sort(children.begin(), children.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return trace.cpu_ops[a].ts < trace.cpu_ops[b].ts;
+    });
+    return children;
+}
+
+// "[1024, 1]" -> {1024, 1}; empty when the text is not a list of integers.
+std::vector<std::int64_t> int_list(std::string_view text) {
+    std::vector<std::int64_t> values;
+    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return values;
+    text = text.substr(1, text.size() - 2);
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        std::string item(text.substr(0, comma));
+        try {
+            values.push_back(std::stoll(item));
+        } catch (...) {
+            return {};
+        }
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    }
+    return values;
+}
+
+// The index tensors of an index op whose Tensor?[] Kineto recorded as []: PyTorch's
+// AdvancedIndex reshapes each (broadcast) index tensor to [1]*before + dims + [1]*after of the
+// indexed self, so the op's integer reshape/view children are its indices, in order. Empty when
+// no child shows them, or when they index a non-leading dimension (a None element before them,
+// which a recipe's tensor list cannot say).
+std::vector<TensorSpec> indices_from_children(const Context& c, std::uint32_t op) {
+    const OpShapes* s = c.shapes(op);
+    const std::size_t self_rank = s->inputs.empty() ? 0 : s->inputs[0].dims.size();
+    std::vector<TensorSpec> indices;
+    std::vector<std::vector<std::int64_t>> targets;
+    for (std::uint32_t child : children_of(c.trace(), op)) {
+        const std::string_view name = c.op_name(child);
+        const OpShapes* cs = c.shapes(child);
+        if ((name != "aten::reshape" && name != "aten::view") || cs == nullptr || cs->inputs.empty())
+            continue;
+        const OpArgument& in = cs->inputs[0];
+        const DType dtype = dtype_from_kineto(c.trace().names.view(in.type));
+        if (dtype != DType::Int64 && dtype != DType::Int32) continue;
+        indices.push_back(tensor_from(c.trace(), in, 0, in.dims.size()));
+        targets.push_back(cs->inputs.size() > 1
+                              ? int_list(c.trace().names.view(cs->inputs[1].concrete))
+                              : std::vector<std::int64_t>{});
+    }
+    if (indices.empty() || indices.size() > self_rank) return {};
+    // Leading dims: each target is the index's dims followed by (self rank - indices) ones.
+    const std::size_t after = self_rank - indices.size();
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+        const auto& dims = indices[k].dims;
+        const auto& target = targets[k];
+        if (target.empty()) continue;  // no Concrete Inputs: leading dims assumed
+        if (target.size() != dims.size() + after ||
+            !std::equal(dims.begin(), dims.end(), target.begin()) ||
+            !std::all_of(target.begin() + static_cast<std::ptrdiff_t>(dims.size()), target.end(),
+                         [](std::int64_t v) { return v == 1; }))
+            return {};
+    }
+    return indices;
+}
+
+Recipe index_op_from_children(const Context& c) {
+    const std::uint32_t op = *c.aten_op;
+    std::vector<TensorSpec> indices = indices_from_children(c, op);
+    if (indices.empty())
+        return not_replayable("argument 1 'indices' of " + std::string(c.op_name(op)) +
+                              " (Tensor?[]) was recorded as [] and no child op shows its "
+                              "tensors: give the run's --et");
+    AtenRecipe aten = aten_recipe(c, op);
+    AtenArgument& list = aten.args[1];
+    list.kind = ArgKind::TensorList;
+    list.type = "Tensor?[]";
+    list.tensors = std::move(indices);
+    Recipe r;
+    r.tier = Tier::AtenOp;
+    r.reason = "indices taken from the op's reshape children (Kineto records its Tensor?[] as [])";
+    r.detail = std::move(aten);
+    return r;
+}
+
 const std::vector<Rule>& rules() {
     static const std::vector<Rule> table = {
         {{"memcpy",
@@ -420,6 +527,10 @@ const std::vector<Rule>& rules() {
         {{"gemm", "GEMM kernel under aten::mm/addmm/bmm/baddbmm/linear/matmul: tier 2 cuBLASLt"},
          [](const Context& c) { return c.gemm_op && looks_like_gemm_kernel(c.name); },
          [](const Context& c) { return gemm_or_reason(c, false, "gemm"); }},
+        {{"index-list-from-children",
+          "kernel under aten::index/index_put_ whose Tensor?[] indices Kineto recorded as []: "
+          "tier 3 libtorch op with the index tensors its own reshape children show"},
+         index_list_unrecorded, index_op_from_children},
         {{"tensor-list-unrecorded",
           "kernel under a dispatcher op whose tensor-list argument was recorded without its "
           "tensors (Kineto writes []; an Execution Trace has them)"},

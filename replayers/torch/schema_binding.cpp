@@ -58,6 +58,12 @@ const std::unordered_map<std::string, std::vector<std::string>>& overload_index(
     return index;
 }
 
+// Kineto records a Tensor?[] (index, index_put_) as [] or None: only an Execution Trace has the
+// element shapes.
+constexpr const char* kUnrecordedList =
+    "tensor list recorded without its tensors (Kineto writes [] for a tensor list): give the "
+    "run's --et";
+
 }  // namespace
 
 bool is_scalar_slot(Slot s) {
@@ -192,8 +198,7 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                 case ArgKind::TensorList:
                     if (slot != Slot::TensorList) return reject("recorded a tensor list");
                     // No op takes an empty list where a list was recorded: its shapes are missing.
-                    if (rec->tensors.empty())
-                        return reject("tensor list recorded without its tensors");
+                    if (rec->tensors.empty()) return reject(kUnrecordedList);
                     break;
                 case ArgKind::Scalar:
                     if (trim(rec->value).empty()) {
@@ -237,6 +242,7 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                         plan.cost += 1;
                         break;
                     }
+                    if (slot == Slot::TensorList && !arg.info.optional) return reject(kUnrecordedList);
                     if (!fallback() && !guess()) return reject("recorded None");
                     break;
                 case ArgKind::Other:

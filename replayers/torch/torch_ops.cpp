@@ -75,9 +75,18 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         return result;
     }
 
+    // The stack, its integer tensors' values checked on the host before anything launches: a
+    // synthesis bug skips the kernel instead of raising a device-side assert.
     std::string why;
-    auto stack = synthesis.build_stack(*best, recipe, false, why);
-    if (!stack) {
+    auto build = [&](bool promote) -> std::optional<torch_detail::BuiltStack> {
+        auto built = synthesis.build_stack(*best, recipe, promote, why);
+        if (!built) return std::nullopt;
+        why = torch_detail::check_constraints(*best, *built);
+        if (!why.empty()) return std::nullopt;
+        return built;
+    };
+    auto built = build(false);
+    if (!built) {
         result.reason = why;
         return result;
     }
@@ -85,16 +94,16 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
     // 1.13 has no CPU kernels for many float16 ops); on CUDA it would cost device time and
     // report errors asynchronously, so types are only validated there.
     if (on_cpu()) {
-        std::string error = torch_detail::trial_call(best->op, *stack);
+        std::string error = torch_detail::trial_call(best->op, built->stack);
         const ReducedFloats reduced = reduced_floats_of(recipe);
         if (!error.empty() && reduced.any()) {
-            auto promoted = synthesis.build_stack(*best, recipe, true, why);
+            auto promoted = build(true);
             // A promoted run that fails too keeps the original dtype's error: it says what the
             // trace needs.
-            if (promoted && torch_detail::trial_call(best->op, *promoted).empty()) {
+            if (promoted && torch_detail::trial_call(best->op, promoted->stack).empty()) {
                 result.reason = torch_detail::reduced_float_note(reduced.half, reduced.bfloat);
                 notes.insert(result.reason);
-                stack = std::move(promoted);
+                built = std::move(promoted);
                 error.clear();
             }
         }
@@ -109,7 +118,7 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         result.reason += (result.reason.empty() ? "" : "; ") +
                          std::string("guessed unrecorded arguments: ") + guesses;
     synthesis.drain_fills();
-    torch_detail::OpWork work{best->op, std::move(*stack), {}};
+    torch_detail::OpWork work{best->op, std::move(built->stack), {}};
     work.inputs = torch_detail::inputs_of(*best, work.stack);
     result.handle = add(recipe.op, std::move(work));
     result.disposition = Disposition::Ready;
