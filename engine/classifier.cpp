@@ -424,57 +424,86 @@ std::vector<std::int64_t> int_list(std::string_view text) {
     return values;
 }
 
-// The index tensors of an index op whose Tensor?[] Kineto recorded as []: PyTorch's
-// AdvancedIndex reshapes each (broadcast) index tensor to [1]*before + dims + [1]*after of the
-// indexed self, so the op's integer reshape/view children are its indices, in order. Empty when
-// no child shows them, or when they index a non-leading dimension (a None element before them,
-// which a recipe's tensor list cannot say).
+// Whether `dims` broadcast to `shape` (numpy rules, aligned at the last dimension).
+bool broadcasts_to(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
+    if (dims.size() > shape.size()) return false;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        const std::int64_t d = dims[dims.size() - 1 - i], s = shape[shape.size() - 1 - i];
+        if (d != 1 && d != s) return false;
+    }
+    return true;
+}
+
+// The index tensors of an index op whose Tensor?[] Kineto recorded as []. PyTorch's
+// AdvancedIndex (the path of index and of index_put_ without accumulation) restrides self with an
+// as_strided child to index dims + self's remaining dims, then reshapes each index tensor to
+// [1]*before + its dims + [1]*after: the op's integer reshape/view children are its indices, in
+// order. Empty unless that pattern is there and consistent (the recorded as_strided and reshape
+// sizes where Concrete Inputs have them; index_put_'s values broadcast to the indexed shape):
+// other paths (index_put_ with accumulate sorts linearized indices) and indices of non-leading
+// dims (a None element before them, which a recipe's tensor list cannot say) stay unknown.
 std::vector<TensorSpec> indices_from_children(const Context& c, std::uint32_t op) {
     const OpShapes* s = c.shapes(op);
-    const std::size_t self_rank = s->inputs.empty() ? 0 : s->inputs[0].dims.size();
+    if (s == nullptr || s->inputs.empty()) return {};
+    const std::vector<std::int64_t>& self = s->inputs[0].dims;
     std::vector<TensorSpec> indices;
     std::vector<std::vector<std::int64_t>> targets;
+    std::optional<std::vector<std::int64_t>> restride;  // the as_strided child's sizes, if recorded
     for (std::uint32_t child : children_of(c.trace(), op)) {
         const std::string_view name = c.op_name(child);
         const OpShapes* cs = c.shapes(child);
-        if ((name != "aten::reshape" && name != "aten::view") || cs == nullptr || cs->inputs.empty())
-            continue;
+        if (cs == nullptr || cs->inputs.empty()) continue;
         const OpArgument& in = cs->inputs[0];
+        auto concrete = [&](std::size_t i) {
+            return i < cs->inputs.size() ? int_list(c.trace().names.view(cs->inputs[i].concrete))
+                                         : std::vector<std::int64_t>{};
+        };
+        if (name == "aten::as_strided" && in.dims == self && !restride) {
+            restride = concrete(1);
+            continue;
+        }
+        if (name != "aten::reshape" && name != "aten::view") continue;
         const DType dtype = dtype_from_kineto(c.trace().names.view(in.type));
         if (dtype != DType::Int64 && dtype != DType::Int32) continue;
         indices.push_back(tensor_from(c.trace(), in, 0, in.dims.size()));
-        targets.push_back(cs->inputs.size() > 1
-                              ? int_list(c.trace().names.view(cs->inputs[1].concrete))
-                              : std::vector<std::int64_t>{});
+        targets.push_back(concrete(1));
     }
-    if (indices.empty() || indices.size() > self_rank) return {};
-    // Leading dims: each target is the index's dims followed by (self rank - indices) ones.
-    const std::size_t after = self_rank - indices.size();
+    if (!restride || indices.empty() || indices.size() > self.size()) return {};
+    // The indexed shape: the (broadcast) index dims, then self's dims after the indexed ones.
+    std::vector<std::int64_t> indexed = indices.front().dims;
+    for (const auto& index : indices)
+        if (index.dims != indexed) return {};
+    indexed.insert(indexed.end(), self.begin() + static_cast<std::ptrdiff_t>(indices.size()),
+                   self.end());
+    if (!restride->empty() && *restride != indexed) return {};
+    const std::size_t after = self.size() - indices.size();
     for (std::size_t k = 0; k < indices.size(); ++k) {
         const auto& dims = indices[k].dims;
         const auto& target = targets[k];
-        if (target.empty()) continue;  // no Concrete Inputs: leading dims assumed
+        if (target.empty()) continue;  // no Concrete Inputs: the restride check stands
         if (target.size() != dims.size() + after ||
             !std::equal(dims.begin(), dims.end(), target.begin()) ||
             !std::all_of(target.begin() + static_cast<std::ptrdiff_t>(dims.size()), target.end(),
                          [](std::int64_t v) { return v == 1; }))
             return {};
     }
+    if (c.op_name(op) != "aten::index" && c.op_name(op) != "aten::_unsafe_index" &&
+        (s->inputs.size() < 3 || !broadcasts_to(s->inputs[2].dims, indexed)))
+        return {};
     return indices;
+}
+
+bool index_list_from_children(const Context& c) {
+    return index_list_unrecorded(c) && !indices_from_children(c, *c.aten_op).empty();
 }
 
 Recipe index_op_from_children(const Context& c) {
     const std::uint32_t op = *c.aten_op;
-    std::vector<TensorSpec> indices = indices_from_children(c, op);
-    if (indices.empty())
-        return not_replayable("argument 1 'indices' of " + std::string(c.op_name(op)) +
-                              " (Tensor?[]) was recorded as [] and no child op shows its "
-                              "tensors: give the run's --et");
     AtenRecipe aten = aten_recipe(c, op);
     AtenArgument& list = aten.args[1];
     list.kind = ArgKind::TensorList;
     list.type = "Tensor?[]";
-    list.tensors = std::move(indices);
+    list.tensors = indices_from_children(c, op);
     Recipe r;
     r.tier = Tier::AtenOp;
     r.reason = "indices taken from the op's reshape children (Kineto records its Tensor?[] as [])";
@@ -528,9 +557,10 @@ const std::vector<Rule>& rules() {
          [](const Context& c) { return c.gemm_op && looks_like_gemm_kernel(c.name); },
          [](const Context& c) { return gemm_or_reason(c, false, "gemm"); }},
         {{"index-list-from-children",
-          "kernel under aten::index/index_put_ whose Tensor?[] indices Kineto recorded as []: "
-          "tier 3 libtorch op with the index tensors its own reshape children show"},
-         index_list_unrecorded, index_op_from_children},
+          "kernel under aten::index/index_put_ whose Tensor?[] indices Kineto recorded as [] and "
+          "whose own children show them (self restrided, each index reshaped): tier 3 libtorch "
+          "op with those index tensors"},
+         index_list_from_children, index_op_from_children},
         {{"tensor-list-unrecorded",
           "kernel under a dispatcher op whose tensor-list argument was recorded without its "
           "tensors (Kineto writes []; an Execution Trace has them)"},

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "op_libraries.h"
 #include "runner_impl.h"
 #include "schema_binding.h"
 
@@ -62,7 +63,9 @@ TorchDevice parse_device(const std::string& text) {
 }  // namespace
 
 TorchOpRunner::Impl::Impl(TorchDevice d, std::uint64_t seed, bool dataflow)
-    : device(d), synthesis(torch_device_of(d), seed, dataflow) {}
+    : device(d), synthesis(torch_device_of(d), seed, dataflow) {
+    for (std::string& note : torch_detail::load_op_libraries()) notes.insert(std::move(note));
+}
 
 Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
     Prepared result;
