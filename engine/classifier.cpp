@@ -438,8 +438,9 @@ bool broadcasts_to(const std::vector<std::int64_t>& dims, const std::vector<std:
 // AdvancedIndex (the path of index and of index_put_ without accumulation) restrides self with an
 // as_strided child to index dims + self's remaining dims, then reshapes each index tensor to
 // [1]*before + its dims + [1]*after: the op's integer reshape/view children are its indices, in
-// order. Empty unless that pattern is there and consistent (the recorded as_strided and reshape
-// sizes where Concrete Inputs have them; index_put_'s values broadcast to the indexed shape):
+// order. Empty unless that pattern is there and consistent (the as_strided sizes recorded in
+// Concrete Inputs, the reshape sizes too where recorded; index_put_'s values broadcast to the
+// indexed shape):
 // other paths (index_put_ with accumulate sorts linearized indices) and indices of non-leading
 // dims (a None element before them, which a recipe's tensor list cannot say) stay unknown.
 std::vector<TensorSpec> indices_from_children(const Context& c, std::uint32_t op) {
@@ -468,14 +469,17 @@ std::vector<TensorSpec> indices_from_children(const Context& c, std::uint32_t op
         indices.push_back(tensor_from(c.trace(), in, 0, in.dims.size()));
         targets.push_back(concrete(1));
     }
-    if (!restride || indices.empty() || indices.size() > self.size()) return {};
+    // Without the restride's recorded sizes (traces before Concrete Inputs), x[:, i, j] and
+    // x[i, j] look alike.
+    if (!restride || restride->empty() || indices.empty() || indices.size() > self.size())
+        return {};
     // The indexed shape: the (broadcast) index dims, then self's dims after the indexed ones.
     std::vector<std::int64_t> indexed = indices.front().dims;
     for (const auto& index : indices)
         if (index.dims != indexed) return {};
     indexed.insert(indexed.end(), self.begin() + static_cast<std::ptrdiff_t>(indices.size()),
                    self.end());
-    if (!restride->empty() && *restride != indexed) return {};
+    if (*restride != indexed) return {};
     const std::size_t after = self.size() - indices.size();
     for (std::size_t k = 0; k < indices.size(); ++k) {
         const auto& dims = indices[k].dims;

@@ -112,7 +112,7 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         }
         if (!error.empty()) {
             result.disposition = Disposition::Failed;
-            result.reason = error;
+            result.reason = recipe.op + " failed on the CPU: " + error;
             return result;
         }
     }
