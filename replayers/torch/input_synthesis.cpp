@@ -73,7 +73,11 @@ at::Tensor whole_storage(const at::Tensor& t) {
 }  // namespace
 
 InputSynthesis::InputSynthesis(c10::Device device, std::uint64_t seed, bool dataflow)
-    : device_(device), dataflow_(dataflow) {
+    : device_(device),
+      dataflow_(dataflow),
+      seed_(seed),
+      // Python numbers wrapped as CPU scalars stay on the host whatever the device.
+      host_generator_(at::detail::createCPUGenerator(seed + 1)) {
     if (device_.is_cuda()) {
         // CPU generators cannot fill CUDA tensors: seed the device's default generator.
         generator_ = at::globalContext().defaultGenerator(device_);
@@ -129,14 +133,17 @@ std::string InputSynthesis::fill_constrained(const at::Tensor& t, const ValueCon
             if (high > random_limit(t.scalar_type()))
                 return std::string("its dtype ") + c10::toString(t.scalar_type()) +
                        " cannot hold indices up to " + std::to_string(high - 1);
-            whole_storage(t).random_(low, high, generator_);
+            at::Generator& generator = t.is_cpu() && !on_cpu() ? host_generator_ : generator_;
+            whole_storage(t).random_(low, high, generator);
             return {};
         }
         case ValueRole::Offsets:
         case ValueRole::Counts: {
             if (at::has_internal_overlap(t) == at::MemOverlap::Yes)
                 return "its recorded strides overlap: its elements cannot hold distinct groups";
-            const std::vector<std::int64_t> values = group_values(c, t.numel());
+            // Each routed op draws its own split (layers route differently), reproducibly.
+            const std::vector<std::int64_t> values =
+                group_values(c, t.numel(), seed_ + 0x9E3779B97F4A7C15ULL * ++group_draws_);
             at::Tensor host = at::tensor(values, at::TensorOptions().dtype(at::kLong));
             t.copy_(host.reshape(t.sizes()));
             return {};

@@ -8,8 +8,10 @@
 //   * integer tensors whose values index or split something (value_roles.h: learnt from the
 //     op's schema and one table): inside the range they address. Indices uniform in [0, size of
 //     the indexed dimension); offsets and group sizes (grouped GEMM offsets, cu_seqlens,
-//     embedding_bag offsets, repeat_interleave repeats) balanced groups that sum to the recorded
-//     total, increasing, aligned as the kernels need; integer divisors in [1, 16]. The values are
+//     embedding_bag offsets, repeat_interleave repeats) groups that sum to the recorded total,
+//     increasing, aligned as the kernels need: equal groups, or for a MoE routing (grouped GEMM
+//     offsets) a uniform routing, each row picking its group at random (a multinomial draw per op,
+//     seeded); integer divisors in [1, 16]. The values are
 //     checked on the host before the op is prepared; an index whose range cannot be known skips
 //     the op with a reason instead of risking a device-side assert;
 //   * other integer tensors (data: sort keys, counts, positions): uniform in [0, bound) where
@@ -91,7 +93,10 @@ class InputSynthesis {
 
     c10::Device device_;
     bool dataflow_ = true;
+    std::uint64_t seed_ = 0;
+    std::uint64_t group_draws_ = 0;  // offsets/counts filled so far: each draw is seeded apart
     at::Generator generator_;
+    at::Generator host_generator_;  // CPU tensors of a CUDA synthesis (wrapped numbers)
     // Recorded storage id -> a byte buffer shared by every floating tensor on it (dataflow).
     struct SharedStorage {
         at::Tensor bytes;           // 1-D uint8 over the whole storage

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <random>
 
 namespace replay::torch_detail {
 namespace {
@@ -240,6 +241,7 @@ bool grouped_gemm_offsets(const StackView& v, ValueConstraint& c, std::string& w
         return false;
     }
     c.role = ValueRole::Offsets;
+    c.routed = true;
     c.align = std::accumulate(aligns.begin(), aligns.end(), std::int64_t{1},
                               [](std::int64_t x, std::int64_t y) { return std::lcm(x, y); });
     return true;
@@ -477,7 +479,8 @@ at::Tensor constrained_tensor(const std::vector<c10::IValue>& stack, const Value
     return v.toList().get(c.item).toTensor();
 }
 
-std::vector<std::int64_t> group_values(const ValueConstraint& c, std::int64_t count) {
+std::vector<std::int64_t> group_values(const ValueConstraint& c, std::int64_t count,
+                                       std::uint64_t seed) {
     std::vector<std::int64_t> values;
     if (count <= 0) return values;
     // Offsets with both a leading 0 and the total have one boundary more than groups.
@@ -488,9 +491,19 @@ std::vector<std::int64_t> group_values(const ValueConstraint& c, std::int64_t co
     if (groups > 0) {
         const std::int64_t align = std::max<std::int64_t>(c.align, 1);
         const std::int64_t units = std::max<std::int64_t>(c.total, 0) / align;
-        for (std::int64_t g = 0; g < groups; ++g)
-            sizes[static_cast<std::size_t>(g)] =
-                (units / groups + (g < units % groups ? 1 : 0)) * align;
+        std::mt19937_64 rng(seed);
+        std::int64_t left = units;
+        for (std::int64_t g = 0; g < groups; ++g) {
+            std::int64_t n = units / groups + (g < units % groups ? 1 : 0);
+            if (c.routed) {
+                // Multinomial by successive binomials: the units not yet placed pick this group
+                // with probability 1 / (groups left).
+                std::binomial_distribution<std::int64_t> pick(left, 1.0 / static_cast<double>(groups - g));
+                n = g + 1 == groups ? left : pick(rng);
+            }
+            left -= n;
+            sizes[static_cast<std::size_t>(g)] = n * align;
+        }
         sizes.back() += std::max<std::int64_t>(c.total, 0) - units * align;  // unaligned rest
     }
     if (c.role == ValueRole::Counts) return sizes;

@@ -39,6 +39,10 @@ struct ValueConstraint {
     // Offsets, Counts: every group but the last is a multiple of `align` (grouped GEMM kernels
     // need the groups of their dynamic dimension 16-byte aligned).
     std::int64_t align = 1;
+    // Offsets, Counts: group sizes of a uniform routing (each aligned unit of rows picks a group
+    // at random: a MoE layer's tokens per expert, which the trace records the total of but not
+    // the split), rather than equal groups.
+    bool routed = false;
     std::string what;  // where the range comes from: "self dim 0 (512)", for reasons and tests
 };
 
@@ -55,10 +59,11 @@ std::optional<std::vector<ValueConstraint>> value_constraints(
 // The tensor a constraint is about (a stack argument or a tensor-list element).
 at::Tensor constrained_tensor(const std::vector<c10::IValue>& stack, const ValueConstraint& c);
 
-// Values for a constraint of `count` elements: balanced groups (the recorded trace has sizes, not
-// values: every group gets total / groups, aligned, the remainder going to the first groups and
-// the unaligned rest to the last). Offsets and Counts only.
-std::vector<std::int64_t> group_values(const ValueConstraint& c, std::int64_t count);
+// Values for a constraint of `count` elements (Offsets and Counts only): groups of aligned units
+// that sum to the total, the unaligned rest going to the last group. Equal groups (the remainder
+// to the first ones), or with `routed` a multinomial draw seeded by `seed`.
+std::vector<std::int64_t> group_values(const ValueConstraint& c, std::int64_t count,
+                                       std::uint64_t seed = 0);
 
 // Empty when `values` (the tensor's elements in order) satisfy `c`, else what is wrong.
 std::string check_values(const ValueConstraint& c, const std::vector<std::int64_t>& values);

@@ -149,6 +149,34 @@ TEST(GroupValues, GroupedGemmEndsAreBalancedIncreasingAndSumToTheRows) {
     EXPECT_EQ(check_values(c, group_values(c, 8)), "");
 }
 
+TEST(GroupValues, RoutedGroupsAreAUniformRoutingDrawnFromTheSeed) {
+    ValueConstraint c;
+    c.role = ValueRole::Offsets;
+    c.total = 1024;
+    c.routed = true;
+    const auto a = group_values(c, 8, 1), b = group_values(c, 8, 2);
+    EXPECT_EQ(a, group_values(c, 8, 1));  // reproducible
+    EXPECT_NE(a, b);
+    for (const auto& v : {a, b}) {
+        EXPECT_EQ(check_values(c, v), "");
+        // 1024 rows over 8 groups: 128 each on average, about 10.6 apart (multinomial), not all
+        // equal and none far off.
+        std::int64_t previous = 0, largest = 0, smallest = c.total;
+        for (auto end : v) {
+            largest = std::max(largest, end - previous);
+            smallest = std::min(smallest, end - previous);
+            previous = end;
+        }
+        EXPECT_GT(largest, smallest);
+        EXPECT_LT(largest, 128 + 60);
+        EXPECT_GT(smallest, 128 - 60);
+    }
+    // Aligned units: every group but the last a multiple of 8.
+    c.align = 8;
+    c.total = 1000;
+    EXPECT_EQ(check_values(c, group_values(c, 8, 3)), "");
+}
+
 TEST(GroupValues, AlignedGroupsLeaveTheUnalignedRestToTheLast) {
     ValueConstraint c;
     c.role = ValueRole::Offsets;
@@ -287,16 +315,25 @@ TEST(ValueRoles, GroupedGemmOffsetsSplitTheRoutedRows) {
     EXPECT_EQ(c->role, ValueRole::Offsets);
     EXPECT_EQ(c->total, 1024);
     EXPECT_EQ(b.stack->stack[2].toTensor().scalar_type(), at::kInt);
-    EXPECT_EQ(values_of(b.stack->stack[2].toTensor()),
-              (std::vector<std::int64_t>{128, 256, 384, 512, 640, 768, 896, 1024}));
+    EXPECT_TRUE(c->routed);
+    const auto ends = values_of(b.stack->stack[2].toTensor());
+    EXPECT_EQ(check_values(*c, ends), "");
+    EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
+    EXPECT_EQ(ends.back(), 1024);
     // Ragged K (2-D x 2-D): groups of bfloat16 columns start 16-byte aligned.
     const auto k = build(op("aten::_grouped_mm",
                             {tensor(spec({64, 100}, DType::BFloat16)),
                              tensor(spec({100, 32}, DType::BFloat16, {1, 100})),
                              tensor(spec({3}, DType::Int32)), none(), none()}));
     ASSERT_TRUE(k.stack) << k.why;
-    EXPECT_EQ(constraint_on(*k.stack, 2)->align, 8);
-    EXPECT_EQ(values_of(k.stack->stack[2].toTensor()), (std::vector<std::int64_t>{32, 64, 100}));
+    const ValueConstraint* ragged = constraint_on(*k.stack, 2);
+    EXPECT_EQ(ragged->align, 8);
+    EXPECT_EQ(ragged->total, 100);
+    const auto k_ends = values_of(k.stack->stack[2].toTensor());
+    EXPECT_EQ(check_values(*ragged, k_ends), "");
+    EXPECT_EQ(k_ends[0] % 8, 0);
+    EXPECT_EQ((k_ends[1] - k_ends[0]) % 8, 0);
+    EXPECT_EQ(k_ends.back(), 100);
 }
 
 TEST(ValueRoles, AnIndexWithoutAKnownRangeSkipsTheOp) {
