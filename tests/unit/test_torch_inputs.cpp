@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "input_synthesis.h"
+#include "recipe_builders.h"
 #include "replay/analysis.h"
 #include "replay/torch_ops.h"
 #include "schema_binding.h"
@@ -72,42 +73,12 @@ const auto grouped_mm_reference = register_reference_grouped_mm();
 
 // ---- recipes -------------------------------------------------------------------------------------
 
-TensorSpec spec(std::vector<std::int64_t> dims, DType dtype, std::vector<std::int64_t> strides = {}) {
-    TensorSpec t;
-    t.dims = std::move(dims);
-    t.strides = std::move(strides);
-    t.dtype = dtype;
-    return t;
-}
-AtenArgument tensor(TensorSpec t) {
-    AtenArgument a;
-    a.kind = ArgKind::Tensor;
-    a.tensors.push_back(std::move(t));
-    return a;
-}
-AtenArgument tensors(std::vector<TensorSpec> ts) {
-    AtenArgument a;
-    a.kind = ArgKind::TensorList;
-    a.tensors = std::move(ts);
-    return a;
-}
-AtenArgument scalar(std::string value) {
-    AtenArgument a;
-    a.kind = ArgKind::Scalar;
-    a.value = std::move(value);
-    return a;
-}
-AtenArgument none() {
-    AtenArgument a;
-    a.kind = ArgKind::None;
-    return a;
-}
-AtenRecipe op(std::string name, std::vector<AtenArgument> args) {
-    AtenRecipe r;
-    r.op = std::move(name);
-    r.args = std::move(args);
-    return r;
-}
+using testing::none;
+using testing::op;
+using testing::scalar;
+using testing::spec;
+using testing::tensor;
+using testing::tensors;
 
 // The stack the replay builds for `recipe` on the CPU; fails the test when it cannot.
 struct Built {

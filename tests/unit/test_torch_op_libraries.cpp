@@ -8,28 +8,17 @@
 #include <string>
 
 #include "op_libraries.h"
+#include "recipe_builders.h"
 #include "replay/torch_ops.h"
 
 namespace replay {
 namespace {
 
 AtenRecipe scaled_add() {
-    AtenRecipe r;
-    r.op = "replay_test::scaled_add";
-    for (int i = 0; i < 2; ++i) {
-        AtenArgument a;
-        a.kind = ArgKind::Tensor;
-        TensorSpec t;
-        t.dims = {4, 8};
-        t.dtype = DType::Float32;
-        a.tensors.push_back(t);
-        r.args.push_back(a);
-    }
-    AtenArgument alpha;
-    alpha.kind = ArgKind::Scalar;
-    alpha.value = "0.5";
-    r.args.push_back(alpha);
-    return r;
+    return testing::op("replay_test::scaled_add",
+                       {testing::tensor(testing::spec({4, 8}, DType::Float32)),
+                        testing::tensor(testing::spec({4, 8}, DType::Float32)),
+                        testing::scalar("0.5")});
 }
 
 bool has_note(const std::vector<std::string>& notes, const std::string& prefix) {

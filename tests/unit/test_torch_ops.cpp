@@ -9,58 +9,18 @@
 
 #include "replay/backend.h"
 #include "replay/torch_ops.h"
+#include "recipe_builders.h"
 #include "schema_binding.h"
 
 namespace replay {
 namespace {
 
-TensorSpec spec(std::vector<std::int64_t> dims, DType dtype, std::vector<std::int64_t> strides = {},
-                std::int64_t storage = -1) {
-    TensorSpec t;
-    t.dims = std::move(dims);
-    t.strides = std::move(strides);
-    t.dtype = dtype;
-    t.storage_id = storage;
-    return t;
-}
-
-AtenArgument tensor(TensorSpec t) {
-    AtenArgument a;
-    a.kind = ArgKind::Tensor;
-    a.type = to_string(t.dtype);
-    a.tensors.push_back(std::move(t));
-    return a;
-}
-
-AtenArgument scalar(std::string value) {
-    AtenArgument a;
-    a.kind = ArgKind::Scalar;
-    a.type = "Scalar";
-    a.value = std::move(value);
-    return a;
-}
-
-AtenArgument scalar_list(std::string value) {
-    AtenArgument a;
-    a.kind = ArgKind::ScalarList;
-    a.type = "ScalarList";
-    a.value = std::move(value);
-    return a;
-}
-
-AtenArgument none() {
-    AtenArgument a;
-    a.kind = ArgKind::None;
-    return a;
-}
-
-AtenRecipe op(std::string name, std::vector<AtenArgument> args, std::string overload = {}) {
-    AtenRecipe r;
-    r.op = std::move(name);
-    r.overload = std::move(overload);
-    r.args = std::move(args);
-    return r;
-}
+using testing::none;
+using testing::op;
+using testing::scalar;
+using testing::scalar_list;
+using testing::spec;
+using testing::tensor;
 
 // ---- schema binding: which overload and where each argument comes from, no tensor made -------
 
