@@ -65,8 +65,8 @@ std::int64_t random_limit(at::ScalarType type) {
 // Every element of the storage under `t`: filling it keeps any view (overlapping, strided) of
 // it in range.
 at::Tensor whole_storage(const at::Tensor& t) {
-    const auto count =
-        static_cast<std::int64_t>(t.storage().nbytes()) / static_cast<std::int64_t>(t.element_size());
+    const auto count = static_cast<std::int64_t>(t.storage().nbytes()) /
+                       static_cast<std::int64_t>(t.element_size());
     return at::empty({0}, t.options()).set_(t.storage(), 0, {count}, {1});
 }
 
@@ -401,8 +401,7 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
     auto constraints = value_constraints(schema, stack, why);
     if (!constraints) return std::nullopt;
     for (const ValueConstraint& c : *constraints) {
-        if (std::string error = fill_constrained(constrained_tensor(stack, c), c);
-            !error.empty()) {
+        if (std::string error = fill_constrained(constrained_tensor(stack, c), c); !error.empty()) {
             why = schema.name() + ": argument '" + arguments[c.arg].name() + "' (" + c.what +
                   "): " + error;
             return std::nullopt;

@@ -249,7 +249,8 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                         plan.cost += 1;
                         break;
                     }
-                    if (slot == Slot::TensorList && !arg.info.optional) return reject(kUnrecordedList);
+                    if (slot == Slot::TensorList && !arg.info.optional)
+                        return reject(kUnrecordedList);
                     if (!fallback() && !guess()) return reject("recorded None");
                     break;
                 case ArgKind::Other:

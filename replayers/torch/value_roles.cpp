@@ -81,8 +81,9 @@ bool index_dim(const StackView& v, ValueConstraint& c, std::string& why, std::st
         return false;
     }
     const std::int64_t size = t->dim() == 0 ? 1 : t->size(d);
-    return index_bound(c, size, std::string(target) + " dim " + std::to_string(d) + " (" +
-                                    std::to_string(size) + ")");
+    return index_bound(
+        c, size,
+        std::string(target) + " dim " + std::to_string(d) + " (" + std::to_string(size) + ")");
 }
 
 // Values index `target`'s dimension named by the int argument `dim_arg`.
@@ -142,8 +143,8 @@ Resolver product_of(std::string_view list_arg) {
     return [=](const StackView& v, ValueConstraint& c, std::string& why) {
         const auto sizes = v.int_list(list_arg);
         if (!sizes || sizes->empty()) return missing(why, list_arg);
-        const std::int64_t n = std::accumulate(sizes->begin(), sizes->end(), std::int64_t{1},
-                                               std::multiplies<>());
+        const std::int64_t n =
+            std::accumulate(sizes->begin(), sizes->end(), std::int64_t{1}, std::multiplies<>());
         return index_bound(c, n, std::string(list_arg) + " product (" + std::to_string(n) + ")");
     };
 }
@@ -295,12 +296,14 @@ const std::vector<TableEntry>& table() {
             {"aten::one_hot", "self",
              [](const StackView& v, ValueConstraint& c, std::string&) {
                  // num_classes=-1 sizes the output from the data: one class keeps it small.
-                 const std::int64_t n = std::max<std::int64_t>(v.integer("num_classes").value_or(1), 1);
+                 const std::int64_t n =
+                     std::max<std::int64_t>(v.integer("num_classes").value_or(1), 1);
                  return index_bound(c, n, "num_classes (" + std::to_string(n) + ")");
              }},
             {"aten::bincount", "self",
              [](const StackView& v, ValueConstraint& c, std::string&) {
-                 const std::int64_t n = std::max<std::int64_t>(v.integer("minlength").value_or(1), 1);
+                 const std::int64_t n =
+                     std::max<std::int64_t>(v.integer("minlength").value_or(1), 1);
                  return index_bound(c, n, "minlength (" + std::to_string(n) + ")");
              }},
             {"aten::repeat_interleave", "repeats", repeats},
@@ -319,21 +322,21 @@ const std::vector<TableEntry>& table() {
             {"aten::max_unpool2d", "indices", product_of("output_size")},
             {"aten::max_unpool3d", "indices", product_of("output_size")},
         };
-        for (std::string_view op : {"aten::embedding_bag", "aten::_embedding_bag",
-                                    "aten::_embedding_bag_forward_only"}) {
+        for (std::string_view op :
+             {"aten::embedding_bag", "aten::_embedding_bag", "aten::_embedding_bag_forward_only"}) {
             t.push_back({op, "indices", dim_of("weight", 0)});
             t.push_back({op, "offsets", bag_offsets});
         }
         for (std::string_view op :
              {"aten::nll_loss", "aten::nll_loss_forward", "aten::nll_loss_nd", "aten::nll_loss2d",
               "aten::nll_loss2d_forward", "aten::nll_loss_backward", "aten::nll_loss2d_backward",
-              "aten::cross_entropy_loss", "aten::multi_margin_loss",
-              "aten::multilabel_margin_loss", "aten::multilabel_margin_loss_forward"})
+              "aten::cross_entropy_loss", "aten::multi_margin_loss", "aten::multilabel_margin_loss",
+              "aten::multilabel_margin_loss_forward"})
             t.push_back({op, "target", classes_of("self")});
         // Variable-length attention: cumulative sequence starts over the packed tokens.
-        for (std::string_view op : {"aten::_flash_attention_forward",
-                                    "aten::_flash_attention_backward",
-                                    "aten::_cudnn_attention_forward"}) {
+        for (std::string_view op :
+             {"aten::_flash_attention_forward", "aten::_flash_attention_backward",
+              "aten::_cudnn_attention_forward"}) {
             t.push_back({op, "cum_seq_q", bounds_over("query", 0)});
             t.push_back({op, "cum_seq_k", bounds_over("key", 0)});
         }
@@ -342,9 +345,9 @@ const std::vector<TableEntry>& table() {
             t.push_back({op, "cu_seqlens_q", bounds_over("query", 1)});
             t.push_back({op, "cu_seqlens_k", bounds_over("key", 1)});
         }
-        for (std::string_view op : {"aten::div", "aten::div_", "aten::floor_divide",
-                                    "aten::floor_divide_", "aten::remainder", "aten::remainder_",
-                                    "aten::fmod", "aten::fmod_"})
+        for (std::string_view op :
+             {"aten::div", "aten::div_", "aten::floor_divide", "aten::floor_divide_",
+              "aten::remainder", "aten::remainder_", "aten::fmod", "aten::fmod_"})
             t.push_back({op, "other", divisor});
         return t;
     }();
@@ -412,8 +415,9 @@ bool holds_indices(const c10::FunctionSchema& schema, std::size_t arg) {
            (table_entry(schema.name(), a.name()) != nullptr && a.name() != "other");
 }
 
-std::optional<std::vector<ValueConstraint>> value_constraints(
-    const c10::FunctionSchema& schema, const std::vector<c10::IValue>& stack, std::string& why) {
+std::optional<std::vector<ValueConstraint>> value_constraints(const c10::FunctionSchema& schema,
+                                                              const std::vector<c10::IValue>& stack,
+                                                              std::string& why) {
     const StackView view(schema, stack);
     const auto& arguments = schema.arguments();
     std::vector<ValueConstraint> out;
@@ -498,7 +502,8 @@ std::vector<std::int64_t> group_values(const ValueConstraint& c, std::int64_t co
             if (c.routed) {
                 // Multinomial by successive binomials: the units not yet placed pick this group
                 // with probability 1 / (groups left).
-                std::binomial_distribution<std::int64_t> pick(left, 1.0 / static_cast<double>(groups - g));
+                std::binomial_distribution<std::int64_t> pick(
+                    left, 1.0 / static_cast<double>(groups - g));
                 n = g + 1 == groups ? left : pick(rng);
             }
             left -= n;
@@ -540,8 +545,7 @@ std::string check_values(const ValueConstraint& c, const std::vector<std::int64_
                 if (values[i] < 0) return at(i) + " is negative";
                 sum += values[i];
             }
-            if (sum != c.total)
-                return "sizes sum to " + std::to_string(sum) + ", not " + c.what;
+            if (sum != c.total) return "sizes sum to " + std::to_string(sum) + ", not " + c.what;
             return {};
         }
         case ValueRole::Offsets: {

@@ -53,8 +53,9 @@ bool holds_indices(const c10::FunctionSchema& schema, std::size_t arg);
 // The constraints on the integer tensors of a stack built for `schema`, read from the stack
 // itself (the sizes and ints the op will get). nullopt with `why` when an index's range cannot be
 // known: the op is skipped rather than risk a device-side assert.
-std::optional<std::vector<ValueConstraint>> value_constraints(
-    const c10::FunctionSchema& schema, const std::vector<c10::IValue>& stack, std::string& why);
+std::optional<std::vector<ValueConstraint>> value_constraints(const c10::FunctionSchema& schema,
+                                                              const std::vector<c10::IValue>& stack,
+                                                              std::string& why);
 
 // The tensor a constraint is about (a stack argument or a tensor-list element).
 at::Tensor constrained_tensor(const std::vector<c10::IValue>& stack, const ValueConstraint& c);

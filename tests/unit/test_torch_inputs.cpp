@@ -44,14 +44,14 @@ at::Tensor reference_grouped_mm(const at::Tensor& a, const at::Tensor& b,
     TORCH_CHECK(offs->scalar_type() == at::kInt, "offs must be int32");
     const at::Tensor ends = offs->to(at::kLong).cpu();
     TORCH_CHECK(ends.numel() == b.size(0), "one offset per group");
-    at::Tensor out = at::zeros({a.size(0), b.size(2)}, a.options().dtype(out_dtype.value_or(a.scalar_type())));
+    at::Tensor out =
+        at::zeros({a.size(0), b.size(2)}, a.options().dtype(out_dtype.value_or(a.scalar_type())));
     std::int64_t start = 0;
     for (std::int64_t g = 0; g < ends.numel(); ++g) {
         const std::int64_t end = ends[g].item<std::int64_t>();
         TORCH_CHECK(end >= start, "expected gemm dimension to be greater or equal 0");
         TORCH_CHECK(end <= a.size(0), "expected offset to be less than tensor size");
-        if (end > start)
-            out.slice(0, start, end).copy_(at::mm(a.slice(0, start, end), b[g]));
+        if (end > start) out.slice(0, start, end).copy_(at::mm(a.slice(0, start, end), b[g]));
         start = end;
     }
     return out;
@@ -59,8 +59,8 @@ at::Tensor reference_grouped_mm(const at::Tensor& a, const at::Tensor& b,
 
 std::unique_ptr<torch::Library> register_reference_grouped_mm() {
     if (c10::Dispatcher::singleton().findSchema({"aten::_grouped_mm", ""})) return nullptr;
-    auto library = std::make_unique<torch::Library>(torch::Library::FRAGMENT, "aten",
-                                                    c10::nullopt, __FILE__, __LINE__);
+    auto library = std::make_unique<torch::Library>(torch::Library::FRAGMENT, "aten", c10::nullopt,
+                                                    __FILE__, __LINE__);
     library->def(
         "_grouped_mm(Tensor self, Tensor mat2, Tensor? offs=None, Tensor? bias=None, "
         "ScalarType? out_dtype=None) -> Tensor");
@@ -71,7 +71,8 @@ std::unique_ptr<torch::Library> register_reference_grouped_mm() {
 // Registered before any test binds an op (the binder caches the dispatcher's op names).
 const auto grouped_mm_reference = register_reference_grouped_mm();
 
-// ---- recipes -------------------------------------------------------------------------------------
+// ---- recipes
+// -------------------------------------------------------------------------------------
 
 using testing::none;
 using testing::op;
@@ -106,7 +107,8 @@ const ValueConstraint* constraint_on(const torch_detail::BuiltStack& s, std::siz
     return nullptr;
 }
 
-// ---- group values ---------------------------------------------------------------------------------
+// ---- group values
+// ---------------------------------------------------------------------------------
 
 TEST(GroupValues, GroupedGemmEndsAreBalancedIncreasingAndSumToTheRows) {
     ValueConstraint c;
@@ -203,13 +205,14 @@ TEST(GroupValues, ChecksCatchWhatWouldFault) {
     EXPECT_NE(check_values(divisor, {1, 0}), "");
 }
 
-// ---- roles from schemas and the table --------------------------------------------------------------
+// ---- roles from schemas and the table
+// --------------------------------------------------------------
 
 TEST(ValueRoles, IndexListsIndexSelfsLeadingDims) {
     // x[i, j] on a [4, 5, 6] tensor: i < 4, j < 5.
-    const auto b = build(op("aten::index", {tensor(spec({4, 5, 6}, DType::Float32)),
-                                            tensors({spec({300}, DType::Int64),
-                                                     spec({300}, DType::Int64)})}));
+    const auto b =
+        build(op("aten::index", {tensor(spec({4, 5, 6}, DType::Float32)),
+                                 tensors({spec({300}, DType::Int64), spec({300}, DType::Int64)})}));
     ASSERT_TRUE(b.stack) << b.why;
     ASSERT_EQ(b.stack->constraints.size(), 2u);
     EXPECT_EQ(constraint_on(*b.stack, 1, 0)->bound, 4);
@@ -226,35 +229,36 @@ TEST(ValueRoles, DimArgumentsPickTheIndexedDimension) {
     ASSERT_TRUE(b.stack) << b.why;
     ASSERT_NE(constraint_on(*b.stack, 2), nullptr);
     EXPECT_EQ(constraint_on(*b.stack, 2)->bound, 129);
-    const auto g = build(op("aten::gather", {tensor(spec({16, 5}, DType::Float32)), scalar("-1"),
-                                             tensor(spec({16, 5}, DType::Int64)), scalar("False")}));
+    const auto g =
+        build(op("aten::gather", {tensor(spec({16, 5}, DType::Float32)), scalar("-1"),
+                                  tensor(spec({16, 5}, DType::Int64)), scalar("False")}));
     ASSERT_TRUE(g.stack) << g.why;
     EXPECT_EQ(constraint_on(*g.stack, 2)->bound, 5);
 }
 
 TEST(ValueRoles, TheTableCoversWhatSchemasCannotSay) {
     const auto e = build(op("aten::embedding", {tensor(spec({3, 64}, DType::Float32)),
-                                                tensor(spec({32, 128}, DType::Int64)),
-                                                scalar("-1"), scalar("False"), scalar("False")}));
+                                                tensor(spec({32, 128}, DType::Int64)), scalar("-1"),
+                                                scalar("False"), scalar("False")}));
     ASSERT_TRUE(e.stack) << e.why;
     EXPECT_EQ(constraint_on(*e.stack, 1)->bound, 3);
-    const auto n = build(op("aten::nll_loss_forward",
-                            {tensor(spec({64, 10}, DType::Float32)), tensor(spec({64}, DType::Int64)),
-                             none(), scalar("1"), scalar("-100")}));
+    const auto n = build(op("aten::nll_loss_forward", {tensor(spec({64, 10}, DType::Float32)),
+                                                       tensor(spec({64}, DType::Int64)), none(),
+                                                       scalar("1"), scalar("-100")}));
     ASSERT_TRUE(n.stack) << n.why;
     EXPECT_EQ(constraint_on(*n.stack, 1)->bound, 10);
-    const auto d = build(op("aten::embedding_dense_backward",
-                            {tensor(spec({8, 128, 768}, DType::Float32)),
-                             tensor(spec({8, 128}, DType::Int64)), scalar("50257"), scalar("-1"),
-                             scalar("False")}));
+    const auto d =
+        build(op("aten::embedding_dense_backward",
+                 {tensor(spec({8, 128, 768}, DType::Float32)), tensor(spec({8, 128}, DType::Int64)),
+                  scalar("50257"), scalar("-1"), scalar("False")}));
     ASSERT_TRUE(d.stack) << d.why;
     EXPECT_EQ(constraint_on(*d.stack, 1)->bound, 50257);
     // embedding_bag(include_last_offset=True): offsets 0, ..., indices numel.
-    const auto bag = build(op("aten::embedding_bag",
-                              {tensor(spec({100, 16}, DType::Float32)),
-                               tensor(spec({40}, DType::Int64)), tensor(spec({5}, DType::Int64)),
-                               scalar("False"), scalar("0"), scalar("False"), none(),
-                               scalar("True")}));
+    const auto bag =
+        build(op("aten::embedding_bag",
+                 {tensor(spec({100, 16}, DType::Float32)), tensor(spec({40}, DType::Int64)),
+                  tensor(spec({5}, DType::Int64)), scalar("False"), scalar("0"), scalar("False"),
+                  none(), scalar("True")}));
     ASSERT_TRUE(bag.stack) << bag.why;
     EXPECT_EQ(constraint_on(*bag.stack, 1)->bound, 100);
     const auto offsets = values_of(bag.stack->stack[2].toTensor());
@@ -262,24 +266,24 @@ TEST(ValueRoles, TheTableCoversWhatSchemasCannotSay) {
     EXPECT_EQ(offsets.back(), 40);
     EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
     // repeat_interleave(repeats, output_size=30): sizes sum to 30.
-    const auto r = build(op("aten::repeat_interleave",
-                            {tensor(spec({6}, DType::Int64)), scalar("30")}));
+    const auto r =
+        build(op("aten::repeat_interleave", {tensor(spec({6}, DType::Int64)), scalar("30")}));
     ASSERT_TRUE(r.stack) << r.why;
     const auto repeats = values_of(r.stack->stack[0].toTensor());
     EXPECT_EQ(std::accumulate(repeats.begin(), repeats.end(), std::int64_t{0}), 30);
     // Integer division: no zero divisor.
-    const auto f = build(op("aten::floor_divide", {tensor(spec({1024}, DType::Int64)),
-                                                   tensor(spec({}, DType::Int64))}));
+    const auto f = build(op("aten::floor_divide",
+                            {tensor(spec({1024}, DType::Int64)), tensor(spec({}, DType::Int64))}));
     ASSERT_TRUE(f.stack) << f.why;
     EXPECT_GE(values_of(f.stack->stack[1].toTensor()).front(), 1);
 }
 
 TEST(ValueRoles, GroupedGemmOffsetsSplitTheRoutedRows) {
     // Mixtral's expert GEMM: 1024 routed rows x [8 experts, 1024, 7168] (a transposed view).
-    const auto b = build(op("aten::_grouped_mm",
-                            {tensor(spec({1024, 1024}, DType::BFloat16)),
-                             tensor(spec({8, 1024, 7168}, DType::BFloat16, {7340032, 1, 1024})),
-                             tensor(spec({8}, DType::Int32)), none(), none()}));
+    const auto b = build(
+        op("aten::_grouped_mm", {tensor(spec({1024, 1024}, DType::BFloat16)),
+                                 tensor(spec({8, 1024, 7168}, DType::BFloat16, {7340032, 1, 1024})),
+                                 tensor(spec({8}, DType::Int32)), none(), none()}));
     ASSERT_TRUE(b.stack) << b.why;
     const ValueConstraint* c = constraint_on(*b.stack, 2);
     ASSERT_NE(c, nullptr);
@@ -292,10 +296,10 @@ TEST(ValueRoles, GroupedGemmOffsetsSplitTheRoutedRows) {
     EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
     EXPECT_EQ(ends.back(), 1024);
     // Ragged K (2-D x 2-D): groups of bfloat16 columns start 16-byte aligned.
-    const auto k = build(op("aten::_grouped_mm",
-                            {tensor(spec({64, 100}, DType::BFloat16)),
-                             tensor(spec({100, 32}, DType::BFloat16, {1, 100})),
-                             tensor(spec({3}, DType::Int32)), none(), none()}));
+    const auto k =
+        build(op("aten::_grouped_mm", {tensor(spec({64, 100}, DType::BFloat16)),
+                                       tensor(spec({100, 32}, DType::BFloat16, {1, 100})),
+                                       tensor(spec({3}, DType::Int32)), none(), none()}));
     ASSERT_TRUE(k.stack) << k.why;
     const ValueConstraint* ragged = constraint_on(*k.stack, 2);
     EXPECT_EQ(ragged->align, 8);
@@ -310,15 +314,16 @@ TEST(ValueRoles, GroupedGemmOffsetsSplitTheRoutedRows) {
 TEST(ValueRoles, AnIndexWithoutAKnownRangeSkipsTheOp) {
     // More index tensors than self has dims: nothing says what the last one indexes.
     TorchOpRunner runner(TorchDevice{TorchDevice::Kind::Cpu, 0}, 1, false);
-    Prepared p = runner.prepare(op("aten::index", {tensor(spec({6}, DType::Float32)),
-                                                   tensors({spec({4}, DType::Int64),
-                                                            spec({4}, DType::Int64)})}));
+    Prepared p = runner.prepare(
+        op("aten::index", {tensor(spec({6}, DType::Float32)),
+                           tensors({spec({4}, DType::Int64), spec({4}, DType::Int64)})}));
     EXPECT_EQ(p.disposition, Disposition::Skipped);
     EXPECT_NE(p.reason.find("range of argument 'indices' is unknown"), std::string::npos)
         << p.reason;
 }
 
-// ---- every index-consuming op of every bundled trace ----------------------------------------------
+// ---- every index-consuming op of every bundled trace
+// ----------------------------------------------
 
 // What this test expects of an integer input, computed from the recipe's recorded shapes and
 // values alone (not from value_roles): PyTorch's own rules for the ops the bundled traces hold.
@@ -341,11 +346,13 @@ std::vector<Expected> expected_ranges(const AtenRecipe& r) {
         return i < r.args.size() && !r.args[i].value.empty() ? std::stoll(r.args[i].value) : 0;
     };
     auto int_at = [&](std::size_t i) {
-        return i < r.args.size() && r.args[i].kind == ArgKind::Tensor && is_int(r.args[i].tensors[0]);
+        return i < r.args.size() && r.args[i].kind == ArgKind::Tensor &&
+               is_int(r.args[i].tensors[0]);
     };
     auto size = [](const std::vector<std::int64_t>& d, std::int64_t dim) {
         if (d.empty()) return std::int64_t{1};
-        return d[static_cast<std::size_t>(dim < 0 ? dim + static_cast<std::int64_t>(d.size()) : dim)];
+        return d[static_cast<std::size_t>(dim < 0 ? dim + static_cast<std::int64_t>(d.size())
+                                                  : dim)];
     };
     const std::string& o = r.op;
     std::vector<Expected> out;
@@ -399,7 +406,8 @@ std::vector<AnalysisOptions> bundled_traces(const std::filesystem::path& scratch
             const std::string command = "tar -xzf '" + path + "' -C '" + dir.string() + "'";
             EXPECT_EQ(std::system(command.c_str()), 0) << command;
             for (const auto& member : fs::recursive_directory_iterator(dir))
-                if (member.is_regular_file() && member.path().string().find(".json") != std::string::npos)
+                if (member.is_regular_file() &&
+                    member.path().string().find(".json") != std::string::npos)
                     traces.push_back({member.path().string(), "", "", {}});
             continue;
         }
@@ -413,8 +421,8 @@ std::vector<AnalysisOptions> bundled_traces(const std::filesystem::path& scratch
 }
 
 TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
-    const std::filesystem::path scratch = std::filesystem::temp_directory_path() /
-                                          ("replay_test_" + std::to_string(::getpid()));
+    const std::filesystem::path scratch =
+        std::filesystem::temp_directory_path() / ("replay_test_" + std::to_string(::getpid()));
     TorchOpRunner runner(TorchDevice{TorchDevice::Kind::Cpu, 0}, 11, false);
     std::set<std::string> seen_keys;
     std::map<std::string, int> checked;  // op -> recipes whose inputs were checked
@@ -437,7 +445,8 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
             EXPECT_EQ(torch_detail::check_constraints(*b.plan, *b.stack), "");
             for (const Expected& e : expected) {
                 const c10::IValue& v = b.stack->stack.at(e.arg);
-                const at::Tensor t = v.isTensor() ? v.toTensor() : v.toList().get(e.item).toTensor();
+                const at::Tensor t =
+                    v.isTensor() ? v.toTensor() : v.toList().get(e.item).toTensor();
                 const auto values = values_of(t);
                 ASSERT_FALSE(values.empty());
                 EXPECT_NE(constraint_on(*b.stack, e.arg, e.item), nullptr)
@@ -471,12 +480,11 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
     }
     std::filesystem::remove_all(scratch);
     // The ops the bundled traces are known to hold were all found and checked.
-    for (const char* op : {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm",
-                           "aten::gather", "aten::index_select",
-                           "aten::index_copy_", "aten::nll_loss_forward",
-                           "aten::embedding_dense_backward", "aten::floor_divide",
-                           "aten::max_pool2d_with_indices_backward", "aten::scatter_add_",
-                           "aten::index_add_"})
+    for (const char* op :
+         {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm", "aten::gather",
+          "aten::index_select", "aten::index_copy_", "aten::nll_loss_forward",
+          "aten::embedding_dense_backward", "aten::floor_divide",
+          "aten::max_pool2d_with_indices_backward", "aten::scatter_add_", "aten::index_add_"})
         EXPECT_GT(checked[op], 0) << op << " was not found in the bundled traces";
 }
 

@@ -15,10 +15,10 @@ namespace replay {
 namespace {
 
 AtenRecipe scaled_add() {
-    return testing::op("replay_test::scaled_add",
-                       {testing::tensor(testing::spec({4, 8}, DType::Float32)),
-                        testing::tensor(testing::spec({4, 8}, DType::Float32)),
-                        testing::scalar("0.5")});
+    return testing::op(
+        "replay_test::scaled_add",
+        {testing::tensor(testing::spec({4, 8}, DType::Float32)),
+         testing::tensor(testing::spec({4, 8}, DType::Float32)), testing::scalar("0.5")});
 }
 
 bool has_note(const std::vector<std::string>& notes, const std::string& prefix) {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "recipe_builders.h"
 #include "replay/backend.h"
 #include "replay/torch_ops.h"
-#include "recipe_builders.h"
 #include "schema_binding.h"
 
 namespace replay {
