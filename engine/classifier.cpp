@@ -564,7 +564,8 @@ const std::vector<Rule>& rules() {
           "kernel under aten::index/index_put_ whose Tensor?[] indices Kineto recorded as [] and "
           "whose own children show them (self restrided, each index reshaped): tier 3 libtorch "
           "op with those index tensors"},
-         index_list_from_children, index_op_from_children},
+         index_list_from_children,
+         index_op_from_children},
         {{"tensor-list-unrecorded",
           "kernel under a dispatcher op whose tensor-list argument was recorded without its "
           "tensors (Kineto writes []; an Execution Trace has them)"},
