@@ -5,6 +5,8 @@
 #include <numeric>
 #include <random>
 
+#include "schema_binding.h"
+
 namespace replay::torch_detail {
 namespace {
 
@@ -40,7 +42,6 @@ class StackView {
         const c10::IValue* v = value(name);
         return v != nullptr && v->isBool() && v->toBool();
     }
-    const std::string& op() const { return schema_.name(); }
 
   private:
     const c10::FunctionSchema& schema_;
@@ -260,6 +261,7 @@ struct TableEntry {
     std::string_view op;        // "aten::embedding", any overload
     std::string_view argument;  // schema argument name
     Resolver resolve;
+    bool indices = true;  // false for divisors: an unrecorded dtype stays floating
 };
 
 // THE table: what the schemas cannot say. Ops that take `Tensor?[] indices` (index, index_put_,
@@ -348,7 +350,7 @@ const std::vector<TableEntry>& table() {
         for (std::string_view op :
              {"aten::div", "aten::div_", "aten::floor_divide", "aten::floor_divide_",
               "aten::remainder", "aten::remainder_", "aten::fmod", "aten::fmod_"})
-            t.push_back({op, "other", divisor});
+            t.push_back({op, "other", divisor, false});
         return t;
     }();
     return entries;
@@ -361,19 +363,12 @@ const TableEntry* table_entry(std::string_view op, std::string_view argument) {
 }
 
 bool is_optional_tensor_list(const c10::Argument& a) {
-    const c10::TypePtr& type = a.type();
-    if (type->kind() != c10::TypeKind::ListType) return false;
-    const auto element = type->castRaw<c10::ListType>()->getElementType();
-    return element->kind() == c10::TypeKind::OptionalType &&
-           element->castRaw<c10::OptionalType>()->getElementType()->kind() ==
-               c10::TypeKind::TensorType;
+    const SlotInfo info = slot_of(a);
+    return info.slot == Slot::TensorList && info.optional_elements;
 }
 
 bool is_tensor(const c10::Argument& a) {
-    c10::TypePtr type = a.type();
-    if (type->kind() == c10::TypeKind::OptionalType)
-        type = type->castRaw<c10::OptionalType>()->getElementType();
-    return type->kind() == c10::TypeKind::TensorType;
+    return slot_of(a).slot == Slot::Tensor;
 }
 
 bool has_argument(const c10::FunctionSchema& schema, std::string_view name) {
@@ -411,8 +406,9 @@ const char* to_string(ValueRole role) {
 
 bool holds_indices(const c10::FunctionSchema& schema, std::size_t arg) {
     const auto& a = schema.arguments().at(arg);
+    const TableEntry* entry = table_entry(schema.name(), a.name());
     return is_optional_tensor_list(a) || indexes_along_dim(schema, a) ||
-           (table_entry(schema.name(), a.name()) != nullptr && a.name() != "other");
+           (entry != nullptr && entry->indices);
 }
 
 std::optional<std::vector<ValueConstraint>> value_constraints(const c10::FunctionSchema& schema,
