@@ -4,7 +4,6 @@
 #include <ATen/MemoryOverlap.h>
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <mutex>
 #include <string_view>
