@@ -67,6 +67,7 @@ Command add_predict_command(CLI::App& app) {
     auto* predict = app.add_subcommand("predict", PredictCommand::kDescription);
     add_trace_argument(*predict, s->trace)->required();
     add_load_options(*predict, s->load, SideFiles::Offered);
+    add_set_dims_option(*predict, s->load);
     s->predict.add_options(*predict);
     return {predict, [s] { return s->predict.run(*load_trace(s->trace, s->load), s->load.quiet); }};
 }
