@@ -12,11 +12,7 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                    "unique: each unique kernel alone")
         ->check(CLI::IsMember({"sequential", "unique"}))
         ->capture_default_str();
-    app.add_option("--backend", backend,
-                   "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto "
-                   "(cuda when a GPU is usable)")
-        ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
-        ->capture_default_str();
+    add_backend_option(app);
     if (with_out)
         app.add_option("--out", out_dir,
                        "Output folder: report.json, kernels.csv and, in sequential mode, "
@@ -30,6 +26,31 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
     app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")
         ->check(CLI::Range(1, 1000000))
         ->capture_default_str();
+    add_unique_options(app);
+    app.add_flag("--no-warm-inputs", no_warm_inputs,
+                 "sequential: do not read into L2, before each step, the inputs the recording "
+                 "had cached (replayed producers write their own buffers, not their "
+                 "consumers', so consumers would read activations from memory)");
+    app.add_flag("--no-sequential-check", no_sequential_check,
+                 "unique: skip the sequential pass that the predicted total is compared with");
+    add_device_options(app);
+}
+
+void ReplaySettings::add_sweep_options(CLI::App& app) {
+    add_backend_option(app);
+    add_unique_options(app);
+    add_device_options(app);
+}
+
+void ReplaySettings::add_backend_option(CLI::App& app) {
+    app.add_option("--backend", backend,
+                   "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto "
+                   "(cuda when a GPU is usable)")
+        ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+        ->capture_default_str();
+}
+
+void ReplaySettings::add_unique_options(CLI::App& app) {
     app.add_option("--warmup", warmup, "unique: untimed runs per kernel")
         ->check(CLI::Range(0, 1000000))
         ->capture_default_str();
@@ -48,12 +69,9 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                    "tens of milliseconds per run)")
         ->check(CLI::IsMember({"auto", "recorded", "previous", "none"}))
         ->capture_default_str();
-    app.add_flag("--no-warm-inputs", no_warm_inputs,
-                 "sequential: do not read into L2, before each step, the inputs the recording "
-                 "had cached (replayed producers write their own buffers, not their "
-                 "consumers', so consumers would read activations from memory)");
-    app.add_flag("--no-sequential-check", no_sequential_check,
-                 "unique: skip the sequential pass that the predicted total is compared with");
+}
+
+void ReplaySettings::add_device_options(CLI::App& app) {
     app.add_flag("--no-cupti", no_cupti,
                  "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
     app.add_option("--device", device, "GPU index")->capture_default_str();

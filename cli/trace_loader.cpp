@@ -29,12 +29,21 @@ void add_load_options(CLI::App& app, LoadOptions& o, SideFiles side_files) {
     app.add_flag("-q,--quiet", o.quiet, "No progress or warnings on stderr");
 }
 
+void add_set_dims_option(CLI::App& app, LoadOptions& o) {
+    app.add_option("--set-dims", o.set_dims,
+                   "What if the model input had another shape: batch=N,seq=N (either alone). "
+                   "Every recorded size that traces back to the input's batch or sequence length "
+                   "(aten::embedding's [batch, seq] indices, followed op to op) is rewritten; "
+                   "what was rewritten and what was ambiguous is printed");
+}
+
 std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions& o) {
     AnalysisOptions options;
     options.trace_path = path;
     options.execution_trace_path = o.et;
     options.shape_log_path = o.shapes;
     options.parse.strict = o.strict;
+    if (!o.set_dims.empty()) options.set_dims = parse_set_dims(o.set_dims);
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     if (!o.quiet && tty) {
         options.parse.progress = [](std::uint64_t done, std::uint64_t total) {
@@ -50,6 +59,8 @@ std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions&
             std::fprintf(stderr, "\r%40s\r", "");
         for (const auto& w : analysis->parsed.warnings)
             std::fprintf(stderr, "warning: %s\n", w.c_str());
+        if (analysis->dims_rewrite)
+            std::fprintf(stderr, "%s\n", describe(*analysis->dims_rewrite).c_str());
     }
     return analysis;
 }

@@ -13,6 +13,7 @@ namespace replay::cli {
 struct LoadOptions {
     std::string et;      // --et: Execution Trace of the same run
     std::string shapes;  // --shapes: JSONL shape log
+    std::string set_dims;  // --set-dims batch=N,seq=N
     bool strict = false;
     bool quiet = false;
 };
@@ -27,6 +28,10 @@ CLI::Option* add_trace_argument(CLI::App& app, std::string& path);
 
 // Adds --et and --shapes (when offered), --strict and -q/--quiet.
 void add_load_options(CLI::App& app, LoadOptions& options, SideFiles side_files);
+
+// Adds --set-dims (classify, predict, the replay and sweep): the trace rewritten to another
+// batch and sequence length (shape_rewrite.h).
+void add_set_dims_option(CLI::App& app, LoadOptions& options);
 
 // Parses and analyses one trace; prints the parse warnings unless quiet. Throws InputError.
 std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions& options);
