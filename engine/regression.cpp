@@ -10,8 +10,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "replay/input_error.h"
 #include "replay/json_writer.h"
-#include "replay/source.h"
 
 namespace replay {
 

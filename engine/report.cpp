@@ -7,9 +7,10 @@
 #include <cmath>
 #include <ostream>
 
+#include "replay/input_error.h"
 #include "replay/json_writer.h"
 #include "replay/recipe_json.h"
-#include "replay/source.h"
+#include "replay/source.h"  // read_all
 
 namespace replay {
 namespace {

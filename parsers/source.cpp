@@ -1,3 +1,5 @@
+// Byte sources (source.h): plain files (read in place when large), gzip and zstd streams, standard
+// input and bytes in memory, each read in chunks.
 #include "replay/source.h"
 
 #include <sys/mman.h>
@@ -272,6 +274,26 @@ class ZstdSource final : public ByteSource {
     bool truncated_ = false;
 };
 
+// Plain JSON text held in memory.
+class MemorySource final : public ByteSource {
+  public:
+    MemorySource(std::string name, std::string_view bytes)
+        : ByteSource(std::move(name)), bytes_(bytes) {}
+    std::size_t read(std::span<char> out) override {
+        const std::size_t n = std::min(out.size(), bytes_.size() - pos_);
+        if (n > 0) std::memcpy(out.data(), bytes_.data() + pos_, n);
+        pos_ += n;
+        return n;
+    }
+    std::uint64_t raw_offset() const override { return pos_; }
+    std::uint64_t raw_size() const override { return bytes_.size(); }
+    Compression compression() const override { return Compression::None; }
+
+  private:
+    std::string_view bytes_;
+    std::size_t pos_ = 0;
+};
+
 }  // namespace
 
 const char* to_string(Compression compression) {
@@ -301,6 +323,10 @@ std::unique_ptr<ByteSource> open_source(const std::string& path) {
         magic[3] == 0xfd)
         return std::make_unique<ZstdSource>(name, std::move(raw));
     return std::make_unique<PlainSource>(name, std::move(raw));
+}
+
+std::unique_ptr<ByteSource> memory_source(std::string name, std::string_view bytes) {
+    return std::make_unique<MemorySource>(std::move(name), bytes);
 }
 
 std::string read_all(const std::string& path) {

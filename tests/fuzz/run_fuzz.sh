@@ -19,9 +19,9 @@ cxx="${CLANGXX:-clang++}"
 mkdir -p "$work/artifacts"
 
 flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=undefined -I"$root/parsers/include")
+       -fno-sanitize-recover=undefined -I"$root/parsers/include" -I"$root/parsers")
 parsers=("$root/parsers/source.cpp" "$root/parsers/event_splitter.cpp" "$root/parsers/kineto_parser.cpp"
-         "$root/parsers/trace_model.cpp")
+         "$root"/parsers/kineto/*.cpp "$root/parsers/trace_model.cpp")
 libs=(-lsimdjson -lzstd -lz -lpthread)
 
 targets=(fuzz_splitter fuzz_event_parser)

@@ -5,25 +5,15 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include "replay/input_error.h"
 
 namespace replay {
 
 enum class Compression { None, Gzip, Zstd };
 const char* to_string(Compression compression);
-
-// An input error a user can act on: it names the file and the byte offset.
-class InputError : public std::runtime_error {
-  public:
-    InputError(const std::string& file, std::uint64_t offset, const std::string& what);
-    const std::string& file() const { return file_; }
-    std::uint64_t offset() const { return offset_; }
-
-  private:
-    std::string file_;
-    std::uint64_t offset_;
-};
 
 class ByteSource {
   public:
@@ -57,6 +47,10 @@ class ByteSource {
 
 // Opens `path` ("-" is standard input) and picks the decoder by content. Throws InputError.
 std::unique_ptr<ByteSource> open_source(const std::string& path);
+
+// Plain JSON text already in memory, read as a file named `name` holding these bytes would be;
+// the bytes must outlive the source.
+std::unique_ptr<ByteSource> memory_source(std::string name, std::string_view bytes);
 
 // Reads a whole (small) input into memory, decompressing as needed; for side files such as the
 // Execution Trace. Throws InputError.
