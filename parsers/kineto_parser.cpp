@@ -48,6 +48,9 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
     stats.raw_bytes = source.raw_offset();
     stats.stray_bytes = splitter.stray_bytes();
     stats.first_stray_offset = splitter.first_stray_offset();
+    if (source.truncated() && (!splitter.saw_events_array() || stats.events == 0))
+        throw InputError(file, stats.raw_bytes,
+                         kineto::cut_short_before_events(source, stats.json_bytes));
     if (stats.json_bytes == 0)
         throw InputError(file, 0, "empty input (no bytes after decompression)");
     if (!splitter.saw_events_array())

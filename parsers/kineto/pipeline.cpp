@@ -11,6 +11,13 @@
 
 namespace replay::kineto {
 
+std::string cut_short_before_events(const ByteSource& source, std::uint64_t json_bytes) {
+    return std::string("the ") + to_string(source.compression()) +
+           " stream was cut short before any event (" + std::to_string(json_bytes) +
+           " bytes of JSON decompressed from the first " + std::to_string(source.raw_offset()) +
+           " bytes)";
+}
+
 void Pipeline::worker() {
     EventParser parser;
     try {
@@ -119,6 +126,10 @@ bool Pipeline::read(Slot& chunk) {
         try {
             keep = splitter_.scan(chunk.text, size, eof, chunk.spans);
         } catch (const EventSplitter::SplitError& e) {
+            // Nothing but the end of a cut-short stream: not an empty input.
+            if (eof && source_.truncated() && e.offset == chunk.base + size)
+                throw InputError(file_, source_.raw_offset(),
+                                 cut_short_before_events(source_, chunk.base + size));
             // Multi-rank traces are often shared as .tar.gz: say so rather than only what
             // byte 0 should have been (a tar header has "ustar" at offset 257).
             const bool tar = e.offset == 0 && chunk.base == 0 && size >= 262 &&

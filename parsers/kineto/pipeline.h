@@ -22,6 +22,10 @@ namespace replay::kineto {
 
 class EventParser;
 
+// The error for a compressed stream that ends before its first event (it was cut short, which an
+// "empty input" or "no traceEvents" would hide), at its compressed offset.
+std::string cut_short_before_events(const ByteSource& source, std::uint64_t json_bytes);
+
 // A buffer of input: `size` bytes plus simdjson::SIMDJSON_PADDING readable ones, the items the
 // splitter cut out of it, and what its events add to the trace. Slots are recycled.
 struct Slot {

@@ -269,6 +269,30 @@ TEST(BadInput, TruncatedCompressedStreamsWarnAndKeepEvents) {
     }
 }
 
+// A compressed stream cut before its first complete block holds no JSON at all: that is a stream
+// cut short, at the compressed offset where it ends, not an empty input.
+TEST(BadInput, CompressedStreamCutBeforeAnyEventSaysSo) {
+    TempDir dir;
+    const std::string json = replay::read_all(trace_path(kBloom));
+    for (const auto& [suffix, packed] : {std::pair{".gz", gzip(json)}, {".zst", zstd(json)}}) {
+        for (const std::size_t cut : {4u, 10u, 100u}) {
+            const std::string name = "cut" + std::to_string(cut) + ".json" + suffix;
+            write_file(dir / name, packed.substr(0, cut));
+            try {
+                replay::parse_kineto((dir / name).string());
+                ADD_FAILURE() << name << " was accepted";
+            } catch (const replay::InputError& e) {
+                const std::string what = e.what();
+                EXPECT_NE(what.find(name), std::string::npos) << what;
+                EXPECT_NE(what.find("stream was cut short before any event"), std::string::npos)
+                    << what;
+                EXPECT_EQ(what.find("empty"), std::string::npos) << what;
+                EXPECT_EQ(e.offset(), cut) << what;
+            }
+        }
+    }
+}
+
 TEST(BadInput, MalformedEventIsSkippedCountedAndLocated) {
     TempDir dir;
     const std::string good =
