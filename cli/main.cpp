@@ -22,6 +22,7 @@ struct Common {
     std::string shapes;
     bool strict = false;
     bool quiet = false;
+    std::uint64_t max_event_bytes = replay::ParseOptions{}.max_event_bytes;
 };
 
 void add_inputs(CLI::App& app, Common& c, bool trace_required = true) {
@@ -37,6 +38,11 @@ void add_inputs(CLI::App& app, Common& c, bool trace_required = true) {
     app.add_flag("--strict", c.strict,
                  "Treat a malformed event as an error instead of skipping it");
     app.add_flag("-q,--quiet", c.quiet, "No progress or warnings on stderr");
+    app.add_option("--max-event-bytes", c.max_event_bytes,
+                   "Longest event (or string in one, top-level value, run of blanks) read; a "
+                   "longer one is an error naming its offset, so that memory stays bounded")
+        ->check(CLI::Range(std::uint64_t{1} << 10, replay::kMaxEventBytesLimit))
+        ->capture_default_str();
 }
 
 std::unique_ptr<replay::Analysis> load(const Common& c) {
@@ -45,6 +51,7 @@ std::unique_ptr<replay::Analysis> load(const Common& c) {
     options.execution_trace_path = c.et;
     options.shape_log_path = c.shapes;
     options.parse.strict = c.strict;
+    options.parse.max_event_bytes = c.max_event_bytes;
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     if (!c.quiet && tty) {
         options.parse.progress = [](std::uint64_t done, std::uint64_t total) {

@@ -3,6 +3,7 @@
 #include "replay/kineto_parser.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #if defined(__linux__)
@@ -27,6 +28,9 @@ unsigned parse_threads(const ParseOptions& options) {
 
 namespace {
 
+// The share of the input lost (in percent) above which a parse says so loudly.
+constexpr std::uint64_t kLoudLossPercent = 1;
+
 ParseResult parse_source(ByteSource& source, const std::string& path, const ParseOptions& options) {
     ParseResult result;
     Trace& trace = result.trace;
@@ -48,6 +52,10 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
     stats.raw_bytes = source.raw_offset();
     stats.stray_bytes = splitter.stray_bytes();
     stats.first_stray_offset = splitter.first_stray_offset();
+    stats.damaged_places = splitter.damaged_places();
+    stats.damaged_bytes = splitter.damaged_bytes();
+    stats.first_damage_offset = splitter.first_damage_offset();
+    stats.first_damage_resumed = splitter.first_damage_resumed();
     if (source.truncated() && (!splitter.saw_events_array() || stats.events == 0))
         throw InputError(file, stats.raw_bytes,
                          kineto::cut_short_before_events(source, stats.json_bytes));
@@ -56,7 +64,8 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
     if (!splitter.saw_events_array())
         throw InputError(file, stats.json_bytes,
                          "no \"traceEvents\" array: not a Kineto/Chrome trace");
-    if (!splitter.complete() || source.truncated()) {
+    // Only what ends the input is a truncation: not damaged text that runs to the end of it.
+    if (source.truncated() || (!splitter.complete() && !splitter.ended_in_damage())) {
         stats.truncated = true;
         stats.truncated_lost_bytes = stats.json_bytes - splitter.last_complete_end();
         result.warnings.push_back(
@@ -75,6 +84,13 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
             stats.malformed
                 ? "no valid event found (first malformed: " + stats.first_malformed_reason + ")"
                 : "no valid event found");
+    if (stats.damaged_places)
+        result.warnings.push_back(
+            file + ": skipped " + std::to_string(stats.damaged_bytes) +
+            " byte(s) of damaged text in " + std::to_string(stats.damaged_places) +
+            " place(s), reading on at the next event start each time; the first from byte " +
+            std::to_string(stats.first_damage_offset) + " to byte " +
+            std::to_string(stats.first_damage_resumed));
     if (stats.malformed)
         result.warnings.push_back(file + ": skipped " + std::to_string(stats.malformed) +
                                   " malformed event(s); the first at byte " +
@@ -82,8 +98,21 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
                                   stats.first_malformed_reason);
     if (stats.stray_bytes)
         result.warnings.push_back(file + ": skipped " + std::to_string(stats.stray_bytes) +
-                                  " stray byte(s) outside events; the first at byte " +
+                                  " stray byte(s) after the end of the trace; the first at byte " +
                                   std::to_string(stats.first_stray_offset));
+    // More than a small share lost is said loudly, with the share: the lines above alone read
+    // like notes on a trace that was read.
+    const std::uint64_t lost = stats.truncated_lost_bytes + stats.damaged_bytes +
+                               stats.malformed_bytes + stats.stray_bytes;
+    if (lost * 100 > stats.json_bytes * kLoudLossPercent) {
+        char share[32];
+        std::snprintf(share, sizeof share, "%.1f%%",
+                      100.0 * static_cast<double>(lost) / static_cast<double>(stats.json_bytes));
+        result.warnings.push_back(file + ": LOST " + share + " of the input (" +
+                                  std::to_string(lost) + " of " + std::to_string(stats.json_bytes) +
+                                  " bytes cut off, damaged or malformed): everything reported is "
+                                  "about the rest only");
+    }
     return result;
 }
 

@@ -161,6 +161,7 @@ struct Batch {
     std::uint64_t events_total = 0;
     std::uint64_t flow_events = 0;
     std::uint64_t malformed = 0;
+    std::uint64_t malformed_bytes = 0;
     std::uint64_t first_malformed_offset = 0;
     std::string first_malformed_reason;
 
@@ -174,7 +175,8 @@ struct Batch {
         call_labels.clear();
         names.reset();
         tally.reset();
-        events = events_total = flow_events = malformed = first_malformed_offset = 0;
+        events = events_total = flow_events = malformed = malformed_bytes = 0;
+        first_malformed_offset = 0;
         first_malformed_reason.clear();
     }
     std::size_t bytes() const {

@@ -71,11 +71,15 @@ bool EventParser::event_raw(const char* json, std::size_t length, std::uint64_t 
                 ensure_record(e, offset);
                 break;
             }
-            case EventKey::Pid:  // a plain number nearly always: read here, the rest by id()
+            // A plain number nearly always: read here, the rest by id(). A repeated member
+            // replaces the first one, label or not, as in id_from().
+            case EventKey::Pid:
+                e.pid_label = false;
                 if (!(is_digit(*p) ? raw_int(p, end, e.pid) : id(e.pid, e.pid_label)))
                     return give_up();
                 break;
             case EventKey::Tid:
+                e.tid_label = false;
                 if (!(is_digit(*p) ? raw_int(p, end, e.tid) : id(e.tid, e.tid_label)))
                     return give_up();
                 break;

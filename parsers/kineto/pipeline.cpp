@@ -20,28 +20,46 @@ std::string cut_short_before_events(const ByteSource& source, std::uint64_t json
 
 void Pipeline::worker() {
     EventParser parser;
+    std::uint64_t at = 0;  // where the chunk in hand starts, for an out-of-memory error
     try {
         while (Slot* slot = acquire()) {
             if (!read(*slot)) {
                 release(slot);
                 break;
             }
+            at = slot->base;
             slot->batch.reset();
             parser.set_output(slot->batch);
             parse(*slot, parser);
             complete(slot);
         }
+    } catch (const std::bad_alloc&) {
+        fail(std::make_exception_ptr(
+            InputError(file_, at,
+                       "out of memory while reading the events from here on (the trace model "
+                       "of this input does not fit)")));
     } catch (...) {
-        std::lock_guard lock(mutex_);
-        if (!fatal_) fatal_ = std::current_exception();
-        aborted_ = true;
-        cv_.notify_all();
+        fail(std::current_exception());
     }
+}
+
+void Pipeline::fail(std::exception_ptr error) {
+    std::lock_guard lock(mutex_);
+    if (!fatal_) fatal_ = std::move(error);
+    aborted_ = true;
+    cv_.notify_all();
 }
 
 void Pipeline::finish() {
     if (fatal_) std::rethrow_exception(fatal_);
     if (read_error_) std::rethrow_exception(read_error_);
+    // In strict mode damaged text is an error too; the first in the input wins.
+    if (options_.strict && splitter_.damaged_places() != 0 &&
+        (!strict_error_ || splitter_.first_damage_offset() < strict_error_->offset()))
+        throw InputError(file_, splitter_.first_damage_offset(),
+                         "damaged text up to byte " +
+                             std::to_string(splitter_.first_damage_resumed()) +
+                             " (--strict: not skipped)");
     if (strict_error_) throw *strict_error_;
     stats_.json_bytes = json_bytes_;
     std::uint64_t peak = carry_.capacity();
@@ -89,36 +107,25 @@ bool Pipeline::read(Slot& chunk) {
     try {
         // At least one tar header (512 bytes), so that the first chunk can tell a tar
         // archive from a broken trace whatever the chunk size.
-        const std::size_t want = std::max({options_.chunk_bytes, carry_size() * 2, kTarHeader});
-        const std::span<const char> in_place =
-            carry_in_place_ ? source_.read_in_place(want, simdjson::SIMDJSON_PADDING)
-                            : std::span<const char>();
-        std::size_t size = carry_size();
+        const std::size_t want = std::max({options_.chunk_bytes, carry_.size() * 2, kTarHeader});
+        if (chunk.data.size() < want + simdjson::SIMDJSON_PADDING)
+            chunk.data.resize(want + simdjson::SIMDJSON_PADDING);
+        std::size_t size = carry_.size();
+        if (size != 0) std::memcpy(chunk.data.data(), carry_.data(), size);
         bool eof = false;
-        if (!in_place.empty()) {
-            // The carried-over bytes are those just before `in_place`: nothing to copy.
-            chunk.text = in_place.data() - size;
-            size += in_place.size();
-            json_bytes_ += in_place.size();
-        } else {
-            if (chunk.data.size() < want + simdjson::SIMDJSON_PADDING)
-                chunk.data.resize(want + simdjson::SIMDJSON_PADDING);
-            if (size != 0) std::memcpy(chunk.data.data(), carry_data(), size);
-            carry_in_place_ = false;
-            const std::size_t capacity = chunk.data.size() - simdjson::SIMDJSON_PADDING;
-            while (size < capacity) {
-                std::size_t n =
-                    source_.read(std::span<char>(chunk.data.data() + size, capacity - size));
-                if (n == 0) {
-                    eof = true;
-                    break;
-                }
-                size += n;
-                json_bytes_ += n;
+        const std::size_t capacity = chunk.data.size() - simdjson::SIMDJSON_PADDING;
+        while (size < capacity) {
+            std::size_t n =
+                source_.read(std::span<char>(chunk.data.data() + size, capacity - size));
+            if (n == 0) {
+                eof = true;
+                break;
             }
-            std::memset(chunk.data.data() + size, ' ', simdjson::SIMDJSON_PADDING);
-            chunk.text = chunk.data.data();
+            size += n;
+            json_bytes_ += n;
         }
+        std::memset(chunk.data.data() + size, ' ', simdjson::SIMDJSON_PADDING);
+        chunk.text = chunk.data.data();
         chunk.size = size;
         chunk.base = splitter_.base_offset();
         chunk.spans.clear();
@@ -130,6 +137,11 @@ bool Pipeline::read(Slot& chunk) {
             if (eof && source_.truncated() && e.offset == chunk.base + size)
                 throw InputError(file_, source_.raw_offset(),
                                  cut_short_before_events(source_, chunk.base + size));
+            if (e.kind == EventSplitter::SplitError::Kind::TooLarge)
+                throw InputError(file_, e.offset,
+                                 e.expected + " longer than " +
+                                     std::to_string(splitter_.max_item_bytes()) +
+                                     " bytes starts here (the limit; --max-event-bytes raises it)");
             // Multi-rank traces are often shared as .tar.gz: say so rather than only what
             // byte 0 should have been (a tar header has "ustar" at offset 257).
             const bool tar = e.offset == 0 && chunk.base == 0 && size >= 262 &&
@@ -139,13 +151,7 @@ bool Pipeline::read(Slot& chunk) {
                                    "rank's trace"
                                  : "not a JSON trace: expected " + e.expected);
         }
-        chunk.next_base = chunk.base + keep;
-        if (carry_in_place_) {
-            carry_text_ = chunk.text + keep;
-            carry_length_ = size - keep;
-        } else {
-            carry_.assign(chunk.text + keep, chunk.text + size);
-        }
+        carry_.assign(chunk.text + keep, chunk.text + size);
         if (eof) finish_reading();
         chunk.last = eof;
         chunk.raw_offset = source_.raw_offset();
@@ -179,6 +185,7 @@ void Pipeline::parse(Slot& chunk, EventParser& parser) {
         const std::size_t capacity = chunk.size + simdjson::SIMDJSON_PADDING - span.begin;
         const std::uint64_t offset = chunk.base + span.begin;
         if (auto bad = parser.event(at, span.length, capacity, offset)) {
+            batch.malformed_bytes += span.length;
             if (batch.malformed++ == 0) {
                 batch.first_malformed_offset = offset;
                 batch.first_malformed_reason = std::move(bad->reason);
@@ -207,6 +214,7 @@ void Pipeline::commit(Slot& chunk) {
                 stats_.first_malformed_reason = batch.first_malformed_reason;
             }
             stats_.malformed += batch.malformed;
+            stats_.malformed_bytes += batch.malformed_bytes;
             if (options_.strict) {
                 strict_error_.emplace(file_, batch.first_malformed_offset,
                                       "malformed event: " + batch.first_malformed_reason);
@@ -214,8 +222,6 @@ void Pipeline::commit(Slot& chunk) {
             }
         }
     }
-    // Only now: the batch's names are views into the chunk until merge() has copied them.
-    source_.release_before(chunk.next_base);
 }
 
 }  // namespace replay::kineto

@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -30,7 +31,7 @@ std::string cut_short_before_events(const ByteSource& source, std::uint64_t json
 // splitter cut out of it, and what its events add to the trace. Slots are recycled.
 struct Slot {
     std::vector<char> data;
-    const char* text = nullptr;  // the chunk: data.data(), or the source's bytes in place
+    const char* text = nullptr;  // data.data()
     std::size_t size = 0;
     std::uint64_t base = 0;  // absolute offset of data[0]
     std::uint64_t seq = 0;   // position in the input: batches are committed in this order
@@ -38,13 +39,10 @@ struct Slot {
     std::uint64_t raw_offset =
         0;  // the source's raw_offset() and raw_size() after reading this chunk
     std::uint64_t raw_size = 0;
-    std::uint64_t next_base = 0;  // where the next chunk starts (bytes before it are done with)
-    bool last = false;            // the input ends with this chunk
+    bool last = false;  // the input ends with this chunk
     Batch batch;
     std::size_t bytes() const {
-        // Input read in place is memory the parser holds too (until it is released).
-        const std::size_t in_place = text != data.data() ? size + simdjson::SIMDJSON_PADDING : 0;
-        return data.capacity() + in_place + spans.capacity() * sizeof(Span) + batch.bytes();
+        return data.capacity() + spans.capacity() * sizeof(Span) + batch.bytes();
     }
 };
 
@@ -66,6 +64,7 @@ class Pipeline {
           trace_(trace),
           stats_(stats),
           file_(source.name()),
+          splitter_(std::min(options.max_event_bytes, kMaxEventBytesLimit)),
           slots_(workers + 1),
           merger_(trace, stats) {
         for (auto& slot : slots_) free_.push_back(&slot);
@@ -91,6 +90,8 @@ class Pipeline {
     bool read(Slot& chunk);
     static constexpr std::size_t kTarHeader = 512;
     void finish_reading();  // read_mutex_ held
+    // Ends the parse with `error` (the first one wins).
+    void fail(std::exception_ptr error);
     void parse(Slot& chunk, EventParser& parser);
     // Adds a slot's batch (and its metadata members) to the trace; mutex_ held, in input order.
     void commit(Slot& chunk);
@@ -104,14 +105,7 @@ class Pipeline {
     // Reading and splitting (read_mutex_).
     std::mutex read_mutex_;
     EventSplitter splitter_;
-    // An unfinished item, moved to the front of the next chunk; while the input is read in
-    // place, it is not copied but left where it is, just before the next bytes.
-    std::size_t carry_size() const { return carry_in_place_ ? carry_length_ : carry_.size(); }
-    const char* carry_data() const { return carry_in_place_ ? carry_text_ : carry_.data(); }
-    std::vector<char> carry_;
-    bool carry_in_place_ = true;
-    const char* carry_text_ = nullptr;
-    std::size_t carry_length_ = 0;
+    std::vector<char> carry_;  // an unfinished item, moved to the front of the next chunk
     bool read_finished_ = false;
     std::exception_ptr read_error_;
     std::uint64_t json_bytes_ = 0;

@@ -28,16 +28,6 @@ class ByteSource {
     virtual Compression compression() const = 0;
     // Size of the underlying file when known (for progress), else 0.
     virtual std::uint64_t raw_size() const { return 0; }
-    // The next bytes (at most `max`) in place, without copying them, with `pad` more readable
-    // bytes after them; advances like read(), and read() goes on after them. Empty where that is
-    // not possible (the input is not a mapped plain file, or less than max + pad is left).
-    // Spans returned one after the other are contiguous in memory.
-    virtual std::span<const char> read_in_place(std::size_t /*max*/, std::size_t /*pad*/) {
-        return {};
-    }
-    // Bytes before `offset` (of the decompressed input) that read_in_place() returned are no
-    // longer used, so their memory can be given back. Thread-safe against read_in_place().
-    virtual void release_before(std::uint64_t /*offset*/) {}
     const std::string& name() const { return name_; }
 
   protected:
