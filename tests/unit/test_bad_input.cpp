@@ -46,6 +46,14 @@ bool any_warning(const replay::ParseResult& r, const std::string& part) {
     return false;
 }
 
+// `doc` read in chunks of `chunk` bytes.
+replay::ParseResult parse_in_chunks(const std::string& doc, std::size_t chunk,
+                                    const std::string& name) {
+    replay::ParseOptions options;
+    options.chunk_bytes = chunk;
+    return replay::parse_kineto_buffer(doc, options, name);
+}
+
 // One small event of each common kind, for documents made up here.
 const std::string kKernel =
     R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"correlation": 1}})";
@@ -259,9 +267,7 @@ TEST(BadInput, StringsAndNestedObjectsDoNotLookLikeDamage) {
    "args": {"correlation": 2}}
 ]})";
     for (const std::size_t chunk : {std::size_t{64}, std::size_t{100}, std::size_t{4} << 20}) {
-        replay::ParseOptions options;
-        options.chunk_bytes = chunk;
-        const auto r = replay::parse_kineto_buffer(doc, options, "strings.json");
+        const auto r = parse_in_chunks(doc, chunk, "strings.json");
         EXPECT_EQ(r.stats.damaged_places, 0u) << chunk;
         EXPECT_EQ(r.stats.malformed, 0u) << chunk;
         EXPECT_EQ(r.stats.events, 3u) << chunk;
@@ -294,9 +300,7 @@ TEST(BadInput, DamageInTheMiddleIsSkippedToTheNextEvent) {
     };
     for (const auto& [what, event] : damaged) {
         for (const std::size_t chunk : {std::size_t{64}, std::size_t{4} << 20}) {
-            replay::ParseOptions options;
-            options.chunk_bytes = chunk;
-            const auto r = replay::parse_kineto_buffer(before + event + after, options, "d.json");
+            const auto r = parse_in_chunks(before + event + after, chunk, "d.json");
             EXPECT_FALSE(r.stats.truncated) << what;
             EXPECT_GE(r.stats.damaged_places + r.stats.malformed, 1u) << what;
             EXPECT_EQ(r.trace.activities.size(), 2u) << what << ", chunk " << chunk;
@@ -335,7 +339,8 @@ TEST(BadInput, LosingMuchOfTheInputIsSaidLoudly) {
         R"(, {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "x", "dur": 2}]})";
     const auto r = replay::parse_kineto_buffer(doc, {}, "tenth.json");
     EXPECT_EQ(r.stats.malformed, 1u);
-    EXPECT_TRUE(any_warning(r, "tenth.json: LOST 6.8% of the input (82 of 1201 bytes")) << r.warnings.back();
+    EXPECT_TRUE(any_warning(r, "tenth.json: LOST 6.8% of the input (82 of 1201 bytes"))
+        << r.warnings.back();
     // A zstd stream without a checksum whose data was changed decodes into damaged JSON.
     std::string changed = zstd(json);
     for (std::size_t i = 100; i < 400; ++i) changed[i] = static_cast<char>(changed[i] ^ 0x5a);
@@ -359,9 +364,7 @@ TEST(BadInput, ValuesThatAreNotEventsAreMalformedEvents) {
                                        "], \"displayTimeUnit\": \"ms\"}",
                                    "[" + kKernel + ", " + values + ", " + kOp + "]"}) {
         for (const std::size_t chunk : {std::size_t{64}, std::size_t{4} << 20}) {
-            replay::ParseOptions options;
-            options.chunk_bytes = chunk;
-            const auto r = replay::parse_kineto_buffer(doc, options, "values.json");
+            const auto r = parse_in_chunks(doc, chunk, "values.json");
             EXPECT_EQ(r.stats.events, 8u) << doc;
             EXPECT_EQ(r.stats.malformed, 6u) << doc;
             EXPECT_EQ(r.stats.damaged_places, 0u) << doc;
