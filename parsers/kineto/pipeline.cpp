@@ -106,10 +106,16 @@ bool Pipeline::read(Slot& chunk) {
     if (read_finished_) return false;
     try {
         // At least one tar header (512 bytes), so that the first chunk can tell a tar
-        // archive from a broken trace whatever the chunk size.
-        const std::size_t want = std::max({options_.chunk_bytes, carry_.size() * 2, kTarHeader});
-        if (chunk.data.size() < want + simdjson::SIMDJSON_PADDING)
-            chunk.data.resize(want + simdjson::SIMDJSON_PADDING);
+        // archive from a broken trace whatever the chunk size. An item longer than half a chunk
+        // is carried over into a buffer a chunk longer, and the buffer of a slot that held one
+        // shrinks back afterwards: memory stays near the longest item's size, which the splitter
+        // bounds.
+        const std::size_t chunk_bytes = std::max(options_.chunk_bytes, kTarHeader);
+        const std::size_t want =
+            carry_.size() * 2 > chunk_bytes ? carry_.size() + chunk_bytes : chunk_bytes;
+        const std::size_t bytes = want + simdjson::SIMDJSON_PADDING;
+        if (chunk.data.size() < bytes || chunk.data.size() > 2 * bytes)
+            chunk.data = std::vector<char>(bytes);
         std::size_t size = carry_.size();
         if (size != 0) std::memcpy(chunk.data.data(), carry_.data(), size);
         bool eof = false;
