@@ -2,8 +2,11 @@
 // the Timed phase without correlation ids where that is cheaper (CUPTI): its records come back
 // untagged, each stream's in the order the GPU ran them. Each issue on a stream is expected to
 // produce the records (by kernel name) that the same issue produced, tagged, in the untimed pass;
-// matching walks both in order and stops at the first disagreement, so that a record is either
-// tied to the issue that made it or to none: never to a neighbour.
+// matching walks both in order. At a disagreement (an issue that ran other kernels this time, a
+// library's one-off memset) it resumes at the nearest point where an issue and the one after it
+// both find their exact names again: the issues skipped get no records and the records skipped
+// tie to nothing, so a record is tied to the issue that made it or to none, never to a neighbour,
+// and one odd issue costs its own timing, not the rest of the stream.
 #pragma once
 
 #include <cstdint>
@@ -34,14 +37,14 @@ struct ExpectedIssue {
 };
 
 struct StreamMatch {
-    std::size_t issues = 0;   // issues [0, issues) got their records
-    std::size_t records = 0;  // records [0, records) were tied to them
-    std::string why;          // why matching stopped before the last issue or record
+    std::vector<std::size_t> unmatched_issues;  // indices of issues that got no records
+    std::size_t tied = 0;                       // records tied to an issue
+    std::string why;  // the first disagreement (empty when every issue and record matched)
 };
 
 // Ties `records` (one stream's, in start order) to `issues`, setting tag and warm_read of those it
-// ties.
+// ties. `window` bounds how far (issues plus records skipped) a resumption looks ahead.
 StreamMatch match_in_order(const std::vector<ExpectedIssue>& issues,
-                           const std::vector<TimedActivity*>& records);
+                           const std::vector<TimedActivity*>& records, std::size_t window = 64);
 
 }  // namespace replay::detail

@@ -285,17 +285,19 @@ std::size_t SequentialReplay::tie_untagged(std::vector<TimedActivity>& records, 
             return a->start_ns < b->start_ns;
         });
         const auto match = detail::match_in_order(issues[stream], recs);
-        untied += recs.size() - match.records;
+        untied += recs.size() - match.tied;
         if (match.why.empty()) continue;
         std::size_t steps_left = 0;
-        for (std::size_t i = match.issues; i < issues[stream].size(); ++i)
+        for (std::size_t i : match.unmatched_issues)
             if (!issues[stream][i].warm_read) {
                 ++steps_left;
                 untied_steps_.insert(issues[stream][i].tag);
             }
         unmatched_.add("iteration " + std::to_string(iteration) + ", stream " +
                        std::to_string(graph_.streams()[static_cast<std::size_t>(stream)].stream) +
-                       ": " + match.why + " (" + std::to_string(steps_left) + " steps untimed)");
+                       ": " + match.why + " (" + std::to_string(steps_left) +
+                       " steps untimed, " + std::to_string(recs.size() - match.tied) +
+                       " records tied to none)");
     }
     return untied;
 }
