@@ -122,8 +122,9 @@ Command add_fit_command(CLI::App& app) {
     auto* fit = app.add_subcommand(
         "fit",
         "Fit a timing model per kernel swept into DIR by `replay sweep`: piecewise linear in the "
-        "work (GFLOP, or elements) and bytes above a launch floor; gradient-boosted trees on the "
-        "same features replace it only when k-fold cross-validation finds them better. Writes "
+        "work (GFLOP, or elements) and bytes above a launch floor; a log-quadratic model on the work, "
+        "or on the work and the swept recipe dims, or gradient-boosted trees, replace it only when "
+        "k-fold cross-validation finds them clearly better. Writes "
         "model.json (schemas/timing_model.schema.json) for `replay predict --model`, and prints "
         "each model's held-out median and p90 error");
     fit->add_option("dir", s->dir, "Folder of a sweep's CSVs and .kernel.json files")->required();
