@@ -1,6 +1,7 @@
 #include "replay/analysis.h"
 
 #include <chrono>
+#include <future>
 #include <sstream>
 
 #include "replay/execution_trace.h"
@@ -11,11 +12,15 @@ namespace replay {
 
 std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     auto analysis = std::make_unique<Analysis>();
+    auto stage_done = [&](std::string_view stage) {
+        if (options.on_stage) options.on_stage(stage);
+    };
     const auto start = std::chrono::steady_clock::now();
     analysis->parsed = parse_kineto(options.trace_path, options.parse);
     analysis->parse_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     Trace& trace = analysis->parsed.trace;
+    stage_done("parse");
     if (!options.execution_trace_path.empty()) {
         const ExecutionTrace et = read_execution_trace(options.execution_trace_path);
         const AttachStats s = attach_execution_trace(trace, et);
@@ -37,6 +42,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
             warning << ": is it from the same run?";
             analysis->parsed.warnings.push_back(warning.str());
         }
+        stage_done("execution trace");
     }
     if (!options.shape_log_path.empty()) {
         const ShapeLog log = read_shape_log(options.shape_log_path);
@@ -47,20 +53,22 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
              << s.matched_by_rf_id + s.matched_by_external_id << " ops matched, " << s.unmatched
              << " records unmatched, " << s.shapes_filled << " ops got shapes";
         analysis->notes.push_back(note.str());
+        stage_done("shape log");
     }
+    // The content hash reads only the activities: it runs beside the graph and the classifier.
+    auto trace_hash =
+        std::async(std::launch::async, [&trace] { return trace_content_hash(trace); });
     analysis->graph = KernelGraph::build(trace);
+    stage_done("graph");
     analysis->recipes = classify(analysis->graph);
+    stage_done("classify");
     annotate_reuse(analysis->graph, analysis->recipes);
+    stage_done("reuse");
     analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);
+    stage_done("unique kernels");
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
-    std::string content;
-    for (const auto& a : trace.activities) {
-        content += trace.names.view(a.name);
-        content += ':' + std::to_string(a.dur) + ':' + std::to_string(a.stream) + ';';
-        if (content.size() > (1u << 20))
-            content = hash_hex(content);  // keep the rolling text small
-    }
-    analysis->trace_hash = hash_hex(content);
+    analysis->trace_hash = trace_hash.get();
+    stage_done("trace hash");
     return analysis;
 }
 

@@ -5,6 +5,9 @@
 #include <cctype>
 #include <functional>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 namespace replay {
 namespace {
@@ -53,39 +56,86 @@ bool is_tensor_list_type(std::string_view type) {
     return type == "TensorList" || type.starts_with("GenericList");
 }
 
-// Everything a rule looks at for one activity.
-struct Context {
-    const KernelGraph& graph;
-    const GraphNode& node;
-    const GpuActivity& activity;
-    std::string_view name;
-    std::vector<std::uint32_t> chain;  // innermost op first
-    std::optional<std::uint32_t> gemm_op;
-    std::optional<std::uint32_t> aten_op;  // innermost dispatcher op
-    const Trace& trace() const { return graph.trace(); }
-    const CpuOp& op(std::uint32_t i) const { return trace().cpu_ops[i]; }
-    std::string_view op_name(std::uint32_t i) const { return trace().names.view(op(i).name); }
-    const OpShapes* shapes(std::uint32_t i) const {
-        return op(i).shapes == kNoIndex ? nullptr : &trace().op_shapes[op(i).shapes];
+bool has_shapes(const Trace& trace, std::uint32_t shapes) {
+    if (shapes == kNoIndex) return false;
+    for (const auto& a : trace.op_shapes[shapes].inputs)
+        if (!a.dims.empty() || a.type != StringPool::kEmpty) return true;
+    return false;
+}
+
+// An op of the chain as the rules see it: its name and its recorded shapes.
+struct OpRef {
+    NameId name = 0;
+    std::uint32_t shapes = kNoIndex;
+    bool operator==(const OpRef&) const = default;
+};
+
+// Everything a rule may look at for one activity, and nothing else: ids into the trace's name
+// pool and op_shapes table, never the index of an op, a launch or a node. Activities with equal
+// facts get equal recipes, so classify() decides once per distinct Facts; a rule that needs more
+// adds a field here, and the field takes part in the comparison by itself.
+struct Facts {
+    ActivityKind kind = ActivityKind::Kernel;
+    LinkState link = LinkState::NoLaunch;
+    bool launched = false;  // a runtime call carries the activity's correlation id
+    bool in_op = false;     // some op encloses the launch: the op chain is not empty
+    NameId activity_name = 0;
+    NameId innermost_op = 0;  // name of the chain's first op, when in_op
+    std::int64_t bytes = -1;
+    NameId collective = StringPool::kEmpty, collective_dtype = StringPool::kEmpty;
+    std::int64_t in_nelems = -1, out_nelems = -1;
+    std::int32_t group_size = -1;
+    // The innermost GEMM op with shapes (aten::linear -> aten::addmm picks addmm) and the
+    // innermost dispatcher op of the chain.
+    std::optional<OpRef> gemm_op;
+    std::optional<OpRef> aten_op;
+    bool operator==(const Facts&) const = default;
+};
+
+// Only speeds the lookup up: equality decides, so a field left out here costs time, not results.
+struct FactsHash {
+    std::size_t operator()(const Facts& f) const {
+        std::uint64_t h = 0;
+        const auto mix = [&](std::uint64_t v) {
+            h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+            h ^= h >> 29;
+        };
+        mix(static_cast<std::uint64_t>(f.kind) | static_cast<std::uint64_t>(f.link) << 8 |
+            std::uint64_t{f.launched} << 16 | std::uint64_t{f.in_op} << 17 |
+            std::uint64_t{f.gemm_op.has_value()} << 18 |
+            std::uint64_t{f.aten_op.has_value()} << 19);
+        mix(f.activity_name | std::uint64_t{f.innermost_op} << 32);
+        mix(static_cast<std::uint64_t>(f.bytes));
+        mix(f.collective | std::uint64_t{f.collective_dtype} << 32);
+        mix(static_cast<std::uint64_t>(f.in_nelems) ^
+            static_cast<std::uint64_t>(f.out_nelems) << 1 ^
+            static_cast<std::uint64_t>(f.group_size) << 2);
+        for (const auto& op : {f.gemm_op, f.aten_op})
+            if (op) mix(op->name | std::uint64_t{op->shapes} << 32);
+        return static_cast<std::size_t>(h);
+    }
+};
+
+// The facts of one activity, with the trace to look their ids up in.
+struct Context : Facts {
+    const Trace& trace;
+    std::string_view name;  // the activity's
+    std::string_view op_name(const OpRef& op) const { return trace.names.view(op.name); }
+    const OpShapes* shapes(const OpRef& op) const {
+        return op.shapes == kNoIndex ? nullptr : &trace.op_shapes[op.shapes];
     }
     // The first tensor-list argument recorded without its tensors: Kineto writes a tensor list
     // as [] (record_shapes has no element shapes); only an Execution Trace carries them.
-    std::optional<std::size_t> unrecorded_tensor_list(std::uint32_t i) const {
-        const OpShapes* s = shapes(i);
+    std::optional<std::size_t> unrecorded_tensor_list(const OpRef& op) const {
+        const OpShapes* s = shapes(op);
         if (s == nullptr) return std::nullopt;
         for (std::size_t k = 0; k < s->inputs.size(); ++k) {
             const OpArgument& in = s->inputs[k];
-            if (is_tensor_list_type(trace().names.view(in.type)) && in.list_ranks.empty()) return k;
+            if (is_tensor_list_type(trace.names.view(in.type)) && in.list_ranks.empty()) return k;
         }
         return std::nullopt;
     }
-    bool has_shapes(std::uint32_t i) const {
-        const OpShapes* s = shapes(i);
-        if (s == nullptr) return false;
-        for (const auto& a : s->inputs)
-            if (!a.dims.empty() || a.type != StringPool::kEmpty) return true;
-        return false;
-    }
+    bool has_shapes(const OpRef& op) const { return replay::has_shapes(trace, op.shapes); }
 };
 
 TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t first,
@@ -140,17 +190,17 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
     return arg;
 }
 
-AtenRecipe aten_recipe(const Context& c, std::uint32_t op) {
+AtenRecipe aten_recipe(const Context& c, const OpRef& op) {
     AtenRecipe r;
     r.op = c.op_name(op);
     if (const OpShapes* s = c.shapes(op)) {
-        r.schema = c.trace().names.view(s->schema);
+        r.schema = c.trace.names.view(s->schema);
         // "aten::add.Tensor(Tensor self, ...)": the overload sits between the first '.' and '('.
         const auto paren = r.schema.find('(');
         const auto dot = r.schema.substr(0, paren).find('.', r.op.size());
         if (dot != std::string::npos && paren != std::string::npos)
             r.overload = r.schema.substr(dot + 1, paren - dot - 1);
-        for (const auto& in : s->inputs) r.args.push_back(argument_from(c.trace(), in));
+        for (const auto& in : s->inputs) r.args.push_back(argument_from(c.trace, in));
     }
     return r;
 }
@@ -297,10 +347,11 @@ Recipe not_replayable(std::string reason) {
     return r;
 }
 
-CopyRecipe copy_from(const GpuActivity& a, std::string_view name) {
+CopyRecipe copy_from(const Context& c) {
+    const std::string_view name = c.name;
     CopyRecipe copy;
-    copy.bytes = std::max<std::int64_t>(a.bytes, 0);
-    copy.is_memset = a.kind == ActivityKind::Memset;
+    copy.bytes = std::max<std::int64_t>(c.bytes, 0);
+    copy.is_memset = c.kind == ActivityKind::Memset;
     copy.host_pinned = name.find("Pinned") != std::string_view::npos;
     if (copy.is_memset) {
         copy.direction = CopyDirection::Device;
@@ -320,18 +371,17 @@ CopyRecipe copy_from(const GpuActivity& a, std::string_view name) {
 
 CollectiveRecipe collective_from(const Context& c) {
     CollectiveRecipe r;
-    const auto& names = c.trace().names;
-    if (c.activity.collective != StringPool::kEmpty)
-        r.collective = names.view(c.activity.collective);
+    const auto& names = c.trace.names;
+    if (c.collective != StringPool::kEmpty) r.collective = names.view(c.collective);
     for (std::string_view kind :
          {"AllReduce", "AllGather", "ReduceScatter", "SendRecv", "Broadcast", "AllToAll", "Reduce"})
         if (r.collective.empty() && c.name.find(kind) != std::string_view::npos)
             r.collective = kind;
     if (r.collective.empty()) r.collective = "unknown";
-    r.in_nelems = c.activity.in_nelems;
-    r.out_nelems = c.activity.out_nelems;
-    r.group_size = c.activity.group_size;
-    r.dtype = dtype_from_kineto(names.view(c.activity.collective_dtype));
+    r.in_nelems = c.in_nelems;
+    r.out_nelems = c.out_nelems;
+    r.group_size = c.group_size;
+    r.dtype = dtype_from_kineto(names.view(c.collective_dtype));
     for (auto [suffix, dtype] :
          {std::pair{"_float", DType::Float32}, std::pair{"_half", DType::Float16},
           std::pair{"_bf16", DType::BFloat16}, std::pair{"_int8_t", DType::Int8}})
@@ -379,19 +429,19 @@ const std::vector<Rule>& rules() {
     static const std::vector<Rule> table = {
         {{"memcpy",
           "gpu_memcpy activity: tier 1 cudaMemcpyAsync with the recorded bytes and direction"},
-         [](const Context& c) { return c.activity.kind == ActivityKind::Memcpy; },
+         [](const Context& c) { return c.kind == ActivityKind::Memcpy; },
          [](const Context& c) {
              Recipe r;
              r.tier = Tier::Copy;
-             r.detail = copy_from(c.activity, c.name);
+             r.detail = copy_from(c);
              return r;
          }},
         {{"memset", "gpu_memset activity: tier 1 cudaMemsetAsync with the recorded bytes"},
-         [](const Context& c) { return c.activity.kind == ActivityKind::Memset; },
+         [](const Context& c) { return c.kind == ActivityKind::Memset; },
          [](const Context& c) {
              Recipe r;
              r.tier = Tier::Copy;
-             r.detail = copy_from(c.activity, c.name);
+             r.detail = copy_from(c);
              return r;
          }},
         {{"nccl-collective", "NCCL/RCCL kernel: tier 4 collective from its args or name"},
@@ -411,8 +461,8 @@ const std::vector<Rule>& rules() {
              return not_replayable("Triton kernel: its binary is not in the trace");
          }},
         {{"unlinked", "no runtime launch and no op carry this activity's ids"},
-         [](const Context& c) { return c.chain.empty() && c.node.launch == kNoIndex; },
-         [](const Context& c) { return not_replayable(to_string(c.node.link)); }},
+         [](const Context& c) { return !c.in_op && !c.launched; },
+         [](const Context& c) { return not_replayable(to_string(c.link)); }},
         {{"gemm-splitk-reduce",
           "cuBLASLt split-K reduction under a GEMM op: tier 2, issued by its GEMM"},
          [](const Context& c) { return c.gemm_op && is_splitk_reduce(c.name); },
@@ -454,10 +504,10 @@ const std::vector<Rule>& rules() {
         {{"no-op", "the launch is not inside any recorded dispatcher op"},
          [](const Context&) { return true; },
          [](const Context& c) {
-             return not_replayable(c.chain.empty()
+             return not_replayable(!c.in_op
                                        ? std::string(to_string(LinkState::NoOp))
                                        : "only non-operator ranges enclose the launch (e.g. " +
-                                             std::string(c.op_name(c.chain.front())) + ")");
+                                             std::string(c.trace.names.view(c.innermost_op)) + ")");
          }},
     };
     return table;
@@ -474,39 +524,172 @@ const std::vector<RuleInfo>& classifier_rules() {
     return infos;
 }
 
-std::vector<Recipe> classify(const KernelGraph& graph) {
-    std::vector<Recipe> recipes;
-    recipes.reserve(graph.nodes().size());
-    for (const GraphNode& node : graph.nodes()) {
-        const GpuActivity& activity = graph.activity(node);
-        Context c{
-            graph, node, activity, graph.trace().names.view(activity.name), graph.op_chain(node),
-            {},    {}};
-        for (std::uint32_t op : c.chain) {
-            const std::string_view name = c.op_name(op);
-            if (!c.aten_op && c.op(op).category == 0 && is_dispatcher_op(name)) c.aten_op = op;
-            // The innermost GEMM op with shapes decides (aten::linear -> aten::addmm picks addmm).
-            if (!c.gemm_op && is_gemm_op(name) && c.has_shapes(op)) c.gemm_op = op;
-        }
-        for (const Rule& rule : rules()) {
-            if (!rule.matches(c)) continue;
-            Recipe recipe = rule.build(c);
-            if (recipe.rule.empty()) recipe.rule = rule.info.id;
-            // A non-GEMM kernel whose innermost op is itself a GEMM op is part of that op's work.
-            if (recipe.tier == Tier::AtenOp && c.aten_op && is_gemm_op(c.op_name(*c.aten_op)) &&
-                c.gemm_op) {
-                recipe = gemm_or_reason(c, true, "gemm-aux");
-                if (recipe.replayable())
-                    recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
-            }
-            recipes.push_back(std::move(recipe));
-            break;
-        }
-    }
-    return recipes;
+std::uint32_t NodeRecipes::add(Recipe recipe) {
+    table_.push_back(std::move(recipe));
+    return static_cast<std::uint32_t>(table_.size() - 1);
 }
 
-double kernel_time_coverage(const KernelGraph& graph, const std::vector<Recipe>& recipes) {
+namespace {
+
+Recipe decide(const Context& c) {
+    for (const Rule& rule : rules()) {
+        if (!rule.matches(c)) continue;
+        Recipe recipe = rule.build(c);
+        if (recipe.rule.empty()) recipe.rule = rule.info.id;
+        // A non-GEMM kernel whose innermost op is itself a GEMM op is part of that op's work.
+        if (recipe.tier == Tier::AtenOp && c.aten_op && is_gemm_op(c.op_name(*c.aten_op)) &&
+            c.gemm_op) {
+            recipe = gemm_or_reason(c, true, "gemm-aux");
+            if (recipe.replayable())
+                recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
+        }
+        return recipe;
+    }
+    return not_replayable("no rule matched");  // unreachable: the last rule matches everything
+}
+
+Recipe decide(const Trace& trace, const Facts& facts) {
+    return decide(Context{facts, trace, trace.names.view(facts.activity_name)});
+}
+
+// The facts of an activity itself and of how the graph linked it; the op chain's come apart.
+Facts activity_facts(const KernelGraph& graph, const GraphNode& node) {
+    const GpuActivity& a = graph.activity(node);
+    Facts f;
+    f.kind = a.kind;
+    f.link = node.link;
+    f.launched = node.launch != kNoIndex;
+    f.activity_name = a.name;
+    f.bytes = a.bytes;
+    f.collective = a.collective;
+    f.collective_dtype = a.collective_dtype;
+    f.in_nelems = a.in_nelems;
+    f.out_nelems = a.out_nelems;
+    f.group_size = a.group_size;
+    return f;
+}
+
+// Facts of nodes one after the other: what the chain walk asks about a name or a shapes entry is
+// worked out once, and a node launched inside the same op as the one before reuses its chain.
+class FactsOf {
+  public:
+    explicit FactsOf(const KernelGraph& graph)
+        : graph_(graph),
+          trace_(graph.trace()),
+          name_kinds_(trace_.names.size(), 0),
+          shaped_(trace_.op_shapes.size(), -1) {}
+
+    Facts operator()(const GraphNode& node) {
+        Facts f = activity_facts(graph_, node);
+        if (node.op != last_op_) {
+            last_op_ = node.op;
+            chain_ = Chain{};
+            graph_.visit_op_chain(node, [&](std::uint32_t i) { return add_to_chain(i); });
+        }
+        f.in_op = chain_.in_op;
+        f.innermost_op = chain_.innermost_op;
+        f.gemm_op = chain_.gemm_op;
+        f.aten_op = chain_.aten_op;
+        return f;
+    }
+
+  private:
+    enum : std::uint8_t { kKnown = 1, kDispatcher = 2, kGemm = 4 };
+    // The op chain's part of the facts.
+    struct Chain {
+        bool in_op = false;
+        NameId innermost_op = 0;
+        std::optional<OpRef> gemm_op, aten_op;
+    };
+    std::uint8_t name_kind(NameId name) {
+        std::uint8_t& k = name_kinds_[name];
+        if (k == 0) {
+            const std::string_view n = trace_.names.view(name);
+            k = kKnown | (is_dispatcher_op(n) ? kDispatcher : 0) | (is_gemm_op(n) ? kGemm : 0);
+        }
+        return k;
+    }
+    bool shaped(std::uint32_t shapes) {
+        if (shapes == kNoIndex) return false;
+        if (shaped_[shapes] < 0) shaped_[shapes] = has_shapes(trace_, shapes) ? 1 : 0;
+        return shaped_[shapes] == 1;
+    }
+    // Takes one more op of the chain, innermost first; false once nothing further can change.
+    bool add_to_chain(std::uint32_t i) {
+        const CpuOp& op = trace_.cpu_ops[i];
+        Chain& c = chain_;
+        if (!c.in_op) c.in_op = true, c.innermost_op = op.name;
+        const std::uint8_t kind = name_kind(op.name);
+        if (!c.aten_op && op.category == 0 && (kind & kDispatcher))
+            c.aten_op = {op.name, op.shapes};
+        if (!c.gemm_op && (kind & kGemm) && shaped(op.shapes)) c.gemm_op = {op.name, op.shapes};
+        return !(c.aten_op && c.gemm_op);
+    }
+
+    const KernelGraph& graph_;
+    const Trace& trace_;
+    std::vector<std::uint8_t> name_kinds_;  // per NameId
+    std::vector<std::int8_t> shaped_;       // per op_shapes entry: -1 not yet known
+    std::uint32_t last_op_ = kNoIndex;      // the op whose chain chain_ holds
+    Chain chain_;
+};
+
+// The facts of one node the straightforward way: the whole op chain as the graph lists it.
+Facts facts_one_by_one(const KernelGraph& graph, const GraphNode& node) {
+    const Trace& trace = graph.trace();
+    Facts f = activity_facts(graph, node);
+    const std::vector<std::uint32_t> chain = graph.op_chain(node);
+    f.in_op = !chain.empty();
+    if (f.in_op) f.innermost_op = trace.cpu_ops[chain.front()].name;
+    for (std::uint32_t i : chain) {
+        const CpuOp& op = trace.cpu_ops[i];
+        const std::string_view name = trace.names.view(op.name);
+        if (!f.aten_op && op.category == 0 && is_dispatcher_op(name))
+            f.aten_op = OpRef{op.name, op.shapes};
+        if (!f.gemm_op && is_gemm_op(name) && has_shapes(trace, op.shapes))
+            f.gemm_op = OpRef{op.name, op.shapes};
+    }
+    return f;
+}
+
+void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
+    for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
+        const Recipe alone = decide(graph.trace(), facts_one_by_one(graph, graph.nodes()[n]));
+        if (alone == recipes[n]) continue;
+        throw std::logic_error(
+            "classifier: node " + std::to_string(n) + " (" +
+            std::string(graph.trace().names.view(graph.activity(graph.nodes()[n]).name)) +
+            ") classified alone gives rule " + alone.rule + " \"" + alone.reason + "\" (key " +
+            alone.key() + "), its shared decision rule " + recipes[n].rule + " \"" +
+            recipes[n].reason + "\" (key " + recipes[n].key() + ")");
+    }
+}
+
+}  // namespace
+
+NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
+    const Trace& trace = graph.trace();
+    NodeRecipes recipes;
+    recipes.resize_nodes(graph.nodes().size());
+    std::unordered_map<Facts, std::uint32_t, FactsHash> decided;
+    FactsOf facts_of(graph);
+    Facts previous;
+    std::uint32_t entry = kNoIndex;
+    for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
+        Facts facts = facts_of(graph.nodes()[n]);
+        // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
+        if (entry == kNoIndex || !(facts == previous)) {
+            auto [it, inserted] = decided.try_emplace(facts, 0);
+            if (inserted) it->second = recipes.add(decide(trace, facts));
+            entry = it->second;
+            previous = std::move(facts);
+        }
+        recipes.assign(n, entry);
+    }
+    if (check == ClassifyCheck::EveryActivity) check_one_by_one(graph, recipes);
+    return recipes;
+}
+double kernel_time_coverage(const KernelGraph& graph, const NodeRecipes& recipes) {
     double total = 0, covered = 0;
     for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
         const GpuActivity& a = graph.activity(graph.nodes()[i]);

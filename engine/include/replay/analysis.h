@@ -2,8 +2,10 @@
 // Every command starts here.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "replay/classifier.h"
@@ -18,12 +20,15 @@ struct AnalysisOptions {
     std::string execution_trace_path;  // --et: PyTorch Execution Trace of the same run
     std::string shape_log_path;        // --shapes: JSONL shape log
     ParseOptions parse;
+    // Called as each stage ends ("parse", "graph", "classify", ...), for benchmarks that time the
+    // stages and sample memory between them.
+    std::function<void(std::string_view stage)> on_stage;
 };
 
 struct Analysis {
     ParseResult parsed;
     KernelGraph graph;
-    std::vector<Recipe> recipes;  // per graph node
+    NodeRecipes recipes;  // recipes[node]: the recipe of graph node `node`
     std::vector<UniqueKernel> kernels;
     double coverage = 0;  // share of recorded kernel time with a recipe
     std::string

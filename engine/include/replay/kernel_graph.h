@@ -76,8 +76,20 @@ class KernelGraph {
     const GpuActivity& activity(const GraphNode& node) const {
         return trace_->activities[node.activity];
     }
-    // The op and its ancestors, innermost first.
+    // The op and its ancestors, innermost first, at most kMaxOpChain of them.
     std::vector<std::uint32_t> op_chain(const GraphNode& node) const;
+    // The same ops, handed to `visit` one by one without building the list; stops early when
+    // `visit` returns false.
+    template <typename Visit>
+    void visit_op_chain(const GraphNode& node, Visit&& visit) const {
+        std::size_t seen = 0;
+        for (std::uint32_t op = node.op; op != kNoIndex && seen < kMaxOpChain;
+             op = trace_->cpu_ops[op].parent, ++seen)
+            if (!visit(op)) return;
+    }
+    // Ops nest deeper than this only in broken traces (or copies of one trace laid over each
+    // other); the chain stops there.
+    static constexpr std::size_t kMaxOpChain = 256;
     // Launch time of a node (the activity's own start when the launch is unknown).
     Nanos launch_time(const GraphNode& node) const;
 

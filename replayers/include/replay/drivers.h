@@ -57,7 +57,7 @@ struct Step {
     std::vector<std::uint32_t> nodes;  // graph nodes this issue re-creates, in launch order
     int stream = 0;                    // stream slot
 };
-std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>& recipes);
+std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes);
 
 Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
                          Timeline* timeline);
