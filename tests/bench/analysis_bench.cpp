@@ -2,13 +2,14 @@
 // reuse, unique kernels, trace hash) and the teardown of its result, with the memory each stage
 // leaves behind.
 //
-//   analysis_bench TRACE [--et FILE] [--repeat N] [--stats]
+//   analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json]
 //
 // Each run happens in a forked child, so that its peak RSS (getrusage ru_maxrss) belongs to that
 // run alone. Per stage it prints the wall seconds (best of the runs), the MB/s of decompressed JSON
 // that the stage alone would sustain, the RSS when the stage ended and the peak RSS up to then.
 // --stats also prints what each part of the trace model and of the engine's structures costs, in
-// bytes per trace event (see model_stats.h). Under valgrind --tool=callgrind the bench dumps the
+// bytes per trace event (see model_stats.h). --json prints the figures as one JSON object instead
+// of the table (run_bench.py reads it). Under valgrind --tool=callgrind the bench dumps the
 // instruction counts of each stage as it ends (callgrind.out.PID.N, one per stage, in stage order):
 // run_bench.py --callgrind sums them per stage.
 #include <sys/resource.h>
@@ -159,7 +160,8 @@ double mib(std::uint64_t bytes) {
 }
 
 void usage() {
-    std::fprintf(stderr, "usage: analysis_bench TRACE [--et FILE] [--repeat N] [--stats]\n");
+    std::fprintf(stderr,
+                 "usage: analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json]\n");
     std::exit(2);
 }
 
@@ -168,7 +170,7 @@ void usage() {
 int main(int argc, char** argv) {
     replay::AnalysisOptions options;
     int repeat = 3;
-    bool stats = false;
+    bool stats = false, json = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         auto next = [&]() -> std::string {
@@ -181,6 +183,8 @@ int main(int argc, char** argv) {
             repeat = std::max(1, std::atoi(next().c_str()));
         else if (arg == "--stats")
             stats = true;
+        else if (arg == "--json")
+            json = true;
         else if (!arg.starts_with("--") && options.trace_path.empty())
             options.trace_path = arg;
         else
@@ -200,11 +204,27 @@ int main(int argc, char** argv) {
     }
     const Run& first = runs.front();
     const double mb = static_cast<double>(first.json_bytes) / 1e6;
-    std::printf(
-        "analysis_bench %s: %.1f MB JSON, %llu events, %d run(s), each in its own process\n",
-        options.trace_path.c_str(), mb, static_cast<unsigned long long>(first.events), repeat);
-    std::printf("  %-16s %9s %9s %9s %10s %10s %10s\n", "stage", "best s", "mean s", "cpu s",
-                "MB/s", "RSS MiB", "peak MiB");
+    double best_run = 1e30;
+    std::uint64_t peak = 0;
+    for (const Run& run : runs) {
+        double total = 0;
+        for (int s = 0; s < run.stages; ++s) total += run.stage[s].seconds;
+        best_run = std::min(best_run, total);
+        peak = std::max(peak, run.stage[run.stages - 1].peak);
+    }
+    if (json) {
+        std::printf("{\"trace\": \"%s\", \"json_bytes\": %llu, \"events\": %llu, \"runs\": %d, ",
+                    options.trace_path.c_str(), static_cast<unsigned long long>(first.json_bytes),
+                    static_cast<unsigned long long>(first.events), repeat);
+        std::printf("\"best_run_seconds\": %.6f, \"peak_rss\": %llu, \"stages\": [", best_run,
+                    static_cast<unsigned long long>(peak));
+    } else {
+        std::printf(
+            "analysis_bench %s: %.1f MB JSON, %llu events, %d run(s), each in its own process\n",
+            options.trace_path.c_str(), mb, static_cast<unsigned long long>(first.events), repeat);
+        std::printf("  %-16s %9s %9s %9s %10s %10s %10s\n", "stage", "best s", "mean s", "cpu s",
+                    "MB/s", "RSS MiB", "peak MiB");
+    }
     double best_total = 0, mean_total = 0;
     for (int s = 0; s < first.stages; ++s) {
         double best = 1e30, sum = 0, cpu = 0;
@@ -216,17 +236,21 @@ int main(int argc, char** argv) {
         const double mean = sum / static_cast<double>(runs.size());
         best_total += best;
         mean_total += mean;
-        std::printf("  %-16s %9.3f %9.3f %9.3f %10.0f %10.1f %10.1f\n", first.stage[s].name, best,
-                    mean, cpu, best > 0 ? mb / best : 0.0, mib(first.stage[s].rss),
-                    mib(first.stage[s].peak));
+        if (json)
+            std::printf(
+                "%s{\"stage\": \"%s\", \"best_seconds\": %.6f, \"mean_seconds\": %.6f, "
+                "\"cpu_seconds\": %.6f, \"rss\": %llu, \"peak_rss\": %llu}",
+                s ? ", " : "", first.stage[s].name, best, mean, cpu,
+                static_cast<unsigned long long>(first.stage[s].rss),
+                static_cast<unsigned long long>(first.stage[s].peak));
+        else
+            std::printf("  %-16s %9.3f %9.3f %9.3f %10.0f %10.1f %10.1f\n", first.stage[s].name,
+                        best, mean, cpu, best > 0 ? mb / best : 0.0, mib(first.stage[s].rss),
+                        mib(first.stage[s].peak));
     }
-    double best_run = 1e30;
-    std::uint64_t peak = 0;
-    for (const Run& run : runs) {
-        double total = 0;
-        for (int s = 0; s < run.stages; ++s) total += run.stage[s].seconds;
-        best_run = std::min(best_run, total);
-        peak = std::max(peak, run.stage[run.stages - 1].peak);
+    if (json) {
+        std::printf("]}\n");
+        return 0;
     }
     std::printf(
         "  total: best run %.3f s (%.0f MB/s), sum of best stages %.3f s, mean %.3f s; peak RSS "
