@@ -56,9 +56,10 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         stage_done("shape log");
     }
     // The content hash reads only the activities: it runs beside the graph and the classifier.
-    auto trace_hash =
-        std::async(std::launch::async, [&trace] { return trace_content_hash(trace); });
-    analysis->graph = KernelGraph::build(trace);
+    const unsigned threads = parse_threads(options.parse);
+    auto trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                                 [&trace] { return trace_content_hash(trace); });
+    analysis->graph = KernelGraph::build(trace, threads);
     stage_done("graph");
     analysis->recipes = classify(analysis->graph);
     stage_done("classify");

@@ -196,12 +196,14 @@ void sort_by_launch(const KernelGraph& graph, std::vector<GraphNode>& nodes) {
     std::vector<Key> keys(nodes.size());
     for (std::uint32_t n = 0; n < nodes.size(); ++n)
         keys[n] = {graph.launch_time(nodes[n]), graph.activity(nodes[n]).ts, n};
+    // Nodes are still in activity order: the node index breaks ties as the activity index would.
     const auto before = [](const Key& x, const Key& y) {
         if (x.launch != y.launch) return x.launch < y.launch;
-        return x.start < y.start;  // equal starts keep activity order: nodes[n].activity == n
+        if (x.start != y.start) return x.start < y.start;
+        return x.node < y.node;
     };
     if (std::is_sorted(keys.begin(), keys.end(), before)) return;
-    std::stable_sort(keys.begin(), keys.end(), before);
+    std::sort(keys.begin(), keys.end(), before);
     std::vector<GraphNode> sorted(nodes.size());
     for (std::size_t i = 0; i < keys.size(); ++i) sorted[i] = nodes[keys[i].node];
     nodes = std::move(sorted);
@@ -221,12 +223,13 @@ const char* to_string(LinkState state) {
     return "?";
 }
 
-KernelGraph KernelGraph::build(Trace& trace) {
+KernelGraph KernelGraph::build(Trace& trace, unsigned threads) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting and the activities' launches are independent: one on a worker thread.
-    ThreadSlots threads;
-    auto nesting = std::async(std::launch::async, [&] { return nest_ops(trace, threads); });
+    ThreadSlots thread_slots;
+    auto nesting = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                              [&] { return nest_ops(trace, thread_slots); });
     CallKinds call_kind(trace.names);
     graph.nodes_ = launched_nodes(trace, call_kind);
     sort_by_launch(graph, graph.nodes_);
@@ -242,7 +245,7 @@ KernelGraph KernelGraph::build(Trace& trace) {
             continue;
         }
         const RuntimeCall& call = trace.runtime_calls[node.launch];
-        const std::uint32_t slot = threads.slot(call.pid, call.tid);
+        const std::uint32_t slot = thread_slots.slot(call.pid, call.tid);
         const std::span<const std::uint32_t> ops = thread_ops.of(slot);
         if (ops.empty()) {
             ++without_op;
@@ -357,11 +360,11 @@ KernelGraph KernelGraph::build(Trace& trace) {
     // the record follows the producer stream's last launch, the wait precedes the waiter's next.
     std::vector<std::vector<std::uint32_t>> launches_by_thread;  // node indices, per thread slot
     if (!ordering_calls.empty()) {
-        launches_by_thread.resize(threads.size());
+        launches_by_thread.resize(thread_slots.size());
         for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n)
             if (graph.nodes_[n].launch != kNoIndex) {
                 const RuntimeCall& call = trace.runtime_calls[graph.nodes_[n].launch];
-                const std::uint32_t slot = threads.slot(call.pid, call.tid);
+                const std::uint32_t slot = thread_slots.slot(call.pid, call.tid);
                 if (slot >= launches_by_thread.size()) launches_by_thread.resize(slot + 1);
                 launches_by_thread[slot].push_back(n);
             }
@@ -378,7 +381,7 @@ KernelGraph KernelGraph::build(Trace& trace) {
             graph.syncs_.push_back(HostSync{c, next_node});
             continue;
         }
-        const std::uint32_t thread = threads.slot(call.pid, call.tid);
+        const std::uint32_t thread = thread_slots.slot(call.pid, call.tid);
         if (thread >= launches_by_thread.size() || launches_by_thread[thread].empty()) continue;
         const auto& mine = launches_by_thread[thread];
         auto after = std::lower_bound(

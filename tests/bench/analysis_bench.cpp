@@ -2,7 +2,7 @@
 // reuse, unique kernels, trace hash) and the teardown of its result, with the memory each stage
 // leaves behind.
 //
-//   analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json]
+//   analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json] [--threads N]
 //
 // Each run happens in a forked child, so that its peak RSS (getrusage ru_maxrss) belongs to that
 // run alone. Per stage it prints the wall seconds (best of the runs), the MB/s of decompressed JSON
@@ -10,8 +10,9 @@
 // --stats also prints what each part of the trace model and of the engine's structures costs, in
 // bytes per trace event (see model_stats.h). --json prints the figures as one JSON object instead
 // of the table (run_bench.py reads it). Under valgrind --tool=callgrind the bench dumps the
-// instruction counts of each stage as it ends (callgrind.out.PID.N, one per stage, in stage order):
-// run_bench.py --callgrind sums them per stage.
+// instruction counts of each stage as it ends (callgrind.out.PID.N, one per stage, in stage order;
+// give --threads 1 there, so that no worker thread's instructions land in whichever stage happened
+// to be running): run_bench.py --callgrind prints them per stage.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,8 +161,9 @@ double mib(std::uint64_t bytes) {
 }
 
 void usage() {
-    std::fprintf(stderr,
-                 "usage: analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json]\n");
+    std::fprintf(
+        stderr,
+        "usage: analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json] [--threads N]\n");
     std::exit(2);
 }
 
@@ -185,6 +187,8 @@ int main(int argc, char** argv) {
             stats = true;
         else if (arg == "--json")
             json = true;
+        else if (arg == "--threads")
+            options.parse.threads = static_cast<unsigned>(std::max(1, std::atoi(next().c_str())));
         else if (!arg.starts_with("--") && options.trace_path.empty())
             options.trace_path = arg;
         else

@@ -200,7 +200,7 @@ def callgrind(bench, path):
     out = tempfile.mkdtemp(prefix="callgrind_")
     log(f"== valgrind --tool=callgrind {os.path.basename(bench)} {path} (slow)")
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p",
-                    bench, path, "--repeat", "1"], capture_output=True, check=True)
+                    bench, path, "--repeat", "1", "--threads", "1"], capture_output=True, check=True)
     dumps = []
     for f in glob.glob(os.path.join(out, "cg.*.*")):
         text = open(f, errors="replace").read(200000)
@@ -210,7 +210,8 @@ def callgrind(bench, path):
         if stage and total:
             dumps.append((part, stage.group(1), int(total.group(1))))
     shutil.rmtree(out, ignore_errors=True)
-    log(f"instructions per stage (callgrind, {os.path.getsize(path) / 1e6:.0f} MB trace, one run)")
+    log(f"instructions per stage (callgrind, {os.path.getsize(path) / 1e6:.0f} MB trace, one run "
+        "on one thread)")
     for _, stage, n in sorted(dumps):
         log(f"  {stage:<16} {n / 1e6:12.1f} M")
 

@@ -19,7 +19,7 @@ struct AnalysisOptions {
     std::string trace_path;
     std::string execution_trace_path;  // --et: PyTorch Execution Trace of the same run
     std::string shape_log_path;        // --shapes: JSONL shape log
-    ParseOptions parse;
+    ParseOptions parse;  // parse.threads also bounds the threads of the stages after parsing
     // Called as each stage ends ("parse", "graph", "classify", ...), for benchmarks that time the
     // stages and sample memory between them.
     std::function<void(std::string_view stage)> on_stage;

@@ -64,7 +64,8 @@ struct GraphStats {
 class KernelGraph {
   public:
     // Also fills CpuOp::parent (time nesting per thread) in `trace`, which must outlive the graph.
-    static KernelGraph build(Trace& trace);
+    // `threads`: how many threads it may use (1: only the calling one).
+    static KernelGraph build(Trace& trace, unsigned threads = 2);
 
     const Trace& trace() const { return *trace_; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }
