@@ -127,16 +127,19 @@ void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segme
 // Groups ops by thread, sorts each thread's by start and sets CpuOp::parent by a nesting stack.
 ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
     ThreadOps out;
-    std::vector<std::uint32_t> slot_of(trace.cpu_ops.size());
-    for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i)
-        slot_of[i] = threads.slot(trace.cpu_ops[i].pid, trace.cpu_ops[i].tid);
-    out.begin.assign(threads.size() + 1, 0);
-    for (std::uint32_t s : slot_of) ++out.begin[s + 1];
-    for (std::size_t s = 1; s < out.begin.size(); ++s) out.begin[s] += out.begin[s - 1];
+    // Counted, then placed: two cheap slot lookups per op instead of a slot array.
+    std::vector<std::uint32_t> count;
+    for (const CpuOp& op : trace.cpu_ops) {
+        const std::uint32_t slot = threads.slot(op.pid, op.tid);
+        if (slot >= count.size()) count.resize(slot + 1, 0);
+        ++count[slot];
+    }
+    out.begin.assign(count.size() + 1, 0);
+    for (std::size_t s = 0; s < count.size(); ++s) out.begin[s + 1] = out.begin[s] + count[s];
     out.order.resize(trace.cpu_ops.size());
     std::vector<std::uint32_t> next(out.begin.begin(), out.begin.end() - 1);
-    for (std::uint32_t i = 0; i < slot_of.size(); ++i) out.order[next[slot_of[i]]++] = i;
-    slot_of = {};
+    for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i)
+        out.order[next[threads.slot(trace.cpu_ops[i].pid, trace.cpu_ops[i].tid)]++] = i;
 
     std::vector<std::uint32_t> stack;
     for (std::uint32_t slot = 0; slot + 1 < out.begin.size(); ++slot) {
@@ -204,9 +207,21 @@ void sort_by_launch(const KernelGraph& graph, std::vector<GraphNode>& nodes) {
     };
     if (std::is_sorted(keys.begin(), keys.end(), before)) return;
     std::sort(keys.begin(), keys.end(), before);
-    std::vector<GraphNode> sorted(nodes.size());
-    for (std::size_t i = 0; i < keys.size(); ++i) sorted[i] = nodes[keys[i].node];
-    nodes = std::move(sorted);
+    // nodes[i] = old nodes[keys[i].node], in place, one cycle of the permutation at a time.
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (keys[i].node == i || keys[i].node == kNoIndex) continue;
+        const GraphNode first = nodes[i];
+        for (std::size_t at = i;;) {
+            const std::size_t from = keys[at].node;
+            keys[at].node = kNoIndex;
+            if (from == i) {
+                nodes[at] = first;
+                break;
+            }
+            nodes[at] = nodes[from];
+            at = from;
+        }
+    }
 }
 
 }  // namespace

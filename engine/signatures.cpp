@@ -160,19 +160,21 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRec
     }
 
     // Groups come in order of their first node, so kernels do too.
-    std::vector<std::vector<double>> durations(kernels.size());
     for (std::uint32_t n = 0; n < graph.nodes().size(); ++n) {
-        const GpuActivity& a = graph.activity(graph.nodes()[n]);
         UniqueKernel& k = kernels[kernel_of_group[group_of[n]]];
         if (k.nodes.empty()) {
-            k.kind = a.kind;
+            k.kind = graph.activity(graph.nodes()[n]).kind;
             k.recipe = recipes[n];
         }
         k.nodes.push_back(n);
-        durations[kernel_of_group[group_of[n]]].push_back(static_cast<double>(a.dur) / 1000.0);
     }
-    for (std::size_t i = 0; i < kernels.size(); ++i)
-        kernels[i].recorded_us = summarize(std::move(durations[i]));
+    std::vector<double> durations;
+    for (UniqueKernel& k : kernels) {
+        durations.clear();
+        for (std::uint32_t n : k.nodes)
+            durations.push_back(static_cast<double>(graph.activity(graph.nodes()[n]).dur) / 1000.0);
+        k.recorded_us = summarize(durations);
+    }
     std::stable_sort(kernels.begin(), kernels.end(),
                      [](const UniqueKernel& a, const UniqueKernel& b) {
                          return a.recorded_us.sum > b.recorded_us.sum;
