@@ -250,9 +250,17 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads) {
     sort_by_launch(graph, graph.nodes_);
     const ThreadOps thread_ops = nesting.get();
 
-    // The innermost op on the launching thread whose span holds the launch: nodes come in launch
-    // order, so each thread's sorted ops are swept once.
-    std::vector<std::uint32_t> cursor(thread_ops.begin.begin(), thread_ops.begin.end());
+    // The innermost op on the launching thread whose span holds the launch. Nodes come in launch
+    // order, so each thread's sorted ops are swept once, keeping the chain of the op that
+    // started last (it and its ancestors): an op that ended before one launch cannot hold a
+    // later one and leaves the chain for good, so deep nesting is walked once, not per launch.
+    struct Sweep {
+        std::uint32_t next = 0;            // position in thread_ops.order
+        std::vector<std::uint32_t> chain;  // outermost first
+    };
+    std::vector<Sweep> sweeps(thread_ops.begin.size());
+    for (std::size_t slot = 0; slot < sweeps.size(); ++slot)
+        sweeps[slot].next = thread_ops.begin[slot];
     std::size_t without_op = 0;
     for (GraphNode& node : graph.nodes_) {
         if (node.launch == kNoIndex) {
@@ -261,19 +269,25 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads) {
         }
         const RuntimeCall& call = trace.runtime_calls[node.launch];
         const std::uint32_t slot = thread_slots.slot(call.pid, call.tid);
-        const std::span<const std::uint32_t> ops = thread_ops.of(slot);
-        if (ops.empty()) {
+        if (thread_ops.of(slot).empty()) {
             ++without_op;
             continue;
         }
-        std::uint32_t& at = cursor[slot];
+        Sweep& sweep = sweeps[slot];
         const std::uint32_t end = thread_ops.begin[slot + 1];
-        while (at < end && trace.cpu_ops[thread_ops.order[at]].ts <= call.ts) ++at;
-        std::uint32_t candidate = at > thread_ops.begin[slot] ? thread_ops.order[at - 1] : kNoIndex;
-        while (candidate != kNoIndex && !contains(trace.cpu_ops[candidate], call.ts))
-            candidate = trace.cpu_ops[candidate].parent;
-        node.op = candidate;
-        without_op += candidate == kNoIndex;
+        for (; sweep.next < end && trace.cpu_ops[thread_ops.order[sweep.next]].ts <= call.ts;
+             ++sweep.next) {
+            const std::uint32_t op = thread_ops.order[sweep.next];
+            // Its parent is on the chain: it holds the op, so it had not ended at any earlier
+            // launch (those came before the op's start).
+            while (!sweep.chain.empty() && sweep.chain.back() != trace.cpu_ops[op].parent)
+                sweep.chain.pop_back();
+            sweep.chain.push_back(op);
+        }
+        while (!sweep.chain.empty() && !contains(trace.cpu_ops[sweep.chain.back()], call.ts))
+            sweep.chain.pop_back();
+        node.op = sweep.chain.empty() ? kNoIndex : sweep.chain.back();
+        without_op += node.op == kNoIndex;
     }
 
     // Nodes without an enclosing op fall back to the innermost cpu_op (latest start) carrying
