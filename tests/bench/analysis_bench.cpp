@@ -13,12 +13,7 @@
 // instruction counts of each stage as it ends (callgrind.out.PID.N, one per stage, in stage order;
 // give --threads 1 there, so that no worker thread's instructions land in whichever stage happened
 // to be running): run_bench.py --callgrind prints them per stage.
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,37 +25,16 @@
 #define REPLAY_BENCH_CALLGRIND 1
 #endif
 
+#include "bench_support.h"
 #include "model_stats.h"
 #include "replay/analysis.h"
 
 namespace {
 
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-std::uint64_t current_rss() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    unsigned long long pages = 0, resident = 0;
-    const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
-    std::fclose(f);
-    return n == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
-
-std::uint64_t peak_rss() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
-}
-
-double cpu_seconds() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-}
+using replay::bench::cpu_seconds;
+using replay::bench::current_rss;
+using replay::bench::now;
+using replay::bench::peak_rss;
 
 constexpr int kMaxStages = 16;
 
@@ -127,32 +101,10 @@ Run run_once(const replay::AnalysisOptions& base, bool stats) {
 }
 
 Run run_in_child(const replay::AnalysisOptions& options, bool stats) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-        std::perror("pipe");
-        std::exit(2);
-    }
-    std::fflush(stdout);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        const Run run = run_once(options, stats);
-        std::fflush(stdout);
-        const ssize_t n = write(fds[1], &run, sizeof run);
-        _exit(n == static_cast<ssize_t>(sizeof run) ? 0 : 1);
-    }
-    close(fds[1]);
     Run run;
-    std::size_t got = 0;
-    while (got < sizeof run) {
-        const ssize_t n = read(fds[0], reinterpret_cast<char*>(&run) + got, sizeof run - got);
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    close(fds[0]);
     int status = 0;
-    waitpid(pid, &status, 0);
-    if (got != sizeof run) std::snprintf(run.error, sizeof run.error, "child died (%d)", status);
+    if (!replay::bench::run_in_child([&] { return run_once(options, stats); }, run, status))
+        std::snprintf(run.error, sizeof run.error, "child died (%d)", status);
     return run;
 }
 

@@ -7,18 +7,12 @@
 #include <variant>
 #include <vector>
 
+#include "bench_support.h"
+
 namespace replay::bench {
 namespace {
 
-// A heap block of n bytes as glibc malloc holds it (8-byte header, 16-byte granules, 32 minimum).
-std::uint64_t heap(std::uint64_t n) {
-    if (n == 0) return 0;
-    return std::max<std::uint64_t>(32, (n + 8 + 15) / 16 * 16);
-}
-template <typename T>
-std::uint64_t heap_of(const std::vector<T>& v) {
-    return heap(v.capacity() * sizeof(T));
-}
+using bench::heap_of;  // vectors; strings and recipes below
 std::uint64_t heap_of(const std::string& s) {
     return s.size() > 15 ? heap(s.capacity() + 1) : 0;
 }
