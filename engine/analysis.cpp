@@ -61,7 +61,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
                                  [&trace] { return trace_content_hash(trace); });
     analysis->graph = KernelGraph::build(trace, threads);
     stage_done("graph");
-    analysis->recipes = classify(analysis->graph);
+    analysis->recipes = classify(analysis->graph, options.classify_check);
     stage_done("classify");
     annotate_reuse(analysis->graph, analysis->recipes);
     stage_done("reuse");

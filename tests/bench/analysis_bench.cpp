@@ -3,6 +3,7 @@
 // leaves behind.
 //
 //   analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json] [--threads N]
+//                  [--check-classifier]
 //
 // Each run happens in a forked child, so that its peak RSS (getrusage ru_maxrss) belongs to that
 // run alone. Per stage it prints the wall seconds (best of the runs), the MB/s of decompressed JSON
@@ -12,7 +13,8 @@
 // of the table (run_bench.py reads it). Under valgrind --tool=callgrind the bench dumps the
 // instruction counts of each stage as it ends (callgrind.out.PID.N, one per stage, in stage order;
 // give --threads 1 there, so that no worker thread's instructions land in whichever stage happened
-// to be running): run_bench.py --callgrind prints them per stage.
+// to be running): run_bench.py --callgrind prints them per stage. --check-classifier classifies
+// every activity alone as well and fails when a shared decision differs (ClassifyCheck).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -115,7 +117,8 @@ double mib(std::uint64_t bytes) {
 void usage() {
     std::fprintf(
         stderr,
-        "usage: analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json] [--threads N]\n");
+        "usage: analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json] [--threads N]\n"
+        "       [--check-classifier]\n");
     std::exit(2);
 }
 
@@ -139,6 +142,8 @@ int main(int argc, char** argv) {
             stats = true;
         else if (arg == "--json")
             json = true;
+        else if (arg == "--check-classifier")
+            options.classify_check = replay::ClassifyCheck::EveryActivity;
         else if (arg == "--threads")
             options.parse.threads = static_cast<unsigned>(std::max(1, std::atoi(next().c_str())));
         else if (!arg.starts_with("--") && options.trace_path.empty())

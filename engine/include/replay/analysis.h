@@ -20,6 +20,9 @@ struct AnalysisOptions {
     std::string execution_trace_path;  // --et: PyTorch Execution Trace of the same run
     std::string shape_log_path;        // --shapes: JSONL shape log
     ParseOptions parse;  // parse.threads also bounds the threads of the stages after parsing
+    // EveryActivity: also classify each activity alone and throw if a shared decision differs
+    // (slow; tests and benchmarks).
+    ClassifyCheck classify_check = ClassifyCheck::None;
     // Called as each stage ends ("parse", "graph", "classify", ...), for benchmarks that time the
     // stages and sample memory between them.
     std::function<void(std::string_view stage)> on_stage;
