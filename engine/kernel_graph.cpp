@@ -166,26 +166,41 @@ ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
 std::vector<GraphNode> launched_nodes(const Trace& trace, CallKinds& call_kind) {
     struct Launch {
         std::uint32_t call = kNoIndex;
-        std::uint32_t activities = 0;
+        std::uint32_t activities : 30 = 0;
+        std::uint32_t graph_launch : 1 = 0;
+        std::uint32_t driver_launch : 1 = 0;
     };
-    IdMap<Launch> launches(trace.activities.size());
-    for (const GpuActivity& a : trace.activities)
-        if (a.correlation != kNoId) ++launches.at(a.correlation, {}).activities;
-    for (std::uint32_t i = 0; i < trace.runtime_calls.size(); ++i)
-        if (Launch* l = launches.find(trace.runtime_calls[i].correlation); l && l->call == kNoIndex)
-            l->call = i;
+    // The ids are scattered over the table: each pass asks for the slot it will need a few
+    // elements ahead, so that the cache misses overlap.
+    constexpr std::size_t kAhead = 16;
+    const auto& activities = trace.activities;
+    const auto& calls = trace.runtime_calls;
+    IdMap<Launch> launches(activities.size());
+    for (std::size_t i = 0; i < activities.size(); ++i) {
+        if (i + kAhead < activities.size()) launches.prefetch(activities[i + kAhead].correlation);
+        if (activities[i].correlation != kNoId)
+            ++launches.at(activities[i].correlation, {}).activities;
+    }
+    for (std::uint32_t i = 0; i < calls.size(); ++i) {
+        if (i + kAhead < calls.size()) launches.prefetch(calls[i + kAhead].correlation);
+        Launch* l = launches.find(calls[i].correlation);
+        if (l == nullptr || l->call != kNoIndex) continue;
+        l->call = i;
+        l->graph_launch = (call_kind(calls[i].name) & kGraphLaunch) != 0;
+        l->driver_launch = calls[i].is_driver;
+    }
 
-    std::vector<GraphNode> nodes(trace.activities.size());
-    for (std::uint32_t i = 0; i < trace.activities.size(); ++i) {
+    std::vector<GraphNode> nodes(activities.size());
+    for (std::uint32_t i = 0; i < activities.size(); ++i) {
+        if (i + kAhead < activities.size()) launches.prefetch(activities[i + kAhead].correlation);
         GraphNode& node = nodes[i];
         node.activity = i;
-        const Launch* l = launches.find(trace.activities[i].correlation);
+        const Launch* l = launches.find(activities[i].correlation);
         if (l == nullptr || l->call == kNoIndex) continue;
         node.launch = l->call;
         node.launch_fanout = l->activities;
-        const RuntimeCall& call = trace.runtime_calls[node.launch];
-        node.graph_launch = (call_kind(call.name) & kGraphLaunch) != 0;
-        node.driver_launch = call.is_driver;
+        node.graph_launch = l->graph_launch;
+        node.driver_launch = l->driver_launch;
     }
     return nodes;
 }
@@ -197,8 +212,12 @@ void sort_by_launch(const KernelGraph& graph, std::vector<GraphNode>& nodes) {
         std::uint32_t node;
     };
     std::vector<Key> keys(nodes.size());
-    for (std::uint32_t n = 0; n < nodes.size(); ++n)
+    const auto& calls = graph.trace().runtime_calls;
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        if (n + 16 < nodes.size() && nodes[n + 16].launch != kNoIndex)
+            __builtin_prefetch(&calls[nodes[n + 16].launch].ts);
         keys[n] = {graph.launch_time(nodes[n]), graph.activity(nodes[n]).ts, n};
+    }
     // Nodes are still in activity order: the node index breaks ties as the activity index would.
     const auto before = [](const Key& x, const Key& y) {
         if (x.launch != y.launch) return x.launch < y.launch;
@@ -277,6 +296,9 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads) {
         const std::uint32_t end = thread_ops.begin[slot + 1];
         for (; sweep.next < end && trace.cpu_ops[thread_ops.order[sweep.next]].ts <= call.ts;
              ++sweep.next) {
+            // Ops of one thread in start order can lie far apart in the op array.
+            if (sweep.next + 8 < end)
+                __builtin_prefetch(&trace.cpu_ops[thread_ops.order[sweep.next + 8]]);
             const std::uint32_t op = thread_ops.order[sweep.next];
             // Its parent is on the chain: it holds the op, so it had not ended at any earlier
             // launch (those came before the op's start).
