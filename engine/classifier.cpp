@@ -675,8 +675,11 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
     FactsOf facts_of(graph);
     Facts previous;
     std::uint32_t entry = kNoIndex;
-    for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
-        Facts facts = facts_of(graph.nodes()[n]);
+    const auto& nodes = graph.nodes();
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+        // Launch order is not activity order: ask for an activity a few nodes ahead.
+        if (n + 8 < nodes.size()) __builtin_prefetch(&graph.activity(nodes[n + 8]));
+        Facts facts = facts_of(nodes[n]);
         // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
         if (entry == kNoIndex || !(facts == previous)) {
             auto [it, inserted] = decided.try_emplace(facts, 0);

@@ -121,6 +121,8 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRec
     std::vector<Group> groups;
     std::vector<std::uint32_t> group_of(graph.nodes().size());
     for (std::uint32_t n = 0; n < graph.nodes().size(); ++n) {
+        // Launch order is not activity order: ask for an activity a few nodes ahead.
+        if (n + 8 < graph.nodes().size()) __builtin_prefetch(&graph.activity(graph.nodes()[n + 8]));
         const GpuActivity& a = graph.activity(graph.nodes()[n]);
         Group g{recipes.entry(n),
                 a.name,
