@@ -15,9 +15,10 @@ For each size, a Kineto trace of that many bytes is built out of the bundled tra
   - `replay --version`: the RSS of the binary and its shared libraries alone (the library baseline).
 On the plain file, once each: Python's `json.loads(open(p, 'rb').read())` and HolisticTraceAnalysis
 `TraceAnalysis(trace_dir=DIR)` (PyPI HolisticTraceAnalysis, installed into a venv under --work;
-skipped with a note when it cannot be installed). Both are first run on a 64 MB prefix of the
-trace; where that run says the full size would need more memory than the machine has available,
-the full-size run is skipped with a note and the ratio uses the prefix (replay measured on it too).
+skipped with a note when it cannot be installed). Both are first run on a prefix of the trace
+(whole source copies, 64 MB or a little more); where that run says the full size would need more
+memory than the machine has available, the full-size run is skipped with a note and the ratio
+uses the prefix (replay measured on it too).
 Ratios are against the baselines measured in the same run.
 
 Targets (issue 14): `inspect --json` end to end >= 1000 MB/s and >= 0.7x the parse stage's MB/s;
