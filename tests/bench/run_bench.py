@@ -8,10 +8,12 @@ For each size, a Kineto trace of that many bytes is built out of the bundled tra
 (make_big_trace.py: real events repeated, ids shifted per copy) with a .zst copy (zstd -3), under
 --work ($TMPDIR/replay_bench, never in the repository). Then, for the plain and the .zst file:
   - analysis_bench: the stages of replay::analyze() (parse, graph, classify, ...) and the teardown,
-    best of --repeat, each run in its own process. The parse stage's MB/s is what the end-to-end
-    figures are held against.
+    each run in its own process. The parse stage's MB/s is what the end-to-end figures are held
+    against.
   - `replay inspect --json` and `replay classify -o FILE` end to end, from process start to exit
-    (what a user waits for), best of --repeat, with the peak RSS of the best run's process.
+    (what a user waits for), with the peak RSS of the best run's process.
+  The three are taken in turn, --repeat rounds (best of them reported, and the inspect/parse ratio
+  of each round: a shared machine's load changes from one minute to the next).
   - `replay --version`: the RSS of the binary and its shared libraries alone (the library baseline).
 On the plain file, once each: Python's `json.loads(open(p, 'rb').read())` and HolisticTraceAnalysis
 `TraceAnalysis(trace_dir=DIR)` (PyPI HolisticTraceAnalysis, installed into a venv under --work;
@@ -100,14 +102,18 @@ def timed(cmd, stdout=subprocess.DEVNULL, timeout=None):
     return wall, rss, code
 
 
-def best_of(cmd, repeat):
-    runs = [timed(cmd) for _ in range(repeat)]
+def summarize_runs(runs):
     ok = [r for r in runs if r[2] == 0]
     if not ok:
         return None
     best = min(ok, key=lambda r: r[0])
     return {"seconds": best[0], "mean_seconds": sum(r[0] for r in ok) / len(ok),
-            "peak_rss": best[1], "max_peak_rss": max(r[1] for r in ok)}
+            "peak_rss": best[1], "max_peak_rss": max(r[1] for r in ok),
+            "all_seconds": [r[0] for r in runs]}
+
+
+def best_of(cmd, repeat):
+    return summarize_runs([timed(cmd) for _ in range(repeat)])
 
 
 def make_trace(work, size, with_probe):
@@ -136,6 +142,35 @@ def analysis(bench, path, repeat):
         log(f"  analysis_bench {path} failed: {out.stdout[-400:]} {out.stderr[-400:]}")
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def merged_stages(runs):
+    """Best of each stage over analysis_bench runs of one round each."""
+    runs = [r for r in runs if r]
+    if not runs:
+        return None
+    merged = dict(runs[0])
+    merged["stages"] = []
+    for i, first in enumerate(runs[0]["stages"]):
+        best = min((r["stages"][i] for r in runs), key=lambda s: s["best_seconds"])
+        stage = dict(best)
+        stage["mean_seconds"] = sum(r["stages"][i]["best_seconds"] for r in runs) / len(runs)
+        merged["stages"].append(stage)
+    merged["best_run_seconds"] = min(r["best_run_seconds"] for r in runs)
+    merged["peak_rss"] = max(r["peak_rss"] for r in runs)
+    merged["parse_seconds"] = [r["stages"][0]["best_seconds"] for r in runs]
+    return merged
+
+
+def interleaved(bench, replay, path, sig, repeat):
+    """analysis_bench (one run), `inspect --json` and `classify` taken in turn, `repeat` rounds: a
+    round sees one state of a machine whose load changes, so the ratios hold round by round."""
+    stages, inspect, classify = [], [], []
+    for _ in range(repeat):
+        stages.append(analysis(bench, path, 1))
+        inspect.append(timed([replay, "inspect", "--json", "--quiet", path]))
+        classify.append(timed([replay, "classify", "--quiet", path, "-o", sig]))
+    return merged_stages(stages), summarize_runs(inspect), summarize_runs(classify)
 
 
 def hta_python(work):
@@ -271,10 +306,8 @@ def main():
         row = {"size": size, "json_bytes": json_bytes, "inputs": {}}
         for kind, path in (("plain", plain), ("zst", zst)):
             log(f"== {path}")
-            stages = analysis(bench, path, a.repeat)
-            inspect = best_of([replay, "inspect", "--json", "--quiet", path], a.repeat)
             sig = os.path.join(work, "signatures.json")
-            classify = best_of([replay, "classify", "--quiet", path, "-o", sig], a.repeat)
+            stages, inspect, classify = interleaved(bench, replay, path, sig, a.repeat)
             row["inputs"][kind] = {"path": path, "stages": stages, "inspect": inspect,
                                    "classify": classify}
             if stages:
@@ -318,8 +351,10 @@ def main():
             parse_s = next(s["best_seconds"] for s in st["stages"] if s["stage"] == "parse")
             parse = mbps(row["json_bytes"], parse_s)
             e2e = mbps(row["json_bytes"], ins["seconds"])
+            rounds = [p / i for p, i in zip(st["parse_seconds"], ins["all_seconds"]) if i > 0]
             log(f"  {gb:.2f} GB {kind:<5}: parse stage {parse:6.0f} MB/s | inspect --json {e2e:6.0f} MB/s "
-                f"({e2e / parse:.2f}x parse) | classify {mbps(row['json_bytes'], cls['seconds']):6.0f} MB/s"
+                f"({e2e / parse:.2f}x parse; {min(rounds):.2f}-{max(rounds):.2f}x round by round) | "
+                f"classify {mbps(row['json_bytes'], cls['seconds']):6.0f} MB/s"
                 f" | analysis stages {mbps(row['json_bytes'], st['best_run_seconds']):6.0f} MB/s")
             per_gb = ins["peak_rss"] / gb
             log(f"  {'':13}peak RSS inspect {ins['peak_rss'] / 1e6:7.0f} MB = {per_gb / 1e6:4.0f} MB/GB "
