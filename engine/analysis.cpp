@@ -61,6 +61,13 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
                                  [&trace] { return trace_content_hash(trace); });
     analysis->graph = KernelGraph::build(trace, threads);
     stage_done("graph");
+    if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
+        // The rewrite interns names, which the hash reads: the hash (activities only, which the
+        // rewrite leaves alone) is taken first.
+        analysis->trace_hash = trace_hash.get();
+        analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
+        analysis->notes.push_back(describe(*analysis->dims_rewrite));
+    }
     analysis->recipes = classify(analysis->graph, options.classify_check);
     stage_done("classify");
     annotate_reuse(analysis->graph, analysis->recipes);
@@ -68,7 +75,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);
     stage_done("unique kernels");
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
-    analysis->trace_hash = trace_hash.get();
+    if (trace_hash.valid()) analysis->trace_hash = trace_hash.get();
     stage_done("trace hash");
     return analysis;
 }

@@ -4,7 +4,8 @@
 
 #include <ostream>
 
-#include "replay/source.h"
+#include "replay/input_error.h"
+#include "replay/source.h"  // read_all
 
 namespace replay {
 namespace {
@@ -257,12 +258,16 @@ Recipe read_recipe(od::value v) {
 
 }  // namespace
 
-void write_recipe(JsonWriter& json, const Recipe& recipe) {
-    json.begin_object();
-    if (recipe.tier == Tier::NotReplayable)
+void write_tier(JsonWriter& json, Tier tier) {
+    if (tier == Tier::NotReplayable)
         json.key("tier").null();
     else
-        json.field("tier", static_cast<int>(recipe.tier));
+        json.field("tier", static_cast<int>(tier));
+}
+
+void write_recipe(JsonWriter& json, const Recipe& recipe) {
+    json.begin_object();
+    write_tier(json, recipe.tier);
     json.field("rule", recipe.rule);
     if (!recipe.reason.empty()) json.field("reason", recipe.reason);
     if (recipe.issued_with_op) json.field("issued_with_op", true);
@@ -321,11 +326,19 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
     json.end_object();
 }
 
+const std::vector<DurationField>& duration_fields() {
+    static const std::vector<DurationField> fields = {
+        {"min", &DurationStats::min},   {"median", &DurationStats::median},
+        {"mean", &DurationStats::mean}, {"max", &DurationStats::max},
+        {"sum", &DurationStats::sum},   {"stddev", &DurationStats::stddev},
+        {"p95", &DurationStats::p95},   {"p99", &DurationStats::p99}};
+    return fields;
+}
+
 void write_duration_stats(JsonWriter& json, const DurationStats& s) {
     json.begin_object();
     json.field("count", static_cast<std::uint64_t>(s.count));
-    json.field("min", s.min).field("median", s.median).field("mean", s.mean).field("max", s.max);
-    json.field("sum", s.sum).field("stddev", s.stddev).field("p95", s.p95).field("p99", s.p99);
+    for (const auto& f : duration_fields()) json.field(f.name, s.*f.member);
     json.end_object();
 }
 
@@ -419,24 +432,9 @@ SignatureFile read_signature_file(const std::string& path) {
                             od::value sv;
                             if (sf.value().get(sv)) continue;
                             auto& s = kernel.recorded_us;
-                            if (sk == "count")
-                                s.count = static_cast<std::size_t>(get_i64(sv));
-                            else if (sk == "min")
-                                s.min = get_f64(sv);
-                            else if (sk == "median")
-                                s.median = get_f64(sv);
-                            else if (sk == "mean")
-                                s.mean = get_f64(sv);
-                            else if (sk == "max")
-                                s.max = get_f64(sv);
-                            else if (sk == "sum")
-                                s.sum = get_f64(sv);
-                            else if (sk == "stddev")
-                                s.stddev = get_f64(sv);
-                            else if (sk == "p95")
-                                s.p95 = get_f64(sv);
-                            else if (sk == "p99")
-                                s.p99 = get_f64(sv);
+                            if (sk == "count") s.count = static_cast<std::size_t>(get_i64(sv));
+                            for (const auto& f : duration_fields())
+                                if (sk == f.name) s.*f.member = get_f64(sv);
                         }
                     } else if (kk == "recipe") {
                         kernel.recipe = read_recipe(kv);

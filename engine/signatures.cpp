@@ -2,21 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <unordered_map>
 
 namespace replay {
 namespace {
-
-double percentile(const std::vector<double>& sorted, double p) {
-    if (sorted.empty()) return 0;
-    const double rank = p * static_cast<double>(sorted.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(rank));
-    const auto hi = std::min(lo + 1, sorted.size() - 1);
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
-}
 
 // FNV-1a, fed piece by piece.
 class Fnv1a {
@@ -38,24 +28,6 @@ class Fnv1a {
 };
 
 }  // namespace
-
-DurationStats summarize(std::vector<double> samples) {
-    DurationStats s;
-    s.count = samples.size();
-    if (samples.empty()) return s;
-    std::sort(samples.begin(), samples.end());
-    s.min = samples.front();
-    s.max = samples.back();
-    s.sum = std::accumulate(samples.begin(), samples.end(), 0.0);
-    s.mean = s.sum / static_cast<double>(s.count);
-    s.median = percentile(samples, 0.5);
-    s.p95 = percentile(samples, 0.95);
-    s.p99 = percentile(samples, 0.99);
-    double var = 0;
-    for (double x : samples) var += (x - s.mean) * (x - s.mean);
-    s.stddev = s.count > 1 ? std::sqrt(var / static_cast<double>(s.count - 1)) : 0.0;
-    return s;
-}
 
 std::string hash_hex(std::string_view text) {
     Fnv1a h;

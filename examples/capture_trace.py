@@ -1,17 +1,31 @@
 #!/usr/bin/env python3
-"""Capture a PyTorch profiler (Kineto) trace and an Execution Trace of one model step.
+"""Capture a PyTorch profiler (Kineto) trace of one model step, the way users record them.
 
-Runs fully offline: models are built from configs with random weights.
+Runs fully offline: models are built from configs with random weights. By default the trace is
+recorded as most people profile: record_shapes on, no Execution Trace (--et adds one).
 
 Writes, for --out PREFIX:
-  PREFIX.json.gz      Kineto trace (prof.export_chrome_trace), gzipped
-  PREFIX.et.json.gz   PyTorch Execution Trace (ExecutionTraceObserver), gzipped
-  PREFIX.timing.json  unprofiled median step time measured with CUDA events
+  PREFIX.json.gz           Kineto trace (prof.export_chrome_trace), gzipped
+  PREFIX.timing.json       the unprofiled step: median GPU time (CUDA events), median host wall
+                           time per step, and energy per step read from NVML's energy counter
+  PREFIX.et.json.gz        PyTorch Execution Trace (ExecutionTraceObserver), with --et
+  PREFIX.inductor.tar.gz   Inductor's cache (Triton binaries and launch metadata), with --compile
+
+Models (random weights) and modes:
+  bloom-560m  BLOOM-560M                     inference (prefill: the default), train
+  gpt2        GPT-2 small                    train (the default: bf16 autocast, AdamW), inference
+  llama       Llama-architecture 1.1B        inference, decode (b1, static KV cache), train
+              (TinyLlama-1.1B's config)
+  mixtral     Mixtral-architecture MoE       inference, decode; 8 layers, 8 experts, top-2
+              decoder
+  mlp         Linear-GELU-Linear blocks      inference, train; --compile for torch.compile
 
 Examples:
   python3 examples/capture_trace.py --model bloom-560m --out /tmp/bloom
-  python3 examples/capture_trace.py --model gpt2            # train step, bf16 autocast
-  python3 examples/capture_trace.py --model mlp             # quick smoke test
+  python3 examples/capture_trace.py --model llama --mode decode --out /tmp/llama_decode
+  python3 examples/capture_trace.py --model llama --mode decode --cuda-graph --out /tmp/llama_graph
+  python3 examples/capture_trace.py --model mlp --compile --out /tmp/mlp_compiled
+  python3 examples/capture_trace.py --model gpt2 --et            # train step with an Execution Trace
 """
 import argparse
 import gzip
@@ -19,96 +33,227 @@ import json
 import os
 import shutil
 import statistics
+import tarfile
+import time
 
-MODELS = ("bloom-560m", "gpt2", "mlp")
+MODELS = ("bloom-560m", "gpt2", "llama", "mixtral", "mlp")
 DTYPES = ("fp16", "bf16", "fp32")
+# Per model: default mode, dtype, batch, seq (prefill length, or the KV-cache length a decode
+# step sees).
+DEFAULTS = {
+    "bloom-560m": ("inference", "fp16", 1, 5),
+    "gpt2": ("train", "bf16", 8, 128),
+    "llama": ("inference", "bf16", 2, 256),
+    "mixtral": ("inference", "bf16", 4, 128),
+    "mlp": ("inference", "fp16", 8, 512),
+}
+# Decode needs a model with a static KV cache (CUDA-graph capturable).
+MODES = {
+    "bloom-560m": ("inference", "train"),
+    "gpt2": ("train", "inference"),
+    "llama": ("inference", "decode", "train"),
+    "mixtral": ("inference", "decode"),
+    "mlp": ("inference", "train"),
+}
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=MODELS, default="bloom-560m", help="model to build (random weights)")
-    p.add_argument("--mode", choices=("inference", "train"), default=None,
-                   help="inference (no_grad forward) or train (fwd+loss+bwd+AdamW step); "
-                        "default: train for gpt2, inference otherwise")
+    p.add_argument("--mode", choices=("inference", "decode", "train"), default=None,
+                   help="inference: one no_grad forward over the prompt (prefill); decode: one token "
+                        "with a KV cache of --seq tokens; train: fwd+loss+bwd+AdamW step "
+                        "(default: per model, see above)")
     p.add_argument("--dtype", choices=DTYPES, default=None,
-                   help="inference: weight/activation dtype (default fp16); "
-                        "train: autocast dtype over fp32 weights (default bf16, fp32 = no autocast)")
-    p.add_argument("--batch", type=int, default=None, help="batch size (default 1 inference, 8 train)")
-    p.add_argument("--seq", type=int, default=None, help="sequence length (default 5 inference, 128 train)")
+                   help="inference/decode: weight and activation dtype; train: autocast dtype over "
+                        "fp32 weights (fp32 = no autocast)")
+    p.add_argument("--batch", type=int, default=None, help="batch size")
+    p.add_argument("--seq", type=int, default=None, help="sequence length (prefill) or KV-cache length (decode)")
+    p.add_argument("--hidden", type=int, default=4096, help="mlp: hidden size (default 4096)")
+    p.add_argument("--layers", type=int, default=None, help="number of decoder layers (default: the config's)")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="capture the step in a CUDA graph once and profile its replay")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model (Inductor; keeps its cache in PREFIX.inductor.tar.gz)")
+    p.add_argument("--et", action="store_true", help="also record a PyTorch Execution Trace")
+    p.add_argument("--no-record-shapes", action="store_true", help="profile without record_shapes")
+    p.add_argument("--steps", type=int, default=1, help="profiled steps, each a ProfilerStep#N range (default 1)")
     p.add_argument("--warmup", type=int, default=3, help="untraced warm-up steps (default 3)")
-    p.add_argument("--runs", type=int, default=20, help="timed unprofiled steps for the median (default 20)")
+    p.add_argument("--runs", type=int, default=20, help="timed unprofiled steps for the medians (default 20)")
+    p.add_argument("--energy-seconds", type=float, default=2.0,
+                   help="how long to loop the unprofiled step for its energy (default 2 s; 0: skip)")
     p.add_argument("--seed", type=int, default=0, help="torch.manual_seed value (default 0)")
-    p.add_argument("--out", default=None, help="output prefix (default traces/<model>_<dtype|mode>)")
+    p.add_argument("--out", default=None, help="output prefix (default traces/<model>_<mode>)")
     p.add_argument("--keep-json", action="store_true", help="keep the uncompressed .json files too")
     a = p.parse_args()
-    a.mode = a.mode or ("train" if a.model == "gpt2" else "inference")
-    train = a.mode == "train"
-    a.dtype = a.dtype or ("bf16" if train else "fp16")
-    a.batch = a.batch if a.batch is not None else (8 if train else 1)
-    a.seq = a.seq if a.seq is not None else (128 if train else 5)
-    a.out = a.out or os.path.join("traces", f"{a.model}_{a.mode if train else a.dtype}")
+    mode, dtype, batch, seq = DEFAULTS[a.model]
+    a.mode = a.mode or mode
+    a.dtype = a.dtype or dtype
+    if a.mode == "decode":
+        batch = 1
+    a.batch = a.batch if a.batch is not None else batch
+    a.seq = a.seq if a.seq is not None else seq
+    if a.mode not in MODES[a.model]:
+        p.error(f"--model {a.model} supports --mode {', '.join(MODES[a.model])}")
+    if a.mode == "train" and a.cuda_graph:
+        p.error("--cuda-graph captures inference or decode steps")
+    a.out = a.out or os.path.join("traces", f"{a.model}_{a.mode}")
     return a
 
 
-def build_model(name, torch):
+def build_model(args, torch):
     """Return (model, vocab_size); vocab_size is None for the float-input MLP."""
-    if name == "mlp":
-        hidden = 256
+    if args.model == "mlp":
+        h = args.hidden
         layers = []
-        for _ in range(4):
-            layers += [torch.nn.Linear(hidden, hidden * 4), torch.nn.GELU(), torch.nn.Linear(hidden * 4, hidden)]
+        for _ in range(args.layers or 2):
+            layers += [torch.nn.Linear(h, h * 4), torch.nn.GELU(), torch.nn.Linear(h * 4, h)]
         return torch.nn.Sequential(*layers), None
     import transformers
-    if name == "bloom-560m":  # matches bigscience/bloom-560m
-        cfg = transformers.BloomConfig(vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16,
+    layers = args.layers
+    if args.model == "bloom-560m":  # matches bigscience/bloom-560m
+        cfg = transformers.BloomConfig(vocab_size=250880, hidden_size=1024, n_layer=layers or 24, n_head=16,
                                        layer_norm_epsilon=1e-5)
         return transformers.BloomForCausalLM(cfg), cfg.vocab_size
-    cfg = transformers.GPT2Config()  # GPT-2 small defaults
-    return transformers.GPT2LMHeadModel(cfg), cfg.vocab_size
+    if args.model == "gpt2":
+        cfg = transformers.GPT2Config(n_layer=layers or 12)  # GPT-2 small defaults
+        return transformers.GPT2LMHeadModel(cfg), cfg.vocab_size
+    if args.model == "llama":  # TinyLlama-1.1B's shape
+        cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
+                                       num_hidden_layers=layers or 22, num_attention_heads=32,
+                                       num_key_value_heads=4, max_position_embeddings=2048)
+        return transformers.LlamaForCausalLM(cfg), cfg.vocab_size
+    cfg = transformers.MixtralConfig(vocab_size=32000, hidden_size=1024, intermediate_size=3584,
+                                     num_hidden_layers=layers or 8, num_attention_heads=16,
+                                     num_key_value_heads=8, num_local_experts=8, num_experts_per_tok=2,
+                                     max_position_embeddings=4096)
+    return transformers.MixtralForCausalLM(cfg), cfg.vocab_size
 
 
-def make_step(args, torch):
-    """Build the model and inputs on the GPU and return a zero-argument step function."""
+def static_cache(model, args, torch, dtype):
+    """A KV cache of fixed size (CUDA-graph capturable), across transformers versions."""
+    import inspect
+    import transformers
+    params = inspect.signature(transformers.StaticCache.__init__).parameters
+    kwargs = {"config": model.config, "max_cache_len": args.seq + 1}
+    if "max_batch_size" in params:
+        kwargs["max_batch_size"] = args.batch
+    elif "batch_size" in params:
+        kwargs["batch_size"] = args.batch
+    if "device" in params:
+        kwargs["device"] = "cuda"
+    if "dtype" in params:
+        kwargs["dtype"] = dtype
+    return transformers.StaticCache(**kwargs)
+
+
+def make_step(args, torch, device):
+    """Build the model and inputs and return a zero-argument step function."""
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
-    model, vocab = build_model(args.model, torch)
+    with torch.device(device):  # initialise the random weights where they run: fast on a GPU
+        model, vocab = build_model(args, torch)
     train = args.mode == "train"
-    model = model.to("cuda", dtype=torch.float32 if train else dtype).train(train)
+    model = model.to(device, dtype=torch.float32 if train else dtype).train(train)
+    if args.compile:
+        model = torch.compile(model)
     if vocab is None:
-        x = torch.randn(args.batch, args.seq, 256, device="cuda", dtype=torch.float32 if train else dtype)
+        x = torch.randn(args.batch, args.seq, args.hidden, device=device, dtype=torch.float32 if train else dtype)
     else:
-        ids = torch.randint(0, vocab, (args.batch, args.seq), device="cuda")
+        ids = torch.randint(0, vocab, (args.batch, args.seq), device=device)
 
-    if not train:
+    if train:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step():
+            with torch.autocast(device, dtype=dtype, enabled=dtype != torch.float32):
+                if vocab is None:
+                    loss = model(x).float().pow(2).mean()  # MSE against zero
+                else:
+                    loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    if args.mode == "inference":
         @torch.no_grad()
         def step():
             return model(x) if vocab is None else model(input_ids=ids, use_cache=False).logits
         return step
 
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    # Decode: fill a static cache with the prompt once; every step then decodes the token at
+    # position --seq. The cache counts the tokens it holds on the GPU (transformers 5), so each
+    # step first sets that count back: every step does the same work, in a CUDA graph too.
+    cache = static_cache(model, args, torch, dtype)
+    with torch.no_grad():
+        model(input_ids=ids, past_key_values=cache, use_cache=True)
+    token = torch.randint(0, vocab, (args.batch, 1), device=device)
+    position = torch.full((1, 1), args.seq, device=device, dtype=torch.long)
+    counters = [layer.cumulative_length for layer in getattr(cache, "layers", [])
+                if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor)]
 
+    @torch.no_grad()
     def step():
-        with torch.autocast("cuda", dtype=dtype, enabled=dtype != torch.float32):
-            if vocab is None:
-                loss = model(x).float().pow(2).mean()  # MSE against zero
-            else:
-                loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+        for counter in counters:
+            counter.fill_(args.seq)
+        return model(input_ids=token, past_key_values=cache, use_cache=True, position_ids=position).logits
     return step
 
 
+def graph_step(step, torch):
+    """Capture `step` in a CUDA graph (after warm-up on a side stream) and return its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
 def time_steps(step, runs, torch):
-    """Median wall time of one step on the GPU, in microseconds, via CUDA events."""
-    times = []
+    """Median GPU time (CUDA events) and host wall time (with a sync) of one step, microseconds."""
+    gpu, host = [], []
     for _ in range(runs):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
         start.record()
         step()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)  # ms -> us
-    return statistics.median(times)
+        host.append((time.perf_counter() - t0) * 1e6)
+        gpu.append(start.elapsed_time(end) * 1000.0)  # ms -> us
+    return statistics.median(gpu), statistics.median(host)
+
+
+def measure_energy(step, seconds, torch):
+    """Energy per step from NVML's board energy counter over `seconds` of back-to-back steps, and
+    the idle power before; None where NVML or the counter is missing."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        torch.cuda.synchronize()
+        time.sleep(0.5)
+        idle_mw = statistics.median(pynvml.nvmlDeviceGetPowerUsage(handle) for _ in range(20))
+        e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # mJ
+        t0, steps = time.perf_counter(), 0
+        while time.perf_counter() - t0 < seconds:
+            step()
+            steps += 1
+            if steps % 8 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        elapsed = time.perf_counter() - t0
+        e1 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+        return {"energy_mj_per_step": (e1 - e0) / steps, "energy_steps": steps, "energy_window_s": elapsed,
+                "average_power_w": (e1 - e0) / 1000.0 / elapsed, "idle_power_w": idle_mw / 1000.0}
+    except Exception as e:  # NVML missing, counter not supported: say so, never zero
+        return {"energy_note": f"energy not measured: {e}"}
 
 
 def gzip_file(path, keep):
@@ -121,44 +266,76 @@ def gzip_file(path, keep):
 
 def main():
     args = parse_args()
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    inductor_dir = os.path.abspath(args.out + ".inductor")
+    if args.compile:
+        # Inductor writes its Triton binaries and their launch metadata here (read before torch
+        # is imported); `replay --inductor-cache` loads them.
+        shutil.rmtree(inductor_dir, ignore_errors=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = inductor_dir
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(inductor_dir, "triton")
     import torch  # imported lazily so that --help works without torch
-    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile
+    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, schedule
 
     if not torch.cuda.is_available():
         raise SystemExit("capture_trace.py needs a CUDA GPU")
     torch.manual_seed(args.seed)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    step = make_step(args, torch)
-
+    step = make_step(args, torch, "cuda")
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+    if args.cuda_graph:
+        step = graph_step(step, torch)
+        for _ in range(args.warmup):
+            step()
+        torch.cuda.synchronize()
 
-    median_us = time_steps(step, args.runs, torch)
+    median_us, host_us = time_steps(step, args.runs, torch)
     timing = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(),
-              "model": args.model, "mode": args.mode, "median_us": median_us, "runs": args.runs,
-              "dtype": args.dtype, "batch": args.batch, "seq": args.seq}
+              "model": args.model, "mode": args.mode, "dtype": args.dtype, "batch": args.batch,
+              "seq": args.seq, "cuda_graph": args.cuda_graph, "compile": args.compile,
+              "median_us": median_us, "host_median_us": host_us, "runs": args.runs}
+    if args.energy_seconds > 0:
+        timing.update(measure_energy(step, args.energy_seconds, torch))
 
     trace_path, et_path = args.out + ".json", args.out + ".et.json"
-    et = ExecutionTraceObserver()
-    et.register_callback(et_path)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
-        et.start()
-        step()
-        torch.cuda.synchronize()
-        et.stop()
-    et.unregister_callback()
+    et = None
+    if args.et:
+        et = ExecutionTraceObserver()
+        et.register_callback(et_path)
+    # One untraced step (wait), one traced warm-up, then --steps recorded steps, each its own
+    # ProfilerStep#N range, as users' profiler schedules record them.
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 record_shapes=not args.no_record_shapes,
+                 schedule=schedule(wait=1, warmup=1, active=args.steps, repeat=1)) as prof:
+        for i in range(2 + args.steps):
+            if et is not None and i == 2:
+                et.start()
+            step()
+            torch.cuda.synchronize()
+            prof.step()
+        if et is not None:
+            et.stop()
+    if et is not None:
+        et.unregister_callback()
     prof.export_chrome_trace(trace_path)
 
-    written = [gzip_file(trace_path, args.keep_json), gzip_file(et_path, args.keep_json)]
-    if args.keep_json:
-        written += [trace_path, et_path]
+    written = [gzip_file(trace_path, args.keep_json)]
+    if args.et:
+        written.append(gzip_file(et_path, args.keep_json))
+    if args.compile:
+        with tarfile.open(args.out + ".inductor.tar.gz", "w:gz") as tar:
+            tar.add(inductor_dir, arcname=os.path.basename(inductor_dir))
+        written.append(args.out + ".inductor.tar.gz")
     with open(args.out + ".timing.json", "w") as f:
         json.dump(timing, f, indent=2)
     written.append(args.out + ".timing.json")
 
-    print(f"{args.model} {args.mode} {args.dtype} batch={args.batch} seq={args.seq}: "
-          f"median {median_us:.1f} us/step over {args.runs} runs on {timing['gpu']}")
+    energy = timing.get("energy_mj_per_step")
+    print(f"{args.model} {args.mode} {args.dtype} batch={args.batch} seq={args.seq}"
+          f"{' cuda-graph' if args.cuda_graph else ''}{' compiled' if args.compile else ''}: "
+          f"median {median_us:.1f} us GPU, {host_us:.1f} us host per step over {args.runs} runs"
+          f"{f', {energy:.1f} mJ/step' if energy is not None else ''} on {timing['gpu']}")
     for path in written:
         print(f"wrote {path}")
 

@@ -2,7 +2,8 @@
 # Run ON the GPU machine (no network), from a copy of the repository that carries .deps/prefix
 # (made with scripts/make_offline_prefix.sh --with-gtest on a machine with network): configures
 # against that prefix and against the Python install's libtorch, builds for sm_90 with all cores
-# and runs the `gpu`-labelled tests.
+# (the binary in BUILD_DIR/cli, the backend modules in BUILD_DIR/lib/replay) and runs the
+# `gpu`-labelled tests and the check that the core binary links none of the backends' libraries.
 #
 # Usage: scripts/gpu_build.sh [BUILD_DIR]      (default: build-gpu)
 # Environment: REPLAY_CMAKE_ARGS  extra configure arguments (e.g. "-DREPLAY_TORCH=OFF")
@@ -37,5 +38,13 @@ cmake -S . -B "$build" "${generator[@]}" \
   -DCMAKE_CUDA_ARCHITECTURES=90 \
   ${REPLAY_CMAKE_ARGS:-}
 cmake --build "$build" -j"$(nproc)"
+# The backends are modules that $build/cli/replay loads from $build/lib/replay (README, "Building").
+if [ ! -f "$build/lib/replay/libreplay_backend_cuda.so" ]; then
+  echo "gpu_build.sh: $build/lib/replay/libreplay_backend_cuda.so was not built" >&2
+  exit 1
+fi
 # shellcheck disable=SC2086
 ctest --test-dir "$build" -L gpu --output-on-failure ${CTEST_ARGS:-}
+# The core binary starts without libtorch and the CUDA libraries on this host too.
+# shellcheck disable=SC2086
+ctest --test-dir "$build" -R '^e2e_core_dependencies$' --output-on-failure ${CTEST_ARGS:-}

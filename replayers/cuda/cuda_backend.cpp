@@ -13,6 +13,7 @@
 #include "device_kernels.h"
 #include "gemm.h"
 #include "nvml.h"
+#include "replay/tensor_budget.h"
 #include "timing.h"
 
 namespace replay {
@@ -197,6 +198,11 @@ CudaBackend::~CudaBackend() {
 Prepared CudaBackend::prepare(const Recipe& recipe) {
     try {
         REPLAY_CUDA_CALL(cudaSetDevice(options_.device));
+        std::size_t free_bytes = 0, total_bytes = 0;
+        REPLAY_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
+        const TensorBudget budget = tensor_budget(
+            options_.max_tensor_bytes, static_cast<std::int64_t>(free_bytes), "free device memory");
+        if (auto why = over_budget(recipe, budget)) return skipped(std::move(*why));
         return std::visit(
             [&](const auto& detail) -> Prepared {
                 using T = std::decay_t<decltype(detail)>;

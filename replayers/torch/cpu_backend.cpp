@@ -4,6 +4,8 @@
 //
 // Intra-op threads are libtorch's default (one per core, or OMP_NUM_THREADS): the backend does not
 // pick a count, so that the environment, not the code, decides; environment() reports it.
+#include "replay/cpu_backend.h"
+
 #include <ATen/Parallel.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <variant>
 
 #include "replay/backend.h"
+#include "replay/tensor_budget.h"
 #include "replay/torch_ops.h"
 
 namespace replay {
@@ -67,7 +70,8 @@ std::string blas_note() {
 class CpuBackend final : public Backend {
   public:
     explicit CpuBackend(const BackendOptions& options)
-        : runner_(TorchDevice{TorchDevice::Kind::Cpu, 0}, options.seed, options.dataflow) {}
+        : runner_(TorchDevice{TorchDevice::Kind::Cpu, 0}, options.seed, options.dataflow),
+          max_tensor_bytes_(options.max_tensor_bytes) {}
 
     Environment environment() const override {
         Environment env;
@@ -91,6 +95,14 @@ class CpuBackend final : public Backend {
 
     Prepared prepare(const Recipe& recipe) override {
         Prepared result;
+        // A quarter of the available RAM stays free: prepare writes every byte it allocates, and
+        // the kernel kills a process that overcommits instead of failing its allocation.
+        const TensorBudget budget = tensor_budget(
+            max_tensor_bytes_, available_host_memory() / 4 * 3, "3/4 of available RAM");
+        if (auto why = over_budget(recipe, budget)) {
+            result.reason = std::move(*why);
+            return result;
+        }
         switch (recipe.tier) {
             case Tier::Copy:
                 if (const auto* copy = std::get_if<CopyRecipe>(&recipe.detail))
@@ -162,6 +174,7 @@ class CpuBackend final : public Backend {
 
   private:
     TorchOpRunner runner_;
+    std::int64_t max_tensor_bytes_ = 0;
     std::vector<TimedActivity> activities_;
     std::vector<unsigned char> flush_buffer_;
     unsigned char flush_value_ = 0;

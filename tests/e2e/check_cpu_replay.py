@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The whole CPU path as a user runs it: classify, replay in both modes, replay from a signature
 file, regress an archived .zst against its own baseline and compare reports; every output is
-validated against its JSON Schema."""
-import json, os, shutil, subprocess, sys, tempfile
+validated against its JSON Schema. Then the same under faults: broken baselines, a replay that
+replays nothing, SIGINT in the middle of a write, a full disk, two runs into one folder."""
+import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 replay, root = sys.argv[1], sys.argv[2]
 validate = [sys.executable, os.path.join(root, "tests/tools/validate_schema.py")]
@@ -18,6 +19,11 @@ def run(*args, expect=(0,)):
         print(r.stdout[-2000:], r.stderr[-2000:])
         failures += 1
     return r
+
+def check(ok, what):
+    global failures
+    print(("ok   " if ok else "FAIL ") + what)
+    failures += not ok
 
 def check_schema(path, schema):
     global failures
@@ -109,4 +115,137 @@ with tempfile.TemporaryDirectory() as tmp:
     print(f"     compare: flagged {flagged}, lowered {target['id']}")
     if flagged != [target["id"]]:
         print("FAIL compare should flag exactly the lowered GEMM"); failures += 1
+    # ---- reports under faults ----------------------------------------------------------------
+    # A baseline whose samples are all 0, negative or 1e308, a duplicated kernel id, a truncated
+    # report: exit 2 naming the file, the field and the byte offset; never "ok" against a current
+    # report 10x slower.
+    base = json.load(open(os.path.join(uniq, "report.json")))
+    slower = json.loads(json.dumps(base))
+    for k in slower["kernels"]:
+        k["samples_us"] = [x * 10 for x in k["samples_us"]]
+    slow = os.path.join(tmp, "slow.json")
+    json.dump(slower, open(slow, "w"))
+    replayed_ids = [i for i, k in enumerate(base["kernels"]) if k["samples_us"]]
+    first = replayed_ids[0]
+    def broken(name, edit):
+        report = json.loads(json.dumps(base))
+        edit(report)
+        path = os.path.join(tmp, name + ".json")
+        json.dump(report, open(path, "w"), indent=1)
+        return path
+    def samples(value):
+        def edit(report):
+            for k in report["kernels"]:
+                k["samples_us"] = [value for _ in k["samples_us"]]
+        return edit
+    def duplicate(report):
+        report["kernels"][replayed_ids[1]]["id"] = report["kernels"][first]["id"]
+    cases = {
+        "zeros": (samples(0.0), ["nothing to compare", "median of 0 us"]),
+        "negative": (samples(-3.0), [f"/kernels/{first}/samples_us/0", "negative", "byte "]),
+        "huge": (samples(1e308), [f"/kernels/{first}/samples_us/0", "beyond any", "byte "]),
+        "duplicate": (duplicate, [f"/kernels/{replayed_ids[1]}/id", f"is also /kernels/{first}/id"]),
+    }
+    for name, (edit, expected) in cases.items():
+        path = broken(name, edit)
+        r = run("compare", path, slow, expect=(2,))
+        check(all(e in r.stderr for e in expected) and (name == "zeros" or path in r.stderr)
+              and "ok -" not in r.stdout, f"compare of a {name} baseline says why: {r.stderr.strip()[:300]}")
+    text = open(os.path.join(uniq, "report.json")).read()
+    truncated = os.path.join(tmp, "truncated.json")
+    open(truncated, "w").write(text[: len(text) // 2])
+    r = run("compare", truncated, slow, expect=(2,))
+    check(f"byte {len(text) // 2}:" in r.stderr and "truncated" in r.stderr,
+          f"a truncated report is reported where it ends: {r.stderr.strip()}")
+    # Report or trace is decided by parsing: a report whose "schema" comes after its kernels.
+    resorted = os.path.join(tmp, "sorted_keys.json")
+    json.dump(base, open(resorted, "w"), sort_keys=True)
+    run("compare", resorted, os.path.join(uniq, "report.json"), expect=(0, 1))
+
+    # A folder baseline: the broken report is named, the chosen one said.
+    folder = os.path.join(tmp, "baseline_folder")
+    os.makedirs(folder)
+    shutil.copy(os.path.join(other, "report.json"), os.path.join(folder, "linear.json"))
+    shutil.copy(os.path.join(tmp, "negative.json"), os.path.join(folder, "broken.json"))
+    r = run("regress", "--baseline", folder, param, "--out", os.path.join(tmp, "regress_folder"),
+            "--mode", "sequential", "--backend", "cpu", expect=(0, 1))
+    check("broken.json: byte " in r.stderr and "negative" in r.stderr and
+          "linear.json, the only report of this trace" in r.stderr and "1 unreadable" in r.stderr,
+          f"regress names the unreadable baseline and the chosen one: {r.stderr.strip()[:600]}")
+
+    # ---- a replay that replays nothing ---------------------------------------------------------
+    events = []
+    for i, (op, kernel) in enumerate((("aten::mm", "gemm_k"), ("aten::relu", "relu_k"))):
+        ts = 100 + 40 * i
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": ts, "dur": 20, "args": {"External id": i + 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 5, "dur": 2,
+             "args": {"correlation": 100 + i}},
+            {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": 1000 + 20 * i, "dur": 10 - 5 * i,
+             "args": {"correlation": 100 + i, "stream": 7, "device": 0, "grid": [1, 1, 1], "block": [128, 1, 1]}}]
+    no_shapes = os.path.join(tmp, "no_shapes.json")
+    json.dump({"traceEvents": events}, open(no_shapes, "w"))
+    for mode in ("sequential", "unique"):
+        out = os.path.join(tmp, "nothing_" + mode)
+        r = run(no_shapes, "--mode", mode, "--out", out, *fast, expect=(2,))
+        check("nothing was replayed: 2 unique kernels" in r.stderr and "no shapes for aten::mm" in r.stderr
+              and "nan" not in r.stdout + r.stderr and "n/a (nothing replayed)" in r.stdout
+              and not os.path.exists(out),
+              f"{mode}: nothing replayed is exit 2 with the reasons, no nan, no output: {r.stderr.strip()[:300]}")
+
+    # ---- outputs under faults ------------------------------------------------------------------
+    quick = [param, "--mode", "sequential", "--backend", "cpu", "--quiet"]
+    def listing(folder):
+        return {f: open(os.path.join(folder, f), "rb").read() if os.path.isfile(os.path.join(folder, f)) else None
+                for f in sorted(os.listdir(folder))}
+    def start_blocked(folder):
+        """A run into `folder` whose kernels.csv is a FIFO: it stays in the middle of writing its
+        outputs (report.json staged) until someone reads the FIFO."""
+        p = subprocess.Popen([replay, *quick, "--out", folder], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and not any(".tmp" in f for f in os.listdir(folder)):
+            time.sleep(0.05)
+        return p
+
+    # SIGINT during a write: the temporary files and the lock go, the folder is as it was, and the
+    # exit status is the signal's.
+    interrupted = os.path.join(tmp, "interrupted")
+    os.makedirs(interrupted)
+    os.mkfifo(os.path.join(interrupted, "kernels.csv"))
+    before = sorted(os.listdir(interrupted))
+    p = start_blocked(interrupted)
+    staged = sorted(os.listdir(interrupted))
+    p.send_signal(signal.SIGINT)
+    rc = p.wait(timeout=60)
+    check(any(".tmp" in f for f in staged) and ".replay.lock" in staged and rc == -signal.SIGINT
+          and sorted(os.listdir(interrupted)) == before,
+          f"SIGINT while writing: staged {staged}, exit {rc}, left {sorted(os.listdir(interrupted))}")
+
+    # Two runs into one folder: the second exits 2 naming the first (pid and command line); the
+    # first then finishes its own outputs.
+    shared = os.path.join(tmp, "shared")
+    os.makedirs(shared)
+    os.mkfifo(os.path.join(shared, "kernels.csv"))
+    p = start_blocked(shared)
+    r = run(bloom, "--mode", "sequential", "--out", shared, *fast, expect=(2,))
+    check(f"pid {p.pid}: " in r.stderr and "linear_kineto.json.gz" in r.stderr and "in use" in r.stderr,
+          f"a second run into a locked folder: {r.stderr.strip()[:300]}")
+    with open(os.path.join(shared, "kernels.csv")) as fifo:
+        csv_text = fifo.read()
+    rc = p.wait(timeout=60)
+    written = json.load(open(os.path.join(shared, "report.json")))
+    check(rc == 0 and csv_text.startswith("id,name") and written["inputs"]["trace"] == param
+          and not os.path.exists(os.path.join(shared, ".replay.lock")),
+          f"the first run finished alone: exit {rc}, trace {written['inputs']['trace']}")
+
+    # A full disk on one output (replay_trace.json on /dev/full): exit 2, and the report.json and
+    # kernels.csv of an earlier run are left as they were.
+    full = os.path.join(tmp, "full")
+    run(*quick, "--out", full)
+    os.remove(os.path.join(full, "replay_trace.json"))
+    os.symlink("/dev/full", os.path.join(full, "replay_trace.json"))
+    before = listing(full)
+    r = run(*quick, "--out", full, "--iterations", "2", expect=(2,))
+    check("No space left on device" in r.stderr and listing(full) == before,
+          f"full disk: {r.stderr.strip()}; folder unchanged: {listing(full) == before}")
 sys.exit(1 if failures else 0)

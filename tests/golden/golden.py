@@ -96,8 +96,10 @@ if update:
     for old in os.listdir(data):
         os.remove(os.path.join(data, old))
     for name, text in got.items():
-        with gzip.open(os.path.join(data, name + ".gz"), "wt", compresslevel=9) as f:
-            f.write(text)
+        # mtime 0: the same output gives the same bytes, so an update changes only what changed.
+        with open(os.path.join(data, name + ".gz"), "wb") as raw:
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0, filename="") as f:
+                f.write(text.encode())
     print(f"wrote {len(got)} pinned outputs to {data}")
     sys.exit(0)
 

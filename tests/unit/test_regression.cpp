@@ -12,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "replay/baseline.h"
 #include "replay/regression.h"
+#include "replay/regression_printers.h"
 #include "replay/report.h"
+#include "replay/report_json.h"
 #include "replay/source.h"
 
 namespace {
@@ -80,7 +83,7 @@ Report make_report(const std::vector<Spec>& specs, std::uint64_t seed, std::size
         k.name = "kernel_" + s.id + "<float, 4>";
         k.kind = s.tier == Tier::Copy ? "memcpy" : "kernel";
         k.tier = s.tier;
-        k.disposition = "replayed";
+        k.outcome = replay::KernelOutcome::Replayed;
         k.count = s.count;
         k.recorded_us = replay::summarize(std::vector<double>(s.count, s.median_us));
         double factor = 1;
@@ -322,11 +325,11 @@ TEST(Regression, MissingAndNewKernels) {
     // k1 failed in the current run (no samples), k2 was not replayed in the baseline.
     current.kernels[1].samples_us.clear();
     current.kernels[1].replayed_us = {};
-    current.kernels[1].disposition = "failed";
+    current.kernels[1].outcome = replay::KernelOutcome::Failed;
     current.kernels[1].reason = "cublasLt heuristic returned no algorithm";
     baseline.kernels[2].samples_us.clear();
     baseline.kernels[2].replayed_us = {};
-    baseline.kernels[2].disposition = "skipped";
+    baseline.kernels[2].outcome = replay::KernelOutcome::Skipped;
     // k3 replayed in neither: not compared at all.
     baseline.kernels[3].samples_us.clear();
     baseline.kernels[3].replayed_us = {};
@@ -456,6 +459,48 @@ TEST(Regression, RecordedTimesCompare) {
     EXPECT_TRUE(find(with_samples, "b").rank_test);
 }
 
+// ---- broken sides --------------------------------------------------------------------------
+
+// Every sample of every kernel of `r` replaced by `value`.
+Report with_samples(Report r, double value) {
+    for (auto& k : r.kernels) std::fill(k.samples_us.begin(), k.samples_us.end(), value);
+    replay::finalize_report(r);
+    return r;
+}
+
+TEST(Regression, BaselineOfZerosComparesNothing) {
+    // A current run 10x slower against a baseline whose samples are all 0 used to be "ok, all
+    // unchanged": a 0 us median gives no relative change. No kernel is compared now.
+    const auto specs = stable_kernels();
+    const Report zeros = with_samples(make_report(specs, 31), 0.0);
+    const Report slow = make_report(specs, 32, 50, {});
+    Report ten_times = slow;
+    for (auto& k : ten_times.kernels)
+        for (double& x : k.samples_us) x *= 10;
+    replay::finalize_report(ten_times);
+    const Regression r = replay::compare_reports(zeros, ten_times);
+    EXPECT_EQ(r.totals.matched, 0u);
+    EXPECT_EQ(r.summary.unchanged, 0u);
+    EXPECT_EQ(r.summary.added, specs.size());
+    EXPECT_NE(find(r, "k3").note.find("median of 0 us"), std::string::npos) << find(r, "k3").note;
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted |= n.find("20 kernels have a median of 0 us in the baseline report") == 0;
+    EXPECT_TRUE(noted);
+    // The other way round: a current run of zeros is missing everywhere, not improved.
+    const Regression back = replay::compare_reports(slow, zeros);
+    EXPECT_EQ(back.totals.matched, 0u);
+    EXPECT_EQ(back.summary.improved, 0u);
+    EXPECT_EQ(back.summary.missing, specs.size());
+}
+
+TEST(RegressionStats, MediansOfHugeDurationsDoNotOverflow) {
+    EXPECT_DOUBLE_EQ(replay::stats::median({1e308, 1.5e308}), 1.25e308);
+    EXPECT_DOUBLE_EQ(replay::stats::median_of_counted({{1e308, 1}, {1.5e308, 1}}), 1.25e308);
+    // And the same value as (a + b) / 2 where that does not overflow.
+    EXPECT_EQ(replay::stats::median({0.1, 0.2, 0.7, 0.3}), (0.2 + 0.3) / 2);
+}
+
 // ---- find_baseline ---------------------------------------------------------------------------
 
 TEST(Regression, FindBaselineInAFolder) {
@@ -498,6 +543,48 @@ TEST(Regression, FindBaselineInAFolder) {
     const auto file = replay::find_baseline((dir / "a.json").string(), "whatever");
     EXPECT_EQ(file.report.input("trace_hash"), "aaaaaaaaaaaaaaaa");
     EXPECT_THROW(replay::find_baseline((dir / "other.json").string(), "x"), replay::InputError);
+    fs::remove_all(dir);
+}
+
+TEST(Regression, FindBaselineNamesWhatItCouldNotRead) {
+    namespace fs = std::filesystem;
+    const fs::path dir =
+        fs::temp_directory_path() / ("replay_test_broken_baselines_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "older");
+    const auto specs = stable_kernels();
+    Report good = make_report(specs, 41);
+    good.inputs = {{"trace_hash", "aaaaaaaaaaaaaaaa"}};
+    Report old = good;
+    Report negative = make_report(specs, 42);
+    negative.inputs = good.inputs;
+    negative.kernels[5].samples_us[3] = -4.5;
+    for (const auto& [path, report] :
+         {std::pair{dir / "good.json", &good}, std::pair{dir / "older" / "old.json", &old},
+          std::pair{dir / "negative.json", &negative}}) {
+        std::ofstream out(path);
+        replay::write_report_json(out, *report);
+    }
+    fs::last_write_time(dir / "older" / "old.json",
+                        fs::file_time_type::clock::now() - std::chrono::hours(1));
+    std::ofstream(dir / "garbage.json") << "no JSON here";
+    std::ofstream(dir / "trace.json") << R"({"schemaVersion": 1, "traceEvents": []})";
+    std::ofstream(dir / "signatures.json") << R"({"schema": "replay.kernel_signatures/1"})";
+
+    std::vector<std::string> warnings;
+    const auto found = replay::find_baseline(dir.string(), "aaaaaaaaaaaaaaaa",
+                                             [&](const std::string& w) { warnings.push_back(w); });
+    EXPECT_EQ(fs::path(found.path).filename(), "good.json");
+    EXPECT_NE(found.chosen.find("the newest of 2 reports of this trace"), std::string::npos)
+        << found.chosen;
+    EXPECT_NE(found.chosen.find("2 unreadable"), std::string::npos) << found.chosen;
+    // The broken report and the file that is no JSON, each named; the trace and the signature
+    // file are not reports and pass quietly.
+    ASSERT_EQ(warnings.size(), 2u);
+    EXPECT_NE(warnings[0].find("garbage.json: byte 0: "), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[1].find("negative.json: byte "), std::string::npos) << warnings[1];
+    EXPECT_NE(warnings[1].find("/kernels/5/samples_us/3: -4.5 is negative"), std::string::npos)
+        << warnings[1];
     fs::remove_all(dir);
 }
 

@@ -9,11 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "replay/kernels_csv.h"
 #include "replay/report.h"
+#include "replay/report_json.h"
+#include "replay/report_summary.h"
 #include "replay/source.h"
 
 namespace {
 
+using replay::KernelOutcome;
 using replay::KernelResult;
 using replay::Report;
 using replay::Tier;
@@ -38,8 +42,10 @@ KernelResult kernel(const std::string& id, const std::string& name, const std::s
     k.kind = kind;
     k.tier = tier;
     k.rule = tier == Tier::NotReplayable ? "unknown_kernel" : "rule_" + id;
-    k.disposition =
-        samples.empty() ? (tier == Tier::NotReplayable ? "not_replayable" : "failed") : "replayed";
+    k.outcome = samples.empty()
+                    ? (tier == Tier::NotReplayable ? replay::KernelOutcome::NotReplayable
+                                                   : replay::KernelOutcome::Failed)
+                    : replay::KernelOutcome::Replayed;
     k.count = recorded.size();
     k.recorded_us = replay::summarize(recorded);
     k.samples_us = std::move(samples);
@@ -250,7 +256,7 @@ TEST(Report, JsonRoundTrip) {
         EXPECT_EQ(b.kind, a.kind);
         EXPECT_EQ(b.tier, a.tier);
         EXPECT_EQ(b.rule, a.rule);
-        EXPECT_EQ(b.disposition, a.disposition);
+        EXPECT_EQ(b.outcome, a.outcome);
         EXPECT_EQ(b.reason, a.reason);
         EXPECT_EQ(b.count, a.count);
         expect_same_stats(b.recorded_us, a.recorded_us);
@@ -271,26 +277,144 @@ TEST(Report, JsonRoundTrip) {
     EXPECT_NE(first.str().find("\"tier\": null"), std::string::npos);
 }
 
-TEST(Report, ReadIsTolerantOfMissingOptionalFields) {
-    const std::string path = temp_path("minimal.json");
-    write_file(
-        path,
-        R"({"kernels": [{"id": "k1", "recorded_us": {"count": 4, "median": 2.5}, "samples_us": [1, 2, null]},
-                                    {"id": "k2", "tier": 2, "error_pct": null, "future_field": {"x": [1, 2]}}],
-                        "options": {"runs": 5, "l2_flush": true}})");
-    const Report r = replay::read_report_json(path);
-    ASSERT_EQ(r.kernels.size(), 2u);
-    EXPECT_EQ(r.schema, "replay.report/1");
-    EXPECT_EQ(r.kernels[0].count, 4u);  // from recorded_us.count
-    EXPECT_DOUBLE_EQ(r.kernels[0].recorded_us.median, 2.5);
-    ASSERT_EQ(r.kernels[0].samples_us.size(), 3u);
-    EXPECT_TRUE(std::isnan(r.kernels[0].samples_us[2]));
-    EXPECT_EQ(r.kernels[0].tier, Tier::NotReplayable);
-    EXPECT_EQ(r.kernels[1].tier, Tier::Gemm);
-    EXPECT_TRUE(std::isnan(r.kernels[1].error_pct));
-    ASSERT_EQ(r.options.size(), 2u);
-    EXPECT_EQ(r.options[0].second, "5");
-    EXPECT_EQ(r.options[1].second, "true");
+TEST(Report, ReadIgnoresUnknownFields) {
+    Report r = hand_made();
+    replay::finalize_report(r);
+    std::ostringstream out;
+    replay::write_report_json(out, r);
+    std::string text = out.str();
+    // A later version's additions, at the top level and in a kernel, are passed over.
+    text.insert(text.find("\"tool_version\""), "\"future_field\": {\"x\": [1, 2]},\n ");
+    text.insert(text.find("\"rule\""), "\"future_kernel_field\": [null, \"y\"],\n    ");
+    const std::string path = temp_path("future.json");
+    write_file(path, text);
+    const Report back = replay::read_report_json(path);
+    ASSERT_EQ(back.kernels.size(), r.kernels.size());
+    EXPECT_EQ(back.kernels[0].rule, r.kernels[0].rule);
+    EXPECT_EQ(back.kernels[0].samples_us, r.kernels[0].samples_us);
+}
+
+// The report's JSON text, an edit of it, and the error its reading gives.
+struct Broken {
+    std::string text;
+    replay::InputError error{"", 0, ""};
+};
+std::string report_text(const Report& r) {
+    std::ostringstream out;
+    replay::write_report_json(out, r);
+    return out.str();
+}
+Broken read_broken(const std::string& name, const std::string& text) {
+    const std::string path = temp_path(name);
+    write_file(path, text);
+    try {
+        replay::read_report_json(path);
+    } catch (const replay::InputError& e) {
+        EXPECT_EQ(e.file(), path);
+        return {text, e};
+    }
+    ADD_FAILURE() << name << ": read without an error";
+    return {text, replay::InputError("", 0, "")};
+}
+// Offset of the `n`th (from 0) occurrence of `needle`, plus `skip`.
+std::uint64_t at(const std::string& text, const std::string& needle, std::size_t n = 0,
+                 std::size_t skip = 0) {
+    std::size_t pos = text.find(needle);
+    while (n-- > 0 && pos != std::string::npos) pos = text.find(needle, pos + 1);
+    EXPECT_NE(pos, std::string::npos) << needle;
+    return pos + skip;
+}
+void expect_error(const Broken& b, const std::string& pointer, const std::string& what,
+                  std::uint64_t offset) {
+    const std::string message = b.error.what();
+    EXPECT_NE(message.find(": " + pointer + ": "), std::string::npos) << message;
+    EXPECT_NE(message.find(what), std::string::npos) << message;
+    EXPECT_EQ(b.error.offset(), offset) << message;
+}
+
+TEST(Report, ReadRejectsDurationsThatAreNoMeasurement) {
+    Report r = hand_made();
+    replay::finalize_report(r);
+    Report negative = r;
+    negative.kernels[1].samples_us[2] = -1.25;
+    auto b = read_broken("negative.json", report_text(negative));
+    expect_error(b, "/kernels/1/samples_us/2", "-1.25 is negative", at(b.text, "-1.25"));
+
+    Report huge = r;
+    huge.kernels[2].samples_us[0] = 1e308;  // its median used to overflow to inf
+    b = read_broken("huge.json", report_text(huge));
+    expect_error(b, "/kernels/2/samples_us/0", "beyond any", at(b.text, "1e+308"));
+
+    Report nan = r;
+    nan.kernels[0].samples_us[1] = NAN;  // written as null
+    b = read_broken("nan.json", report_text(nan));
+    expect_error(b, "/kernels/0/samples_us/1", "null where a number is required",
+                 b.text.find("null", b.text.find("\"samples_us\"")));
+
+    Report stats = r;
+    stats.kernels[4].recorded_us.median = -2.5;
+    b = read_broken("stats.json", report_text(stats));
+    expect_error(b, "/kernels/4/recorded_us/median", "negative", at(b.text, "-2.5"));
+
+    Report share = r;
+    share.totals.recipe_coverage = 1.5;
+    b = read_broken("share.json", report_text(share));
+    expect_error(b, "/totals/recipe_coverage", "above 1", at(b.text, "1.5"));
+}
+
+TEST(Report, ReadRejectsWhatTheSchemaDoesNotAllow) {
+    Report r = hand_made();
+    replay::finalize_report(r);
+
+    Report duplicate = r;
+    duplicate.kernels[3].id = duplicate.kernels[1].id;
+    auto b = read_broken("duplicate.json", report_text(duplicate));
+    expect_error(b, "/kernels/3/id", "is also /kernels/1/id", at(b.text, "\"id\": \"bbbb\"", 1, 6));
+
+    Report version = r;
+    version.schema = "replay.report/2";
+    b = read_broken("version.json", report_text(version));
+    expect_error(b, "/schema", "this build reads replay.report/1",
+                 at(b.text, "\"replay.report/2\""));
+
+    Report running = r;
+    running.kernels[0].outcome = KernelOutcome::Pending;  // never in a finished report
+    b = read_broken("pending.json", report_text(running));
+    expect_error(b, "/kernels/0/disposition", "\"pending\" is not one of",
+                 at(b.text, "\"pending\""));
+
+    std::string text = report_text(r);
+    const std::size_t line = text.find("\"name_match\"", text.find("\"kernels\""));
+    text.erase(line, text.find('\n', line) - line + 1);
+    b = read_broken("missing.json", text);
+    // At the start of the kernel's object.
+    expect_error(b, "/kernels/0", "no \"name_match\"", text.find('{', text.find("\"kernels\"")));
+
+    text = report_text(r);
+    text.replace(text.find("\"count\": 3,"), 11, "\"count\": \"3\",");
+    b = read_broken("type.json", text);
+    expect_error(b, "/kernels/0/count", "expected a count", at(text, "\"count\": \"3\"", 0, 9));
+
+    text = report_text(r);
+    text.erase(text.find("\"schema\": \"replay.report/1\","), 28);
+    b = read_broken("no_schema.json", text);
+    expect_error(b, "/", "no \"schema\"", 0);
+}
+
+TEST(Report, TruncatedReportIsReportedWhereItEnds) {
+    Report r = hand_made();
+    replay::finalize_report(r);
+    const std::string text = report_text(r);
+    // Between members, inside a string, inside a number, right after "kernels": [.
+    for (std::size_t cut : {text.find("\"totals\""), text.find("sm90_xmma") + 4,
+                            text.find("512.5") + 2, text.find("\"kernels\": [") + 12}) {
+        const auto b = read_broken("truncated.json", text.substr(0, cut));
+        EXPECT_EQ(b.error.offset(), cut) << b.error.what();
+        EXPECT_NE(std::string(b.error.what()).find("truncated"), std::string::npos)
+            << b.error.what();
+    }
+    const auto empty = read_broken("empty.json", "");
+    EXPECT_NE(std::string(empty.error.what()).find("empty file"), std::string::npos);
 }
 
 TEST(Report, ReadErrors) {
@@ -337,6 +461,57 @@ TEST(Report, ReadErrors) {
     EXPECT_THROW(replay::read_report_json(no_id), replay::InputError);
 
     EXPECT_THROW(replay::read_report_json(temp_path("does_not_exist.json")), replay::InputError);
+}
+
+// ---- the printed summary ---------------------------------------------------------------------
+
+std::string summary_of(const Report& r) {
+    std::ostringstream out;
+    replay::write_report_summary(out, r);
+    return out.str();
+}
+
+TEST(ReportSummary, NothingReplayedSaysWhyAndPrintsNoNan) {
+    Report r;
+    r.mode = "unique";
+    r.backend = "cuda";
+    auto gemm = kernel("a", "gemm_k", "kernel", Tier::Gemm, {4, 4}, {});
+    gemm.outcome = KernelOutcome::Skipped;
+    gemm.reason = "cuBLASLt has no algorithm for it";
+    auto triton = kernel("b", "triton_k", "kernel", Tier::NotReplayable, {30}, {});
+    triton.reason = "a Triton kernel without its binary";
+    r.kernels = {gemm, triton};
+    replay::finalize_report(r);
+    const std::string text = summary_of(r);
+    EXPECT_EQ(text.find("nan"), std::string::npos) << text;
+    EXPECT_NE(text.find("n/a (nothing replayed)"), std::string::npos) << text;
+    const std::string why = replay::why_nothing_was_replayed(r);
+    // Largest recorded time first.
+    EXPECT_NE(why.find("nothing was replayed: 2 unique kernels"), std::string::npos) << why;
+    EXPECT_LT(why.find("Triton"), why.find("cuBLASLt")) << why;
+    Report replayed = hand_made();
+    replay::finalize_report(replayed);
+    EXPECT_TRUE(replay::why_nothing_was_replayed(replayed).empty());
+}
+
+TEST(ReportSummary, FiguresWithoutAValueAreNotApplicableNotNan) {
+    // Only a copy replayed: no per-kernel error, no GEMM; a sequential pass of 0 us.
+    Report r = hand_made();
+    r.kernels = {r.kernels[3], r.kernels[4]};
+    r.totals.sequential_kernel_us = 0;
+    replay::finalize_report(r);
+    const std::string text = summary_of(r);
+    EXPECT_EQ(text.find("nan"), std::string::npos) << text;
+    EXPECT_EQ(text.find("inf"), std::string::npos) << text;
+    EXPECT_NE(text.find("median |error| per kernel          n/a (no kernel replayed"),
+              std::string::npos)
+        << text;
+    // With every figure present, the numbers.
+    Report full = hand_made();
+    replay::finalize_report(full);
+    const std::string all = summary_of(full);
+    EXPECT_EQ(all.find("n/a"), std::string::npos) << all;
+    EXPECT_NE(all.find("(+12.00%)"), std::string::npos) << all;
 }
 
 // A minimal RFC 4180 reader for the checks below.

@@ -1,62 +1,143 @@
-// libtorch replay on the CPU: op resolution, argument synthesis, GEMMs, copies and the CPU backend.
+// libtorch replay on the CPU: schema binding (no tensors made), op resolution, argument
+// synthesis, GEMMs, copies and the CPU backend.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "recipe_builders.h"
 #include "replay/backend.h"
 #include "replay/torch_ops.h"
+#include "schema_binding.h"
 
 namespace replay {
 namespace {
 
-TensorSpec spec(std::vector<std::int64_t> dims, DType dtype, std::vector<std::int64_t> strides = {},
-                std::int64_t storage = -1) {
-    TensorSpec t;
-    t.dims = std::move(dims);
-    t.strides = std::move(strides);
-    t.dtype = dtype;
-    t.storage_id = storage;
-    return t;
+using testing::none;
+using testing::op;
+using testing::scalar;
+using testing::scalar_list;
+using testing::spec;
+using testing::tensor;
+
+// ---- schema binding: which overload and where each argument comes from, no tensor made -------
+
+using torch_detail::bind_overload;
+using torch_detail::Plan;
+using torch_detail::Slot;
+using torch_detail::Source;
+
+// Binds and expects an overload; the test then reads the plan.
+std::optional<Plan> bound(const AtenRecipe& recipe) {
+    std::string why;
+    auto plan = bind_overload(recipe, why);
+    EXPECT_TRUE(plan.has_value()) << recipe.op << ": " << why;
+    EXPECT_EQ(why, "");
+    return plan;
 }
 
-AtenArgument tensor(TensorSpec t) {
-    AtenArgument a;
-    a.kind = ArgKind::Tensor;
-    a.type = to_string(t.dtype);
-    a.tensors.push_back(std::move(t));
-    return a;
+std::vector<Source> sources(const Plan& plan) {
+    std::vector<Source> out;
+    for (const auto& arg : plan.args) out.push_back(arg.source);
+    return out;
 }
 
-AtenArgument scalar(std::string value) {
-    AtenArgument a;
-    a.kind = ArgKind::Scalar;
-    a.type = "Scalar";
-    a.value = std::move(value);
-    return a;
+TEST(SchemaBinding, EveryRecordedArgumentFillsItsSlot) {
+    const AtenRecipe recipe =
+        op("aten::layer_norm",
+           {tensor(spec({8, 1024}, DType::Float32)), scalar_list("[1024]"),
+            tensor(spec({1024}, DType::Float32)), tensor(spec({1024}, DType::Float32)),
+            scalar("1e-05"), scalar("True")});
+    const auto plan = bound(recipe);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->op.schema().overload_name(), "");
+    EXPECT_EQ(plan->cost, 0);
+    ASSERT_EQ(plan->args.size(), 6u);
+    const std::vector<Slot> slots{Slot::Tensor, Slot::IntList, Slot::Tensor,
+                                  Slot::Tensor, Slot::Float,   Slot::Bool};
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        EXPECT_EQ(plan->args[i].info.slot, slots[i]) << "argument " << i;
+        EXPECT_EQ(plan->args[i].source, Source::Recorded) << "argument " << i;
+        EXPECT_EQ(plan->args[i].recorded, &recipe.args[i]) << "argument " << i;
+    }
+    EXPECT_TRUE(plan->args[2].info.optional);  // Tensor? weight
+    EXPECT_FALSE(plan->args[0].info.optional);
 }
 
-AtenArgument scalar_list(std::string value) {
-    AtenArgument a;
-    a.kind = ArgKind::ScalarList;
-    a.type = "ScalarList";
-    a.value = std::move(value);
-    return a;
+TEST(SchemaBinding, OverloadFollowsTheRecordedKinds) {
+    const auto a = spec({64, 128}, DType::Float32);
+    auto overload_of = [](const AtenRecipe& recipe) {
+        const auto plan = bound(recipe);
+        return plan ? plan->op.schema().overload_name() : std::string("(none)");
+    };
+    // A recorded scalar fits add.Scalar exactly; add.Tensor would take it as a tensor (cost 4).
+    EXPECT_EQ(overload_of(op("aten::add", {tensor(a), scalar("2"), scalar("1")})), "Scalar");
+    EXPECT_EQ(overload_of(op("aten::add", {tensor(a), tensor(a), scalar("1")})), "Tensor");
+    // An out= call records the output as a fourth tensor.
+    EXPECT_EQ(overload_of(op("aten::add", {tensor(a), tensor(a), scalar("1"), tensor(a)})), "out");
 }
 
-AtenArgument none() {
-    AtenArgument a;
-    a.kind = ArgKind::None;
-    return a;
+TEST(SchemaBinding, UnrecordedArgumentsTakeDefaultsNoneOrTheDevice) {
+    // empty(int[] size, *, ScalarType? dtype, Layout? layout, Device? device, bool? pin_memory,
+    // MemoryFormat? memory_format): the device is always the replay's.
+    const auto plan = bound(op("aten::empty", {scalar_list("[16, 32]"), scalar("6")}));
+    ASSERT_TRUE(plan);
+    const auto& arguments = plan->op.schema().arguments();
+    ASSERT_EQ(plan->args.size(), arguments.size());
+    for (std::size_t i = 0; i < arguments.size(); ++i) {
+        const std::string& name = arguments[i].name();
+        if (name == "size" || name == "dtype")
+            EXPECT_EQ(plan->args[i].source, Source::Recorded) << name;
+        else if (name == "device")
+            EXPECT_EQ(plan->args[i].source, Source::Device) << name;
+        else
+            EXPECT_TRUE(plan->args[i].source == Source::Default ||
+                        plan->args[i].source == Source::None)
+                << name;
+    }
+    EXPECT_GT(plan->cost, 0);  // each unrecorded argument costs one
 }
 
-AtenRecipe op(std::string name, std::vector<AtenArgument> args, std::string overload = {}) {
-    AtenRecipe r;
-    r.op = std::move(name);
-    r.overload = std::move(overload);
-    r.args = std::move(args);
-    return r;
+TEST(SchemaBinding, RequiredScalarsWithoutValuesAreGuessedAndListed) {
+    // PyTorch 1.8 traces record no scalar values: threshold_(x, None, None).
+    const AtenRecipe recipe =
+        op("aten::threshold_", {tensor(spec({4, 64}, DType::Unknown)), none(), none()});
+    const auto plan = bound(recipe);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(sources(*plan),
+              (std::vector<Source>{Source::Recorded, Source::Guess, Source::Guess}));
+    EXPECT_EQ(torch_detail::guessed_arguments(*plan, recipe), "threshold=1, value=1");
+}
+
+TEST(SchemaBinding, ScalarWhereAListIsWantedRepeatsIt) {
+    // max_pool2d(self, int[2] kernel_size, int[2] stride=[], ...) recorded with a bare "2".
+    const auto plan =
+        bound(op("aten::max_pool2d", {tensor(spec({1, 3, 8, 8}, DType::Float32)), scalar("2")}));
+    ASSERT_TRUE(plan);
+    ASSERT_GE(plan->args.size(), 2u);
+    EXPECT_EQ(plan->args[1].info.slot, Slot::IntList);
+    EXPECT_TRUE(plan->args[1].scalar_as_list);
+}
+
+TEST(SchemaBinding, WhyNothingBindsNamesTheArgument) {
+    std::string why;
+    EXPECT_FALSE(
+        bind_overload(op("aten::definitely_not_an_op", {tensor(spec({4}, DType::Float32))}), why));
+    EXPECT_NE(why.find("has no aten::definitely_not_an_op"), std::string::npos) << why;
+    why.clear();
+    // aten::view needs its sizes: a list without its value fits no overload.
+    EXPECT_FALSE(bind_overload(
+        op("aten::view", {tensor(spec({4, 4}, DType::Float32)), scalar_list("")}), why));
+    EXPECT_NE(why.find("no overload matches the recorded arguments (aten::view"), std::string::npos)
+        << why;
+    EXPECT_NE(why.find("'size'"), std::string::npos) << why;
+    why.clear();
+    AtenArgument empty_list;
+    empty_list.kind = ArgKind::TensorList;
+    EXPECT_FALSE(bind_overload(op("aten::cat", {empty_list, scalar("1")}), why));
+    EXPECT_NE(why.find("tensor list recorded without its tensors"), std::string::npos) << why;
 }
 
 class TorchOps : public ::testing::Test {
@@ -235,7 +316,7 @@ TEST_F(TorchOps, MissingOpIsSkipped) {
     Prepared p =
         runner.prepare(op("aten::definitely_not_an_op", {tensor(spec({4}, DType::Float32))}));
     EXPECT_EQ(p.disposition, Disposition::Skipped);
-    EXPECT_NE(p.reason.find("op missing from this libtorch"), std::string::npos) << p.reason;
+    EXPECT_NE(p.reason.find("has no aten::definitely_not_an_op"), std::string::npos) << p.reason;
 }
 
 TEST_F(TorchOps, MismatchedArgumentsAreSkipped) {
@@ -258,7 +339,7 @@ TEST_F(TorchOps, FailingOpIsFailedNotThrown) {
     Prepared p = runner.prepare(op("aten::add", {tensor(spec({3}, DType::Float32)),
                                                  tensor(spec({4}, DType::Float32)), scalar("1")}));
     EXPECT_EQ(p.disposition, Disposition::Failed);
-    EXPECT_FALSE(p.reason.empty());
+    EXPECT_TRUE(p.reason.starts_with("aten::add failed on the CPU: ")) << p.reason;
 }
 
 GemmRecipe gemm_5x3072x1024(DType dtype) {

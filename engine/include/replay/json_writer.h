@@ -41,6 +41,17 @@ class JsonWriter {
         for (const auto& v : values) value(v);
         return end_array();
     }
+    // "name": [ {...}, ... ]: one object per row, `fill(row)` writing its members.
+    template <typename Rows, typename Fill>
+    JsonWriter& objects(std::string_view name, const Rows& rows, Fill&& fill) {
+        key(name).begin_array();
+        for (const auto& row : rows) {
+            begin_object();
+            fill(row);
+            end_object();
+        }
+        return end_array();
+    }
     static void escape(std::ostream& out, std::string_view text);
 
   private:

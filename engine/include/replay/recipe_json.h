@@ -12,7 +12,15 @@
 namespace replay {
 
 void write_recipe(JsonWriter& json, const Recipe& recipe);
+// "tier": 1 to 4, or null for a kernel that is not replayable (every file the tool writes).
+void write_tier(JsonWriter& json, Tier tier);
 void write_duration_stats(JsonWriter& json, const DurationStats& stats);
+// The members of a DurationStats object other than "count", in the order they are written.
+struct DurationField {
+    const char* name;
+    double DurationStats::*member;
+};
+const std::vector<DurationField>& duration_fields();
 
 struct SignatureFile {
     std::string trace;                  // the trace it was made from

@@ -15,12 +15,12 @@
 #pragma once
 
 #include <cmath>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "replay/recipe.h"
 #include "replay/report.h"
+#include "replay/stats.h"
 
 namespace replay {
 
@@ -112,38 +112,7 @@ Regression compare_reports(const Report& baseline, const Report& current,
                            const std::string& baseline_label = "baseline",
                            const std::string& current_label = "current");
 
-// Writes schemas/regression.schema.json.
-void write_regression_json(std::ostream& out, const Regression& regression);
-// A short Markdown summary for a CI log: regressed/improved table, then counts and totals.
-void write_regression_markdown(std::ostream& out, const Regression& regression);
 // 1 when any kernel regressed, else 0.
 int regression_exit_code(const Regression& regression);
-
-struct Baseline {
-    std::string path;
-    Report report;
-};
-// `path_or_dir` a report file: read it. A folder: read every *.json in it and in its immediate
-// subfolders, keep the replay reports whose inputs["trace_hash"] equals `trace_hash`, and pick the
-// newest (modification time; path order breaks ties). Throws InputError when none matches.
-Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash);
-
-// The statistics, exposed for tests and for other tools.
-namespace stats {
-double median(std::vector<double> values);
-// 1.4826 x MAD of the relative deviations of `a` from median(a) and of `b` from median(b), pooled,
-// as a fraction (0.02 = 2%): the run-to-run noise of one sample, not shifted by a change between
-// the two sides. A side with fewer than 2 samples contributes nothing; 0 when neither has 2.
-double robust_relative_spread(const std::vector<double>& a, const std::vector<double>& b);
-struct RankTest {
-    double u = NAN;  // U of the first sample
-    double z = NAN;  // normal approximation (NaN when exact)
-    double p = NAN;  // two-sided
-    bool exact = false;
-};
-// Two-sided Mann-Whitney U test. Exact for tie-free samples with n1 + n2 <= 40; otherwise the
-// normal approximation with tie and continuity correction.
-RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
-}  // namespace stats
 
 }  // namespace replay

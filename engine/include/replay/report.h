@@ -1,17 +1,36 @@
 // The replay report: what was replayed, on which machine, and how each unique kernel compares
-// with the recording. Written as report.json and kernels.csv; read back by regress/compare.
+// with the recording. Written as report.json (report_json.h) and kernels.csv (kernels_csv.h);
+// read back by regress/compare.
 #pragma once
 
 #include <cmath>
-#include <ostream>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "replay/recipe.h"
 #include "replay/signatures.h"
+#include "replay/stats.h"
 
 namespace replay {
+
+// What became of a unique kernel; written as "disposition" in report.json and kernels.csv.
+enum class KernelOutcome : std::uint8_t {
+    Pending,        // a driver is running and no timed activity came back yet (never written)
+    Replayed,       // timed at least once
+    IssuedWithOp,   // re-created by its op's issue (a split-K reduction): timed with it
+    Skipped,        // the backend cannot run its recipe here; the reason says why
+    Failed,         // its issue failed at run time; the reason says why
+    NotReplayable,  // the classifier found no recipe
+    Recorded,       // a report of recorded durations only (`compare` of two traces)
+};
+// replayed | issued_with_op | skipped | failed | not_replayable | pending | recorded
+const char* to_string(KernelOutcome outcome);
+// The inverse of to_string(); nullopt for any other text.
+std::optional<KernelOutcome> kernel_outcome_from_string(std::string_view text);
 
 struct KernelResult {
     std::string id;  // UniqueKernel::id: stable across runs of the same trace
@@ -19,8 +38,7 @@ struct KernelResult {
     std::string kind;  // kernel | memcpy | memset
     Tier tier = Tier::NotReplayable;
     std::string rule;
-    // replayed | issued_with_op | skipped | failed | not_replayable
-    std::string disposition;
+    KernelOutcome outcome = KernelOutcome::Pending;
     std::string reason;
     std::size_t count = 0;
     DurationStats recorded_us;
@@ -85,11 +103,10 @@ struct Report {
 const char* tier_label(Tier tier);
 // A kernel row with the recorded side filled in, as every report starts from.
 KernelResult recorded_result(const UniqueKernel& kernel);
-
-void write_report_json(std::ostream& out, const Report& report);
-void write_kernels_csv(std::ostream& out, const Report& report);
-// Throws InputError naming the file and byte offset.
-Report read_report_json(const std::string& path);
+// True when the kernel has replayed statistics (at least one timed sample).
+inline bool was_replayed(const KernelResult& kernel) {
+    return kernel.replayed_us.count > 0;
+}
 
 // Fills error_pct, replayed_us, name_match-derived totals, tier rows and ReportTotals from the
 // per-kernel samples (shared by every driver so the figures mean the same everywhere).

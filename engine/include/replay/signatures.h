@@ -9,15 +9,9 @@
 #include "replay/classifier.h"
 #include "replay/kernel_graph.h"
 #include "replay/recipe.h"
+#include "replay/stats.h"  // DurationStats, summarize()
 
 namespace replay {
-
-struct DurationStats {
-    std::size_t count = 0;
-    double min = 0, median = 0, mean = 0, max = 0, sum = 0, stddev = 0, p95 = 0, p99 = 0;
-};
-// Statistics of a sample (any unit); the input is copied and sorted.
-DurationStats summarize(std::vector<double> samples);
 
 struct UniqueKernel {
     std::string id;  // 16 hex digits of a hash of the signature text; stable across runs

@@ -2,6 +2,7 @@
 // unique) prepare recipes once, then issue them on streams; backends report what ran and when.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -72,6 +73,9 @@ struct BackendOptions {
     std::uint64_t seed = 0;
     bool dataflow = true;  // reuse one buffer per recorded storage id where known
     bool use_cupti = true;
+    // The most one recipe's tensors may allocate, and any one of its tensor views span
+    // (tensor_budget.h); 0: the device's free memory (3/4 of the available RAM on the CPU).
+    std::int64_t max_tensor_bytes = 0;
 };
 
 class Backend {
@@ -103,8 +107,57 @@ class Backend {
 };
 
 // Factories; return nullptr with `why` filled when the backend is not available in this build
-// or on this machine (no GPU, no libtorch).
+// or on this machine (no GPU, no libtorch). Each loads its backend module (backend_loader.h) on
+// first use; the backend returned keeps the module loaded.
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options, std::string& why);
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::string& why);
 
+// ---- backend modules ----------------------------------------------------------------------------
+// The CUDA and cpu backends are shared libraries that the core loads only to replay, so that
+// inspect, classify and compare start without libtorch or the CUDA libraries. A module exports
+// one extern "C" function named kBackendModuleEntryPoint (a BackendModuleEntry); the loader reads
+// abi_version and layout before anything else in what it returns, so a module built from other
+// sources than the core is refused with a clear error instead of crashing.
+
+// Bump when the Backend interface or the types crossing it change meaning (layout changes are
+// caught by backend_abi_layout() too).
+inline constexpr std::uint32_t kBackendAbiVersion = 1;
+
+// A fingerprint of the sizes of the types that cross the module boundary.
+constexpr std::uint32_t backend_abi_layout() {
+    std::uint32_t hash = 2166136261u;  // FNV-1a over the sizes
+    for (std::size_t size :
+         {sizeof(BackendOptions), sizeof(Prepared), sizeof(TimedActivity), sizeof(InputRegion),
+          sizeof(Environment), sizeof(Recipe), sizeof(RecipeDetail), sizeof(CopyRecipe),
+          sizeof(GemmRecipe), sizeof(AtenRecipe), sizeof(AtenArgument), sizeof(TensorSpec),
+          sizeof(CollectiveRecipe), sizeof(std::string), sizeof(std::vector<std::string>)}) {
+        hash = (hash ^ static_cast<std::uint32_t>(size)) * 16777619u;
+    }
+    return hash;
+}
+
+using BackendFactory = std::unique_ptr<Backend> (*)(const BackendOptions& options,
+                                                    std::string& why);
+
+struct BackendModuleInfo {
+    std::uint32_t abi_version = kBackendAbiVersion;  // first: read before anything else
+    std::uint32_t layout = backend_abi_layout();
+    const char* name = nullptr;       // "cuda" | "cpu"
+    BackendFactory create = nullptr;  // nullptr with `why` when the machine cannot run it
+};
+
+inline constexpr const char* kBackendModuleEntryPoint = "replay_backend_module";
+using BackendModuleEntry = const BackendModuleInfo* (*)();
+
 }  // namespace replay
+
+// Defines a module's entry point, in a source of the module itself (not of a static library that
+// it links: those symbols are hidden), e.g. REPLAY_BACKEND_MODULE("cpu",
+// replay::create_cpu_backend).
+#define REPLAY_BACKEND_MODULE(name, factory)                                                  \
+    extern "C" __attribute__((visibility("default"))) const ::replay::BackendModuleInfo*      \
+    replay_backend_module() {                                                                 \
+        static constexpr ::replay::BackendModuleInfo info{                                    \
+            ::replay::kBackendAbiVersion, ::replay::backend_abi_layout(), (name), (factory)}; \
+        return &info;                                                                         \
+    }

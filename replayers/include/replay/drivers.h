@@ -1,9 +1,9 @@
 // Replay drivers: sequential (every activity in recorded order, streams and waits kept) and
-// unique (each unique kernel alone, warmup + timed runs). Both fill a Report.
+// unique (each unique kernel alone, warmup + timed runs). Both fill a Report. Files: session.cpp
+// (what both share), plan.cpp (steps and unique mode's templates), sequential.cpp, unique.cpp.
 #pragma once
 
 #include <functional>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -11,6 +11,7 @@
 #include "replay/backend.h"
 #include "replay/recipe_json.h"
 #include "replay/report.h"
+#include "replay/timeline.h"
 
 namespace replay {
 
@@ -39,17 +40,6 @@ struct DriverOptions {
     std::function<void(const std::string&)> progress;  // one line of progress, or empty
 };
 
-// What a sequential replay produced, kept for the Chrome trace of recorded vs replayed.
-struct Timeline {
-    struct Item {
-        std::string name;
-        std::int64_t stream = 0;
-        double start_us = 0, dur_us = 0;
-        bool replayed = false;
-    };
-    std::vector<Item> items;
-};
-
 // One group of recorded activities issued by one recipe (an op instance: a GEMM and its split-K
 // reduction, or the kernels of one aten op).
 struct Step {
@@ -59,12 +49,11 @@ struct Step {
 };
 std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes);
 
+// `timeline`, when given, receives the last iteration's replayed activities and the recorded ones
+// (replay_trace.json).
 Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
                          Timeline* timeline);
 Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOptions& options);
 Report replay_unique(const SignatureFile& kernels, Backend& backend, const DriverOptions& options);
-
-// Chrome trace (Perfetto / chrome://tracing / HTA) with recorded and replayed tracks side by side.
-void write_replay_trace(std::ostream& out, const Timeline& timeline);
 
 }  // namespace replay

@@ -1,0 +1,89 @@
+// `replay compare A B`: two reports, or two traces' recorded durations, without a replay; exit 1
+// when a kernel regressed.
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "comparison.h"
+#include "replay/document_kind.h"
+#include "replay/recorded_report.h"
+#include "replay/regression_printers.h"
+#include "replay/report_json.h"
+#include "replay/input_error.h"
+#include "trace_loader.h"
+
+namespace replay::cli {
+namespace {
+
+// Whether a `compare` argument is a report (true) or a trace (false), by parsing its top level;
+// any other file is an InputError saying what it is.
+bool is_report(const std::string& path) {
+    const Document d = sniff_document(path);
+    switch (d.kind) {
+        case DocumentKind::Trace:
+            return false;
+        case DocumentKind::ToolFile:
+            if (d.schema.starts_with("replay.report/")) return true;
+            throw InputError(path, 0,
+                             d.schema.starts_with("replay.regression/")
+                                 ? "a regression.json (the output of compare/regress), not a "
+                                   "report.json or a trace"
+                                 : "a \"" + d.schema + "\" file, not a report.json or a trace");
+        case DocumentKind::NotJson:
+            throw InputError(path, d.offset,
+                             "not JSON (" + d.why + "): neither a report.json nor a trace");
+        case DocumentKind::Other:
+            break;
+    }
+    throw InputError(path, 0, d.why + ": neither a report.json nor a trace");
+}
+
+struct CompareState {
+    std::string a, b, out_dir;
+    LoadOptions load;
+    RegressionOptions options;
+};
+
+int run_compare(const CompareState& s) {
+    const bool reports = is_report(s.a);
+    if (reports != is_report(s.b))
+        throw std::runtime_error(
+            "compare needs two reports or two traces: " + (reports ? s.a : s.b) +
+            " is a report.json, " + (reports ? s.b : s.a) + " is a trace");
+    Regression r;
+    if (reports) {
+        r = compare_reports(read_report_json(s.a), read_report_json(s.b), s.options, s.a, s.b);
+    } else {
+        RegressionOptions recorded = s.options;
+        recorded.recorded = true;
+        r = compare_reports(recorded_report(*load_trace(s.a, s.load)),
+                            recorded_report(*load_trace(s.b, s.load)), recorded, s.a, s.b);
+    }
+    require_something_compared(r);
+    if (!s.out_dir.empty()) {
+        OutputFolder out(s.out_dir);
+        write_regression_outputs(out, {}, r);
+        out.commit();
+    }
+    write_regression_markdown(std::cout, r);
+    return regression_exit_code(r);
+}
+
+}  // namespace
+
+Command add_compare_command(CLI::App& app) {
+    auto s = std::make_shared<CompareState>();
+    auto* compare = app.add_subcommand("compare",
+                                       "Compare two reports (or two traces' recorded times) "
+                                       "without replaying; exit 1 when a kernel regressed, 2 "
+                                       "when no kernel could be compared");
+    compare->add_option("a", s->a, "Baseline: a report.json or a trace")->required();
+    compare->add_option("b", s->b, "Current: a report.json or a trace (the same kind as A)")
+        ->required();
+    compare->add_option("--out", s->out_dir, "Also write regression.json and regression.md here");
+    add_statistics_options(*compare, s->options);
+    add_load_options(*compare, s->load, SideFiles::NotOffered);
+    return {compare, [s] { return run_compare(*s); }};
+}
+
+}  // namespace replay::cli

@@ -1,0 +1,93 @@
+// `replay regress --baseline BASE TRACE...`: replay archived traces and compare each with its
+// baseline report; exit 1 when a kernel regressed.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "comparison.h"
+#include "output_files.h"
+#include "replay/baseline.h"
+#include "replay/kernels_csv.h"
+#include "replay/regression_printers.h"
+#include "replay/report_json.h"
+#include "replay/report_summary.h"
+#include "replay_settings.h"
+#include "trace_loader.h"
+
+namespace replay::cli {
+namespace {
+
+struct RegressState {
+    std::string baseline;
+    std::vector<std::string> traces;
+    LoadOptions load;
+    ReplaySettings settings;
+    RegressionOptions options;
+};
+
+int run_regress(const RegressState& s) {
+    if ((!s.load.et.empty() || !s.load.shapes.empty()) && s.traces.size() != 1)
+        throw std::runtime_error("--et and --shapes apply to a single trace");
+    auto backend = s.settings.make_backend();
+    // Every trace's outputs are committed together at the end: a failure on the third trace
+    // leaves the folder as it was.
+    OutputFolder out(s.settings.out_dir);
+    const auto warn = [&](const std::string& line) {
+        if (!s.load.quiet) std::fprintf(stderr, "warning: %s\n", line.c_str());
+    };
+    int exit_code = 0;
+    for (const auto& trace : s.traces) {
+        auto analysis = load_trace(trace, s.load);
+        const Baseline baseline = find_baseline(s.baseline, analysis->trace_hash, warn);
+        if (!s.load.quiet && !baseline.chosen.empty())
+            std::fprintf(stderr, "regress: baseline of %s: %s, %s\n", trace.c_str(),
+                         baseline.path.c_str(), baseline.chosen.c_str());
+        Report current = s.settings.run(analysis.get(), nullptr, *backend, s.load.quiet, nullptr);
+        if (const std::string why = why_nothing_was_replayed(current); !why.empty())
+            throw std::runtime_error(trace + ": " + why);
+        const Regression r =
+            compare_reports(baseline.report, current, s.options, baseline.path, trace);
+        require_something_compared(r);
+        const std::filesystem::path dir = std::filesystem::path(trace).filename();
+        out.write(dir / "report.json", [&](std::ostream& o) { write_report_json(o, current); });
+        out.write(dir / "kernels.csv", [&](std::ostream& o) { write_kernels_csv(o, current); });
+        write_regression_outputs(out, dir, r);
+        write_regression_markdown(std::cout, r);
+        exit_code = std::max(exit_code, regression_exit_code(r));
+    }
+    out.commit();
+    return exit_code;
+}
+
+}  // namespace
+
+Command add_regress_command(CLI::App& app) {
+    auto s = std::make_shared<RegressState>();
+    auto* regress = app.add_subcommand(
+        "regress",
+        "Replay traces and compare with baseline report(s); exit 1 when a kernel regressed, 2 "
+        "when no kernel could be compared");
+    regress
+        ->add_option("--baseline", s->baseline,
+                     "Baseline report.json, or a folder of them (matched to each trace by its "
+                     "content hash)")
+        ->required();
+    regress
+        ->add_option("traces", s->traces,
+                     "Traces to replay (.json, .json.gz or archived .json.zst)")
+        ->required();
+    add_load_options(*regress, s->load, SideFiles::OneTraceOnly);
+    s->settings.out_dir = "regress_out";
+    regress
+        ->add_option("--out", s->settings.out_dir,
+                     "Output folder: one subfolder per trace with report.json, kernels.csv, "
+                     "regression.json and regression.md")
+        ->capture_default_str();
+    s->settings.add_options(*regress, /*with_out=*/false);
+    add_statistics_options(*regress, s->options);
+    return {regress, [s] { return run_regress(*s); }};
+}
+
+}  // namespace replay::cli

@@ -1,0 +1,140 @@
+#include "replay_settings.h"
+
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+namespace replay::cli {
+
+void ReplaySettings::add_options(CLI::App& app, bool with_out) {
+    app.add_option("--mode", mode,
+                   "sequential: every activity in recorded order on the recorded streams; "
+                   "unique: each unique kernel alone")
+        ->check(CLI::IsMember({"sequential", "unique"}))
+        ->capture_default_str();
+    add_backend_option(app);
+    if (with_out)
+        app.add_option("--out", out_dir,
+                       "Output folder: report.json, kernels.csv and, in sequential mode, "
+                       "replay_trace.json")
+            ->capture_default_str();
+    app.add_option("--pace", pace,
+                   "sequential: none (back to back) or recorded (keep the recorded idle gaps "
+                   "on each stream)")
+        ->check(CLI::IsMember({"none", "recorded"}))
+        ->capture_default_str();
+    app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")
+        ->check(CLI::Range(1, 1000000))
+        ->capture_default_str();
+    add_unique_options(app);
+    app.add_flag("--no-warm-inputs", no_warm_inputs,
+                 "sequential: do not read into L2, before each step, the inputs the recording "
+                 "had cached (replayed producers write their own buffers, not their "
+                 "consumers', so consumers would read activations from memory)");
+    app.add_flag("--no-sequential-check", no_sequential_check,
+                 "unique: skip the sequential pass that the predicted total is compared with");
+    add_device_options(app);
+}
+
+void ReplaySettings::add_sweep_options(CLI::App& app) {
+    add_backend_option(app);
+    add_unique_options(app);
+    add_device_options(app);
+}
+
+void ReplaySettings::add_backend_option(CLI::App& app) {
+    app.add_option("--backend", backend,
+                   "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto "
+                   "(cuda when a GPU is usable)")
+        ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+        ->capture_default_str();
+}
+
+void ReplaySettings::add_unique_options(CLI::App& app) {
+    app.add_option("--warmup", warmup, "unique: untimed runs per kernel")
+        ->check(CLI::Range(0, 1000000))
+        ->capture_default_str();
+    app.add_option("--runs", runs, "unique: timed runs per kernel")
+        ->check(CLI::Range(1, 1000000))
+        ->capture_default_str();
+    app.add_flag("--l2-flush", l2_flush,
+                 "unique: flush the L2 cache before every timed run (cold timing)");
+    app.add_option("--context", context,
+                   "unique: what runs untimed before each timed run. recorded: the L2 is "
+                   "evicted, the step recorded just before the instance runs, then the inputs "
+                   "the recording had in L2 are read in (weights come from memory, as in the "
+                   "recording); previous: that step without eviction or reads; none: nothing "
+                   "(back to back, warm); auto: recorded on the GPU, none on the cpu backend "
+                   "(whose timings do not model a GPU's L2, and for which an eviction costs "
+                   "tens of milliseconds per run)")
+        ->check(CLI::IsMember({"auto", "recorded", "previous", "none"}))
+        ->capture_default_str();
+}
+
+void ReplaySettings::add_device_options(CLI::App& app) {
+    app.add_flag("--no-cupti", no_cupti,
+                 "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
+    app.add_option("--device", device, "GPU index")->capture_default_str();
+    app.add_option("--seed", seed, "Seed of the random input data")->capture_default_str();
+    app.add_option("--max-tensor-bytes", max_tensor_bytes,
+                   "Largest a recipe's tensors may be, together and any one view (dims x "
+                   "element size, overlapping strides included); a recipe over it is skipped "
+                   "with the reason. 0: the device's free memory (3/4 of the available RAM "
+                   "on the cpu backend)")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()))
+        ->capture_default_str();
+}
+
+DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend) const {
+    DriverOptions o;
+    o.pace = pace == "recorded" ? Pace::Recorded : Pace::None;
+    o.iterations = iterations;
+    o.warmup = warmup;
+    o.runs = runs;
+    o.l2_flush = l2_flush;
+    const bool on_cpu = backend.environment().backend == "cpu";
+    o.context = context == "none" || (context == "auto" && on_cpu) ? Context::None
+                : context == "previous"                            ? Context::Previous
+                                                                   : Context::Recorded;
+    o.sequential_check = !no_sequential_check;
+    o.warm_inputs = !no_warm_inputs;
+    if (!quiet)
+        o.progress = [](const std::string& line) {
+            std::fprintf(stderr, "replay: %s\n", line.c_str());
+        };
+    return o;
+}
+
+std::unique_ptr<Backend> ReplaySettings::make_backend() const {
+    BackendOptions options;
+    options.device = device;
+    options.seed = seed;
+    options.use_cupti = !no_cupti;
+    options.max_tensor_bytes = max_tensor_bytes;
+    std::string why_cuda, why_cpu;
+    if (backend == "cuda" || backend == "auto") {
+        auto b = make_cuda_backend(options, why_cuda);
+        if (b) return b;
+        if (backend == "cuda") throw std::runtime_error("CUDA backend unavailable: " + why_cuda);
+    }
+    auto b = make_cpu_backend(options, why_cpu);
+    if (b) {
+        if (backend == "auto")
+            std::fprintf(stderr, "replay: no usable GPU (%s); using the CPU backend\n",
+                         why_cuda.c_str());
+        return b;
+    }
+    throw std::runtime_error("no backend available: " + (why_cuda.empty() ? "" : why_cuda + "; ") +
+                             why_cpu);
+}
+
+Report ReplaySettings::run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend,
+                           bool quiet, Timeline* timeline) const {
+    const DriverOptions options = driver_options(quiet, backend);
+    if (analysis == nullptr) return replay_unique(*kernels, backend, options);
+    if (mode == "sequential") return replay_sequential(*analysis, backend, options, timeline);
+    return replay_unique(*analysis, backend, options);
+}
+
+}  // namespace replay::cli

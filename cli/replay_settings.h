@@ -1,0 +1,52 @@
+// The settings every replaying command shares (`replay TRACE`, `replay regress`): mode, backend,
+// the drivers' options; the backend they choose and the replay itself.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "replay/analysis.h"
+#include "replay/backend.h"
+#include "replay/drivers.h"
+#include "replay/recipe_json.h"
+#include "replay/report.h"
+
+namespace replay::cli {
+
+struct ReplaySettings {
+    std::string mode = "unique";
+    std::string backend = "auto";
+    std::string out_dir = "replay_out";
+    std::string pace = "none";
+    int iterations = 1;
+    int warmup = 10;
+    int runs = 50;
+    bool l2_flush = false;
+    std::string context = "auto";
+    bool no_sequential_check = false;
+    bool no_warm_inputs = false;
+    bool no_cupti = false;
+    int device = 0;
+    std::uint64_t seed = 0;
+    std::int64_t max_tensor_bytes = 0;  // 0: the device's free memory
+
+    // `with_out`: --out is offered with this command's meaning of it (regress has its own).
+    void add_options(CLI::App& app, bool with_out = true);
+    // `replay sweep`: the backend, unique mode's and the device's options.
+    void add_sweep_options(CLI::App& app);
+    DriverOptions driver_options(bool quiet, const Backend& backend) const;
+    // The backend asked for; `auto` falls back to the cpu backend, saying why. Throws when none.
+    std::unique_ptr<Backend> make_backend() const;
+    // A trace (`analysis`) in the chosen mode, or a signature file (`kernels`) in unique mode.
+    Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet,
+               Timeline* timeline) const;
+
+  private:
+    void add_backend_option(CLI::App& app);
+    void add_unique_options(CLI::App& app);
+    void add_device_options(CLI::App& app);
+};
+
+}  // namespace replay::cli

@@ -1,0 +1,86 @@
+#include "replay/kernels_csv.h"
+
+#include <charconv>
+#include <cmath>
+#include <ostream>
+#include <string>
+
+namespace replay {
+namespace {
+
+// One CSV row: fields separated as they are added. Numbers in shortest round-trip form, NaN as an
+// empty cell; text quoted when it needs it.
+class CsvRow {
+  public:
+    explicit CsvRow(std::ostream& out) : out_(out) {}
+    ~CsvRow() { out_ << '\n'; }
+    CsvRow(const CsvRow&) = delete;
+    CsvRow& operator=(const CsvRow&) = delete;
+
+    CsvRow& text(std::string_view text) {
+        separate();
+        if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+            out_ << text;
+            return *this;
+        }
+        out_ << '"';
+        for (char c : text) {
+            if (c == '"') out_ << '"';
+            out_ << c;
+        }
+        out_ << '"';
+        return *this;
+    }
+    CsvRow& number(double x) {
+        separate();
+        if (!std::isfinite(x)) return *this;
+        char buf[32];
+        auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, x);
+        out_.write(buf, ptr - buf);
+        return *this;
+    }
+    CsvRow& empty() {
+        separate();
+        return *this;
+    }
+
+  private:
+    void separate() {
+        if (!first_) out_ << ',';
+        first_ = false;
+    }
+    std::ostream& out_;
+    bool first_ = true;
+};
+
+}  // namespace
+
+void write_kernels_csv(std::ostream& out, const Report& r) {
+    out << "id,name,kind,tier,rule,disposition,count,recorded_median_us,recorded_sum_us,replayed_"
+           "median_us,"
+           "replayed_min_us,replayed_mean_us,replayed_stddev_us,replayed_p95_us,replayed_p99_us,"
+           "error_pct,"
+           "name_match,gflops_per_s,gb_per_s,reason\n";
+    for (const auto& k : r.kernels) {
+        const bool done = was_replayed(k);
+        CsvRow row(out);
+        row.text(k.id).text(k.name).text(k.kind);
+        if (k.tier != Tier::NotReplayable)
+            row.text(std::to_string(static_cast<int>(k.tier)));
+        else
+            row.empty();
+        row.text(k.rule).text(to_string(k.outcome)).text(std::to_string(k.count));
+        row.number(k.recorded_us.median).number(k.recorded_us.sum);
+        for (double x : {k.replayed_us.median, k.replayed_us.min, k.replayed_us.mean,
+                         k.replayed_us.stddev, k.replayed_us.p95, k.replayed_us.p99})
+            row.number(done ? x : NAN);
+        row.number(k.error_pct);
+        if (done || !k.replayed_names.empty())
+            row.text(k.name_match ? "true" : "false");
+        else
+            row.empty();
+        row.number(k.gflops_per_s).number(k.gb_per_s).text(k.reason);
+    }
+}
+
+}  // namespace replay

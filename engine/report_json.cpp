@@ -1,0 +1,94 @@
+#include "replay/report_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "replay/json_writer.h"
+#include "replay/recipe_json.h"
+
+namespace replay {
+namespace {
+
+void write_pairs(JsonWriter& json, std::string_view name,
+                 const std::vector<std::pair<std::string, std::string>>& pairs) {
+    json.key(name).begin_object();
+    for (const auto& [k, v] : pairs) json.field(k, v);
+    json.end_object();
+}
+
+}  // namespace
+
+const std::vector<TotalsField>& totals_fields() {
+    using T = ReportTotals;
+    using R = NumberRange;
+    static const std::vector<TotalsField> fields = {
+        {"recorded_kernel_us", &T::recorded_kernel_us, R::Sum, true},
+        {"recipe_coverage", &T::recipe_coverage, R::Share, true},
+        {"replayed_coverage", &T::replayed_coverage, R::Share, true},
+        {"replayed_kernel_us", &T::replayed_kernel_us, R::Sum, true},
+        {"replayed_recorded_us", &T::replayed_recorded_us, R::Sum, true},
+        {"total_error_pct", &T::total_error_pct, R::Signed, true},
+        {"median_abs_error_pct", &T::median_abs_error_pct, R::NonNegative, true},
+        {"median_abs_error_pct_per_launch", &T::median_abs_error_pct_per_launch, R::NonNegative,
+         false},
+        {"gemm_name_match", &T::gemm_name_match, R::ShareOrNull, true},
+        {"predicted_total_us", &T::predicted_total_us, R::NonNegative, true},
+        {"sequential_kernel_us", &T::sequential_kernel_us, R::NonNegative, true},
+        {"wall_seconds", &T::wall_seconds, R::Sum, true},
+    };
+    return fields;
+}
+
+void write_kernel_identity(JsonWriter& json, const std::string& id, const std::string& name,
+                           const std::string& kind, Tier tier) {
+    json.field("id", id).field("name", name).field("kind", kind);
+    write_tier(json, tier);
+}
+
+void write_tier_and_label(JsonWriter& json, Tier tier) {
+    write_tier(json, tier);
+    json.field("label", tier_label(tier));
+}
+
+void write_report_json(std::ostream& out, const Report& r) {
+    JsonWriter json(out);
+    json.begin_object();
+    json.field("schema", r.schema).field("tool_version", r.tool_version);
+    json.field("mode", r.mode).field("backend", r.backend);
+    write_pairs(json, "environment", r.environment);
+    write_pairs(json, "inputs", r.inputs);
+    write_pairs(json, "options", r.options);
+
+    json.key("totals").begin_object();
+    for (const auto& f : totals_fields()) json.field(f.name, r.totals.*f.member);
+    json.end_object();
+
+    json.objects("tiers", r.tiers, [&](const TierResult& tr) {
+        write_tier_and_label(json, tr.tier);
+        json.field("unique", static_cast<std::uint64_t>(tr.unique));
+        json.field("activities", static_cast<std::uint64_t>(tr.activities));
+        json.field("recorded_us", tr.recorded_us).field("replayed_us", tr.replayed_us);
+        json.field("replayed_recorded_us", tr.replayed_recorded_us);
+    });
+    json.objects("kernels", r.kernels, [&](const KernelResult& k) {
+        write_kernel_identity(json, k.id, k.name, k.kind, k.tier);
+        json.field("rule", k.rule).field("disposition", to_string(k.outcome));
+        json.field("reason", k.reason);
+        json.field("count", static_cast<std::uint64_t>(k.count));
+        json.key("recorded_us");
+        write_duration_stats(json, k.recorded_us);
+        json.key("replayed_us");
+        write_duration_stats(json, k.replayed_us);
+        json.array("samples_us", k.samples_us);
+        json.field("error_pct", k.error_pct);
+        json.array("replayed_names", k.replayed_names);
+        json.field("name_match", k.name_match);
+        json.field("gflops_per_s", k.gflops_per_s).field("gb_per_s", k.gb_per_s);
+    });
+    json.array("notes", r.notes);
+    json.end_object();
+    out << '\n';
+}
+
+}  // namespace replay

@@ -1,0 +1,148 @@
+#include "replay/report_summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace replay {
+namespace {
+
+__attribute__((format(printf, 2, 3))) void print(std::ostream& out, const char* format, ...) {
+    va_list args;
+    va_start(args, format);
+    va_list again;
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, format, args);
+    va_end(args);
+    std::string text(static_cast<std::size_t>(std::max(n, 0)) + 1, '\0');
+    std::vsnprintf(text.data(), text.size(), format, again);
+    va_end(again);
+    text.pop_back();
+    out << text;
+}
+
+bool not_replayed(KernelOutcome outcome) {
+    return outcome == KernelOutcome::Skipped || outcome == KernelOutcome::Failed ||
+           outcome == KernelOutcome::NotReplayable;
+}
+
+// `x` in `format` (one %f conversion), or "n/a (why)" when it is not a number.
+std::string figure(const char* format, double x, const char* why) {
+    if (!std::isfinite(x)) return std::string("n/a (") + why + ")";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, format, x);
+    return buf;
+}
+
+}  // namespace
+
+std::vector<NotReplayedReason> not_replayed_reasons(const Report& r) {
+    std::map<std::string, NotReplayedReason> reasons;
+    for (const auto& k : r.kernels) {
+        if (!not_replayed(k.outcome)) continue;
+        const std::string why = std::string(to_string(k.outcome)) + ": " + k.reason;
+        NotReplayedReason& n = reasons[why];
+        n.reason = why;
+        ++n.kernels;
+        n.recorded_us += k.recorded_us.sum;
+    }
+    std::vector<NotReplayedReason> largest;
+    for (auto& [why, n] : reasons) largest.push_back(std::move(n));
+    std::stable_sort(largest.begin(), largest.end(),
+                     [](const auto& a, const auto& b) { return a.recorded_us > b.recorded_us; });
+    return largest;
+}
+
+std::string why_nothing_was_replayed(const Report& r) {
+    for (const auto& k : r.kernels)
+        if (was_replayed(k)) return {};
+    std::string why = "nothing was replayed: " + std::to_string(r.kernels.size()) +
+                      " unique kernels, none of them timed";
+    const auto reasons = not_replayed_reasons(r);
+    constexpr std::size_t kShown = 3;
+    for (std::size_t i = 0; i < std::min(kShown, reasons.size()); ++i)
+        why += (i == 0 ? "; largest reasons: " : "; ") + std::to_string(reasons[i].kernels) +
+               " kernel(s) (" + figure("%.1f", reasons[i].recorded_us, "no recorded time") +
+               " us recorded) " + reasons[i].reason;
+    if (reasons.size() > kShown)
+        why += "; " + std::to_string(reasons.size() - kShown) + " more reasons";
+    return why;
+}
+
+void write_report_summary(std::ostream& out, const Report& r) {
+    const ReportTotals& t = r.totals;
+    const bool any = why_nothing_was_replayed(r).empty();
+    // Copies and memsets are left out of the per-kernel errors: with only those replayed, or
+    // kernels recorded at 0 us, there is nothing to take a median of.
+    const char* nothing = any ? "no kernel replayed, copies and memsets aside" : "nothing replayed";
+    print(out, "mode %s on %s (%s)\n", r.mode.c_str(), r.backend.c_str(), r.env("gpu").c_str());
+    print(out, "  recorded kernel time      %12.1f us, %.2f%% with a recipe\n",
+          t.recorded_kernel_us, 100 * t.recipe_coverage);
+    print(out, "  replayed                  %12.2f%% of recorded kernel time\n",
+          100 * t.replayed_coverage);
+    // Copies and memsets are replayed activities too: the recorded figure here is theirs and the
+    // kernels', which is why it can exceed the recorded kernel time above.
+    if (!any)
+        print(out, "  replayed GPU time         %12s (%s)\n", "n/a", nothing);
+    else
+        print(out,
+              "  replayed GPU time         %12.1f us vs %.1f us recorded for the same activities "
+              "(%s)\n",
+              t.replayed_kernel_us, t.replayed_recorded_us,
+              figure("%+.2f%%", t.total_error_pct, "no recorded time").c_str());
+    if (std::isnan(t.median_abs_error_pct))
+        print(out, "  median |error| per kernel %12s (%s)\n", "n/a", nothing);
+    else
+        print(out, "  median |error| per kernel %12.2f%% (unique kernels), %s (launches)\n",
+              t.median_abs_error_pct,
+              figure("%.2f%%", t.median_abs_error_pct_per_launch, nothing).c_str());
+    if (std::isnan(t.gemm_name_match))
+        print(out, "  GEMM time, same kernel    %12s (no GEMM replayed with kernel names)\n",
+              "n/a");
+    else
+        print(out, "  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
+    if (r.mode == "unique") {
+        if (std::isfinite(t.predicted_total_us))
+            print(out, "  predicted total           %12.1f us (sum of count x median)\n",
+                  t.predicted_total_us);
+        else
+            print(out, "  predicted total           %12s (%s)\n", "n/a", nothing);
+        if (t.sequential_kernel_us > 0)
+            print(out, "  sequential pass           %12.1f us (predicted %s)\n",
+                  t.sequential_kernel_us,
+                  figure("%+.2f%%",
+                         100 * (t.predicted_total_us - t.sequential_kernel_us) /
+                             t.sequential_kernel_us,
+                         nothing)
+                      .c_str());
+    }
+    // Why the rest was not replayed, largest recorded time first: the first thing a reader of
+    // "replayed < 100%" asks.
+    std::size_t skipped = 0;
+    for (const auto& k : r.kernels)
+        skipped += k.outcome == KernelOutcome::Skipped || k.outcome == KernelOutcome::Failed;
+    // Nothing replayed: no report.json is written, the reasons below are all there is.
+    print(out, "  unique kernels            %12zu (%zu skipped or failed%s)\n", r.kernels.size(),
+          skipped, any ? "; reasons in report.json" : "");
+    const auto largest = not_replayed_reasons(r);
+    constexpr std::size_t kShown = 3, kWidth = 90;
+    for (std::size_t i = 0; i < std::min(kShown, largest.size()); ++i) {
+        std::string why = largest[i].reason;
+        if (why.size() > kWidth) why = why.substr(0, kWidth - 3) + "...";
+        print(out, "    %4zu kernel(s), %10.1f us recorded: %s\n", largest[i].kernels,
+              largest[i].recorded_us, why.c_str());
+    }
+    if (largest.size() > kShown)
+        print(out, "    ... %zu more reasons%s\n", largest.size() - kShown,
+              any ? " in report.json" : "");
+    if (r.backend == "cpu")
+        print(out,
+              "  note: the cpu backend times whole ops on the host; its errors against a GPU "
+              "recording show that the pipeline runs, not how faithful a GPU replay is\n");
+}
+
+}  // namespace replay

@@ -1,0 +1,206 @@
+#include "session.h"
+
+#include <algorithm>
+
+namespace replay::detail {
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+std::vector<std::pair<std::string, std::string>> environment_pairs(const Environment& e) {
+    std::vector<std::pair<std::string, std::string>> v = {
+        {"backend", e.backend},
+        {"gpu", e.device_name},
+        {"driver", e.driver_version},
+        {"cuda", e.cuda_runtime_version},
+        {"cublas", e.cublas_version},
+        {"libtorch", e.libtorch_version},
+        {"timing", e.timing},
+        {"sm_clock_mhz", std::to_string(e.sm_clock_mhz)},
+        {"max_sm_clock_mhz", std::to_string(e.max_sm_clock_mhz)},
+        {"memory_clock_mhz", std::to_string(e.memory_clock_mhz)},
+        {"total_memory_bytes", std::to_string(e.total_memory)},
+        {"compute_capability",
+         std::to_string(e.compute_major) + "." + std::to_string(e.compute_minor)},
+    };
+    return v;
+}
+
+const char* context_name(Context context) {
+    constexpr const char* kNames[] = {"recorded", "previous", "none"};  // Context's order
+    return kNames[static_cast<std::size_t>(context)];
+}
+
+}  // namespace
+
+Session::Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
+                 const DriverOptions& options)
+    : backend_(backend), options_(options) {
+    const Environment env = backend.environment();
+    report_.tool_version = kVersion;
+    report_.backend = env.backend;
+    report_.environment = environment_pairs(env);
+    for (const auto& note : env.notes) report_.notes.push_back(note);
+    for (const auto& k : kernels) {
+        KernelResult r = recorded_result(k);
+        r.outcome = !k.recipe.replayable()    ? KernelOutcome::NotReplayable
+                    : k.recipe.issued_with_op ? KernelOutcome::IssuedWithOp
+                                              : KernelOutcome::Pending;
+        if (k.recipe.tier == Tier::Collective) {
+            r.outcome = KernelOutcome::Skipped;
+            r.reason = "collectives need every rank: multi-process NCCL replay is not implemented";
+        }
+        if (k.kind == ActivityKind::Kernel) report_.totals.recorded_kernel_us += k.recorded_us.sum;
+        index_[k.id] = report_.kernels.size();
+        report_.kernels.push_back(std::move(r));
+    }
+}
+
+Prepared& Session::prepare(const Recipe& recipe) {
+    const std::string key = recipe.instance_key();
+    auto it = prepared_.find(key);
+    if (it == prepared_.end()) {
+        if (recipe.tier == Tier::Collective) {
+            it = prepared_
+                     .emplace(key, Prepared{Disposition::Skipped, "collectives need every rank", 0})
+                     .first;
+        } else {
+            it = prepared_.emplace(key, backend_.prepare(recipe)).first;
+        }
+        if (it->second.disposition == Disposition::Ready && !it->second.reason.empty())
+            notes_.insert(it->second.reason);
+    }
+    return it->second;
+}
+
+bool Session::try_issue(Prepared& p, const std::vector<std::size_t>& kernels, int stream,
+                        std::uint64_t tag) {
+    try {
+        backend_.issue(p.handle, stream, tag);
+        return true;
+    } catch (const std::exception& e) {
+        p.disposition = Disposition::Failed;
+        p.reason = e.what();
+        for (std::size_t k : kernels) mark(k, p);
+        return false;
+    }
+}
+
+void Session::mark(std::size_t kernel, const Prepared& p) {
+    KernelResult& r = report_.kernels[kernel];
+    if (p.disposition == Disposition::Ready) return;
+    r.outcome =
+        p.disposition == Disposition::Skipped ? KernelOutcome::Skipped : KernelOutcome::Failed;
+    r.reason = p.reason;
+}
+
+void Session::add_sample(std::size_t kernel, const TimedActivity& a) {
+    KernelResult& r = report_.kernels[kernel];
+    r.samples_us.push_back(static_cast<double>(a.end_ns - a.start_ns) / 1000.0);
+    if (std::find(r.replayed_names.begin(), r.replayed_names.end(), a.name) ==
+            r.replayed_names.end() &&
+        r.replayed_names.size() < 8)
+        r.replayed_names.push_back(a.name);
+    if (a.per_kernel && a.name == r.name) r.name_match = true;
+    if (r.outcome == KernelOutcome::Pending) r.outcome = KernelOutcome::Replayed;
+}
+
+Report Session::finish(const char* mode, double seconds) {
+    report_.mode = mode;
+    report_.totals.wall_seconds = seconds;
+    for (auto& k : report_.kernels)
+        if (k.outcome == KernelOutcome::Pending) {
+            k.outcome = KernelOutcome::Skipped;
+            if (k.reason.empty()) k.reason = "no timed activity came back for it";
+        }
+    for (const auto& n : notes_) report_.notes.push_back(n);
+    finalize_report(report_);
+    return report_;
+}
+
+std::unordered_map<std::uint64_t, std::vector<TimedActivity>> by_tag(
+    std::vector<TimedActivity> records) {
+    std::unordered_map<std::uint64_t, std::vector<TimedActivity>> out;
+    for (auto& r : records) out[r.tag].push_back(std::move(r));
+    for (auto& [tag, v] : out)
+        std::sort(v.begin(), v.end(), [](const TimedActivity& a, const TimedActivity& b) {
+            return a.start_ns < b.start_ns;
+        });
+    return out;
+}
+
+std::vector<std::size_t> kernel_of_nodes(const Analysis& analysis, const Session& session) {
+    std::vector<std::size_t> of(analysis.graph.nodes().size(), 0);
+    for (const auto& k : analysis.kernels) {
+        const std::size_t i = session.kernel_index(k.id);
+        for (auto n : k.nodes) of[n] = i;
+    }
+    return of;
+}
+
+void add_inputs(Report& report, const Analysis& analysis) {
+    report.inputs.emplace_back("trace", analysis.trace().source);
+    report.inputs.emplace_back("trace_hash", analysis.trace_hash);
+    // Kernel ids depend on these (the Execution Trace fixes overloads, both add shapes):
+    // compare says when two reports differ in them.
+    if (!analysis.execution_trace.empty())
+        report.inputs.emplace_back("et", analysis.execution_trace);
+    if (!analysis.shape_log.empty()) report.inputs.emplace_back("shapes", analysis.shape_log);
+    for (const auto& note : analysis.notes) report.notes.push_back(note);
+    report.totals.recipe_coverage = analysis.coverage;
+}
+
+void add_options(Report& report, const DriverOptions& o, bool unique) {
+    if (unique) {
+        report.options.emplace_back("warmup", std::to_string(o.warmup));
+        report.options.emplace_back("runs", std::to_string(o.runs));
+        report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
+        report.options.emplace_back("context", context_name(o.context));
+    } else {
+        report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
+        report.options.emplace_back("iterations", std::to_string(o.iterations));
+        report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");
+    }
+}
+
+void attribute(Session& session, const std::vector<std::size_t>& positions,
+               const std::vector<TimedActivity>& recs, const std::vector<double>& recorded_us) {
+    if (recs.empty() || positions.empty()) return;
+    if (recs.front().per_kernel) {
+        // Same name first (cuBLAS may add or drop a helper kernel), then what is left in order.
+        std::vector<bool> used(recs.size(), false);
+        std::vector<std::ptrdiff_t> match(positions.size(), -1);
+        for (std::size_t i = 0; i < positions.size(); ++i)
+            for (std::size_t j = 0; j < recs.size(); ++j)
+                if (!used[j] && recs[j].name == session.report().kernels[positions[i]].name) {
+                    match[i] = static_cast<std::ptrdiff_t>(j);
+                    used[j] = true;
+                    break;
+                }
+        std::size_t next = 0;
+        for (std::size_t i = 0; i < positions.size(); ++i) {
+            if (match[i] < 0) {
+                while (next < recs.size() && used[next]) ++next;
+                if (next == recs.size()) continue;
+                match[i] = static_cast<std::ptrdiff_t>(next);
+                used[next] = true;
+            }
+            session.add_sample(positions[i], recs[static_cast<std::size_t>(match[i])]);
+        }
+        return;
+    }
+    // Whole-issue timing: split by the recorded shares so sums stay comparable.
+    double total = 0;
+    for (double d : recorded_us) total += d;
+    const TimedActivity& whole = recs.front();
+    const double span = static_cast<double>(whole.end_ns - whole.start_ns);
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+        TimedActivity part = whole;
+        const double share =
+            total > 0 ? recorded_us[i] / total : 1.0 / static_cast<double>(positions.size());
+        part.end_ns = part.start_ns + static_cast<std::int64_t>(span * share);
+        session.add_sample(positions[i], part);
+    }
+}
+
+}  // namespace replay::detail

@@ -1,0 +1,72 @@
+// What every driver shares (internal to replayers/): the report skeleton, recipes prepared once,
+// issues that may fail, and the attribution of timed activities to the kernels they re-create.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "replay/drivers.h"
+
+namespace replay::detail {
+
+class Session {
+  public:
+    Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
+            const DriverOptions& options);
+
+    // Prepares once per recipe text; a recipe that cannot run marks its kernels skipped.
+    Prepared& prepare(const Recipe& recipe);
+
+    // Issues prepared work; a failure (an op that libtorch refuses at run time) marks the recipe
+    // failed for good and its kernels with the reason, and the replay goes on.
+    bool try_issue(Prepared& prepared, const std::vector<std::size_t>& kernels, int stream,
+                   std::uint64_t tag);
+
+    // Gives the kernel the prepared work's outcome when that is not Ready.
+    void mark(std::size_t kernel, const Prepared& prepared);
+    void add_sample(std::size_t kernel, const TimedActivity& activity);
+
+    std::size_t kernel_index(const std::string& id) const { return index_.at(id); }
+    Report& report() { return report_; }
+    Backend& backend() { return backend_; }
+    const DriverOptions& options() const { return options_; }
+
+    // Kernels still pending become skipped; notes and the report's figures are filled in.
+    Report finish(const char* mode, double seconds);
+
+  private:
+    Backend& backend_;
+    DriverOptions options_;
+    Report report_;
+    std::unordered_map<std::string, std::size_t> index_;
+    std::unordered_map<std::string, Prepared> prepared_;
+    std::set<std::string> notes_;
+};
+
+// Groups timed activities by tag, each group in start order.
+std::unordered_map<std::uint64_t, std::vector<TimedActivity>> by_tag(
+    std::vector<TimedActivity> records);
+
+// The session's kernel index of every graph node.
+std::vector<std::size_t> kernel_of_nodes(const Analysis& analysis, const Session& session);
+
+// The trace, its hash and the side files that change kernel ids; the analysis notes; coverage.
+void add_inputs(Report& report, const Analysis& analysis);
+// The driver options that shape the figures, as report.json's "options".
+void add_options(Report& report, const DriverOptions& options, bool unique);
+
+// Matches one issue's timed activities to the recorded kernels it re-creates (`positions`, with
+// their recorded durations): per-kernel records by name then in order, a whole-issue record split
+// by the recorded shares.
+void attribute(Session& session, const std::vector<std::size_t>& positions,
+               const std::vector<TimedActivity>& records, const std::vector<double>& recorded_us);
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace replay::detail

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Run ON a GPU machine: captures the validation set the way users record traces (record_shapes,
+# no Execution Trace unless the name says .et), each with its unprofiled timing and energy, and
+# packs them into OUT_DIR/captures_<gpu>.tar.gz. Every capture is independent: one that fails is
+# logged and the others go on.
+#
+# Usage: scripts/gpu_capture_set.sh OUT_DIR [names...]   (default: all of them)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: gpu_capture_set.sh OUT_DIR [names...]}"
+shift
+gpu="$(python3 -c 'import re, torch; m = re.search(r"[A-Z]\d{2,3}", torch.cuda.get_device_name()); print(m.group(0).lower() if m else "gpu")' 2>/dev/null || echo gpu)"
+# Captures go to a scratch folder; OUT_DIR gets the one archive (the device tool brings back few files).
+dir="${TMPDIR:-/tmp}/captures_$gpu"
+mkdir -p "$dir"
+export PYTHONUNBUFFERED=1
+
+# name: capture_trace.py arguments
+declare -A sets=(
+  [bloom_b1]="--model bloom-560m"
+  [bloom_b1.et]="--model bloom-560m --et"
+  [bloom_b4s128]="--model bloom-560m --batch 4 --seq 128"
+  [llama_decode]="--model llama --mode decode --seq 256"
+  [llama_decode_graph]="--model llama --mode decode --seq 256 --cuda-graph"
+  [llama_prefill]="--model llama --batch 2 --seq 256"
+  [gpt2_train]="--model gpt2"
+  [gpt2_train.et]="--model gpt2 --et"
+  [mlp_compiled]="--model mlp --compile"
+  [mixtral_prefill]="--model mixtral --batch 4 --seq 128"
+  [mixtral_decode]="--model mixtral --mode decode --seq 128"
+)
+order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_prefill gpt2_train gpt2_train.et
+       mlp_compiled mixtral_prefill mixtral_decode)
+[ $# -gt 0 ] && order=("$@")
+for name in "${order[@]}"; do
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  if python3 examples/capture_trace.py ${sets[$name]} --out "$dir/$name" > "$dir/$name.log" 2>&1; then
+    echo "ok   $name ($(( $(date +%s) - start )) s): $(grep -m1 'median' "$dir/$name.log")"
+  else
+    echo "FAIL $name ($(( $(date +%s) - start )) s):"; tail -15 "$dir/$name.log"
+  fi
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem,power.limit --format=csv > "$dir/nvidia_smi.csv" 2>&1
+tar -C "$(dirname "$dir")" -czf "$out/captures_$gpu.tar.gz" "captures_$gpu"
+ls -la "$out/captures_$gpu.tar.gz"

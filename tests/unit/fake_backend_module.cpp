@@ -1,0 +1,61 @@
+// Fake backend modules for the loader's tests (test_backend_loader.cpp), one source for three
+// builds: a working module whose backend does nothing, one that claims another ABI version (a
+// stale module), and a shared library without the entry point.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "replay/backend.h"
+
+namespace {
+
+class FakeBackend final : public replay::Backend {
+  public:
+    replay::Environment environment() const override {
+        replay::Environment env;
+        env.backend = "fake";
+        return env;
+    }
+    replay::Prepared prepare(const replay::Recipe&) override {
+        return {replay::Disposition::Skipped, "a fake backend runs nothing", 0};
+    }
+    void set_stream_count(int) override {}
+    void issue(std::uint32_t, int, std::uint64_t) override {}
+    void stream_wait(int, int) override {}
+    void synchronize() override {}
+    void flush_l2() override {}
+    void warm_inputs(std::uint32_t, int) override {}
+    void delay(int, std::int64_t) override {}
+    std::vector<replay::TimedActivity> collect() override { return {}; }
+};
+
+// Device -1 stands for a machine the backend cannot run on.
+std::unique_ptr<replay::Backend> create_fake_backend(const replay::BackendOptions& options,
+                                                     std::string& why) {
+    if (options.device < 0) {
+        why = "the fake backend has no device " + std::to_string(options.device);
+        return nullptr;
+    }
+    return std::make_unique<FakeBackend>();
+}
+
+}  // namespace
+
+#if defined(FAKE_MODULE_STALE)
+extern "C" __attribute__((visibility("default"))) const replay::BackendModuleInfo*
+replay_backend_module() {
+    static constexpr replay::BackendModuleInfo info{
+        replay::kBackendAbiVersion + 1, replay::backend_abi_layout(), "fake", &create_fake_backend};
+    return &info;
+}
+#elif defined(FAKE_MODULE_WITHOUT_ENTRY)
+// A library that exports something else than the entry point (here: a misspelt one).
+extern "C" __attribute__((visibility("default"))) const replay::BackendModuleInfo*
+replay_backend_modules() {
+    static constexpr replay::BackendModuleInfo info{
+        replay::kBackendAbiVersion, replay::backend_abi_layout(), "fake", &create_fake_backend};
+    return &info;
+}
+#else
+REPLAY_BACKEND_MODULE("fake", &create_fake_backend)
+#endif

@@ -1,0 +1,252 @@
+// `replay predict` on the bundled BLOOM trace: the recorded step reproduced, what-ifs moving it
+// the way they must and by plausible amounts, GPU times taken from replay reports.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "replay/analysis.h"
+#include "replay/predict.h"
+#include "replay/report.h"
+#include "replay/report_json.h"
+#include "test_support.h"
+
+namespace {
+
+using replay::Nanos;
+using replay::PredictOptions;
+using replay::StepPrediction;
+using replay::testing::TempFile;
+using replay::testing::trace_path;
+
+const replay::Analysis& bloom() {
+    static const std::unique_ptr<replay::Analysis> analysis = [] {
+        replay::AnalysisOptions o;
+        o.trace_path = trace_path("h200/bloom560m_fp16_b1_s5.json.gz");
+        return replay::analyze(o);
+    }();
+    return *analysis;
+}
+
+Nanos predicted(const StepPrediction& p, bool what_if, bool overhead_removed) {
+    for (const auto& s : p.scenarios)
+        if (s.what_if == what_if && s.overhead_removed == overhead_removed)
+            return s.prediction.steps.at(0).predicted();
+    ADD_FAILURE() << "no such scenario";
+    return 0;
+}
+
+// Recorded time of the kernel-launch calls and of the GEMMs (tier 2) of the trace.
+Nanos launch_call_time(const replay::Analysis& a) {
+    Nanos total = 0;
+    std::vector<bool> counted(a.trace().runtime_calls.size(), false);
+    for (const auto& node : a.graph.nodes())
+        if (node.launch != replay::kNoIndex && !counted[node.launch] &&
+            a.graph.activity(node).kind == replay::ActivityKind::Kernel) {
+            counted[node.launch] = true;
+            total += a.trace().runtime_calls[node.launch].dur;
+        }
+    return total;
+}
+
+Nanos gemm_time(const replay::Analysis& a) {
+    Nanos total = 0;
+    for (std::size_t n = 0; n < a.graph.nodes().size(); ++n)
+        if (a.recipes[n].tier == replay::Tier::Gemm)
+            total += a.graph.activity(a.graph.nodes()[n]).dur;
+    return total;
+}
+
+TEST(Predict, RecordedBloomStepIsReproduced) {
+    const StepPrediction p = replay::predict_step(bloom(), PredictOptions{});
+    ASSERT_EQ(p.scenarios.size(), 2u);
+    const auto& step = p.scenarios[0].prediction.steps.at(0);
+    EXPECT_EQ(step.name, "traced span");
+    EXPECT_LT(std::abs(static_cast<double>(step.predicted() - step.recorded())),
+              0.02 * static_cast<double>(step.recorded()));
+    // One thread launching 629 kernels of 1.45 ms in a 63 ms span: the CPU decides it.
+    EXPECT_GT(step.path.cpu_bound(), 0.95 * static_cast<double>(step.predicted()));
+    // The profiler's per-op cost, measured on the trace, is microseconds per op, and removing
+    // it shortens the step without making it shorter than its GPU work.
+    EXPECT_GT(p.parameters.op_overhead, 1000);
+    EXPECT_LT(p.parameters.op_overhead, 50000);
+    EXPECT_LT(predicted(p, false, true), step.predicted());
+    EXPECT_GT(predicted(p, false, true), p.recorded_gpu_time);
+}
+
+// BLOOM's step is bound by launches: with free launch calls it loses their whole recorded time
+// (all of them are on its critical path), and it cannot go below its GPU time.
+TEST(Predict, FreeLaunchesShortenALaunchBoundStepByTheirCost) {
+    PredictOptions o;
+    o.launch_us = 0;
+    const StepPrediction p = replay::predict_step(bloom(), o);
+    const Nanos before = predicted(p, false, false), after = predicted(p, true, false);
+    const Nanos launches = launch_call_time(bloom());
+    EXPECT_GT(launches, 3000000);  // 629 launches of ~7 us
+    EXPECT_NEAR(static_cast<double>(before - after), static_cast<double>(launches),
+                0.02 * static_cast<double>(launches));
+    EXPECT_GT(after, p.recorded_gpu_time);
+    EXPECT_EQ(p.what_if_gpu_time, p.recorded_gpu_time);
+    // And the same without the profiler's overhead, where the launches weigh more.
+    const Nanos clean_before = predicted(p, false, true), clean_after = predicted(p, true, true);
+    EXPECT_NEAR(static_cast<double>(clean_before - clean_after), static_cast<double>(launches),
+                0.02 * static_cast<double>(launches));
+}
+
+// GEMMs twice as fast halve their GPU time; on this CPU-bound step the prediction cannot gain
+// more than that and must not lose anything; twice as slow cannot make it faster.
+TEST(Predict, ScalingGemmsMovesTheStepByAtMostTheirTime) {
+    const Nanos gemm = gemm_time(bloom());
+    ASSERT_GT(gemm, 0);
+    PredictOptions faster;
+    faster.scale.push_back(replay::parse_scale_rule("tier2=0.5"));
+    const StepPrediction f = replay::predict_step(bloom(), faster);
+    EXPECT_NEAR(static_cast<double>(f.recorded_gpu_time - f.what_if_gpu_time),
+                0.5 * static_cast<double>(gemm), 1000.0);
+    EXPECT_GT(f.scaled_activities, 0u);
+    const Nanos base = predicted(f, false, false);
+    EXPECT_LE(predicted(f, true, false), base);
+    EXPECT_GE(predicted(f, true, false), base - gemm / 2);
+
+    PredictOptions slower;
+    slower.scale.push_back(replay::parse_scale_rule("gemm=2"));
+    const StepPrediction s = replay::predict_step(bloom(), slower);
+    EXPECT_GE(predicted(s, true, false), base);
+    EXPECT_LE(predicted(s, true, false), base + gemm);
+    // A name rule matching nothing changes nothing.
+    PredictOptions none;
+    none.scale.push_back(replay::parse_scale_rule("name~^no such kernel$=3"));
+    const StepPrediction n = replay::predict_step(bloom(), none);
+    EXPECT_EQ(n.scaled_activities, 0u);
+    EXPECT_EQ(predicted(n, true, false), base);
+}
+
+TEST(Predict, ScaleRulesParseTiersAndNames) {
+    EXPECT_EQ(replay::parse_scale_rule("tier2=0.5").tier, replay::Tier::Gemm);
+    EXPECT_EQ(replay::parse_scale_rule("2=0.5").tier, replay::Tier::Gemm);
+    EXPECT_EQ(replay::parse_scale_rule("GEMM=0.5").tier, replay::Tier::Gemm);
+    EXPECT_EQ(replay::parse_scale_rule("copy=1").tier, replay::Tier::Copy);
+    EXPECT_EQ(replay::parse_scale_rule("aten=1").tier, replay::Tier::AtenOp);
+    EXPECT_EQ(replay::parse_scale_rule("tier4=1").tier, replay::Tier::Collective);
+    const auto name = replay::parse_scale_rule("name~gemv|gemm=0.8");
+    EXPECT_FALSE(name.tier.has_value());
+    EXPECT_DOUBLE_EQ(name.factor, 0.8);
+    EXPECT_TRUE(std::regex_search("sm90_xmma_gemm_f16", name.name));
+    for (const char* bad : {"tier5=1", "gemm", "gemm=", "=2", "gemm=fast", "gemm=-1", "name~=1",
+                            "name~(=1", "gemm=nan"})
+        EXPECT_THROW(replay::parse_scale_rule(bad), std::invalid_argument) << bad;
+}
+
+// A report of this trace in which every kernel took `factor` times its recorded time: in unique
+// mode one median per kernel, in sequential mode one sample per instance per pass.
+std::string report_file(const replay::Analysis& a, const std::string& mode, double factor,
+                        int passes, std::size_t skip_every = 0) {
+    replay::Report r;
+    r.mode = mode;
+    r.inputs = {{"trace", a.trace().source}, {"trace_hash", a.trace_hash}};
+    r.environment = {{"gpu", "GPU B"}};
+    std::size_t i = 0;
+    for (const auto& k : a.kernels) {
+        if (skip_every > 0 && i++ % skip_every == 0) continue;
+        replay::KernelResult kr = replay::recorded_result(k);
+        kr.outcome = replay::KernelOutcome::Replayed;
+        for (int pass = 0; pass < passes; ++pass)
+            for (auto n : k.nodes)
+                kr.samples_us.push_back(
+                    factor * static_cast<double>(a.graph.activity(a.graph.nodes()[n]).dur) /
+                    1000.0);
+        r.kernels.push_back(std::move(kr));
+    }
+    replay::finalize_report(r);
+    std::ostringstream out;
+    replay::write_report_json(out, r);
+    return out.str();
+}
+
+TEST(Predict, SequentialReportTimesEachActivity) {
+    const TempFile report("sequential_report.json", report_file(bloom(), "sequential", 2.0, 3));
+    PredictOptions o;
+    o.times_path = report.path();
+    const StepPrediction p = replay::predict_step(bloom(), o);
+    ASSERT_TRUE(p.times.has_value());
+    EXPECT_EQ(p.times->mode, "sequential");
+    EXPECT_EQ(p.times->gpu, "GPU B");
+    EXPECT_EQ(p.times->activities_from_report, bloom().graph.nodes().size());
+    EXPECT_EQ(p.times->kernels_missing, 0u);
+    EXPECT_EQ(p.times->kernels_by_median, 0u);
+    // Every activity doubled, to within the microsecond rounding of the report's samples.
+    EXPECT_NEAR(static_cast<double>(p.what_if_gpu_time),
+                2.0 * static_cast<double>(p.recorded_gpu_time),
+                static_cast<double>(bloom().graph.nodes().size()));
+    // Doubling 1.45 ms of kernels under a 63 ms CPU-bound step moves it by at most 1.45 ms.
+    const Nanos base = predicted(p, false, false), slow = predicted(p, true, false);
+    EXPECT_GE(slow, base);
+    EXPECT_LE(slow, base + p.recorded_gpu_time);
+}
+
+TEST(Predict, UniqueReportGivesEveryInstanceTheKernelsMedian) {
+    const TempFile report("unique_report.json", report_file(bloom(), "unique", 0.5, 1, 4));
+    PredictOptions o;
+    o.times_path = report.path();
+    const StepPrediction p = replay::predict_step(bloom(), o);
+    ASSERT_TRUE(p.times.has_value());
+    // Every fourth kernel is missing from the report: its instances keep their recorded time.
+    std::size_t missing = 0, missing_activities = 0;
+    double expected = 0;
+    std::size_t i = 0;
+    for (const auto& k : bloom().kernels) {
+        if (i++ % 4 == 0) {
+            ++missing;
+            missing_activities += k.nodes.size();
+            expected += k.recorded_us.sum * 1000.0;
+        } else {
+            expected += 0.5 * k.recorded_us.median * 1000.0 * static_cast<double>(k.nodes.size());
+        }
+    }
+    EXPECT_EQ(p.times->kernels_missing, missing);
+    EXPECT_EQ(p.times->activities_recorded, missing_activities);
+    EXPECT_EQ(p.times->activities_from_report + missing_activities, bloom().graph.nodes().size());
+    EXPECT_NEAR(static_cast<double>(p.what_if_gpu_time), expected,
+                static_cast<double>(bloom().graph.nodes().size()));
+    EXPECT_LE(predicted(p, true, false), predicted(p, false, false));
+}
+
+TEST(Predict, ReportOfAnotherTraceIsSaidAndAnUnreadableOneRefused) {
+    std::string text = report_file(bloom(), "unique", 1.0, 1);
+    const auto at = text.find(bloom().trace_hash);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, bloom().trace_hash.size(), "0123456789abcdef");
+    const TempFile report("other_report.json", text);
+    PredictOptions o;
+    o.times_path = report.path();
+    const StepPrediction p = replay::predict_step(bloom(), o);
+    bool said = false;
+    for (const auto& note : p.notes) said |= note.find("another trace") != std::string::npos;
+    EXPECT_TRUE(said);
+
+    const TempFile broken("broken_report.json", "{\"schema\": \"replay.report/1\", \"kernels\": [");
+    o.times_path = broken.path();
+    EXPECT_THROW(replay::predict_step(bloom(), o), replay::InputError);
+}
+
+// prediction.json names the model's constants and every scenario's steps.
+TEST(Predict, JsonAndTextNameTheModelAndTheScenarios) {
+    PredictOptions o;
+    o.launch_us = 1.5;
+    const StepPrediction p = replay::predict_step(bloom(), o);
+    std::ostringstream json, text, timeline;
+    replay::write_prediction_json(json, p);
+    replay::print_prediction(text, p);
+    replay::write_predicted_trace(timeline, bloom().graph, p);
+    for (const char* key : {"\"launch_latency_us\"", "\"op_overhead_us\"", "\"critical_path\"",
+                            "\"what-if, profiler overhead removed\"", "\"launch_us\": 1.5"})
+        EXPECT_NE(json.str().find(key), std::string::npos) << key;
+    for (const char* words : {"launch latency", "profiler overhead", "what-if: --launch-us 1.50",
+                              "cpu-bound", "gpu-bound", "sync"})
+        EXPECT_NE(text.str().find(words), std::string::npos) << words;
+    EXPECT_NE(timeline.str().find("\"traceEvents\""), std::string::npos);
+    EXPECT_NE(timeline.str().find("what-if"), std::string::npos);
+}
+
+}  // namespace
