@@ -46,6 +46,10 @@ class ModuleBackend final : public Backend {
     }
     void delay(int stream, std::int64_t ns) override { backend_->delay(stream, ns); }
     std::vector<TimedActivity> collect() override { return backend_->collect(); }
+    void set_recorded_ns(std::uint32_t handle, std::int64_t ns) override {
+        backend_->set_recorded_ns(handle, ns);
+    }
+    FaultReport take_faults() override { return backend_->take_faults(); }
 
   private:
     std::shared_ptr<const BackendModule> module_;

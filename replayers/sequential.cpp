@@ -59,7 +59,7 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
                 options.progress("iteration " + std::to_string(it + 1) + ": issued " +
                                  std::to_string(s + 1) + "/" + std::to_string(steps.size()));
         }
-        backend.synchronize();
+        session.synchronize();
         auto groups = detail::by_tag(backend.collect());
         const bool last_iteration = it + 1 == std::max(1, options.iterations);
         for (std::size_t s = 0; s < steps.size(); ++s) {

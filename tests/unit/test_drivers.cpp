@@ -2,8 +2,12 @@
 // made-up timings: what each mode issues, in which order, with which context, and how the timed
 // activities that come back are attributed to the recorded kernels.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -14,6 +18,7 @@
 
 #include "replay/analysis.h"
 #include "replay/drivers.h"
+#include "replay/worker_backend.h"
 #include "test_support.h"
 
 namespace {
@@ -150,6 +155,10 @@ class FakeBackend : public replay::Backend {
     std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> per_kernel;
     std::set<std::string> skip;        // instance keys whose prepare says Skipped
     std::set<std::string> fail_issue;  // instance keys whose issue throws
+    // In a worker process (worker_backend.h): instance keys whose issue kills the process, as
+    // a crash would, or never returns, as a hung kernel would.
+    std::set<std::string> abort_issue;
+    std::set<std::string> hang_issue;
     std::vector<Call> calls;
 
     replay::Environment environment() const override {
@@ -171,6 +180,13 @@ class FakeBackend : public replay::Backend {
         const std::string& key = keys_.at(handle);
         calls.push_back({"issue", key, stream, tag});
         if (fail_issue.count(key)) throw std::runtime_error("fake issue failure of " + key);
+        if (abort_issue.count(key)) {
+            const rlimit no_core{0, 0};
+            setrlimit(RLIMIT_CORE, &no_core);
+            std::abort();
+        }
+        if (hang_issue.count(key))
+            for (;;) pause();
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
             for (const auto& [name, ns] : it->second) record(tag, name, ns, stream, true);
             return;
@@ -576,6 +592,121 @@ TEST(Drivers, SequentialSkipsWhatCannotBePrepared) {
     for (const auto& c : b.of("issue")) EXPECT_NE(c.recipe, gemm(10).instance_key());
     // The wait before the skipped GEMM is not issued either.
     EXPECT_TRUE(b.of("wait").empty());
+}
+
+// ---- a worker process (worker_backend.h) ------------------------------------------------------
+
+// The fake backend `config`, made in a worker process, seen from this one.
+std::unique_ptr<replay::Backend> in_worker(const FakeBackend& config, double kernel_timeout_s = 10) {
+    replay::WorkerOptions options;
+    options.kernel_timeout_s = kernel_timeout_s;
+    std::string why;
+    auto backend = replay::make_worker_backend(
+        [config](std::string&) { return std::make_unique<FakeBackend>(config); }, options, why);
+    if (backend == nullptr) throw std::runtime_error("no worker: " + why);
+    return backend;
+}
+
+bool has_note(const replay::Report& r, const std::string& text) {
+    for (const auto& n : r.notes)
+        if (n.find(text) != std::string::npos) return true;
+    return false;
+}
+
+TEST(Worker, RunsTheReplayAsInProcess) {
+    auto a = two_stream_trace();
+    FakeBackend here;
+    const replay::Report expected = replay::replay_sequential(*a, here, {}, nullptr);
+    auto worker = in_worker(FakeBackend{});
+    const replay::Report got = replay::replay_sequential(*a, *worker, {}, nullptr);
+    EXPECT_EQ(got.backend, "fake");
+    ASSERT_EQ(got.kernels.size(), expected.kernels.size());
+    for (std::size_t i = 0; i < got.kernels.size(); ++i) {
+        EXPECT_EQ(got.kernels[i].outcome, expected.kernels[i].outcome) << got.kernels[i].name;
+        EXPECT_EQ(got.kernels[i].samples_us, expected.kernels[i].samples_us) << got.kernels[i].name;
+    }
+    EXPECT_EQ(got.notes, expected.notes);
+}
+
+TEST(Worker, ACrashFailsTheKernelInFlightAndTheRestIsReplayed) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.abort_issue.insert(gemm(10).instance_key());
+    auto worker = in_worker(config);
+    replay::DriverOptions o;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, *worker, o, nullptr);
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    EXPECT_EQ(gemm_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(gemm_k.reason.find("killed by signal 6"), std::string::npos) << gemm_k.reason;
+    EXPECT_NE(gemm_k.reason.find("in flight"), std::string::npos) << gemm_k.reason;
+    EXPECT_TRUE(gemm_k.samples_us.empty());
+    // Issued before and after it in the batch that faulted: re-run without it, both iterations.
+    for (const char* name : {"relu_k", "Memcpy DtoD (Device -> Device)"}) {
+        EXPECT_EQ(kernel_named(r, name).outcome, KernelOutcome::Replayed) << name;
+        EXPECT_EQ(kernel_named(r, name).samples_us.size(), 2u) << name;
+    }
+    EXPECT_TRUE(has_note(r, "restarted 1 time after a fault"));
+}
+
+TEST(Worker, UniqueModeLosesOnlyTheTemplateThatFaulted) {
+    auto a = unique_trace();
+    FakeBackend config;
+    config.abort_issue.insert(gemm(11).instance_key());  // the GEMM template's second instance
+    auto worker = in_worker(config);
+    const replay::Report r =
+        replay::replay_unique(*a, *worker, unique_options(replay::Context::Recorded));
+    EXPECT_EQ(kernel_named(r, "gemm_k").outcome, KernelOutcome::Failed);
+    EXPECT_NE(kernel_named(r, "gemm_k").reason.find("signal 6"), std::string::npos);
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(kernel_named(r, "relu_k").samples_us.size(), 3u);
+    const auto& copy_k = kernel_named(r, "Memcpy DtoD (Device -> Device)");
+    EXPECT_EQ(copy_k.outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(copy_k.samples_us.size(), 3u);
+}
+
+TEST(Worker, ARunPastItsTimeLimitIsFailedAndTheRunGoesOn) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.hang_issue.insert(relu(1).instance_key());
+    auto worker = in_worker(config, 0.3);
+    const auto start = std::chrono::steady_clock::now();
+    const replay::Report r = replay::replay_sequential(*a, *worker, {}, nullptr);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& relu_k = kernel_named(r, "relu_k");
+    EXPECT_EQ(relu_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(relu_k.reason.find("time limit of 0.3 s"), std::string::npos) << relu_k.reason;
+    EXPECT_EQ(kernel_named(r, "gemm_k").outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(kernel_named(r, "Memcpy DtoD (Device -> Device)").outcome, KernelOutcome::Replayed);
+    // The hang, then again while the batch ran one issue at a time: two limits, not more.
+    EXPECT_LT(seconds, 5.0);
+}
+
+TEST(Worker, AnIssueThatThrowsFailsWithoutARestart) {
+    auto a = unique_trace();
+    FakeBackend config;
+    config.fail_issue.insert(relu(2).instance_key());
+    auto worker = in_worker(config);
+    const replay::Report r =
+        replay::replay_unique(*a, *worker, unique_options(replay::Context::None));
+    const auto& relu_k = kernel_named(r, "relu_k");
+    EXPECT_EQ(relu_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(relu_k.reason.find("fake issue failure"), std::string::npos) << relu_k.reason;
+    EXPECT_EQ(kernel_named(r, "gemm_k").samples_us.size(), 3u);
+    EXPECT_FALSE(has_note(r, "restarted"));
+}
+
+TEST(Worker, ABackendThatCannotRunSaysWhy) {
+    std::string why;
+    auto backend = replay::make_worker_backend(
+        [](std::string& why_not) -> std::unique_ptr<replay::Backend> {
+            why_not = "no such device here";
+            return nullptr;
+        },
+        {}, why);
+    EXPECT_EQ(backend, nullptr);
+    EXPECT_EQ(why, "no such device here");
 }
 
 }  // namespace

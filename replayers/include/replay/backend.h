@@ -68,6 +68,17 @@ struct Environment {
     std::vector<std::string> notes;
 };
 
+// Prepared work found to have failed after issue() returned: a backend that runs the device
+// work elsewhere (worker_backend.h) learns of it when it synchronizes.
+struct IssueFailure {
+    std::uint32_t handle = 0;
+    std::string reason;
+};
+struct FaultReport {
+    std::vector<IssueFailure> failures;
+    std::vector<std::string> notes;  // what the report should say (restarts, faults not pinned)
+};
+
 struct BackendOptions {
     int device = 0;
     std::uint64_t seed = 0;
@@ -104,6 +115,12 @@ class Backend {
 
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
+
+    // The recorded duration of one issue of prepared work, for a watchdog on its runs.
+    virtual void set_recorded_ns(std::uint32_t /*handle*/, std::int64_t /*ns*/) {}
+    // Failures found since the last call (drivers ask after synchronize()); a backend that
+    // runs in this process reports failures by throwing from issue() instead.
+    virtual FaultReport take_faults() { return {}; }
 };
 
 // Factories; return nullptr with `why` filled when the backend is not available in this build
@@ -121,7 +138,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 1;
+inline constexpr std::uint32_t kBackendAbiVersion = 2;
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

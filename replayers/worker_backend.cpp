@@ -1,0 +1,384 @@
+// The parent's side of a backend in a worker process (worker_backend.h). Everything issued since
+// the last synchronize() is kept as the batch: when the worker faults during it, the batch is
+// what is re-run, first one issue at a time (each followed by a synchronize) to find the issue
+// that faults, then whole without it.
+#include "replay/worker_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "worker_process.h"
+#include "worker_wire.h"
+
+namespace replay {
+namespace {
+
+using detail::Command;
+using detail::Decoder;
+using detail::Encoder;
+using detail::WorkerProcess;
+
+// Making the backend (CUDA and cuBLAS start, libtorch loads) and preparing one recipe (inputs
+// allocated and filled) may take this long whatever the kernel timeout.
+constexpr double kStartLimitS = 300;
+constexpr double kPrepareLimitS = 300;
+
+struct Step {
+    Command command;
+    std::uint32_t handle = 0;  // Issue, Warm: the parent's handle
+    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer; Delay: stream, ns
+    std::uint64_t tag = 0;
+};
+
+// What one synchronize brought back.
+struct Synced {
+    std::vector<std::pair<std::uint32_t, std::string>> failures;  // worker handle, why
+    std::vector<TimedActivity> activities;
+};
+
+class WorkerBackend final : public Backend {
+  public:
+    WorkerBackend(BackendMaker maker, const WorkerOptions& options)
+        : maker_(std::move(maker)), options_(options) {}
+
+    // Starts the first worker; false with `why` when the backend cannot run.
+    bool start(std::string& why) {
+        auto worker = std::make_unique<WorkerProcess>(maker_, limit(kStartLimitS));
+        const auto reply = worker->receive();
+        if (!reply) {
+            why = "the worker process failed to start: " + worker->failure();
+            return false;
+        }
+        Decoder d(*reply);
+        if (d.command() == Command::Unavailable) {
+            why = d.str();
+            return false;
+        }
+        if (d.command() != Command::Ready) {
+            why = "the worker process failed to start: " + reason_of(d);
+            return false;
+        }
+        env_ = detail::decode_environment(d);
+        worker_ = std::move(worker);
+        return true;
+    }
+
+    Environment environment() const override { return env_; }
+
+    Prepared prepare(const Recipe& recipe) override {
+        if (!batch_.empty()) synchronize();  // a fault in it must not take this one along
+        Work w;
+        w.recipe = recipe;
+        if (!dead_.empty()) {
+            w.prepared = {Disposition::Failed, dead_, 0};
+        } else if (auto p = prepare_remote(recipe)) {
+            w.prepared = p->first;
+            w.remote = p->second;
+        } else {
+            // The worker died preparing it: this recipe fails, the others go on in a new one.
+            w.prepared = {Disposition::Failed,
+                          "preparing it: " + worker_->failure() + "; the worker was restarted",
+                          0};
+            restart();
+        }
+        const auto handle = static_cast<std::uint32_t>(work_.size());
+        Prepared local = w.prepared;
+        local.handle = handle;
+        work_.push_back(std::move(w));
+        return local;
+    }
+
+    void set_stream_count(int count) override {
+        streams_ = count;
+        if (worker_) worker_->send(Encoder(Command::Streams).i64(count).take(), limit(0));
+    }
+
+    void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        const Work& w = work_.at(handle);
+        if (w.failed) throw std::runtime_error(w.failure);
+        if (w.prepared.disposition != Disposition::Ready)
+            throw std::runtime_error("issue of work that is not ready: " + w.prepared.reason);
+        if (!dead_.empty()) throw std::runtime_error(dead_);
+        push({Command::Issue, handle, stream, 0, tag});
+    }
+    void stream_wait(int waiter, int producer) override {
+        push({Command::Wait, 0, waiter, producer, 0});
+    }
+    void flush_l2() override { push({Command::Flush}); }
+    void warm_inputs(std::uint32_t handle, int stream) override {
+        if (!work_.at(handle).failed) push({Command::Warm, handle, stream, 0, 0});
+    }
+    void delay(int stream, std::int64_t ns) override { push({Command::Delay, 0, stream, ns, 0}); }
+
+    void synchronize() override {
+        if (dead_.empty()) {
+            if (auto synced = sync_remote(batch_limit(batch_.size()))) {
+                accept(std::move(*synced));
+                batch_.clear();
+                return;
+            }
+            recover(worker_->failure());
+        }
+        if (!dead_.empty())
+            for (const Step& s : batch_)
+                if (s.command == Command::Issue) fail(s.handle, dead_);
+        batch_.clear();
+    }
+
+    std::vector<TimedActivity> collect() override { return std::exchange(collected_, {}); }
+
+    void set_recorded_ns(std::uint32_t handle, std::int64_t ns) override {
+        work_.at(handle).recorded_ns = ns;
+    }
+    FaultReport take_faults() override { return std::exchange(faults_, {}); }
+
+  private:
+    struct Work {
+        Recipe recipe;
+        Prepared prepared;        // as the first worker prepared it (handle: its worker's)
+        std::uint32_t remote = 0;  // the current worker's handle
+        std::int64_t recorded_ns = 0;
+        bool failed = false;
+        std::string failure;
+    };
+
+    double limit(double floor_s) const {
+        return options_.kernel_timeout_s > 0 ? std::max(floor_s, options_.kernel_timeout_s)
+                                             : INFINITY;
+    }
+    double issue_limit(std::uint32_t handle) const {
+        return run_time_limit(options_, work_[handle].recorded_ns);
+    }
+    // A synchronize waits for the issues among the first `steps` of the batch.
+    double batch_limit(std::size_t steps) const {
+        std::int64_t recorded = 0;
+        for (std::size_t i = 0; i < steps; ++i)
+            if (batch_[i].command == Command::Issue) recorded += work_[batch_[i].handle].recorded_ns;
+        return run_time_limit(options_, recorded);
+    }
+
+    static std::string reason_of(Decoder& d) {
+        if (d.command() == Command::Fault) return d.str();
+        return "the worker answered out of turn";
+    }
+
+    void push(Step step) {
+        if (!dead_.empty()) return;
+        send(step);
+        batch_.push_back(step);
+    }
+
+    void send(const Step& s) {
+        switch (s.command) {
+            case Command::Issue:
+                worker_->send(Encoder(Command::Issue)
+                                  .u32(work_[s.handle].remote)
+                                  .i64(s.a)
+                                  .i64(static_cast<std::int64_t>(s.tag))
+                                  .take(),
+                              issue_limit(s.handle));
+                return;
+            case Command::Warm:
+                worker_->send(Encoder(Command::Warm).u32(work_[s.handle].remote).i64(s.a).take(),
+                              limit(0));
+                return;
+            case Command::Wait:
+                worker_->send(Encoder(Command::Wait).i64(s.a).i64(s.b).take(), limit(0));
+                return;
+            case Command::Delay:
+                worker_->send(Encoder(Command::Delay).i64(s.a).i64(s.b).take(),
+                              limit(2e-9 * static_cast<double>(s.b)));
+                return;
+            default: worker_->send(Encoder(s.command).take(), limit(0));
+        }
+    }
+
+    // The worker's Prepared and handle, or nullopt when the worker died (or faulted) on it.
+    std::optional<std::pair<Prepared, std::uint32_t>> prepare_remote(const Recipe& recipe) {
+        Encoder e(Command::Prepare);
+        detail::encode(e, recipe);
+        worker_->send(e.take(), limit(kPrepareLimitS));
+        const auto reply = worker_->receive();
+        if (!reply) return std::nullopt;
+        Decoder d(*reply);
+        if (d.command() != Command::Prepared) {
+            worker_->abandon(reason_of(d));
+            return std::nullopt;
+        }
+        Prepared p;
+        p.disposition = static_cast<Disposition>(d.u8());
+        p.reason = d.str();
+        p.handle = d.u32();
+        return std::make_pair(std::move(p), p.handle);
+    }
+
+    // Synchronizes the worker; nullopt when it faulted (worker_->failure() says why).
+    std::optional<Synced> sync_remote(double limit_s) {
+        worker_->send(Encoder(Command::Sync).take(), limit_s);
+        const auto reply = worker_->receive();
+        if (!reply) return std::nullopt;
+        Decoder d(*reply);
+        if (d.command() != Command::Synced) {
+            worker_->abandon(reason_of(d));
+            return std::nullopt;
+        }
+        Synced s;
+        s.failures.resize(d.count());
+        for (auto& [handle, why] : s.failures) {
+            handle = d.u32();
+            why = d.str();
+        }
+        s.activities.resize(d.count());
+        for (auto& a : s.activities) a = detail::decode_activity(d);
+        return s;
+    }
+
+    void accept(Synced synced) {
+        for (const auto& [remote, why] : synced.failures)
+            for (std::uint32_t h = 0; h < work_.size(); ++h)
+                if (!work_[h].failed && work_[h].remote == remote &&
+                    work_[h].prepared.disposition == Disposition::Ready)
+                    fail(h, why);
+        for (auto& a : synced.activities) collected_.push_back(std::move(a));
+    }
+
+    void fail(std::uint32_t handle, const std::string& why) {
+        Work& w = work_[handle];
+        if (w.failed) return;
+        w.failed = true;
+        w.failure = why;
+        faults_.failures.push_back({handle, why});
+    }
+
+    // A new worker with every ready, unfailed work prepared again; false when none could be
+    // started (dead_ says why).
+    bool restart() {
+        for (;;) {
+            if (++restarts_ > options_.max_restarts) {
+                dead_ = "the device faulted " + std::to_string(restarts_ - 1) +
+                        " times; the rest of the replay was given up";
+                worker_.reset();
+                return false;
+            }
+            worker_.reset();
+            std::string why;
+            if (!start(why)) {
+                dead_ = "the worker process could not be restarted: " + why;
+                return false;
+            }
+            if (streams_ > 0)
+                worker_->send(Encoder(Command::Streams).i64(streams_).take(), limit(0));
+            bool ok = true;
+            for (std::uint32_t h = 0; h < work_.size() && ok; ++h) {
+                Work& w = work_[h];
+                if (w.failed || w.prepared.disposition != Disposition::Ready) continue;
+                auto p = prepare_remote(w.recipe);
+                if (!p) {
+                    fail(h, "preparing it again after a fault: " + worker_->failure());
+                    ok = false;
+                } else if (p->first.disposition != Disposition::Ready) {
+                    fail(h, "preparing it again after a fault: " + p->first.reason);
+                } else {
+                    w.remote = p->second;
+                }
+            }
+            if (ok) return true;
+        }
+    }
+
+    // After a fault in the batch: find the issues that fault, fail them, re-run the rest.
+    void recover(std::string first) {
+        while (restart()) {
+            std::size_t culprit = batch_.size();
+            std::string why;
+            Synced checked;
+            for (std::size_t i = 0; i < batch_.size() && culprit == batch_.size(); ++i) {
+                const Step& s = batch_[i];
+                if ((s.command == Command::Issue || s.command == Command::Warm) &&
+                    work_[s.handle].failed)
+                    continue;
+                send(s);
+                if (s.command != Command::Issue) continue;
+                auto synced = sync_remote(issue_limit(s.handle));
+                if (!synced) {
+                    culprit = i;
+                    why = worker_->failure();
+                    break;
+                }
+                for (auto& f : synced->failures) checked.failures.push_back(std::move(f));
+                for (auto& a : synced->activities) checked.activities.push_back(std::move(a));
+            }
+            if (culprit == batch_.size()) {
+                // Run one issue at a time, the batch went through: keep those timings.
+                if (auto rest = sync_remote(batch_limit(batch_.size()))) {
+                    accept(std::move(checked));
+                    accept(std::move(*rest));
+                    faults_.notes.push_back(
+                        "a device fault (" + first +
+                        ") did not recur when its batch was re-run one issue at a time: that "
+                        "batch's timings come from the re-run");
+                    return;
+                }
+                first = worker_->failure();
+                continue;
+            }
+            const std::uint32_t handle = batch_[culprit].handle;
+            fail(handle, why + " (the work in flight when the worker faulted; it was restarted "
+                               "and the replay went on without it)");
+            ++faulted_;
+            faults_.notes.push_back("the worker process running the device work was restarted " +
+                                    std::to_string(faulted_) +
+                                    (faulted_ == 1 ? " time" : " times") +
+                                    " after a fault; the kernels at fault are failed with why");
+            if (!restart()) return;
+            for (const Step& s : batch_)
+                if (!((s.command == Command::Issue || s.command == Command::Warm) &&
+                      work_[s.handle].failed))
+                    send(s);
+            if (auto synced = sync_remote(batch_limit(batch_.size()))) {
+                accept(std::move(*synced));
+                return;
+            }
+            first = worker_->failure();
+        }
+    }
+
+    BackendMaker maker_;
+    WorkerOptions options_;
+    Environment env_;
+    std::unique_ptr<WorkerProcess> worker_;
+    std::vector<Work> work_;  // by the parent's handle
+    std::vector<Step> batch_;
+    int streams_ = 0;
+    int restarts_ = 0;
+    int faulted_ = 0;
+    std::string dead_;        // non-empty: no more workers; why
+    std::vector<TimedActivity> collected_;
+    FaultReport faults_;
+};
+
+}  // namespace
+
+double run_time_limit(const WorkerOptions& options, std::int64_t recorded_ns) {
+    if (options.kernel_timeout_s <= 0) return std::numeric_limits<double>::infinity();
+    return std::max(options.kernel_timeout_s,
+                    options.recorded_factor * static_cast<double>(recorded_ns) * 1e-9);
+}
+
+std::unique_ptr<Backend> make_worker_backend(BackendMaker maker, const WorkerOptions& options,
+                                             std::string& why) {
+    auto backend = std::make_unique<WorkerBackend>(std::move(maker), options);
+    try {
+        if (!backend->start(why)) return nullptr;
+    } catch (const std::system_error& e) {
+        why = std::string("no worker process: ") + e.what();
+        return nullptr;
+    }
+    return backend;
+}
+
+}  // namespace replay
