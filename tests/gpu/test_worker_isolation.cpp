@@ -2,7 +2,8 @@
 // worker process (worker_backend.h); in mid-replay of a bundled BLOOM trace one GEMM's issue is
 // followed by a kernel that fails a device-side assert, which poisons the worker's CUDA context.
 // The report must name that GEMM failed with the assert, and every other kernel must come out as
-// in a replay without the fault. Skips, with the reason, where no GPU is usable. This process
+// in a replay without the fault. Likewise for a kernel that spins for 2 minutes after that GEMM
+// (a hang): the watchdog (--kernel-timeout 2) kills the worker and fails the GEMM. Skips, with the reason, where no GPU is usable. This process
 // must not touch CUDA itself: the workers are forked from it.
 #include <gtest/gtest.h>
 
@@ -19,12 +20,15 @@
 namespace replay {
 namespace {
 
-// The CUDA backend, with a failing device assert launched right after the issue of the work
-// whose instance key is `key`.
-class AssertAfterIssue final : public Backend {
+// What goes wrong right after the issue of the chosen work.
+enum class Fault { None, Assert, Hang };
+
+// The CUDA backend, with a failing device assert or a spinning kernel launched right after the
+// issue of the work whose instance key is `key`.
+class FaultAfterIssue final : public Backend {
   public:
-    AssertAfterIssue(std::unique_ptr<Backend> inner, std::string key)
-        : inner_(std::move(inner)), key_(std::move(key)) {}
+    FaultAfterIssue(std::unique_ptr<Backend> inner, std::string key, Fault fault)
+        : inner_(std::move(inner)), key_(std::move(key)), fault_(fault) {}
 
     Environment environment() const override { return inner_->environment(); }
     Prepared prepare(const Recipe& recipe) override {
@@ -36,7 +40,11 @@ class AssertAfterIssue final : public Backend {
     void set_stream_count(int count) override { inner_->set_stream_count(count); }
     void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
         inner_->issue(handle, stream, tag);
-        if (target_ == handle) testing::launch_device_assert();
+        if (target_ != handle) return;
+        if (fault_ == Fault::Assert)
+            testing::launch_device_assert();
+        else
+            testing::launch_device_spin(120);
     }
     void stream_wait(int waiter, int producer) override { inner_->stream_wait(waiter, producer); }
     void synchronize() override { inner_->synchronize(); }
@@ -50,18 +58,21 @@ class AssertAfterIssue final : public Backend {
   private:
     std::unique_ptr<Backend> inner_;
     std::string key_;
+    Fault fault_;
     std::optional<std::uint32_t> target_;
 };
 
-// A CUDA backend in a worker; with `assert_after`, the assert follows that work's issues.
-std::unique_ptr<Backend> cuda_in_worker(const std::string& assert_after, std::string& why) {
+// A CUDA backend in a worker; `fault` follows the issues of the work whose key is `key`.
+std::unique_ptr<Backend> cuda_in_worker(const std::string& key, Fault fault, std::string& why) {
+    WorkerOptions options;
+    if (fault == Fault::Hang) options.kernel_timeout_s = 2;
     return make_worker_backend(
-        [assert_after](std::string& why_not) -> std::unique_ptr<Backend> {
+        [key, fault](std::string& why_not) -> std::unique_ptr<Backend> {
             auto cuda = create_cuda_backend(BackendOptions{}, why_not);
-            if (cuda == nullptr || assert_after.empty()) return cuda;
-            return std::make_unique<AssertAfterIssue>(std::move(cuda), assert_after);
+            if (cuda == nullptr || fault == Fault::None) return cuda;
+            return std::make_unique<FaultAfterIssue>(std::move(cuda), key, fault);
         },
-        WorkerOptions{}, why);
+        options, why);
 }
 
 class WorkerIsolation : public ::testing::Test {
@@ -86,15 +97,16 @@ class WorkerIsolation : public ::testing::Test {
         ASSERT_FALSE(target_id_.empty());
     }
 
-    // Runs `replay` with a clean worker, then with one whose GEMM asserts; checks the report.
+    // Runs `replay` with a clean worker, then with one where `fault` follows the GEMM; checks
+    // the report.
     template <typename Replay>
-    void expect_one_kernel_lost(Replay replay) {
+    void expect_one_kernel_lost(Replay replay, Fault fault = Fault::Assert) {
         std::string why;
-        auto clean = cuda_in_worker("", why);
+        auto clean = cuda_in_worker("", Fault::None, why);
         if (clean == nullptr) GTEST_SKIP() << "no CUDA backend: " << why;
         const Report expected = replay(*clean);
         clean.reset();
-        auto faulty = cuda_in_worker(key_, why);
+        auto faulty = cuda_in_worker(key_, fault, why);
         ASSERT_NE(faulty, nullptr) << why;
         const Report got = replay(*faulty);
 
@@ -106,8 +118,11 @@ class WorkerIsolation : public ::testing::Test {
             if (k.id == target_id_) {
                 EXPECT_EQ(e.outcome, KernelOutcome::Replayed) << "the clean run: " << e.reason;
                 EXPECT_EQ(k.outcome, KernelOutcome::Failed) << k.name;
-                // cudaErrorAssert (710): "device-side assert triggered".
-                EXPECT_NE(k.reason.find("device-side assert"), std::string::npos) << k.reason;
+                // cudaErrorAssert (710): "device-side assert triggered"; a hang: the watchdog.
+                EXPECT_NE(k.reason.find(fault == Fault::Assert ? "device-side assert"
+                                                               : "ran past its time limit of 2 s"),
+                          std::string::npos)
+                    << k.reason;
                 std::printf("failed as expected: %s: %s\n", k.name.c_str(), k.reason.c_str());
                 continue;
             }
@@ -142,6 +157,12 @@ TEST_F(WorkerIsolation, UniqueReplayLosesOnlyTheKernelThatAsserted) {
         o.sequential_check = false;
         return replay_unique(*analysis_, backend, o);
     });
+}
+
+TEST_F(WorkerIsolation, AHungKernelIsFailedByTheWatchdog) {
+    expect_one_kernel_lost(
+        [&](Backend& backend) { return replay_sequential(*analysis_, backend, {}, nullptr); },
+        Fault::Hang);
 }
 
 }  // namespace
