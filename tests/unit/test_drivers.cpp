@@ -159,6 +159,10 @@ class FakeBackend : public replay::Backend {
     // a crash would, or never returns, as a hung kernel would.
     std::set<std::string> abort_issue;
     std::set<std::string> hang_issue;
+    std::set<std::string> abort_prepare;
+    // Instance keys whose issue poisons the fake device as a device-side assert does a CUDA
+    // context: the issue returns, every later issue and synchronize throws.
+    std::set<std::string> poison_issue;
     std::vector<Call> calls;
 
     replay::Environment environment() const override {
@@ -171,6 +175,7 @@ class FakeBackend : public replay::Backend {
     replay::Prepared prepare(const Recipe& recipe) override {
         const std::string key = recipe.instance_key();
         calls.push_back({"prepare", key});
+        if (abort_prepare.count(key)) die();
         if (skip.count(key)) return {replay::Disposition::Skipped, "fake cannot run " + key, 0};
         keys_.push_back(key);
         return {replay::Disposition::Ready, "", static_cast<std::uint32_t>(keys_.size() - 1)};
@@ -179,14 +184,12 @@ class FakeBackend : public replay::Backend {
     void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
         const std::string& key = keys_.at(handle);
         calls.push_back({"issue", key, stream, tag});
+        check_poison();
         if (fail_issue.count(key)) throw std::runtime_error("fake issue failure of " + key);
-        if (abort_issue.count(key)) {
-            const rlimit no_core{0, 0};
-            setrlimit(RLIMIT_CORE, &no_core);
-            std::abort();
-        }
+        if (abort_issue.count(key)) die();
         if (hang_issue.count(key))
             for (;;) pause();
+        if (poison_issue.count(key)) poisoned_ = true;
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
             for (const auto& [name, ns] : it->second) record(tag, name, ns, stream, true);
             return;
@@ -196,7 +199,10 @@ class FakeBackend : public replay::Backend {
     void stream_wait(int waiter, int producer) override {
         calls.push_back({"wait", "", waiter, 0, producer});
     }
-    void synchronize() override { calls.push_back({"sync", ""}); }
+    void synchronize() override {
+        calls.push_back({"sync", ""});
+        check_poison();
+    }
     void flush_l2() override { calls.push_back({"flush", ""}); }
     void warm_inputs(std::uint32_t handle, int stream) override {
         calls.push_back({"warm", keys_.at(handle), stream});
@@ -217,6 +223,15 @@ class FakeBackend : public replay::Backend {
     }
 
   private:
+    [[noreturn]] static void die() {
+        const rlimit no_core{0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        std::abort();
+    }
+    void check_poison() const {
+        if (poisoned_) throw std::runtime_error("fake device-side assert triggered (710)");
+    }
+    bool poisoned_ = false;
     void record(std::uint64_t tag, const std::string& name, std::int64_t ns, int stream,
                 bool per_kernel_record) {
         replay::TimedActivity a;
@@ -647,6 +662,43 @@ TEST(Worker, ACrashFailsTheKernelInFlightAndTheRestIsReplayed) {
         EXPECT_EQ(kernel_named(r, name).samples_us.size(), 2u) << name;
     }
     EXPECT_TRUE(has_note(r, "restarted 1 time after a fault"));
+}
+
+TEST(Worker, AStickyFaultIsPinnedOnTheIssueThatCausedIt) {
+    // As on CUDA: the relu poisons the device, the GEMM's issue is the first to see it. The
+    // batch re-run one issue at a time finds the relu.
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.poison_issue.insert(relu(1).instance_key());
+    auto worker = in_worker(config);
+    replay::DriverOptions o;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, *worker, o, nullptr);
+    const auto& relu_k = kernel_named(r, "relu_k");
+    EXPECT_EQ(relu_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(relu_k.reason.find("fake device-side assert triggered (710) (the work in flight"),
+              std::string::npos)
+        << relu_k.reason;
+    for (const char* name : {"gemm_k", "Memcpy DtoD (Device -> Device)"}) {
+        EXPECT_EQ(kernel_named(r, name).outcome, KernelOutcome::Replayed) << name;
+        EXPECT_EQ(kernel_named(r, name).samples_us.size(), 2u) << name;
+    }
+    EXPECT_TRUE(has_note(r, "restarted 1 time after a fault"));
+}
+
+TEST(Worker, ACrashWhilePreparingFailsThatRecipeOnly) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.abort_prepare.insert(gemm(10).instance_key());
+    auto worker = in_worker(config);
+    const replay::Report r = replay::replay_sequential(*a, *worker, {}, nullptr);
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    EXPECT_EQ(gemm_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(gemm_k.reason.find("preparing it: the worker process was killed by signal 6"),
+              std::string::npos)
+        << gemm_k.reason;
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(kernel_named(r, "Memcpy DtoD (Device -> Device)").outcome, KernelOutcome::Replayed);
 }
 
 TEST(Worker, UniqueModeLosesOnlyTheTemplateThatFaulted) {
