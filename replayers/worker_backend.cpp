@@ -259,8 +259,9 @@ class WorkerBackend final : public Backend {
     bool restart() {
         for (;;) {
             if (++restarts_ > options_.max_restarts) {
-                dead_ = "the device faulted " + std::to_string(restarts_ - 1) +
-                        " times; the rest of the replay was given up";
+                dead_ = "the worker process was restarted " + std::to_string(restarts_ - 1) +
+                        (restarts_ == 2 ? " time" : " times") +
+                        " after faults; the rest of the replay was given up";
                 worker_.reset();
                 return false;
             }

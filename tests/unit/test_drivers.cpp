@@ -612,9 +612,11 @@ TEST(Drivers, SequentialSkipsWhatCannotBePrepared) {
 // ---- a worker process (worker_backend.h) ------------------------------------------------------
 
 // The fake backend `config`, made in a worker process, seen from this one.
-std::unique_ptr<replay::Backend> in_worker(const FakeBackend& config, double kernel_timeout_s = 10) {
+std::unique_ptr<replay::Backend> in_worker(const FakeBackend& config, double kernel_timeout_s = 10,
+                                           int max_restarts = 200) {
     replay::WorkerOptions options;
     options.kernel_timeout_s = kernel_timeout_s;
+    options.max_restarts = max_restarts;
     std::string why;
     auto backend = replay::make_worker_backend(
         [config](std::string&) { return std::make_unique<FakeBackend>(config); }, options, why);
@@ -747,6 +749,23 @@ TEST(Worker, AnIssueThatThrowsFailsWithoutARestart) {
     EXPECT_NE(relu_k.reason.find("fake issue failure"), std::string::npos) << relu_k.reason;
     EXPECT_EQ(kernel_named(r, "gemm_k").samples_us.size(), 3u);
     EXPECT_FALSE(has_note(r, "restarted"));
+}
+
+TEST(Worker, AfterTooManyRestartsTheRestFailsWithTheReason) {
+    auto a = unique_trace();
+    FakeBackend config;
+    config.abort_issue.insert(gemm(10).instance_key());
+    // One restart allowed: the one that finds the GEMM at fault; none is left to go on.
+    auto worker = in_worker(config, 10, 1);
+    const replay::Report r =
+        replay::replay_unique(*a, *worker, unique_options(replay::Context::None));
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed);
+    EXPECT_NE(kernel_named(r, "gemm_k").reason.find("signal 6"), std::string::npos);
+    const auto& copy_k = kernel_named(r, "Memcpy DtoD (Device -> Device)");
+    EXPECT_EQ(copy_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(copy_k.reason.find("restarted 1 time after faults; the rest of the replay was given up"),
+              std::string::npos)
+        << copy_k.reason;
 }
 
 TEST(Worker, ABackendThatCannotRunSaysWhy) {

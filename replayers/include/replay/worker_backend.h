@@ -28,8 +28,9 @@ struct WorkerOptions {
     // time of everything queued. 0 or less: no watchdog.
     double kernel_timeout_s = 10;
     double recorded_factor = 1000;
-    // Faults after which the device is given up: the rest of the work fails with the last one.
-    int max_restarts = 64;
+    // Worker restarts after which the device is given up: the rest of the work fails with the
+    // reason. A fault costs two: one to find the issue at fault, one to go on without it.
+    int max_restarts = 200;
 };
 
 // How long a run recorded at `recorded_ns` may take (infinity without a watchdog).
