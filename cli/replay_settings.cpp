@@ -1,10 +1,10 @@
 #include "replay_settings.h"
 
-#include "replay/worker_backend.h"
-
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
+
+#include "replay/worker_backend.h"
 
 namespace replay::cli {
 

@@ -29,7 +29,7 @@ constexpr double kPrepareLimitS = 300;
 
 struct Step {
     Command command;
-    std::uint32_t handle = 0;  // Issue, Warm: the parent's handle
+    std::uint32_t handle = 0;   // Issue, Warm: the parent's handle
     std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer; Delay: stream, ns
     std::uint64_t tag = 0;
 };
@@ -81,8 +81,7 @@ class WorkerBackend final : public Backend {
         } else {
             // The worker died preparing it: this recipe fails, the others go on in a new one.
             w.prepared = {Disposition::Failed,
-                          "preparing it: " + worker_->failure() + "; the worker was restarted",
-                          0};
+                          "preparing it: " + worker_->failure() + "; the worker was restarted", 0};
             restart();
         }
         const auto handle = static_cast<std::uint32_t>(work_.size());
@@ -139,7 +138,7 @@ class WorkerBackend final : public Backend {
   private:
     struct Work {
         Recipe recipe;
-        Prepared prepared;        // as the first worker prepared it (handle: its worker's)
+        Prepared prepared;         // as the first worker prepared it (handle: its worker's)
         std::uint32_t remote = 0;  // the current worker's handle
         std::int64_t recorded_ns = 0;
         bool failed = false;
@@ -157,7 +156,8 @@ class WorkerBackend final : public Backend {
     double batch_limit(std::size_t steps) const {
         std::int64_t recorded = 0;
         for (std::size_t i = 0; i < steps; ++i)
-            if (batch_[i].command == Command::Issue) recorded += work_[batch_[i].handle].recorded_ns;
+            if (batch_[i].command == Command::Issue)
+                recorded += work_[batch_[i].handle].recorded_ns;
         return run_time_limit(options_, recorded);
     }
 
@@ -193,7 +193,8 @@ class WorkerBackend final : public Backend {
                 worker_->send(Encoder(Command::Delay).i64(s.a).i64(s.b).take(),
                               limit(2e-9 * static_cast<double>(s.b)));
                 return;
-            default: worker_->send(Encoder(s.command).take(), limit(0));
+            default:
+                worker_->send(Encoder(s.command).take(), limit(0));
         }
     }
 
@@ -328,8 +329,9 @@ class WorkerBackend final : public Backend {
                 continue;
             }
             const std::uint32_t handle = batch_[culprit].handle;
-            fail(handle, why + " (the work in flight when the worker faulted; it was restarted "
-                               "and the replay went on without it)");
+            fail(handle, why +
+                             " (the work in flight when the worker faulted; it was restarted "
+                             "and the replay went on without it)");
             ++faulted_;
             faults_.notes.push_back("the worker process running the device work was restarted " +
                                     std::to_string(faulted_) +
@@ -357,7 +359,7 @@ class WorkerBackend final : public Backend {
     int streams_ = 0;
     int restarts_ = 0;
     int faulted_ = 0;
-    std::string dead_;        // non-empty: no more workers; why
+    std::string dead_;  // non-empty: no more workers; why
     std::vector<TimedActivity> collected_;
     FaultReport faults_;
 };

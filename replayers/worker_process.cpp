@@ -100,8 +100,8 @@ void WorkerProcess::send(std::string frame, double limit_s) {
 bool WorkerProcess::flush() {
     std::size_t done = 0;
     while (alive() && done < out_.size()) {
-        const ssize_t n = ::send(fd_, out_.data() + done, out_.size() - done,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        const ssize_t n =
+            ::send(fd_, out_.data() + done, out_.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             done += static_cast<std::size_t>(n);
             continue;

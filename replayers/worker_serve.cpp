@@ -86,7 +86,9 @@ class Server {
                                    .take());
                 return true;
             }
-            case Command::Streams: backend_.set_stream_count(static_cast<int>(d.i64())); return true;
+            case Command::Streams:
+                backend_.set_stream_count(static_cast<int>(d.i64()));
+                return true;
             case Command::Issue: {
                 const std::uint32_t handle = d.u32();
                 const int stream = static_cast<int>(d.i64());
@@ -99,7 +101,9 @@ class Server {
                 backend_.stream_wait(waiter, static_cast<int>(d.i64()));
                 return true;
             }
-            case Command::Flush: backend_.flush_l2(); return true;
+            case Command::Flush:
+                backend_.flush_l2();
+                return true;
             case Command::Warm: {
                 const std::uint32_t handle = d.u32();
                 if (!failed_.count(handle)) backend_.warm_inputs(handle, static_cast<int>(d.i64()));
@@ -110,9 +114,13 @@ class Server {
                 backend_.delay(stream, d.i64());
                 return true;
             }
-            case Command::Sync: sync(); return true;
-            case Command::Quit: return false;
-            default: channel_.fault("the worker got an unknown command");
+            case Command::Sync:
+                sync();
+                return true;
+            case Command::Quit:
+                return false;
+            default:
+                channel_.fault("the worker got an unknown command");
         }
     }
 
@@ -160,7 +168,8 @@ class Server {
     // (temporary output files) to the parent.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1) _exit(0);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE})
+        signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
     Channel channel(fd);
     std::unique_ptr<Backend> backend;
     std::string why;

@@ -170,8 +170,7 @@ Decoder::Decoder(std::string_view message) : rest_(message) {
 }
 const char* Decoder::take(std::size_t n) {
     if (rest_.size() < n)
-        throw WireError("worker message ends " + std::to_string(n - rest_.size()) +
-                        " bytes early");
+        throw WireError("worker message ends " + std::to_string(n - rest_.size()) + " bytes early");
     const char* at = rest_.data();
     rest_.remove_prefix(n);
     return at;
@@ -224,23 +223,33 @@ Recipe decode_recipe(Decoder& d) {
     r.reason = d.str();
     r.issued_with_op = d.u8() != 0;
     switch (d.u8()) {  // RecipeDetail's alternatives, in order
-        case 0: break;
-        case 1: r.detail = decode_copy(d); break;
-        case 2: r.detail = decode_gemm(d); break;
-        case 3: r.detail = decode_aten(d); break;
-        case 4: r.detail = decode_collective(d); break;
-        default: throw WireError("worker message: unknown recipe kind");
+        case 0:
+            break;
+        case 1:
+            r.detail = decode_copy(d);
+            break;
+        case 2:
+            r.detail = decode_gemm(d);
+            break;
+        case 3:
+            r.detail = decode_aten(d);
+            break;
+        case 4:
+            r.detail = decode_collective(d);
+            break;
+        default:
+            throw WireError("worker message: unknown recipe kind");
     }
     return r;
 }
 
 void encode(Encoder& e, const Environment& env) {
-    for (const std::string* s : {&env.backend, &env.device_name, &env.driver_version,
-                                 &env.cuda_runtime_version, &env.cublas_version,
-                                 &env.libtorch_version, &env.timing})
+    for (const std::string* s :
+         {&env.backend, &env.device_name, &env.driver_version, &env.cuda_runtime_version,
+          &env.cublas_version, &env.libtorch_version, &env.timing})
         e.str(*s);
-    for (int v : {env.sm_clock_mhz, env.memory_clock_mhz, env.max_sm_clock_mhz,
-                  env.compute_major, env.compute_minor})
+    for (int v : {env.sm_clock_mhz, env.memory_clock_mhz, env.max_sm_clock_mhz, env.compute_major,
+                  env.compute_minor})
         e.i64(v);
     e.i64(env.total_memory).u32(static_cast<std::uint32_t>(env.notes.size()));
     for (const auto& n : env.notes) e.str(n);
@@ -248,9 +257,9 @@ void encode(Encoder& e, const Environment& env) {
 
 Environment decode_environment(Decoder& d) {
     Environment env;
-    for (std::string* s : {&env.backend, &env.device_name, &env.driver_version,
-                           &env.cuda_runtime_version, &env.cublas_version, &env.libtorch_version,
-                           &env.timing})
+    for (std::string* s :
+         {&env.backend, &env.device_name, &env.driver_version, &env.cuda_runtime_version,
+          &env.cublas_version, &env.libtorch_version, &env.timing})
         *s = d.str();
     for (int* v : {&env.sm_clock_mhz, &env.memory_clock_mhz, &env.max_sm_clock_mhz,
                    &env.compute_major, &env.compute_minor})

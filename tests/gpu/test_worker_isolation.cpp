@@ -3,8 +3,9 @@
 // followed by a kernel that fails a device-side assert, which poisons the worker's CUDA context.
 // The report must name that GEMM failed with the assert, and every other kernel must come out as
 // in a replay without the fault. Likewise for a kernel that spins for 2 minutes after that GEMM
-// (a hang): the watchdog (--kernel-timeout 2) kills the worker and fails the GEMM. Skips, with the reason, where no GPU is usable. This process
-// must not touch CUDA itself: the workers are forked from it.
+// (a hang): the watchdog (--kernel-timeout 2) kills the worker and fails the GEMM. Skips, with the
+// reason, where no GPU is usable. This process must not touch CUDA itself: the workers are forked
+// from it.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -80,8 +81,8 @@ class WorkerIsolation : public ::testing::Test {
     void SetUp() override {
         const char* dir = std::getenv("REPLAY_SOURCE_DIR");
         AnalysisOptions options;
-        options.trace_path = std::string(dir != nullptr ? dir : ".") +
-                             "/traces/h200/bloom560m_fp16_b1_s5.json.gz";
+        options.trace_path =
+            std::string(dir != nullptr ? dir : ".") + "/traces/h200/bloom560m_fp16_b1_s5.json.gz";
         analysis_ = analyze(options);
         // The GEMM issued in the middle of the step: work before and after it in one batch.
         const auto steps = plan_steps(analysis_->graph, analysis_->recipes);
@@ -130,7 +131,8 @@ class WorkerIsolation : public ::testing::Test {
             EXPECT_EQ(k.samples_us.size(), e.samples_us.size()) << k.name;
         }
         bool restart_note = false;
-        for (const auto& n : got.notes) restart_note |= n.find("restarted 1 time") != std::string::npos;
+        for (const auto& n : got.notes)
+            restart_note |= n.find("restarted 1 time") != std::string::npos;
         EXPECT_TRUE(restart_note);
         std::printf("replayed kernel time: %.1f us with the fault, %.1f us without\n",
                     got.totals.replayed_kernel_us, expected.totals.replayed_kernel_us);

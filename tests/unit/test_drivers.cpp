@@ -763,8 +763,9 @@ TEST(Worker, AfterTooManyRestartsTheRestFailsWithTheReason) {
     EXPECT_NE(kernel_named(r, "gemm_k").reason.find("signal 6"), std::string::npos);
     const auto& copy_k = kernel_named(r, "Memcpy DtoD (Device -> Device)");
     EXPECT_EQ(copy_k.outcome, KernelOutcome::Failed);
-    EXPECT_NE(copy_k.reason.find("restarted 1 time after faults; the rest of the replay was given up"),
-              std::string::npos)
+    EXPECT_NE(
+        copy_k.reason.find("restarted 1 time after faults; the rest of the replay was given up"),
+        std::string::npos)
         << copy_k.reason;
 }
 
