@@ -122,18 +122,12 @@ bool WorkerProcess::flush() {
 std::optional<std::string> WorkerProcess::receive() {
     if (!flush()) return std::nullopt;
     while (alive()) {
-        if (in_.size() >= kFrameHeader) {
-            std::uint32_t length;
-            std::memcpy(&length, in_.data(), sizeof length);
-            if (length == 0 || length > kMaxFrame) {
-                fail("the worker sent a frame of " + std::to_string(length) + " bytes");
-                break;
-            }
-            if (in_.size() >= kFrameHeader + length) {
-                std::string message = in_.substr(kFrameHeader, length);
-                in_.erase(0, kFrameHeader + length);
-                return message;
-            }
+        try {
+            if (const std::string_view frame = in_.next(); !frame.empty())
+                return std::string(frame);
+        } catch (const WireError& e) {
+            fail(std::string("the worker broke the protocol: ") + e.what());
+            break;
         }
         if (!wait_for(POLLIN)) break;
         char buffer[64 << 10];

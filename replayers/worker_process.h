@@ -15,6 +15,7 @@
 #include <string>
 
 #include "replay/worker_backend.h"
+#include "worker_wire.h"
 
 namespace replay::detail {
 
@@ -55,7 +56,7 @@ class WorkerProcess {
     std::uint64_t first_limit_ = 0;  // command index of limits_.front()
     std::string out_;                // queued frames
     std::uint64_t queued_ = 0;       // commands in out_
-    std::string in_;                 // bytes received, not yet a whole frame
+    FrameBuffer in_;                 // bytes received
     std::string failure_;
 };
 

@@ -38,18 +38,14 @@ class Channel {
         }
     }
 
-    // The next whole frame (command byte first); exits when the parent is gone.
-    std::string read() {
+    // The next whole frame (command byte first), valid until the next read; exits when the
+    // parent is gone or sends what is no frame.
+    std::string_view read() {
         for (;;) {
-            if (in_.size() >= kFrameHeader) {
-                std::uint32_t length;
-                std::memcpy(&length, in_.data(), sizeof length);
-                if (length == 0 || length > kMaxFrame) _exit(kFaultStatus);
-                if (in_.size() >= kFrameHeader + length) {
-                    std::string frame = in_.substr(kFrameHeader, length);
-                    in_.erase(0, kFrameHeader + length);
-                    return frame;
-                }
+            try {
+                if (const std::string_view frame = in_.next(); !frame.empty()) return frame;
+            } catch (const WireError&) {
+                _exit(kFaultStatus);
             }
             char buffer[64 << 10];
             const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
@@ -66,7 +62,7 @@ class Channel {
 
   private:
     int fd_;
-    std::string in_;
+    FrameBuffer in_;
 };
 
 class Server {
@@ -74,7 +70,7 @@ class Server {
     Server(Channel& channel, Backend& backend) : channel_(channel), backend_(backend) {}
 
     // False when the parent asked the worker to quit.
-    bool run(const std::string& frame) {
+    bool run(std::string_view frame) {
         Decoder d(frame);
         switch (d.command()) {
             case Command::Prepare: {
@@ -188,7 +184,7 @@ class Server {
     finished->fetch_add(1, std::memory_order_release);  // the start is the parent's command 0
     Server server(channel, *backend);
     for (;;) {
-        const std::string frame = channel.read();
+        const std::string_view frame = channel.read();
         bool more = true;
         try {
             more = server.run(frame);

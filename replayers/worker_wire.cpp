@@ -210,6 +210,26 @@ std::vector<std::int64_t> Decoder::i64s() {
     return v;
 }
 
+void FrameBuffer::append(const char* data, std::size_t n) {
+    if (start_ > 0 && start_ >= bytes_.size() / 2) {
+        bytes_.erase(0, start_);
+        start_ = 0;
+    }
+    bytes_.append(data, n);
+}
+
+std::string_view FrameBuffer::next() {
+    if (bytes_.size() - start_ < kFrameHeader) return {};
+    std::uint32_t length;
+    std::memcpy(&length, bytes_.data() + start_, sizeof length);
+    if (length == 0 || length > kMaxFrame)
+        throw WireError("a worker frame of " + std::to_string(length) + " bytes");
+    if (bytes_.size() - start_ - kFrameHeader < length) return {};
+    const std::string_view frame(bytes_.data() + start_ + kFrameHeader, length);
+    start_ += kFrameHeader + length;
+    return frame;
+}
+
 void encode(Encoder& e, const Recipe& r) {
     e.u8(static_cast<std::uint8_t>(r.tier)).str(r.rule).str(r.reason).u8(r.issued_with_op);
     e.u8(static_cast<std::uint8_t>(r.detail.index()));
