@@ -104,5 +104,33 @@ TEST(WorkerWire, AShortMessageIsAnError) {
     EXPECT_THROW(d.count(), detail::WireError);
 }
 
+TEST(WorkerWire, FramesArriveWholeWhateverTheReadsCut) {
+    // Three thousand frames of different sizes, received in reads of 7 bytes: each comes out
+    // once, whole and in order, however the reads split them.
+    std::string stream;
+    for (int i = 0; i < 3000; ++i)
+        stream += Encoder(Command::Issue)
+                      .u32(static_cast<std::uint32_t>(i))
+                      .str(std::string(i % 50, 'x'))
+                      .take();
+    detail::FrameBuffer buffer;
+    int next = 0;
+    for (std::size_t at = 0; at < stream.size(); at += 7) {
+        buffer.append(stream.data() + at, std::min<std::size_t>(7, stream.size() - at));
+        for (std::string_view frame; !(frame = buffer.next()).empty(); ++next) {
+            Decoder d(frame);
+            ASSERT_EQ(d.command(), Command::Issue);
+            ASSERT_EQ(d.u32(), static_cast<std::uint32_t>(next));
+            ASSERT_EQ(d.str().size(), static_cast<std::size_t>(next % 50));
+        }
+    }
+    EXPECT_EQ(next, 3000);
+    // A length no frame has is an error.
+    detail::FrameBuffer bad;
+    const char zero[8] = {};
+    bad.append(zero, sizeof zero);
+    EXPECT_THROW(bad.next(), detail::WireError);
+}
+
 }  // namespace
 }  // namespace replay
