@@ -98,6 +98,7 @@ void ReplaySettings::add_device_options(CLI::App& app) {
                    "its recorded time) is failed with the reason, the worker restarted and the "
                    "replay goes on (a wait for queued work: 1000 x the recorded time of all of "
                    "it); 0: no limit")
+        ->type_name("SECONDS")
         ->check(CLI::Range(0.0, 1e9))
         ->capture_default_str();
 }
