@@ -100,7 +100,7 @@ bool Session::try_issue(Prepared& p, const std::vector<std::size_t>& kernels, in
     }
 }
 
-void Session::synchronize() {
+bool Session::synchronize() {
     backend_.synchronize();
     FaultReport faults = backend_.take_faults();
     for (const auto& f : faults.failures) {
@@ -112,6 +112,7 @@ void Session::synchronize() {
             for (std::size_t kernel : k->second) mark(kernel, *p->second);
     }
     for (auto& note : faults.notes) notes_.insert(std::move(note));
+    return faults.restarts > 0;
 }
 
 void Session::mark(std::size_t kernel, const Prepared& p) {
@@ -142,6 +143,10 @@ Report Session::finish(const char* mode, double seconds) {
             if (k.reason.empty()) k.reason = "no timed activity came back for it";
         }
     for (const auto& n : notes_) report_.notes.push_back(n);
+    // What the backend learnt while replaying (dropped records, failed runs) is in its notes now.
+    for (auto& note : backend_.environment().notes)
+        if (std::find(report_.notes.begin(), report_.notes.end(), note) == report_.notes.end())
+            report_.notes.push_back(std::move(note));
     finalize_report(report_);
     return report_;
 }
@@ -188,6 +193,8 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
         report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");
+        report.options.emplace_back("graph", o.graph ? "true" : "false");
+        report.options.emplace_back("trace_iterations", o.trace_all_iterations ? "all" : "last");
     }
 }
 

@@ -27,8 +27,9 @@ class Session {
                    std::uint64_t tag);
 
     // Synchronizes the backend, then fails the work it found failed since (a device fault in a
-    // worker process, a run past its time limit) with the kernels issued with it.
-    void synchronize();
+    // worker process, a run past its time limit) with the kernels issued with it. True when the
+    // backend moved to a new process meanwhile (FaultReport::restarts).
+    bool synchronize();
 
     // Gives the kernel the prepared work's outcome when that is not Ready.
     void mark(std::size_t kernel, const Prepared& prepared);

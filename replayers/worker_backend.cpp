@@ -1,7 +1,8 @@
 // The parent's side of a backend in a worker process (worker_backend.h). Everything issued since
 // the last synchronize() is kept as the batch: when the worker faults during it, the batch is
 // what is re-run, first one issue at a time (each followed by a synchronize) to find the issue
-// that faults, then whole without it.
+// that faults, then whole without it. A new worker gets every ready work prepared again and
+// every graph captured again, in the phase the old one was in.
 #include "replay/worker_backend.h"
 
 #include <algorithm>
@@ -29,9 +30,19 @@ constexpr double kPrepareLimitS = 300;
 
 struct Step {
     Command command;
-    std::uint32_t handle = 0;   // Issue, Warm: the parent's handle
-    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer; Delay: stream, ns
+    std::uint32_t handle = 0;   // Issue, Warm: the parent's work handle; LaunchGraph: graph's
+    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer
     std::uint64_t tag = 0;
+};
+
+// A captured graph as the parent knows it: what was captured, to capture it again in a new
+// worker.
+struct Graph {
+    int home = 0;
+    bool all_streams = false;
+    std::vector<Step> steps;
+    std::uint32_t remote = 0;  // the current worker's graph; 0: lost (why)
+    std::string why;
 };
 
 // What one synchronize brought back.
@@ -108,10 +119,9 @@ class WorkerBackend final : public Backend {
         push({Command::Wait, 0, waiter, producer, 0});
     }
     void flush_l2() override { push({Command::Flush}); }
-    void warm_inputs(std::uint32_t handle, int stream) override {
-        if (!work_.at(handle).failed) push({Command::Warm, handle, stream, 0, 0});
+    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        if (!work_.at(handle).failed) push({Command::Warm, handle, stream, 0, tag});
     }
-    void delay(int stream, std::int64_t ns) override { push({Command::Delay, 0, stream, ns, 0}); }
 
     void synchronize() override {
         if (dead_.empty()) {
@@ -123,8 +133,12 @@ class WorkerBackend final : public Backend {
             recover(worker_->failure());
         }
         if (!dead_.empty())
-            for (const Step& s : batch_)
+            for (const Step& s : batch_) {
                 if (s.command == Command::Issue) fail(s.handle, dead_);
+                if (s.command == Command::LaunchGraph)
+                    for (const Step& captured : graphs_[s.handle - 1].steps)
+                        if (captured.command == Command::Issue) fail(captured.handle, dead_);
+            }
         batch_.clear();
     }
 
@@ -134,6 +148,61 @@ class WorkerBackend final : public Backend {
         work_.at(handle).recorded_ns = ns;
     }
     FaultReport take_faults() override { return std::exchange(faults_, {}); }
+
+    void set_phase(Phase phase) override {
+        phase_ = phase;
+        if (dead_.empty()) send_phase();
+    }
+    std::vector<std::string> first_uses() override {
+        if (!batch_.empty()) synchronize();
+        if (!dead_.empty()) return {};
+        worker_->send(Encoder(Command::FirstUses).take(), limit(0));
+        auto lines = receive_lines();
+        if (!lines) return {};  // the fault shows at the next synchronize
+        return std::move(*lines);
+    }
+    std::string capture_blocker(std::uint32_t handle, int stream) override {
+        if (!batch_.empty()) synchronize();
+        const Work& w = work_.at(handle);
+        if (w.failed) return w.failure;
+        if (!dead_.empty()) return dead_;
+        worker_->send(Encoder(Command::CaptureBlocker).u32(w.remote).i64(stream).take(), limit(0));
+        auto lines = receive_lines();
+        if (!lines) return "the worker process faulted asking: " + worker_->failure();
+        return lines->empty() ? std::string() : lines->front();
+    }
+    void begin_capture(int home, bool all_streams) override {
+        if (!batch_.empty()) synchronize();  // the graph must not hold a fault of the batch
+        capture_ = Graph{home, all_streams, {}, 0, {}};
+        if (dead_.empty())
+            worker_->send(
+                Encoder(Command::BeginCapture).i64(home).u8(all_streams ? 1 : 0).take(), limit(0));
+    }
+    std::uint32_t end_capture(std::string& why) override {
+        if (!capture_) throw std::logic_error("end_capture() without begin_capture()");
+        Graph graph = std::move(*capture_);
+        capture_.reset();
+        if (!dead_.empty()) {
+            why = dead_;
+            return 0;
+        }
+        if (!end_remote_capture(graph)) {
+            why = graph.why;
+            if (!worker_->failure().empty()) restart();  // the worker died capturing it
+            return 0;
+        }
+        graphs_.push_back(std::move(graph));
+        return static_cast<std::uint32_t>(graphs_.size());
+    }
+    void launch_graph(std::uint32_t graph) override {
+        const Graph& g = graphs_.at(graph - 1);
+        if (g.remote == 0) {  // lost with a worker: its work fails, once
+            for (const Step& s : g.steps)
+                if (s.command == Command::Issue) fail(s.handle, g.why);
+            return;
+        }
+        push({Command::LaunchGraph, graph, 0, 0, 0});
+    }
 
   private:
     struct Work {
@@ -152,12 +221,10 @@ class WorkerBackend final : public Backend {
     double issue_limit(std::uint32_t handle) const {
         return run_time_limit(options_, work_[handle].recorded_ns);
     }
-    // A synchronize waits for the issues among the first `steps` of the batch.
+    // A synchronize waits for the work among the first `steps` of the batch.
     double batch_limit(std::size_t steps) const {
         std::int64_t recorded = 0;
-        for (std::size_t i = 0; i < steps; ++i)
-            if (batch_[i].command == Command::Issue)
-                recorded += work_[batch_[i].handle].recorded_ns;
+        for (std::size_t i = 0; i < steps; ++i) recorded += recorded_ns(batch_[i]);
         return run_time_limit(options_, recorded);
     }
 
@@ -169,7 +236,80 @@ class WorkerBackend final : public Backend {
     void push(Step step) {
         if (!dead_.empty()) return;
         send(step);
-        batch_.push_back(step);
+        // Captured work does not run: it is kept with its graph, not in the batch.
+        (capture_ ? capture_->steps : batch_).push_back(step);
+    }
+
+    bool skipped(const Step& s) const {
+        if (s.command == Command::LaunchGraph) return graphs_[s.handle - 1].remote == 0;
+        return (s.command == Command::Issue || s.command == Command::Warm) &&
+               work_[s.handle].failed;
+    }
+    // The step runs work that a synchronize after it must wait for.
+    static bool runs_work(const Step& s) {
+        return s.command == Command::Issue || s.command == Command::LaunchGraph;
+    }
+    std::int64_t recorded_ns(const Step& s) const {
+        if (s.command == Command::Issue) return work_[s.handle].recorded_ns;
+        std::int64_t ns = 0;
+        if (s.command == Command::LaunchGraph)
+            for (const Step& captured : graphs_[s.handle - 1].steps) ns += recorded_ns(captured);
+        return ns;
+    }
+
+    void send_phase() {
+        worker_->send(Encoder(Command::SetPhase).u8(static_cast<std::uint8_t>(phase_)).take(),
+                      limit(0));
+    }
+
+    // Lines of a reply; nullopt when the worker died (or faulted) on the request.
+    std::optional<std::vector<std::string>> receive_lines() {
+        const auto reply = worker_->receive();
+        if (!reply) return std::nullopt;
+        Decoder d(*reply);
+        if (d.command() != Command::Lines) {
+            worker_->abandon(reason_of(d));
+            return std::nullopt;
+        }
+        std::vector<std::string> lines(d.count());
+        for (auto& line : lines) line = d.str();
+        return lines;
+    }
+
+    // Ends the capture begun in the current worker: its graph there, or false with graph.why.
+    bool end_remote_capture(Graph& graph) {
+        worker_->send(Encoder(Command::EndCapture).take(), limit(kPrepareLimitS));
+        const auto reply = worker_->receive();
+        if (!reply) {
+            graph.why = "the worker process faulted capturing it: " + worker_->failure();
+            return false;
+        }
+        Decoder d(*reply);
+        if (d.command() != Command::Captured) {
+            worker_->abandon(reason_of(d));
+            graph.why = "the worker process faulted capturing it: " + worker_->failure();
+            return false;
+        }
+        graph.remote = d.u32();
+        graph.why = d.str();
+        return graph.remote != 0;
+    }
+
+    // In a new worker: every graph not lost captured again from what it captured.
+    bool capture_again() {
+        for (Graph& g : graphs_) {
+            if (g.remote == 0) continue;
+            worker_->send(
+                Encoder(Command::BeginCapture).i64(g.home).u8(g.all_streams ? 1 : 0).take(),
+                limit(0));
+            for (const Step& s : g.steps)
+                if (!skipped(s)) send(s);
+            if (end_remote_capture(g)) continue;
+            g.remote = 0;
+            g.why = "capturing it again after a fault: " + g.why;
+            if (!worker_->failure().empty()) return false;
+        }
+        return true;
     }
 
     void send(const Step& s) {
@@ -183,15 +323,19 @@ class WorkerBackend final : public Backend {
                               issue_limit(s.handle));
                 return;
             case Command::Warm:
-                worker_->send(Encoder(Command::Warm).u32(work_[s.handle].remote).i64(s.a).take(),
+                worker_->send(Encoder(Command::Warm)
+                                  .u32(work_[s.handle].remote)
+                                  .i64(s.a)
+                                  .i64(static_cast<std::int64_t>(s.tag))
+                                  .take(),
                               limit(0));
+                return;
+            case Command::LaunchGraph:
+                worker_->send(Encoder(Command::LaunchGraph).u32(graphs_[s.handle - 1].remote).take(),
+                              run_time_limit(options_, recorded_ns(s)));
                 return;
             case Command::Wait:
                 worker_->send(Encoder(Command::Wait).i64(s.a).i64(s.b).take(), limit(0));
-                return;
-            case Command::Delay:
-                worker_->send(Encoder(Command::Delay).i64(s.a).i64(s.b).take(),
-                              limit(2e-9 * static_cast<double>(s.b)));
                 return;
             default:
                 worker_->send(Encoder(s.command).take(), limit(0));
@@ -255,8 +399,9 @@ class WorkerBackend final : public Backend {
         faults_.failures.push_back({handle, why});
     }
 
-    // A new worker with every ready, unfailed work prepared again; false when none could be
-    // started (dead_ says why).
+    // A new worker with every ready, unfailed work prepared again and every graph captured
+    // again, in the phase the old one was in; false when none could be started (dead_ says
+    // why).
     bool restart() {
         for (;;) {
             if (++restarts_ > options_.max_restarts) {
@@ -288,7 +433,10 @@ class WorkerBackend final : public Backend {
                     w.remote = p->second;
                 }
             }
-            if (ok) return true;
+            if (!ok || !capture_again()) continue;
+            if (phase_ != Phase::Plan) send_phase();
+            ++faults_.restarts;
+            return true;
         }
     }
 
@@ -300,12 +448,10 @@ class WorkerBackend final : public Backend {
             Synced checked;
             for (std::size_t i = 0; i < batch_.size() && culprit == batch_.size(); ++i) {
                 const Step& s = batch_[i];
-                if ((s.command == Command::Issue || s.command == Command::Warm) &&
-                    work_[s.handle].failed)
-                    continue;
+                if (skipped(s)) continue;
                 send(s);
-                if (s.command != Command::Issue) continue;
-                auto synced = sync_remote(issue_limit(s.handle));
+                if (!runs_work(s)) continue;
+                auto synced = sync_remote(run_time_limit(options_, recorded_ns(s)));
                 if (!synced) {
                     culprit = i;
                     why = worker_->failure();
@@ -328,10 +474,18 @@ class WorkerBackend final : public Backend {
                 first = worker_->failure();
                 continue;
             }
-            const std::uint32_t handle = batch_[culprit].handle;
-            fail(handle, why +
-                             " (the work in flight when the worker faulted; it was restarted "
-                             "and the replay went on without it)");
+            const std::string at_fault = why +
+                " (the work in flight when the worker faulted; it was restarted and the replay "
+                "went on without it)";
+            if (const Step& s = batch_[culprit]; s.command == Command::LaunchGraph) {
+                Graph& g = graphs_[s.handle - 1];
+                g.remote = 0;
+                g.why = "in a CUDA graph: " + at_fault;
+                for (const Step& captured : g.steps)
+                    if (captured.command == Command::Issue) fail(captured.handle, g.why);
+            } else {
+                fail(s.handle, at_fault);
+            }
             ++faulted_;
             faults_.notes.push_back("the worker process running the device work was restarted " +
                                     std::to_string(faulted_) +
@@ -339,9 +493,7 @@ class WorkerBackend final : public Backend {
                                     " after a fault; the kernels at fault are failed with why");
             if (!restart()) return;
             for (const Step& s : batch_)
-                if (!((s.command == Command::Issue || s.command == Command::Warm) &&
-                      work_[s.handle].failed))
-                    send(s);
+                if (!skipped(s)) send(s);
             if (auto synced = sync_remote(batch_limit(batch_.size()))) {
                 accept(std::move(*synced));
                 return;
@@ -356,6 +508,9 @@ class WorkerBackend final : public Backend {
     std::unique_ptr<WorkerProcess> worker_;
     std::vector<Work> work_;  // by the parent's handle
     std::vector<Step> batch_;
+    std::vector<Graph> graphs_;      // by the parent's graph handle - 1
+    std::optional<Graph> capture_;  // being captured
+    Phase phase_ = Phase::Plan;
     int streams_ = 0;
     int restarts_ = 0;
     int faulted_ = 0;

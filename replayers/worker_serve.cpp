@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "replay/worker_backend.h"
 #include "worker_wire.h"
@@ -102,14 +104,43 @@ class Server {
                 return true;
             case Command::Warm: {
                 const std::uint32_t handle = d.u32();
-                if (!failed_.count(handle)) backend_.warm_inputs(handle, static_cast<int>(d.i64()));
-                return true;
-            }
-            case Command::Delay: {
                 const int stream = static_cast<int>(d.i64());
-                backend_.delay(stream, d.i64());
+                const auto tag = static_cast<std::uint64_t>(d.i64());
+                if (!failed_.count(handle)) backend_.warm_inputs(handle, stream, tag);
                 return true;
             }
+            case Command::SetPhase:
+                backend_.set_phase(static_cast<Phase>(d.u8()));
+                return true;
+            case Command::FirstUses:
+                lines(backend_.first_uses());
+                return true;
+            case Command::CaptureBlocker: {
+                const std::uint32_t handle = d.u32();
+                const std::string why = backend_.capture_blocker(handle, static_cast<int>(d.i64()));
+                lines(why.empty() ? std::vector<std::string>{} : std::vector<std::string>{why});
+                return true;
+            }
+            case Command::BeginCapture: {
+                const int home = static_cast<int>(d.i64());
+                backend_.begin_capture(home, d.u8() != 0);
+                capturing_ = true;
+                return true;
+            }
+            case Command::EndCapture: {
+                std::string why;
+                std::uint32_t graph = backend_.end_capture(why);
+                capturing_ = false;
+                if (!capture_error_.empty()) {  // what the in-process driver's capture() says
+                    graph = 0;
+                    why = std::exchange(capture_error_, {});
+                }
+                channel_.write(Encoder(Command::Captured).u32(graph).str(why).take());
+                return true;
+            }
+            case Command::LaunchGraph:
+                backend_.launch_graph(d.u32());
+                return true;
             case Command::Sync:
                 sync();
                 return true;
@@ -126,6 +157,10 @@ class Server {
         try {
             backend_.issue(handle, stream, tag);
         } catch (const std::exception& e) {
+            if (capturing_) {  // nothing ran: the capture fails, not the work
+                if (capture_error_.empty()) capture_error_ = e.what();
+                return;
+            }
             // A launch can report an earlier kernel's sticky fault: only when the device still
             // synchronizes is the failure this work's own.
             try {
@@ -136,6 +171,13 @@ class Server {
             failed_[handle] = e.what();
             unreported_.emplace_back(handle, e.what());
         }
+    }
+
+    void lines(const std::vector<std::string>& all) {
+        Encoder e(Command::Lines);
+        e.u32(static_cast<std::uint32_t>(all.size()));
+        for (const auto& line : all) e.str(line);
+        channel_.write(e.take());
     }
 
     void sync() {
@@ -154,6 +196,8 @@ class Server {
     Backend& backend_;
     std::map<std::uint32_t, std::string> failed_;  // handle -> why its issue threw
     std::vector<std::pair<std::uint32_t, std::string>> unreported_;
+    bool capturing_ = false;
+    std::string capture_error_;  // the first issue that threw while capturing
 };
 
 }  // namespace

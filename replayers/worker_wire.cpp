@@ -292,7 +292,7 @@ Environment decode_environment(Decoder& d) {
 
 void encode(Encoder& e, const TimedActivity& a) {
     e.i64(static_cast<std::int64_t>(a.tag)).str(a.name).i64(a.start_ns).i64(a.end_ns);
-    e.i64(a.stream).u8(a.per_kernel);
+    e.i64(a.stream).u8(a.per_kernel).u8(a.warm_read);
 }
 
 TimedActivity decode_activity(Decoder& d) {
@@ -303,6 +303,7 @@ TimedActivity decode_activity(Decoder& d) {
     a.end_ns = d.i64();
     a.stream = d.i64();
     a.per_kernel = d.u8() != 0;
+    a.warm_read = d.u8() != 0;
     return a;
 }
 

@@ -22,16 +22,23 @@ enum class Command : std::uint8_t {
     Issue,        // handle, stream, tag
     Wait,         // waiter, producer
     Flush,
-    Warm,   // handle, stream
-    Delay,  // stream, ns
-    Sync,   // -> reply Synced
+    Warm,  // handle, stream, tag
+    Sync,  // -> reply Synced
     Quit,
+    SetPhase,        // phase
+    FirstUses,       // -> reply Lines
+    CaptureBlocker,  // handle, stream -> reply Lines (none: it can be captured)
+    BeginCapture,    // home stream, all streams
+    EndCapture,      // -> reply Captured
+    LaunchGraph,     // graph
     // worker -> parent
     Ready,        // environment
     Unavailable,  // why the backend cannot run here
     Prepared,     // disposition, reason, handle
     Synced,       // issue failures (handle, reason), timed activities
     Fault,        // why the worker's device context is gone; the worker exits after it
+    Lines,        // count, strings
+    Captured,     // graph (0: none), why
 };
 
 // A message that does not decode: the other side is not the replay that started it.

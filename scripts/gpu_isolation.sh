@@ -17,14 +17,22 @@
 #      the run with exit 2 and no report: the behaviour issue 19 reported).
 #   4. overhead: BLOOM sequential --iterations 5, worker vs none: wall seconds and replayed
 #      kernel time of each; they should agree within run-to-run noise (a few percent).
+#   5. timeline: ctest test_cuda_timeline and test_cuda_timeline_worker (the same tests with the
+#      CUDA backend in a worker: phases, untagged records, graphs over the wire), then BLOOM
+#      sequential --graph --iterations 3 in both isolations. Look for: both ctests "100% tests
+#      passed" (not skipped); the "timed pass: X us of host time per issue" lines of the two
+#      (the worker's one-way issue should cost at most a few us more); each replay exit 0 with
+#      issue_path graph or graph+direct, no "first uses inside the timed iterations" note, and
+#      span ratios of the worker run close to none's.
 #
-# Usage: scripts/gpu_isolation.sh OUT [steps...]   (steps: tests moe none overhead; default all)
+# Usage: scripts/gpu_isolation.sh OUT [steps...]
+#   (steps: tests moe none overhead timeline; default all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_isolation.sh OUT [steps...]}"
 shift
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests moe none overhead)
+[ ${#steps[@]} -eq 0 ] && steps=(tests moe none overhead timeline)
 build="${BUILD:-build-gpu}"
 replay="$build/cli/replay"
 mkdir -p "$out"
@@ -92,6 +100,35 @@ for step in "${steps[@]}"; do
         end=$(date +%s.%N)
         echo "   exit $rc, $(python3 -c "print(f'{$end - $start:.2f}')") s wall" | tee -a "$out/isolation.log"
         failures "$out/bloom_$isolation/report.json" | tee -a "$out/isolation.log"
+      done
+      ;;
+    timeline)
+      log "ctest test_cuda_timeline (in-process, then in a worker)"
+      ctest --test-dir "$build" -R '^test_cuda_timeline' -V > "$out/timeline_tests.log" 2>&1
+      echo "   exit $?" | tee -a "$out/isolation.log"
+      grep -E "timed pass:|tests passed|Skipped|FAILED|no CUDA|first use" \
+        "$out/timeline_tests.log" | tee -a "$out/isolation.log"
+      for isolation in worker none; do
+        log "timeline: BLOOM sequential --graph x3, --isolation $isolation"
+        "$replay" traces/h200/bloom560m_fp16_b1_s5.json.gz --backend cuda --mode sequential \
+          --graph --iterations 3 --isolation "$isolation" --out "$out/graph_$isolation" -q \
+          > "$out/graph_$isolation.log" 2>&1
+        echo "   exit $?" | tee -a "$out/isolation.log"
+        python3 - "$out/graph_$isolation/report.json" <<'PY' | tee -a "$out/isolation.log"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print(f"   no report: {e!r}")
+    sys.exit()
+t = r.get("timeline") or {}
+print(f"   issue_path {t.get('issue_path')}; span ratio per iteration "
+      f"{[round(i.get('span_ratio') or 0, 3) for i in t.get('iterations', [])]}; "
+      f"first uses {t.get('first_uses')}")
+for n in r["notes"]:
+    if any(w in n for w in ("worker", "fault", "first uses", "graph", "not captured")):
+        print(f"   note: {n[:300]}")
+PY
       done
       ;;
     *) echo "unknown step $step"; exit 2 ;;

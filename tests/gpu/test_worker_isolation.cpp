@@ -50,11 +50,20 @@ class FaultAfterIssue final : public Backend {
     void stream_wait(int waiter, int producer) override { inner_->stream_wait(waiter, producer); }
     void synchronize() override { inner_->synchronize(); }
     void flush_l2() override { inner_->flush_l2(); }
-    void warm_inputs(std::uint32_t handle, int stream) override {
-        inner_->warm_inputs(handle, stream);
+    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        inner_->warm_inputs(handle, stream, tag);
     }
-    void delay(int stream, std::int64_t ns) override { inner_->delay(stream, ns); }
     std::vector<TimedActivity> collect() override { return inner_->collect(); }
+    void set_phase(Phase phase) override { inner_->set_phase(phase); }
+    std::vector<std::string> first_uses() override { return inner_->first_uses(); }
+    std::string capture_blocker(std::uint32_t handle, int stream) override {
+        return inner_->capture_blocker(handle, stream);
+    }
+    void begin_capture(int home, bool all_streams) override {
+        inner_->begin_capture(home, all_streams);
+    }
+    std::uint32_t end_capture(std::string& why) override { return inner_->end_capture(why); }
+    void launch_graph(std::uint32_t graph) override { inner_->launch_graph(graph); }
 
   private:
     std::unique_ptr<Backend> inner_;

@@ -71,6 +71,7 @@ TEST(WorkerWire, EnvironmentAndActivitiesRoundTrip) {
     a.end_ns = 1'000'000'000'123;
     a.stream = 3;
     a.per_kernel = true;
+    a.warm_read = true;
     Encoder e(Command::Ready);
     detail::encode(e, env);
     detail::encode(e, a);
@@ -87,6 +88,8 @@ TEST(WorkerWire, EnvironmentAndActivitiesRoundTrip) {
     EXPECT_EQ(a2.start_ns, a.start_ns);
     EXPECT_EQ(a2.end_ns, a.end_ns);
     EXPECT_TRUE(a2.per_kernel);
+    EXPECT_TRUE(a2.warm_read);
+    EXPECT_EQ(a2.stream, 3);
 }
 
 TEST(WorkerWire, AShortMessageIsAnError) {
