@@ -262,15 +262,24 @@ class WorkerBackend final : public Backend {
                       limit(0));
     }
 
-    // Lines of a reply; nullopt when the worker died (or faulted) on the request.
-    std::optional<std::vector<std::string>> receive_lines() {
-        const auto reply = worker_->receive();
+    // The worker's reply, which must be `expected`; nullopt when the worker died, faulted or
+    // answered out of turn (worker_->failure() says which; the worker is gone then).
+    std::optional<std::string> reply_of(Command expected) {
+        auto reply = worker_->receive();
         if (!reply) return std::nullopt;
         Decoder d(*reply);
-        if (d.command() != Command::Lines) {
+        if (d.command() != expected) {
             worker_->abandon(reason_of(d));
             return std::nullopt;
         }
+        return reply;
+    }
+
+    // Lines of a reply; nullopt when the worker died (or faulted) on the request.
+    std::optional<std::vector<std::string>> receive_lines() {
+        const auto reply = reply_of(Command::Lines);
+        if (!reply) return std::nullopt;
+        Decoder d(*reply);
         std::vector<std::string> lines(d.count());
         for (auto& line : lines) line = d.str();
         return lines;
@@ -279,17 +288,12 @@ class WorkerBackend final : public Backend {
     // Ends the capture begun in the current worker: its graph there, or false with graph.why.
     bool end_remote_capture(Graph& graph) {
         worker_->send(Encoder(Command::EndCapture).take(), limit(kPrepareLimitS));
-        const auto reply = worker_->receive();
+        const auto reply = reply_of(Command::Captured);
         if (!reply) {
             graph.why = "the worker process faulted capturing it: " + worker_->failure();
             return false;
         }
         Decoder d(*reply);
-        if (d.command() != Command::Captured) {
-            worker_->abandon(reason_of(d));
-            graph.why = "the worker process faulted capturing it: " + worker_->failure();
-            return false;
-        }
         graph.remote = d.u32();
         graph.why = d.str();
         return graph.remote != 0;
@@ -347,13 +351,9 @@ class WorkerBackend final : public Backend {
         Encoder e(Command::Prepare);
         detail::encode(e, recipe);
         worker_->send(e.take(), limit(kPrepareLimitS));
-        const auto reply = worker_->receive();
+        const auto reply = reply_of(Command::Prepared);
         if (!reply) return std::nullopt;
         Decoder d(*reply);
-        if (d.command() != Command::Prepared) {
-            worker_->abandon(reason_of(d));
-            return std::nullopt;
-        }
         Prepared p;
         p.disposition = static_cast<Disposition>(d.u8());
         p.reason = d.str();
@@ -364,13 +364,9 @@ class WorkerBackend final : public Backend {
     // Synchronizes the worker; nullopt when it faulted (worker_->failure() says why).
     std::optional<Synced> sync_remote(double limit_s) {
         worker_->send(Encoder(Command::Sync).take(), limit_s);
-        const auto reply = worker_->receive();
+        const auto reply = reply_of(Command::Synced);
         if (!reply) return std::nullopt;
         Decoder d(*reply);
-        if (d.command() != Command::Synced) {
-            worker_->abandon(reason_of(d));
-            return std::nullopt;
-        }
         Synced s;
         s.failures.resize(d.count());
         for (auto& [handle, why] : s.failures) {
