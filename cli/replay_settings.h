@@ -33,6 +33,8 @@ struct ReplaySettings {
     int device = 0;
     std::uint64_t seed = 0;
     std::int64_t max_tensor_bytes = 0;  // 0: the device's free memory
+    std::string isolation = "worker";
+    double kernel_timeout_s = 10;
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);
@@ -40,12 +42,14 @@ struct ReplaySettings {
     void add_sweep_options(CLI::App& app);
     DriverOptions driver_options(bool quiet, const Backend& backend) const;
     // The backend asked for; `auto` falls back to the cpu backend, saying why. Throws when none.
+    // With --isolation worker, the backend runs in a worker process (worker_backend.h).
     std::unique_ptr<Backend> make_backend() const;
     // A trace (`analysis`) in the chosen mode, or a signature file (`kernels`) in unique mode.
     Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet,
                Timeline* timeline) const;
 
   private:
+    std::unique_ptr<Backend> make_backend_here() const;
     void add_backend_option(CLI::App& app);
     void add_unique_options(CLI::App& app);
     void add_device_options(CLI::App& app);
