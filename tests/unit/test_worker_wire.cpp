@@ -39,7 +39,7 @@ TEST(WorkerWire, RecipesOfBundledTracesRoundTripExactly) {
         options.trace_path = testing::trace_path(trace);
         if (*et != '\0') options.execution_trace_path = testing::trace_path(et);
         const auto a = analyze(options);
-        for (const Recipe& r : a->recipes) {
+        for (const Recipe& r : a->recipes.table()) {
             const std::string bytes = encoded(r);
             Decoder d(bytes);
             ASSERT_EQ(d.command(), Command::Prepare);
