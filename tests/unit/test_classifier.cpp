@@ -174,7 +174,7 @@ TEST(Reuse, WeightsAreFirstTouchesAndActivationsAreRecent) {
 // with the same L2 contents as a replay from the trace.
 TEST(Reuse, DistancesSurviveTheSignatureFile) {
     auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
-    replay::SignatureFile file{"bloom", a->trace_hash, a->kernels};
+    replay::SignatureFile file{"bloom", a->trace_hash, a->kernels, ""};
     std::ostringstream text;
     replay::write_signature_file(text, file);
     replay::testing::TempFile saved("signatures.json", text.str());
