@@ -78,7 +78,8 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
     }
     // Before the classifier: it copies the storage ids and tensor lists into the recipes.
-    analysis->dataflow = infer_dataflow(trace);
+    if (options.infer_dataflow || !options.execution_trace_path.empty())
+        analysis->dataflow = infer_dataflow(trace);  // with an ET: its storage ids, summarised
     if (analysis->dataflow.source == DataflowSource::Inferred)
         analysis->notes.push_back(describe(analysis->dataflow));
     analysis->tensor_lists =

@@ -23,6 +23,7 @@ struct AnalysisOptions {
     std::string shape_log_path;        // --shapes: JSONL shape log
     std::optional<DimsRequest> set_dims;  // --set-dims: the trace rewritten to another shape
     ParseOptions parse;
+    bool infer_dataflow = true;  // false: storage ids only from an Execution Trace
 };
 
 struct Analysis {
