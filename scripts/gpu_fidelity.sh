@@ -19,17 +19,7 @@ mkdir -p "$out"
 build=build-gpu
 replay="$build/cli/replay"
 
-# The cuBLAS/CUPTI that PyTorch itself uses, as in gpu_validate.sh: cuBLAS heuristics then pick
-# the kernels the recording picked.
-nvidia_libs="$(python3 - <<'PY'
-import glob, os, site
-dirs = []
-for base in site.getsitepackages():
-    dirs += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib")))
-print(":".join(dirs))
-PY
-)"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh  # the cuBLAS/CUPTI PyTorch uses
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   echo "== build"
