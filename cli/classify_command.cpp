@@ -31,6 +31,7 @@ Command add_classify_command(CLI::App& app) {
                 SignatureFile file;
                 file.trace = analysis->trace().source;
                 file.trace_hash = analysis->trace_hash;
+                file.dataflow = to_string(analysis->dataflow.source);
                 file.kernels = analysis->kernels;
                 for (auto& k : file.kernels) k.nodes.clear();
                 write_file(s->output, [&](std::ostream& out) { write_signature_file(out, file); });

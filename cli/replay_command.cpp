@@ -10,6 +10,7 @@
 #include "replay/kernels_csv.h"
 #include "replay/report_json.h"
 #include "replay/report_summary.h"
+#include "replay/tensor_budget.h"
 #include "replay_settings.h"
 #include "trace_loader.h"
 
@@ -23,7 +24,7 @@ struct ReplayState {
     std::string kernel_file;
 };
 
-int run_replay(const ReplayState& s, const Analysis* analysis) {
+int run_replay(const ReplayState& s, Analysis* analysis) {
     const bool quiet = s.load.quiet;
     const ReplaySettings& settings = s.settings;
     SignatureFile file;
@@ -33,6 +34,15 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
         file = read_signature_file(s.kernel_file);
     }
     auto backend = settings.make_backend();
+    if (analysis != nullptr) {
+        // Distinct buffers for every inferred parameter must fit beside the activations.
+        const std::int64_t device = backend->environment().total_memory;
+        const TensorBudget budget =
+            device > 0 ? tensor_budget(settings.max_tensor_bytes, device, "device memory")
+                       : tensor_budget(settings.max_tensor_bytes, available_host_memory(),
+                                       "available host memory");
+        fit_dataflow(*analysis, budget.bytes, budget.source);
+    }
     // Locked before the replay: a second run into this folder stops now, not after its replay.
     OutputFolder out(settings.out_dir);
     Timeline timeline;

@@ -23,6 +23,10 @@ void add_load_options(CLI::App& app, LoadOptions& o, SideFiles side_files) {
                        "JSONL shape log for traces recorded without record_shapes "
                        "(schemas/shape_log.schema.json)" +
                            one);
+        app.add_flag("--no-dataflow", o.no_dataflow,
+                     "Without --et, do not infer parameters and producer -> consumer buffers from "
+                     "the trace: reuse buffers by size and role (as before the inference; for "
+                     "comparing the two)");
     }
     app.add_flag("--strict", o.strict,
                  "Treat a malformed event as an error instead of skipping it");
@@ -47,6 +51,7 @@ std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions&
     options.trace_path = path;
     options.execution_trace_path = o.et;
     options.shape_log_path = o.shapes;
+    options.infer_dataflow = !o.no_dataflow;
     options.parse.strict = o.strict;
     options.parse.max_event_bytes = o.max_event_bytes;
     if (!o.set_dims.empty()) options.set_dims = parse_set_dims(o.set_dims);

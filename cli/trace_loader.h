@@ -17,6 +17,7 @@ struct LoadOptions {
     std::string set_dims;  // --set-dims batch=N,seq=N
     bool strict = false;
     bool quiet = false;
+    bool no_dataflow = false;  // --no-dataflow: no inference without --et (buffers by shape)
     std::uint64_t max_event_bytes = ParseOptions{}.max_event_bytes;
 };
 
@@ -28,7 +29,7 @@ enum class SideFiles { Offered, OneTraceOnly, NotOffered };
 // Adds the positional TRACE argument.
 CLI::Option* add_trace_argument(CLI::App& app, std::string& path);
 
-// Adds --et and --shapes (when offered), --strict and -q/--quiet.
+// Adds --et, --shapes and --no-dataflow (when offered), --strict and -q/--quiet.
 void add_load_options(CLI::App& app, LoadOptions& options, SideFiles side_files);
 
 // Adds --set-dims (classify, predict, the replay and sweep): the trace rewritten to another

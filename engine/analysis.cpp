@@ -10,6 +10,30 @@
 
 namespace replay {
 
+std::string dataflow_label(const Analysis& analysis) {
+    return std::string(to_string(analysis.dataflow.source)) +
+           (analysis.dataflow_dropped ? "-fallback" : "");
+}
+
+bool fit_dataflow(Analysis& analysis, std::int64_t budget_bytes, const std::string& budget_what) {
+    if (analysis.dataflow.source != DataflowSource::Inferred || analysis.dataflow_dropped ||
+        budget_bytes <= 0 || analysis.dataflow.persistent_bytes <= budget_bytes)
+        return false;
+    drop_storage_ids(analysis.recipes.mutable_table());
+    for (auto& kernel : analysis.kernels) {
+        std::vector<Recipe> one{kernel.recipe};
+        drop_storage_ids(one);
+        kernel.recipe = std::move(one.front());
+    }
+    analysis.dataflow_dropped = true;
+    std::ostringstream note;
+    note << "dataflow inferred, but its " << analysis.dataflow.persistent_bytes
+         << " bytes of distinct parameter buffers exceed the " << budget_bytes << " bytes of "
+         << budget_what << ": buffers are reused by shape instead (weights may stay in L2)";
+    analysis.notes.push_back(note.str());
+    return true;
+}
+
 std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     auto analysis = std::make_unique<Analysis>();
     auto stage_done = [&](std::string_view stage) {
@@ -68,7 +92,15 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
     }
+    // Before the classifier: it copies the storage ids and tensor lists into the recipes.
+    if (options.infer_dataflow || !options.execution_trace_path.empty())
+        analysis->dataflow = infer_dataflow(trace);  // with an ET: its storage ids, summarised
+    if (analysis->dataflow.source == DataflowSource::Inferred)
+        analysis->notes.push_back(describe(analysis->dataflow));
+    analysis->tensor_lists =
+        recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
     analysis->recipes = classify(analysis->graph, options.classify_check);
+    explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
     stage_done("classify");
     annotate_reuse(analysis->graph, analysis->recipes);
     stage_done("reuse");

@@ -116,6 +116,13 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
     if (const double single = single_process_coverage(a); single < a.coverage)
         out << " (" << std::setprecision(2) << 100.0 * single
             << "% without the tier 4 collectives, which need every rank)";
+    out << "\n  dataflow: " << to_string(a.dataflow.source);
+    if (a.dataflow.source != DataflowSource::None)
+        out << ", " << a.dataflow.persistent_inputs << " inputs from before the step ("
+            << a.dataflow.persistent_storages << " storages, " << a.dataflow.persistent_bytes
+            << " bytes), " << a.dataflow.activation_inputs << " produced by an earlier op";
+    if (!a.tensor_lists.ops.empty())
+        out << "; tensor lists recovered for " << a.tensor_lists.ops.size() << " ops";
     out << "\n";
     const auto by_reason = reasons(a);
     std::vector<std::pair<std::string, std::pair<std::size_t, double>>> why(by_reason.begin(),
@@ -174,6 +181,16 @@ void write_inspect_json(std::ostream& out, const Analysis& a, int top) {
     json.field("unique_kernels", static_cast<std::uint64_t>(a.kernels.size()));
     json.field("coverage", a.coverage);
     json.field("coverage_single_process", single_process_coverage(a));
+    json.key("dataflow").begin_object();
+    json.field("source", to_string(a.dataflow.source))
+        .field("persistent_inputs", static_cast<std::uint64_t>(a.dataflow.persistent_inputs))
+        .field("activation_inputs", static_cast<std::uint64_t>(a.dataflow.activation_inputs))
+        .field("persistent_storages", static_cast<std::uint64_t>(a.dataflow.persistent_storages))
+        .field("persistent_bytes", a.dataflow.persistent_bytes)
+        .field("parameters", static_cast<std::uint64_t>(a.dataflow.parameters.size()))
+        .field("tensor_lists_recovered", static_cast<std::uint64_t>(a.tensor_lists.ops.size()))
+        .field("tensor_lists_unrecovered", static_cast<std::uint64_t>(a.tensor_lists.unrecovered));
+    json.end_object();
     json.key("parse").begin_object();
     json.field("compression", to_string(s.compression))
         .field("json_bytes", s.json_bytes)

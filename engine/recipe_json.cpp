@@ -347,6 +347,7 @@ void write_signature_file(std::ostream& out, const SignatureFile& file) {
     json.begin_object();
     json.field("schema", "replay.kernel_signatures/1");
     json.field("trace", file.trace).field("trace_hash", file.trace_hash);
+    if (!file.dataflow.empty()) json.field("dataflow", file.dataflow);
     json.key("kernels").begin_array();
     for (const auto& k : file.kernels) {
         json.begin_object();

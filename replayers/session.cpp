@@ -179,6 +179,7 @@ void add_inputs(Report& report, const Analysis& analysis) {
     if (!analysis.execution_trace.empty())
         report.inputs.emplace_back("et", analysis.execution_trace);
     if (!analysis.shape_log.empty()) report.inputs.emplace_back("shapes", analysis.shape_log);
+    report.inputs.emplace_back("dataflow", dataflow_label(analysis));
     for (const auto& note : analysis.notes) report.notes.push_back(note);
     report.totals.recipe_coverage = analysis.coverage;
 }

@@ -21,12 +21,7 @@ build="${BUILD:-build-gpu}"
 replay="$build/cli/replay"
 mkdir -p "$out"
 [ -x "$replay" ] || scripts/gpu_build.sh "$build" > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-nvidia_libs="$(python3 - <<'PY'
-import glob, os, site
-print(":".join(d for b in site.getsitepackages() for d in sorted(glob.glob(os.path.join(b, "nvidia", "*", "lib")))))
-PY
-)"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh  # the cuBLAS/CUPTI PyTorch uses
 trace=traces/h200/bloom_b1.json.gz
 log() { echo "== $(date +%T) $*" | tee -a "$out/sweep.log"; }
 

@@ -16,17 +16,7 @@ mkdir -p "$out"
 build=build-gpu
 replay="$build/cli/replay"
 
-# Load the cuBLAS/CUPTI that PyTorch itself uses, so cuBLAS heuristics pick the kernels the
-# recording picked (two copies of libcublas.so.13 cannot both be loaded).
-nvidia_libs="$(python3 - <<'EOF'
-import glob, os, site
-dirs = []
-for base in site.getsitepackages():
-    dirs += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib")))
-print(":".join(dirs))
-EOF
-)"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh  # the cuBLAS/CUPTI PyTorch uses
 
 log() { echo "== $(date +%T) $*" | tee -a "$out/validate.log"; }
 

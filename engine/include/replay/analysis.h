@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "replay/classifier.h"
+#include "replay/dataflow.h"
 #include "replay/kernel_graph.h"
 #include "replay/kineto_parser.h"
 #include "replay/shape_rewrite.h"
 #include "replay/signatures.h"
+#include "replay/tensor_lists.h"
 
 namespace replay {
 
@@ -29,6 +31,7 @@ struct AnalysisOptions {
     // Called as each stage ends ("parse", "graph", "classify", ...), for benchmarks that time the
     // stages and sample memory between them.
     std::function<void(std::string_view stage)> on_stage;
+    bool infer_dataflow = true;  // false: storage ids only from an Execution Trace
 };
 
 struct Analysis {
@@ -37,6 +40,11 @@ struct Analysis {
     NodeRecipes recipes;  // recipes[node]: the recipe of graph node `node`
     std::vector<UniqueKernel> kernels;
     double coverage = 0;  // share of recorded kernel time with a recipe
+    DataflowSummary dataflow;  // where the inputs' storage ids came from
+    // True when the inferred parameters did not fit the replay's memory and the storage ids
+    // were dropped (fit_dataflow).
+    bool dataflow_dropped = false;
+    TensorListSummary tensor_lists;  // tensor lists Kineto recorded as [], recovered
     std::string
         trace_hash;  // content hash of the recorded GPU activities (compression-independent)
     std::vector<std::string> notes;
@@ -46,6 +54,14 @@ struct Analysis {
     double parse_seconds = 0;
     const Trace& trace() const { return parsed.trace; }
 };
+
+// "et", "inferred", "none", or "inferred-fallback" after fit_dataflow dropped the storage ids.
+std::string dataflow_label(const Analysis& analysis);
+
+// Keeps a replay's memory bounded: when the parameters inferred without an Execution Trace need
+// more than `budget_bytes` (described by `budget_what`), drops the storage ids (buffers reused by
+// shape, as without dataflow) and says so in the notes. Returns true when it dropped them.
+bool fit_dataflow(Analysis& analysis, std::int64_t budget_bytes, const std::string& budget_what);
 
 // Throws InputError for unusable input. The result is not movable: the graph points into it.
 std::unique_ptr<Analysis> analyze(const AnalysisOptions& options);

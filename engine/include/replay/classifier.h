@@ -30,6 +30,9 @@ class NodeRecipes {
     std::size_t size() const { return entry_.size(); }
     std::uint32_t entry(std::size_t node) const { return entry_[node]; }
     const std::vector<Recipe>& table() const { return table_; }
+    // For edits that hold for every node of an entry alike (dropping storage ids, a reason
+    // that depends only on the decision's inputs).
+    std::vector<Recipe>& mutable_table() { return table_; }
 
     // Building: a new table entry, and which entry a node has.
     std::uint32_t add(Recipe recipe);

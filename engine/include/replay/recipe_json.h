@@ -26,6 +26,7 @@ struct SignatureFile {
     std::string trace;                  // the trace it was made from
     std::string trace_hash;             // Analysis::trace_hash
     std::vector<UniqueKernel> kernels;  // nodes are empty; recorded_us holds the statistics
+    std::string dataflow;  // where storage ids came from: "et", "inferred", "none" ("": not said)
 };
 // Writes kernel_signatures.json (schemas/kernel_signatures.schema.json).
 void write_signature_file(std::ostream& out, const SignatureFile& file);

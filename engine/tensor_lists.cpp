@@ -1,0 +1,126 @@
+#include "replay/tensor_lists.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+
+#include "replay/recipe.h"
+
+namespace replay {
+namespace {
+
+bool is_empty_tensor_list(const Trace& trace, const OpArgument& arg) {
+    const std::string_view type = trace.names.view(arg.type);
+    return (type == "TensorList" || type.starts_with("GenericList")) && arg.dims.empty() &&
+           arg.list_ranks.empty();
+}
+
+std::int64_t blocks_of(const GpuActivity& a) {
+    return static_cast<std::int64_t>(std::max(a.grid[0], 1)) * std::max(a.grid[1], 1) *
+           std::max(a.grid[2], 1);
+}
+
+// The parameter list whose blocks are `blocks`: all of them, else without repeated shapes
+// (tied weights), dropped from the end.
+std::optional<std::vector<ParameterShape>> list_for(std::vector<ParameterShape> params,
+                                                    std::int64_t blocks, std::size_t& dropped) {
+    dropped = 0;
+    while (!params.empty()) {
+        if (multi_tensor_blocks(params) == blocks) return params;
+        std::size_t repeat = params.size();
+        for (std::size_t i = params.size(); i-- > 1 && repeat == params.size();)
+            for (std::size_t j = 0; j < i; ++j)
+                if (params[j].dims == params[i].dims && params[j].dtype == params[i].dtype) {
+                    repeat = i;
+                    break;
+                }
+        if (repeat == params.size()) break;
+        params.erase(params.begin() + static_cast<std::ptrdiff_t>(repeat));
+        ++dropped;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::int64_t multi_tensor_blocks(const std::vector<ParameterShape>& tensors) {
+    std::int64_t blocks = 0;
+    for (const auto& t : tensors) {
+        std::int64_t n = 1;
+        for (auto d : t.dims) n *= std::max<std::int64_t>(d, 0);
+        blocks += (n + kMultiTensorChunk - 1) / kMultiTensorChunk;
+    }
+    return blocks;
+}
+
+TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
+                                       const std::vector<ParameterShape>& parameters) {
+    TensorListSummary summary;
+    // The kernels each op launched (its own, not its children's: a _foreach op is a leaf).
+    std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::size_t>> launched;
+    for (const GraphNode& node : graph.nodes()) {
+        if (node.op == kNoIndex) continue;
+        const GpuActivity& a = graph.activity(node);
+        if (a.kind != ActivityKind::Kernel ||
+            trace.names.view(a.name).find("multi_tensor_apply") == std::string_view::npos)
+            continue;
+        auto& [blocks, launches] = launched[node.op];
+        blocks += blocks_of(a);
+        ++launches;
+    }
+    for (const auto& [op, figures] : launched) {
+        CpuOp& cpu = trace.cpu_ops[op];
+        if (!trace.names.view(cpu.name).starts_with("aten::_foreach_") || cpu.shapes == kNoIndex)
+            continue;
+        const auto& inputs = trace.op_shapes[cpu.shapes].inputs;
+        if (std::none_of(inputs.begin(), inputs.end(),
+                         [&](const OpArgument& a) { return is_empty_tensor_list(trace, a); }))
+            continue;
+        std::size_t dropped = 0;
+        const auto list = list_for(parameters, figures.first, dropped);
+        if (!list) {
+            ++summary.unrecovered;
+            continue;
+        }
+        OpShapes& shapes = trace.own_shapes(cpu);
+        for (OpArgument& arg : shapes.inputs) {
+            if (!is_empty_tensor_list(trace, arg)) continue;
+            for (const auto& p : *list) {
+                arg.dims.insert(arg.dims.end(), p.dims.begin(), p.dims.end());
+                arg.list_ranks.push_back(static_cast<std::uint8_t>(p.dims.size()));
+            }
+            arg.element_type = list->front().dtype;
+        }
+        std::string how = "tensor lists recovered (Kineto recorded []): the " +
+                          std::to_string(list->size()) +
+                          " parameters seen as weight-like inputs of the step";
+        if (dropped > 0) how += ", " + std::to_string(dropped) + " repeated shape(s) taken as tied";
+        how += "; their " + std::to_string(figures.first) +
+               " multi_tensor_apply blocks match the recorded " +
+               std::to_string(figures.second) + " launch(es)";
+        summary.ops.push_back(op);
+        summary.how.push_back(std::move(how));
+    }
+    return summary;
+}
+
+void explain_recovered_lists(const KernelGraph& graph, const TensorListSummary& lists,
+                             NodeRecipes& recipes) {
+    if (lists.ops.empty()) return;
+    // Nodes of one entry share the decision's inputs (op, recovered shapes): explained once.
+    std::vector<bool> explained(recipes.table().size(), false);
+    std::unordered_map<std::uint32_t, const std::string*> how;
+    for (std::size_t i = 0; i < lists.ops.size(); ++i) how[lists.ops[i]] = &lists.how[i];
+    const auto& nodes = graph.nodes();
+    for (std::size_t n = 0; n < nodes.size() && n < recipes.size(); ++n) {
+        auto it = how.find(nodes[n].op);
+        if (it == how.end()) continue;
+        const std::uint32_t entry = recipes.entry(n);
+        if (explained[entry]) continue;
+        explained[entry] = true;
+        Recipe& r = recipes.mutable_table()[entry];
+        r.reason = r.reason.empty() ? *it->second : *it->second + "; " + r.reason;
+    }
+}
+
+}  // namespace replay

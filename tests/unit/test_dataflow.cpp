@@ -1,0 +1,302 @@
+// Dataflow inferred without an Execution Trace (engine/dataflow.cpp): each rule on small traces,
+// and the inference measured against the storage identities of the ET on captures that have one.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "replay/analysis.h"
+#include "replay/dataflow.h"
+#include "replay/execution_trace.h"
+#include "replay/kernel_graph.h"
+#include "replay/kineto_parser.h"
+#include "replay/tensor_lists.h"
+#include "test_support.h"
+
+namespace {
+
+using replay::InputOrigin;
+using replay::testing::source_path;
+using replay::testing::TempFile;
+
+// A Kineto trace written event by event: cpu ops with record_shapes arguments, and kernels
+// launched from an op (a cudaLaunchKernel inside it, correlated with the kernel).
+class TraceBuilder {
+  public:
+    // dims/types/concrete: JSON array texts as Kineto writes them.
+    TraceBuilder& op(const std::string& name, double ts, double dur, const std::string& dims,
+                     const std::string& types, const std::string& concrete = "") {
+        ++external_;
+        add("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" + name + "\",\"pid\":1,\"tid\":1,\"ts\":" +
+            num(ts) + ",\"dur\":" + num(dur) + ",\"args\":{\"External id\":" + std::to_string(external_) +
+            ",\"Input Dims\":" + dims + ",\"Input type\":" + types +
+            (concrete.empty() ? "" : ",\"Concrete Inputs\":" + concrete) + "}}");
+        return *this;
+    }
+    TraceBuilder& step(int n, double ts, double dur) {
+        add("{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#" + std::to_string(n) +
+            "\",\"pid\":1,\"tid\":1,\"ts\":" + num(ts) + ",\"dur\":" + num(dur) + ",\"args\":{}}");
+        return *this;
+    }
+    // A kernel launched at `ts` by the op added last (the launch lies inside it).
+    TraceBuilder& kernel(const std::string& name, double ts, int grid_x) {
+        ++correlation_;
+        const std::string ids = ",\"args\":{\"correlation\":" + std::to_string(correlation_) +
+                                ",\"External id\":" + std::to_string(external_);
+        add("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+            "\"ts\":" + num(ts) + ",\"dur\":0.5" + ids + "}}");
+        add("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" + name + "\",\"pid\":0,\"tid\":7,\"ts\":" +
+            num(ts + 5) + ",\"dur\":3" + ids + ",\"device\":0,\"stream\":7,\"grid\":[" +
+            std::to_string(grid_x) + ",1,1],\"block\":[512,1,1]}}");
+        return *this;
+    }
+    std::string json() const { return "{\"traceEvents\":[" + events_ + "]}"; }
+    replay::Trace trace() const { return replay::parse_kineto_buffer(json(), {}, "built").trace; }
+
+  private:
+    static std::string num(double v) { return std::to_string(v); }
+    void add(const std::string& event) { events_ += (events_.empty() ? "" : ",") + event; }
+    std::string events_;
+    int external_ = 0, correlation_ = 0;
+};
+
+const replay::OpArgument& input(const replay::Trace& t, std::size_t op, std::size_t i) {
+    return t.op_shapes[t.cpu_ops[op].shapes].inputs[i];
+}
+
+// One linear layer as PyTorch records it: aten::linear(x, w, b) > aten::t(w), aten::addmm(b, x,
+// t(w)), ops 3 apart from `at`.
+void linear_layer(TraceBuilder& b, double at) {
+    b.op("aten::linear", at, 30, "[[1, 4], [8, 4], [8]]", "[\"float\", \"float\", \"float\"]")
+        .op("aten::t", at + 1, 5, "[[8, 4]]", "[\"float\"]")
+        .op("aten::addmm", at + 10, 15, "[[8], [1, 4], [4, 8], [], []]",
+            "[\"float\", \"float\", \"float\", \"Scalar\", \"Scalar\"]", "[\"\", \"\", \"\", \"1\", \"1\"]");
+}
+
+TEST(Dataflow, EachLayerWeightHasItsOwnStorage) {
+    TraceBuilder b;
+    linear_layer(b, 0);
+    b.op("aten::relu", 40, 5, "[[1, 8]]", "[\"float\"]");
+    b.op("aten::linear", 50, 30, "[[1, 8], [8, 8], [8]]", "[\"float\", \"float\", \"float\"]")
+        .op("aten::t", 51, 5, "[[8, 8]]", "[\"float\"]")
+        .op("aten::addmm", 60, 15, "[[8], [1, 8], [8, 8], [], []]",
+            "[\"float\", \"float\", \"float\", \"Scalar\", \"Scalar\"]");
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    const auto summary = replay::infer_dataflow(t);
+    ASSERT_EQ(summary.source, replay::DataflowSource::Inferred);
+    // Ops in order: linear 0, t 1, addmm 2, relu 3, linear 4, t 5, addmm 6.
+    EXPECT_TRUE(replay::weight_like_input(t, 2, 2));
+    EXPECT_FALSE(replay::weight_like_input(t, 2, 1));
+    // The addmm reads the weight through aten::t's view: the linear's weight storage.
+    EXPECT_EQ(input(t, 2, 2).storage_id, input(t, 0, 1).storage_id);
+    EXPECT_NE(input(t, 6, 2).storage_id, input(t, 2, 2).storage_id);  // another layer's weight
+    // relu reads what the first addmm wrote; the second layer reads relu's output.
+    EXPECT_EQ(input(t, 3, 0).storage_id, t.op_shapes[t.cpu_ops[2].shapes].output_storage_ids.at(0));
+    EXPECT_EQ(input(t, 4, 0).storage_id, t.op_shapes[t.cpu_ops[3].shapes].output_storage_ids.at(0));
+    const auto origins = replay::input_origins(t);
+    EXPECT_EQ(origins[2][2], InputOrigin::Persistent);
+    EXPECT_EQ(origins[2][1], InputOrigin::Persistent);  // the step's input: nobody wrote it
+    EXPECT_EQ(origins[3][0], InputOrigin::Activation);
+    EXPECT_EQ(origins[6][1], InputOrigin::Activation);
+    EXPECT_EQ(summary.parameters.size(), 4u);  // two weights, two biases
+}
+
+TEST(Dataflow, StepsShareParametersAndNotActivations) {
+    TraceBuilder b;
+    b.step(1, 0, 45);
+    linear_layer(b, 1);
+    b.op("aten::relu", 35, 5, "[[1, 8]]", "[\"float\"]");
+    b.step(2, 50, 45);
+    b.op("aten::relu", 51, 2, "[[1, 8]]", "[\"float\"]");
+    linear_layer(b, 55);
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    replay::infer_dataflow(t);
+    auto find = [&](const char* name, int nth) {
+        for (std::size_t i = 0; i < t.cpu_ops.size(); ++i)
+            if (t.names.view(t.cpu_ops[i].name) == name && nth-- == 0) return i;
+        return t.cpu_ops.size();
+    };
+    const std::size_t first = find("aten::addmm", 0), second = find("aten::addmm", 1);
+    ASSERT_LT(second, t.cpu_ops.size());
+    EXPECT_EQ(input(t, first, 2).storage_id, input(t, second, 2).storage_id);  // same weight
+    // Step 2's relu does not read step 1's addmm output although the dims match.
+    const std::size_t relu2 = find("aten::relu", 1);
+    EXPECT_NE(input(t, relu2, 0).storage_id,
+              t.op_shapes[t.cpu_ops[first].shapes].output_storage_ids.at(0));
+}
+
+TEST(Dataflow, DtypeMustMatchUnlessTheProducerConverts) {
+    TraceBuilder b;
+    b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"float\"]");
+    b.op("aten::neg", 10, 5, "[[2, 3]]", "[\"c10::Half\"]");  // not relu's output: another dtype
+    b.op("aten::_to_copy", 20, 5, "[[2, 3], []]", "[\"float\", \"Scalar\"]");
+    b.op("aten::abs", 30, 5, "[[2, 3]]", "[\"c10::Half\"]");  // the conversion's output
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    replay::infer_dataflow(t);
+    const auto out = [&](std::size_t op) {
+        return t.op_shapes[t.cpu_ops[op].shapes].output_storage_ids.at(0);
+    };
+    EXPECT_NE(input(t, 1, 0).storage_id, out(0));
+    EXPECT_EQ(input(t, 2, 0).storage_id, out(0));
+    EXPECT_EQ(input(t, 3, 0).storage_id, out(2));
+}
+
+TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
+    TraceBuilder b;
+    b.op("aten::relu", 0, 5, "[[2, 6]]", "[\"float\"]");
+    b.op("aten::view", 10, 2, "[[2, 6], []]", "[\"float\", \"ScalarList\"]", "[\"\", \"[3, 4]\"]");
+    b.op("aten::add_", 20, 2, "[[3, 4], [], []]", "[\"float\", \"Scalar\", \"Scalar\"]");
+    b.op("aten::sum", 30, 2, "[[3, 4], [], [], []]", "[\"float\", \"ScalarList\", \"Scalar\", \"\"]",
+         "[\"\", \"[1]\", \"False\", \"\"]");
+    b.op("aten::neg", 40, 2, "[[3]]", "[\"float\"]");
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    replay::infer_dataflow(t);
+    const auto relu_out = t.op_shapes[t.cpu_ops[0].shapes].output_storage_ids.at(0);
+    EXPECT_EQ(input(t, 1, 0).storage_id, relu_out);
+    EXPECT_EQ(input(t, 2, 0).storage_id, relu_out);  // the view's [3, 4] is relu's storage
+    EXPECT_EQ(input(t, 3, 0).storage_id, relu_out);  // add_ wrote it in place
+    EXPECT_EQ(input(t, 4, 0).storage_id, t.op_shapes[t.cpu_ops[3].shapes].output_storage_ids.at(0));
+    EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
+}
+
+TEST(Dataflow, WithoutShapesThereIsNothingToInfer) {
+    TraceBuilder b;
+    b.op("aten::relu", 0, 5, "[]", "[]");
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    EXPECT_EQ(replay::infer_dataflow(t).source, replay::DataflowSource::None);
+}
+
+TEST(Dataflow, StorageIdsOfAnExecutionTraceAreKept) {
+    TraceBuilder b;
+    b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"float\"]");
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    t.own_shapes(t.cpu_ops[0]).inputs[0].storage_id = 77;
+    EXPECT_EQ(replay::infer_dataflow(t).source, replay::DataflowSource::ExecutionTrace);
+    EXPECT_EQ(input(t, 0, 0).storage_id, 77);
+}
+
+TEST(TensorLists, MultiTensorBlocksCountChunks) {
+    std::vector<replay::ParameterShape> tensors{{{768}}, {{768, 2304}}, {{65536}}, {{65537}}};
+    EXPECT_EQ(replay::multi_tensor_blocks(tensors), 1 + 27 + 1 + 2);
+}
+
+std::string optimizer_trace(int grid_x) {
+    TraceBuilder b;
+    linear_layer(b, 0);  // parameters: [8, 4] weight (1 block), [8] bias (1 block)
+    b.kernel("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3", 11, 1);  // the addmm's
+    b.op("aten::_foreach_mul_", 100, 20, "[[], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"0.9\"]")
+        .kernel("void at::native::multi_tensor_apply_kernel<float>()", 101, grid_x);
+    return b.json();
+}
+
+TEST(TensorLists, RecoveredFromParametersWhenTheBlocksMatch) {
+    TempFile file("foreach.json", optimizer_trace(2));
+    replay::AnalysisOptions options;
+    options.trace_path = file.path();
+    const auto a = replay::analyze(options);
+    ASSERT_EQ(a->tensor_lists.ops.size(), 1u);
+    const replay::OpArgument& list = input(a->trace(), a->tensor_lists.ops[0], 0);
+    EXPECT_EQ(list.list_ranks.size(), 2u);
+    EXPECT_EQ(list.dims, (std::vector<std::int64_t>{8, 4, 8}));
+    ASSERT_EQ(a->recipes.size(), 2u);
+    EXPECT_TRUE(a->recipes[1].replayable()) << a->recipes[1].reason;
+    EXPECT_NE(a->recipes[1].reason.find("tensor lists recovered"), std::string::npos);
+}
+
+TEST(TensorLists, LeftAloneWhenTheBlocksDisagree) {
+    TempFile file("foreach_bad.json", optimizer_trace(5));
+    replay::AnalysisOptions options;
+    options.trace_path = file.path();
+    const auto a = replay::analyze(options);
+    EXPECT_TRUE(a->tensor_lists.ops.empty());
+    EXPECT_EQ(a->tensor_lists.unrecovered, 1u);
+    ASSERT_GT(a->recipes.size(), 1u);
+    EXPECT_FALSE(a->recipes[1].replayable());
+}
+
+TEST(Dataflow, FallsBackToReuseByShapeOverBudget) {
+    TempFile file("budget.json", optimizer_trace(2));
+    replay::AnalysisOptions options;
+    options.trace_path = file.path();
+    auto a = replay::analyze(options);
+    EXPECT_EQ(replay::dataflow_label(*a), "inferred");
+    const auto* gemm = std::get_if<replay::GemmRecipe>(&a->recipes[0].detail);
+    ASSERT_NE(gemm, nullptr) << a->recipes[0].reason;
+    EXPECT_GE(gemm->b_storage, 0);  // the layer's own weight buffer
+    EXPECT_EQ(gemm->b_reuse_bytes, replay::kReuseFirstTouch);
+    EXPECT_FALSE(replay::fit_dataflow(*a, 1 << 30, "the test's budget"));
+    EXPECT_TRUE(replay::fit_dataflow(*a, 16, "the test's budget"));
+    EXPECT_EQ(replay::dataflow_label(*a), "inferred-fallback");
+    EXPECT_EQ(gemm->b_storage, -1);
+    EXPECT_EQ(gemm->b_reuse_bytes, replay::kReuseUnknown);
+    EXPECT_NE(a->notes.back().find("reused by shape"), std::string::npos);
+}
+
+struct Agreement {
+    std::size_t inputs = 0, agree = 0, et_persistent = 0, both_persistent = 0;
+    double share() const { return inputs == 0 ? 0 : double(agree) / double(inputs); }
+};
+
+// Per tensor input of every op that has a storage id in both: the same origin?
+Agreement agreement(const std::string& kineto, const std::string& et_path) {
+    auto with_et = replay::parse_kineto(source_path(kineto));
+    auto inferred = replay::parse_kineto(source_path(kineto));
+    (void)replay::KernelGraph::build(with_et.trace);
+    (void)replay::KernelGraph::build(inferred.trace);
+    replay::attach_execution_trace(with_et.trace, replay::read_execution_trace(source_path(et_path)));
+    const auto summary = replay::infer_dataflow(inferred.trace);
+    EXPECT_EQ(summary.source, replay::DataflowSource::Inferred);
+    const auto truth = replay::input_origins(with_et.trace);
+    const auto guess = replay::input_origins(inferred.trace);
+    Agreement a;
+    for (std::size_t op = 0; op < truth.size() && op < guess.size(); ++op)
+        for (std::size_t i = 0; i < truth[op].size() && i < guess[op].size(); ++i) {
+            if (truth[op][i] == InputOrigin::NotTensor || guess[op][i] == InputOrigin::NotTensor)
+                continue;
+            ++a.inputs;
+            a.agree += truth[op][i] == guess[op][i];
+            if (truth[op][i] == InputOrigin::Persistent) {
+                ++a.et_persistent;
+                a.both_persistent += guess[op][i] == InputOrigin::Persistent;
+            }
+        }
+    std::printf("%s: %zu inputs, %.1f%% agree with the ET; ET-persistent inputs found "
+                "persistent: %zu of %zu\n",
+                kineto.c_str(), a.inputs, 100.0 * a.share(), a.both_persistent, a.et_persistent);
+    return a;
+}
+
+// Measured when written (the tests print the figures): BLOOM b1 92.2%, GPT-2 training 89.7%, the
+// older BLOOM capture 92.2%. One floor for every capture, below the lowest measured.
+constexpr double kMinAgreement = 0.85;
+
+TEST(DataflowAgainstEt, BloomB1) {
+    const auto a = agreement("traces/h200/bloom_b1_with_et.json.gz",
+                             "traces/h200/bloom_b1_with_et.et.json.gz");
+    EXPECT_GT(a.inputs, 1000u);
+    EXPECT_GE(a.share(), kMinAgreement);
+}
+
+TEST(DataflowAgainstEt, Gpt2Training) {
+    const auto a = agreement("traces/h200/gpt2_train_with_et.json.gz",
+                             "traces/h200/gpt2_train_with_et.et.json.gz");
+    EXPECT_GT(a.inputs, 1000u);
+    EXPECT_GE(a.share(), kMinAgreement);
+}
+
+TEST(DataflowAgainstEt, OlderBloomCapture) {
+    const auto a = agreement("traces/h200/bloom560m_fp16_b1_s5.json.gz",
+                             "traces/h200/bloom560m_fp16_b1_s5.et.json.gz");
+    EXPECT_GT(a.inputs, 1000u);
+    EXPECT_GE(a.share(), kMinAgreement);
+}
+
+}  // namespace
