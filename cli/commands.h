@@ -19,5 +19,7 @@ Command add_replay_command(CLI::App& app);
 Command add_regress_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
+Command add_ncu_command(CLI::App& app);
 
 }  // namespace replay::cli

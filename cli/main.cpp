@@ -1,5 +1,5 @@
 // The `replay` command line: inspect, classify, replay (sequential | unique), regress, compare,
-// predict.
+// predict, report (HTML), ncu-cmd.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
         "  replay regress --baseline R TRACE  replay and flag kernels slower than a baseline "
         "report\n"
         "  replay compare A B                 compare two reports (or two traces)\n"
-        "  replay predict TRACE               predict the step time, here or on another GPU\n\n"
+        "  replay predict TRACE               predict the step time, here or on another GPU\n"
+        "  replay report DIR -o report.html   one self-contained HTML page of a report\n"
+        "  replay ncu-cmd KERNEL_ID TRACE     the ncu command line that profiles one kernel\n\n"
         "Exit status: 0 ok, 1 regression found (regress/compare), 2 bad input or usage, or nothing "
         "replayed (outputs are then left as they were).",
         "replay"};
@@ -33,7 +35,8 @@ int main(int argc, char** argv) {
     remove_partial_outputs_on_signals();
     const Command commands[] = {add_inspect_command(app), add_classify_command(app),
                                 add_replay_command(app), add_regress_command(app),
-                                add_compare_command(app), add_predict_command(app)};
+                                add_compare_command(app), add_predict_command(app),
+                                add_report_command(app),  add_ncu_command(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

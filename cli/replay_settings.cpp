@@ -66,6 +66,13 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()))
         ->capture_default_str();
+    app.add_flag("--nvtx", nvtx,
+                 "Run every replayed issue inside an NVTX range named by its unique-kernel id, "
+                 "recorded name and iteration (\"ID NAME (iteration N)\"), for nsys and ncu "
+                 "--nvtx-include; cuda backend. Off by default");
+    app.add_option("--only", only,
+                   "unique: time only these unique kernels (ids, repeatable); the others are "
+                   "skipped. `replay ncu-cmd` uses it");
 }
 
 DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend) const {
@@ -81,6 +88,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
                                                                    : Context::Recorded;
     o.sequential_check = !no_sequential_check;
     o.warm_inputs = !no_warm_inputs;
+    o.nvtx = nvtx;
+    o.only = only;
     if (!quiet)
         o.progress = [](const std::string& line) {
             std::fprintf(stderr, "replay: %s\n", line.c_str());
@@ -113,6 +122,11 @@ std::unique_ptr<Backend> ReplaySettings::make_backend() const {
 
 Report ReplaySettings::run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend,
                            bool quiet, Timeline* timeline) const {
+    if (!only.empty() && mode != "unique")
+        throw std::runtime_error("--only selects kernels in --mode unique");
+    if (nvtx && backend.environment().backend != "cuda" && !quiet)
+        std::fprintf(stderr, "replay: --nvtx: the %s backend has no NVTX ranges\n",
+                     backend.environment().backend.c_str());
     const DriverOptions options = driver_options(quiet, backend);
     if (analysis == nullptr) return replay_unique(*kernels, backend, options);
     if (mode == "sequential") return replay_sequential(*analysis, backend, options, timeline);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "replay/analysis.h"
 #include "replay/backend.h"
@@ -31,6 +32,8 @@ struct ReplaySettings {
     int device = 0;
     std::uint64_t seed = 0;
     std::int64_t max_tensor_bytes = 0;  // 0: the device's free memory
+    bool nvtx = false;
+    std::vector<std::string> only;  // unique mode: these unique-kernel ids alone
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);

@@ -1,66 +1,319 @@
 #include "replay/timeline.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <unordered_map>
 
 #include "replay/json_writer.h"
 
 namespace replay {
+namespace {
+
+// The process of the events the replay adds on the CPU side (the profiler steps, the replay's
+// issues, launches the recording lacks): above any Linux pid, so it never meets a recorded one.
+constexpr std::int64_t kReplayPid = 1 << 23;
+constexpr std::int64_t kReplayTid = 1;
+// Flow ids of the recorded -> replayed arrows start here, apart from the correlation ids.
+constexpr std::int64_t kReplayFlowBase = std::int64_t{1} << 40;
+
+const char* category(const std::string& kind) {
+    if (kind == "memcpy") return "gpu_memcpy";
+    if (kind == "memset") return "gpu_memset";
+    return "kernel";
+}
+
+// What the writer derives once: correlation ids and the clock of each side.
+struct Layout {
+    double offset_us = 0;  // the replayed step's start on the written clock
+    double recorded_end_us = 0, replayed_end_us = 0;
+    std::vector<std::int64_t> correlation;           // per item
+    std::vector<std::int64_t> launch_correlation;    // per launch; -1: launches nothing written
+    std::unordered_map<std::uint32_t, std::size_t> recorded_of_node;  // node -> item
+};
+
+Layout lay_out(const Timeline& t) {
+    Layout l;
+    l.offset_us = replayed_step_offset_us(t);
+    l.correlation.assign(t.items.size(), -1);
+    l.launch_correlation.assign(t.launches.size(), -1);
+    std::int64_t next = 1;
+    for (std::size_t i = 0; i < t.items.size(); ++i) {
+        const auto& item = t.items[i];
+        const double end = item.start_us + item.dur_us;
+        if (item.replayed) {
+            l.replayed_end_us = std::max(l.replayed_end_us, end);
+        } else {
+            l.recorded_end_us = std::max(l.recorded_end_us, end);
+            if (item.node != kNoIndex) l.recorded_of_node.emplace(item.node, i);
+        }
+        // A launch that started several activities (cudaGraphLaunch) keeps one correlation id.
+        if (!item.replayed && item.launch != kNoIndex) {
+            auto& c = l.launch_correlation[item.launch];
+            if (c < 0) c = next++;
+            l.correlation[i] = c;
+        } else {
+            l.correlation[i] = next++;
+        }
+    }
+    for (const auto& launch : t.launches)
+        l.recorded_end_us = std::max(l.recorded_end_us, launch.start_us + launch.dur_us);
+    return l;
+}
+
+void write_metadata(JsonWriter& json, const char* what, std::int64_t pid, std::int64_t tid,
+                    const std::string& name) {
+    json.begin_object().field("ph", "M").field("name", what).field("pid", pid);
+    if (tid >= 0) json.field("tid", tid);
+    json.key("args").begin_object().field("name", name).end_object();
+    json.end_object();
+}
+
+void write_slice(JsonWriter& json, const char* cat, const std::string& name, std::int64_t pid,
+                 std::int64_t tid, double ts, double dur) {
+    json.begin_object().field("ph", "X").field("cat", cat).field("name", name);
+    json.field("pid", pid).field("tid", tid).field("ts", ts).field("dur", dur);
+}
+
+void write_flow(JsonWriter& json, const char* cat, std::int64_t id, std::int64_t pid,
+                std::int64_t tid, double ts, bool start) {
+    json.begin_object().field("ph", start ? "s" : "f").field("id", id);
+    json.field("pid", pid).field("tid", tid).field("ts", ts);
+    json.field("cat", cat).field("name", cat);
+    if (!start) json.field("bp", "e");
+    json.end_object();
+}
+
+void write_tracks(JsonWriter& json, const Timeline& t) {
+    std::set<std::int64_t> devices;
+    std::set<std::pair<std::int64_t, std::int64_t>> streams;
+    std::set<std::pair<std::int64_t, std::int64_t>> threads;
+    for (const auto& item : t.items) {
+        devices.insert(item.device);
+        streams.emplace(item.device, item.stream);
+    }
+    for (const auto& launch : t.launches) threads.emplace(launch.pid, launch.tid);
+    for (auto d : devices) write_metadata(json, "process_name", d, -1, "GPU " + std::to_string(d));
+    for (const auto& [d, s] : streams)
+        write_metadata(json, "thread_name", d, s, "stream " + std::to_string(s));
+    std::set<std::int64_t> hosts;
+    for (const auto& [pid, tid] : threads) hosts.insert(pid);
+    for (auto pid : hosts) write_metadata(json, "process_name", pid, -1, "recorded host");
+    write_metadata(json, "process_name", kReplayPid, -1, "replay");
+    write_metadata(json, "thread_name", kReplayPid, kReplayTid,
+                   "profiler steps: 1 recorded, 2 replayed");
+}
+
+void write_steps(JsonWriter& json, const Layout& l) {
+    const std::pair<double, double> spans[] = {{0, l.recorded_end_us},
+                                               {l.offset_us, l.replayed_end_us}};
+    for (int step = 1; step <= 2; ++step) {
+        const auto& [start, length] = spans[step - 1];
+        write_slice(json, "user_annotation", "ProfilerStep#" + std::to_string(step), kReplayPid,
+                    kReplayTid, start, std::max(length, 0.001));
+        json.end_object();
+    }
+}
+
+void write_launches(JsonWriter& json, const Timeline& t, const Layout& l) {
+    for (std::size_t i = 0; i < t.launches.size(); ++i) {
+        if (l.launch_correlation[i] < 0) continue;
+        const auto& launch = t.launches[i];
+        write_slice(json, launch.driver ? "cuda_driver" : "cuda_runtime", launch.name, launch.pid,
+                    launch.tid, launch.start_us, launch.dur_us);
+        json.key("args").begin_object().field("correlation", l.launch_correlation[i]);
+        json.end_object().end_object();
+        write_flow(json, "ac2g", l.launch_correlation[i], launch.pid, launch.tid, launch.start_us,
+                   true);
+    }
+}
+
+// The CPU-side event of an activity whose launch the trace does not have, or of a replayed one:
+// HTA gives a GPU activity the profiler step of the CPU event with its correlation id.
+void write_stand_in_launch(JsonWriter& json, const Timeline::Item& item, double ts,
+                           std::int64_t correlation) {
+    write_slice(json, "cuda_runtime",
+                item.replayed ? "replay issue" : "launch not in the recording", kReplayPid,
+                kReplayTid, ts, 0);
+    json.key("args").begin_object().field("correlation", correlation).end_object();
+    json.end_object();
+    write_flow(json, "ac2g", correlation, kReplayPid, kReplayTid, ts, true);
+}
+
+void write_activity(JsonWriter& json, const Timeline::Item& item, double ts,
+                    std::int64_t correlation) {
+    write_slice(json, category(item.kind), item.name, item.device, item.stream, ts, item.dur_us);
+    json.key("args").begin_object();
+    json.field("device", item.device).field("stream", item.stream);
+    json.field("correlation", correlation);
+    if (item.external_id >= 0) json.field("External id", item.external_id);
+    if (item.kind == "kernel" && !item.replayed) {
+        json.key("grid").begin_array();
+        for (auto g : item.grid) json.value(g);
+        json.end_array().key("block").begin_array();
+        for (auto b : item.block) json.value(b);
+        json.end_array();
+        if (item.registers >= 0) json.field("registers per thread", item.registers);
+        if (item.shared_memory >= 0) json.field("shared memory", item.shared_memory);
+    }
+    if (item.bytes >= 0) json.field("bytes", item.bytes);
+    json.field("side", item.replayed ? "replayed" : "recorded");
+    if (!item.kernel_id.empty()) json.field("kernel_id", item.kernel_id);
+    json.field("tier", to_string(item.tier));
+    if (item.replayed) {
+        json.field("recorded_dur_us", item.recorded_dur_us);
+        json.field("replayed_dur_us", item.dur_us);
+        json.field("error_pct", item.error_pct());
+    }
+    json.end_object().end_object();
+    write_flow(json, "ac2g", correlation, item.device, item.stream, ts, false);
+}
+
+}  // namespace
+
+void add_replayed_item(Timeline& timeline, std::string name, std::int64_t start_ns,
+                       std::int64_t end_ns, std::int64_t stream, std::uint32_t node) {
+    Timeline::Item item;
+    item.name = std::move(name);
+    item.stream = stream;
+    item.start_us = static_cast<double>(start_ns) / 1000.0;
+    item.dur_us = static_cast<double>(end_ns - start_ns) / 1000.0;
+    item.replayed = true;
+    item.node = node;
+    timeline.items.push_back(std::move(item));
+}
 
 void add_recorded_track(Timeline& timeline, const KernelGraph& graph) {
     double replay_origin = 1e300;
     for (const auto& i : timeline.items) replay_origin = std::min(replay_origin, i.start_us);
     for (auto& i : timeline.items) i.start_us -= replay_origin;
     const auto& nodes = graph.nodes();
-    const std::int64_t origin = nodes.empty() ? 0 : [&] {
-        std::int64_t m = graph.activity(nodes.front()).ts;
-        for (const auto& n : nodes) m = std::min(m, graph.activity(n).ts);
-        return m;
-    }();
     const Trace& trace = graph.trace();
-    for (const auto& n : nodes) {
-        const GpuActivity& a = graph.activity(n);
-        timeline.items.push_back({std::string(trace.names.view(a.name)), a.stream,
-                                  static_cast<double>(a.ts - origin) / 1000.0,
-                                  static_cast<double>(a.dur) / 1000.0, false});
+    // The recorded side starts at its first launch or activity.
+    Nanos origin = 0;
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+        const Nanos first = std::min(graph.activity(nodes[n]).ts, graph.launch_time(nodes[n]));
+        origin = n == 0 ? first : std::min(origin, first);
     }
+    const auto us = [&](Nanos t) { return static_cast<double>(t - origin) / 1000.0; };
+    std::unordered_map<std::uint32_t, std::uint32_t> launch_of_call;
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const GraphNode& node = nodes[n];
+        const GpuActivity& a = graph.activity(node);
+        Timeline::Item item;
+        item.name = std::string(trace.names.view(a.name));
+        item.kind = to_string(a.kind);
+        item.device = a.device;
+        item.stream = a.stream;
+        item.start_us = us(a.ts);
+        item.dur_us = static_cast<double>(a.dur) / 1000.0;
+        item.node = n;
+        item.external_id = a.external_id;
+        std::copy(a.grid, a.grid + 3, item.grid.begin());
+        std::copy(a.block, a.block + 3, item.block.begin());
+        item.registers = a.registers;
+        item.shared_memory = a.shared_memory;
+        item.bytes = a.bytes;
+        if (node.launch != kNoIndex) {
+            auto [it, added] = launch_of_call.emplace(
+                node.launch, static_cast<std::uint32_t>(timeline.launches.size()));
+            if (added) {
+                const RuntimeCall& call = trace.runtime_calls[node.launch];
+                timeline.launches.push_back({std::string(trace.names.view(call.name)),
+                                             us(call.ts), static_cast<double>(call.dur) / 1000.0,
+                                             call.pid, call.tid, call.is_driver});
+            }
+            item.launch = it->second;
+        }
+        timeline.items.push_back(std::move(item));
+    }
+    timeline.trace = trace.source;
+    timeline.devices = trace.meta.devices;
 }
 
-void write_replay_trace(std::ostream& out, const Timeline& timeline) {
+void attach_kernels(Timeline& timeline, const Analysis& analysis,
+                    const std::vector<std::pair<std::string, std::string>>& environment) {
+    const std::size_t n = analysis.graph.nodes().size();
+    std::vector<const UniqueKernel*> kernel_of(n, nullptr);
+    for (const auto& k : analysis.kernels)
+        for (auto node : k.nodes)
+            if (node < n) kernel_of[node] = &k;
+    for (auto& item : timeline.items) {
+        if (item.node == kNoIndex || item.node >= n) continue;
+        const UniqueKernel* k = kernel_of[item.node];
+        if (k != nullptr) {
+            item.kernel_id = k->id;
+            item.tier = k->recipe.tier;
+        }
+        if (item.replayed) {
+            const GpuActivity& recorded = analysis.graph.activity(analysis.graph.nodes()[item.node]);
+            item.recorded_dur_us = static_cast<double>(recorded.dur) / 1000.0;
+            item.device = recorded.device;
+            item.kind = to_string(recorded.kind);
+        }
+    }
+    timeline.environment = environment;
+}
+
+double replayed_step_offset_us(const Timeline& t) {
+    double end = 0;
+    for (const auto& item : t.items)
+        if (!item.replayed) end = std::max(end, item.start_us + item.dur_us);
+    for (const auto& launch : t.launches) end = std::max(end, launch.start_us + launch.dur_us);
+    // A gap of 5% (at least 1 us) keeps the two steps apart in a viewer.
+    return end + std::max(1.0, 0.05 * end);
+}
+
+void write_replay_trace(std::ostream& out, const Timeline& t) {
+    const Layout l = lay_out(t);
+    // HolisticTraceAnalysis finds a trace's rank with the pattern `"rank":\s+(\d+)`: the space
+    // after the colon is needed.
+    out << "{\n  \"schemaVersion\": 1,\n"
+        << "  \"distributedInfo\": {\"backend\": \"none\", \"rank\": 0, \"world_size\": 1},\n"
+        << "  \"deviceProperties\": ";
+    {
+        JsonWriter json(out, false);
+        json.begin_array();
+        for (const auto& d : t.devices) {
+            json.begin_object().field("id", d.id).field("name", d.name);
+            json.field("totalGlobalMem", d.total_global_mem);
+            json.field("computeMajor", d.compute_major).field("computeMinor", d.compute_minor);
+            json.field("numSms", d.num_sms).end_object();
+        }
+        json.end_array();
+    }
+    out << ",\n  \"replay\": ";
+    {
+        JsonWriter json(out, false);
+        json.begin_object().field("recorded_step", 1).field("replayed_step", 2);
+        json.field("replayed_offset_us", l.offset_us).field("trace", t.trace);
+        json.key("environment").begin_object();
+        for (const auto& [k, v] : t.environment) json.field(k, v);
+        json.end_object().end_object();
+    }
+    out << ",\n  \"displayTimeUnit\": \"ms\",\n  \"traceEvents\": ";
     JsonWriter json(out, false);
-    json.begin_object();
-    json.field("displayTimeUnit", "ns");
-    json.key("traceEvents").begin_array();
-    for (int pid : {1, 2}) {
-        json.begin_object().field("ph", "M").field("name", "process_name").field("pid", pid);
-        json.key("args")
-            .begin_object()
-            .field("name", pid == 1 ? "recorded" : "replayed")
-            .end_object();
-        json.end_object();
-    }
-    std::set<std::pair<int, std::int64_t>> tracks;
-    for (const auto& i : timeline.items) tracks.emplace(i.replayed ? 2 : 1, i.stream);
-    for (const auto& [pid, stream] : tracks) {
-        json.begin_object().field("ph", "M").field("name", "thread_name").field("pid", pid);
-        json.field("tid", stream);
-        json.key("args")
-            .begin_object()
-            .field("name", "stream " + std::to_string(stream))
-            .end_object();
-        json.end_object();
-    }
-    for (const auto& i : timeline.items) {
-        json.begin_object().field("ph", "X").field("cat", "kernel").field("name", i.name);
-        json.field("pid", i.replayed ? 2 : 1)
-            .field("tid", i.stream)
-            .field("ts", i.start_us)
-            .field("dur", i.dur_us);
-        json.end_object();
+    json.begin_array();
+    write_tracks(json, t);
+    write_steps(json, l);
+    write_launches(json, t, l);
+    std::int64_t flow = kReplayFlowBase;
+    for (std::size_t i = 0; i < t.items.size(); ++i) {
+        const auto& item = t.items[i];
+        const double ts = item.start_us + (item.replayed ? l.offset_us : 0);
+        if (item.replayed || item.launch == kNoIndex)
+            write_stand_in_launch(json, item, ts, l.correlation[i]);
+        write_activity(json, item, ts, l.correlation[i]);
+        if (!item.replayed) continue;
+        const auto recorded = l.recorded_of_node.find(item.node);
+        if (recorded == l.recorded_of_node.end()) continue;
+        const auto& from = t.items[recorded->second];
+        write_flow(json, "replay", flow, from.device, from.stream, from.start_us, true);
+        write_flow(json, "replay", flow, item.device, item.stream, ts, false);
+        ++flow;
     }
     json.end_array();
-    json.end_object();
-    out << '\n';
+    out << "\n}\n";
 }
 
 }  // namespace replay

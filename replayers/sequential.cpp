@@ -36,6 +36,7 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
     std::vector<std::size_t> positions;
     for (int it = 0; it < std::max(1, options.iterations); ++it) {
         std::vector<std::int64_t> last_end(graph.streams().size(), -1);  // recorded, per stream
+        session.set_iteration(it + 1);
         for (std::size_t s = 0; s < steps.size(); ++s) {
             const Step& step = steps[s];
             if (prepared[s]->disposition != Disposition::Ready) continue;
@@ -75,11 +76,10 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
             // On the recorded stream's id (not the replay's stream handle), so that each
             // replayed track sits beside its recorded one.
             if (timeline != nullptr && last_iteration)
-                for (const auto& r : g->second)
-                    timeline->items.push_back({r.name, graph.streams()[steps[s].stream].stream,
-                                               static_cast<double>(r.start_ns) / 1000.0,
-                                               static_cast<double>(r.end_ns - r.start_ns) / 1000.0,
-                                               true});
+                for (std::size_t i = 0; i < g->second.size(); ++i)
+                    add_replayed_item(*timeline, g->second[i].name, g->second[i].start_ns,
+                                      g->second[i].end_ns, graph.streams()[steps[s].stream].stream,
+                                      i < steps[s].nodes.size() ? steps[s].nodes[i] : kNoIndex);
         }
         if (options.progress) options.progress("iteration " + std::to_string(it + 1) + " done");
     }

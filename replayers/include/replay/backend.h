@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "replay/recipe.h"
+#include "replay/roofline.h"
 
 namespace replay {
 
@@ -65,6 +66,9 @@ struct Environment {
     int max_sm_clock_mhz = 0;
     std::int64_t total_memory = 0;
     int compute_major = 0, compute_minor = 0;
+    int sm_count = 0;
+    int memory_bus_width_bits = 0;
+    DevicePeaks peaks;  // none on the cpu backend: its report says "n/a"
     std::vector<std::string> notes;
 };
 
@@ -101,6 +105,9 @@ class Backend {
     virtual void warm_inputs(std::uint32_t handle, int stream) = 0;
     // Sleeps on the device (recorded pacing) for `ns` on `stream`, or waits on the host.
     virtual void delay(int stream, std::int64_t ns) = 0;
+    // --nvtx: the NVTX range the next issue() runs in, so that Nsight tools show and filter the
+    // replayed work by unique kernel; "" for none. Backends without NVTX (cpu) ignore it.
+    virtual void name_next_issue(const std::string& range) { (void)range; }
 
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
@@ -121,7 +128,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 1;
+inline constexpr std::uint32_t kBackendAbiVersion = 2;
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {
