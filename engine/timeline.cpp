@@ -25,7 +25,8 @@ const char* category(const std::string& kind) {
 
 // What the writer derives once: correlation ids and the clock of each side.
 struct Layout {
-    double offset_us = 0;  // the replayed step's start on the written clock
+    double recorded_offset_us = 0;  // launches before the first activity start at 0
+    double offset_us = 0;           // the replayed step's start on the written clock
     double recorded_end_us = 0, replayed_end_us = 0;
     std::vector<std::int64_t> correlation;           // per item
     std::vector<std::int64_t> launch_correlation;    // per launch; -1: launches nothing written
@@ -34,6 +35,7 @@ struct Layout {
 
 Layout lay_out(const Timeline& t) {
     Layout l;
+    l.recorded_offset_us = recorded_step_offset_us(t);
     l.offset_us = replayed_step_offset_us(t);
     l.correlation.assign(t.items.size(), -1);
     l.launch_correlation.assign(t.launches.size(), -1);
@@ -105,12 +107,14 @@ void write_tracks(JsonWriter& json, const Timeline& t) {
 }
 
 void write_steps(JsonWriter& json, const Layout& l) {
-    const std::pair<double, double> spans[] = {{0, l.recorded_end_us},
-                                               {l.offset_us, l.replayed_end_us}};
+    // Each step 1 us longer than its last activity: HTA gives an event the step whose
+    // [start, start + dur) holds its start, and the next step starts later than that.
+    const std::pair<double, double> spans[] = {
+        {0, l.recorded_offset_us + l.recorded_end_us + 1}, {l.offset_us, l.replayed_end_us + 1}};
     for (int step = 1; step <= 2; ++step) {
         const auto& [start, length] = spans[step - 1];
         write_slice(json, "user_annotation", "ProfilerStep#" + std::to_string(step), kReplayPid,
-                    kReplayTid, start, std::max(length, 0.001));
+                    kReplayTid, start, length);
         json.end_object();
     }
 }
@@ -119,12 +123,12 @@ void write_launches(JsonWriter& json, const Timeline& t, const Layout& l) {
     for (std::size_t i = 0; i < t.launches.size(); ++i) {
         if (l.launch_correlation[i] < 0) continue;
         const auto& launch = t.launches[i];
+        const double ts = launch.start_us + l.recorded_offset_us;
         write_slice(json, launch.driver ? "cuda_driver" : "cuda_runtime", launch.name, launch.pid,
-                    launch.tid, launch.start_us, launch.dur_us);
+                    launch.tid, ts, launch.dur_us);
         json.key("args").begin_object().field("correlation", l.launch_correlation[i]);
         json.end_object().end_object();
-        write_flow(json, "ac2g", l.launch_correlation[i], launch.pid, launch.tid, launch.start_us,
-                   true);
+        write_flow(json, "ac2g", l.launch_correlation[i], launch.pid, launch.tid, ts, true);
     }
 }
 
@@ -189,12 +193,11 @@ void add_recorded_track(Timeline& timeline, const KernelGraph& graph) {
     for (auto& i : timeline.items) i.start_us -= replay_origin;
     const auto& nodes = graph.nodes();
     const Trace& trace = graph.trace();
-    // The recorded side starts at its first launch or activity.
+    // The recorded side starts at its first activity, as the replayed one does (its launches
+    // start earlier: the writer shifts both for them).
     Nanos origin = 0;
-    for (std::size_t n = 0; n < nodes.size(); ++n) {
-        const Nanos first = std::min(graph.activity(nodes[n]).ts, graph.launch_time(nodes[n]));
-        origin = n == 0 ? first : std::min(origin, first);
-    }
+    for (std::size_t n = 0; n < nodes.size(); ++n)
+        origin = n == 0 ? graph.activity(nodes[n]).ts : std::min(origin, graph.activity(nodes[n]).ts);
     const auto us = [&](Nanos t) { return static_cast<double>(t - origin) / 1000.0; };
     std::unordered_map<std::uint32_t, std::uint32_t> launch_of_call;
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
@@ -255,13 +258,21 @@ void attach_kernels(Timeline& timeline, const Analysis& analysis,
     timeline.environment = environment;
 }
 
+double recorded_step_offset_us(const Timeline& t) {
+    double first = 0;
+    for (const auto& launch : t.launches) first = std::min(first, launch.start_us);
+    return -first;
+}
+
 double replayed_step_offset_us(const Timeline& t) {
     double end = 0;
     for (const auto& item : t.items)
         if (!item.replayed) end = std::max(end, item.start_us + item.dur_us);
     for (const auto& launch : t.launches) end = std::max(end, launch.start_us + launch.dur_us);
-    // A gap of 5% (at least 1 us) keeps the two steps apart in a viewer.
-    return end + std::max(1.0, 0.05 * end);
+    end += recorded_step_offset_us(t);
+    // A gap of 5% (at least 1 us) keeps the two steps apart in a viewer; the recorded step's
+    // annotation ends 1 us after its last activity.
+    return end + 1 + std::max(1.0, 0.05 * end);
 }
 
 void write_replay_trace(std::ostream& out, const Timeline& t) {
@@ -286,6 +297,7 @@ void write_replay_trace(std::ostream& out, const Timeline& t) {
     {
         JsonWriter json(out, false);
         json.begin_object().field("recorded_step", 1).field("replayed_step", 2);
+        json.field("recorded_offset_us", l.recorded_offset_us);
         json.field("replayed_offset_us", l.offset_us).field("trace", t.trace);
         json.key("environment").begin_object();
         for (const auto& [k, v] : t.environment) json.field(k, v);
@@ -300,7 +312,7 @@ void write_replay_trace(std::ostream& out, const Timeline& t) {
     std::int64_t flow = kReplayFlowBase;
     for (std::size_t i = 0; i < t.items.size(); ++i) {
         const auto& item = t.items[i];
-        const double ts = item.start_us + (item.replayed ? l.offset_us : 0);
+        const double ts = item.start_us + (item.replayed ? l.offset_us : l.recorded_offset_us);
         if (item.replayed || item.launch == kNoIndex)
             write_stand_in_launch(json, item, ts, l.correlation[i]);
         write_activity(json, item, ts, l.correlation[i]);
@@ -308,7 +320,8 @@ void write_replay_trace(std::ostream& out, const Timeline& t) {
         const auto recorded = l.recorded_of_node.find(item.node);
         if (recorded == l.recorded_of_node.end()) continue;
         const auto& from = t.items[recorded->second];
-        write_flow(json, "replay", flow, from.device, from.stream, from.start_us, true);
+        write_flow(json, "replay", flow, from.device, from.stream,
+                   from.start_us + l.recorded_offset_us, true);
         write_flow(json, "replay", flow, item.device, item.stream, ts, false);
         ++flow;
     }

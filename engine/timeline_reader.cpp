@@ -50,10 +50,11 @@ Timeline read_replay_trace(const std::string& path, std::size_t max_items_per_si
     if (root["traceEvents"].get_array().get(events) != simdjson::SUCCESS)
         throw InputError(path, 0, "not a replay_trace.json: no \"traceEvents\" array");
     Timeline t;
-    double offset = 0;
+    double offset = 0, recorded_offset = 0;
     dom::element replay;
     if (root["replay"].get(replay) == simdjson::SUCCESS) {
         offset = number_or(replay["replayed_offset_us"], 0);
+        recorded_offset = number_or(replay["recorded_offset_us"], 0);
         t.trace = text_or(replay["trace"]);
         dom::object environment;
         if (replay["environment"].get_object().get(environment) == simdjson::SUCCESS)
@@ -82,7 +83,7 @@ Timeline read_replay_trace(const std::string& path, std::size_t max_items_per_si
                 number_or(args["stream"], static_cast<double>(item.stream)));
             if (item.replayed) item.recorded_dur_us = number_or(args["recorded_dur_us"], NAN);
         }
-        if (item.replayed) item.start_us -= offset;
+        item.start_us -= item.replayed ? offset : recorded_offset;
         t.items.push_back(std::move(item));
     }
     // The first items of each side, in start order.

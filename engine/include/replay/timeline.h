@@ -72,6 +72,9 @@ void add_recorded_track(Timeline& timeline, const KernelGraph& graph);
 void attach_kernels(Timeline& timeline, const Analysis& analysis,
                     const std::vector<std::pair<std::string, std::string>>& environment);
 
+// Where the recorded step starts on the written clock: its launches precede its first activity,
+// which is at 0 in `timeline`, and no written time is negative.
+double recorded_step_offset_us(const Timeline& timeline);
 // Where the replayed step starts on the written clock: after the recorded one, with a gap.
 double replayed_step_offset_us(const Timeline& timeline);
 
