@@ -287,8 +287,9 @@ void distribution_chart(std::ostream& out, const KernelComparison& change,
     lo -= pad;
     hi += pad;
     chart_open(out, "distribution",
-               std::string(to_string(change.verdict)) + " " + number(change.change_pct, 1) +
-                   " %: " + change.name.substr(0, 90) + " (" + change.id + ")",
+               std::string(to_string(change.verdict)) + " " +
+                   (change.change_pct > 0 ? "+" : "") + number(change.change_pct, 1) + " %: " +
+                   change.name.substr(0, 90) + " (" + change.id + ")",
                sides[0].size() + sides[1].size());
     constexpr double kLeft = 70, kW = 460, kRow = 34;
     const auto x = [&](double v) { return kLeft + (v - lo) / (hi - lo) * kW; };
