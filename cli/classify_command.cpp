@@ -21,6 +21,7 @@ Command add_classify_command(CLI::App& app) {
         "Write the unique kernels with their tiers, the rule that decided and their recipes");
     add_trace_argument(*classify, s->trace)->required();
     add_load_options(*classify, s->load, SideFiles::Offered);
+    add_set_dims_option(*classify, s->load);
     classify
         ->add_option("-o,--output", s->output,
                      "Output file (schemas/kernel_signatures.schema.json)")

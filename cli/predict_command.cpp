@@ -14,6 +14,11 @@ void PredictCommand::add_options(CLI::App& app) {
                    "report.json of a replay of this trace (this GPU or another): its GPU times "
                    "replace the recorded ones (sequential: per activity; unique: each kernel's "
                    "median); kernels it lacks keep their recorded time");
+    app.add_option("--model", model_,
+                   "model.json of `replay fit`: kernels whose recipe a model covers (same op, "
+                   "dtypes and fixed dims as the swept kernel) get the model's time; the notes "
+                   "name every modelled kernel. --times, when given too, wins for the kernels it "
+                   "measured");
     app.add_option("--scale", scale_,
                    "Multiply GPU durations: TIER=FACTOR (tier 1-4 by number, tier1-tier4, copy, "
                    "gemm, aten, collective) or name~REGEX=FACTOR on kernel names; repeatable, "
@@ -35,6 +40,7 @@ void PredictCommand::add_options(CLI::App& app) {
 int PredictCommand::run(const Analysis& analysis, bool quiet) const {
     PredictOptions options;
     options.times_path = times_;
+    options.model_path = model_;
     for (const auto& rule : scale_) options.scale.push_back(parse_scale_rule(rule));
     options.launch_us = launch_us_;
     options.op_overhead_us = op_overhead_us_;
@@ -67,6 +73,7 @@ Command add_predict_command(CLI::App& app) {
     auto* predict = app.add_subcommand("predict", PredictCommand::kDescription);
     add_trace_argument(*predict, s->trace)->required();
     add_load_options(*predict, s->load, SideFiles::Offered);
+    add_set_dims_option(*predict, s->load);
     s->predict.add_options(*predict);
     return {predict, [s] { return s->predict.run(*load_trace(s->trace, s->load), s->load.quiet); }};
 }

@@ -30,7 +30,7 @@ class PredictCommand {
         "wait itself is the GPU work on the path)\n"
         "  unexplained: time before points kept at their recorded time (a helper thread's "
         "first event, an activity without a launch)\n"
-        "--times, --scale and --launch-us add a what-if prediction beside the recorded one.";
+        "--times, --model, --scale and --launch-us add a what-if prediction beside the recorded one.";
 
     // The subcommand's own options; its trace inputs (--et, --shapes, --strict, --quiet) come
     // from the trace loader, as every command's do (add_predict_command).
@@ -41,6 +41,7 @@ class PredictCommand {
     std::string out_dir_;
     bool json_ = false;
     std::string times_;
+    std::string model_;
     std::vector<std::string> scale_;
     double launch_us_ = NAN;
     double op_overhead_us_ = NAN;

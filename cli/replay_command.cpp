@@ -71,6 +71,7 @@ Command add_replay_command(CLI::App& app) {
     auto s = std::make_shared<ReplayState>();
     add_trace_argument(app, s->trace);
     add_load_options(app, s->load, SideFiles::Offered);
+    add_set_dims_option(app, s->load);
     s->settings.add_options(app);
     app.add_option("--kernels", s->kernel_file,
                    "Replay a kernel_signatures.json (from `replay classify`) in unique mode, "

@@ -12,24 +12,59 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                    "unique: each unique kernel alone")
         ->check(CLI::IsMember({"sequential", "unique"}))
         ->capture_default_str();
-    app.add_option("--backend", backend,
-                   "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto "
-                   "(cuda when a GPU is usable)")
-        ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
-        ->capture_default_str();
+    add_backend_option(app);
     if (with_out)
         app.add_option("--out", out_dir,
                        "Output folder: report.json, kernels.csv and, in sequential mode, "
                        "replay_trace.json")
             ->capture_default_str();
     app.add_option("--pace", pace,
-                   "sequential: none (back to back) or recorded (keep the recorded idle gaps "
-                   "on each stream)")
+                   "sequential: none (each step as soon as the host gets to it) or recorded "
+                   "(the host issues each step at its recorded launch time, counted from the "
+                   "step's first launch: the recorded gaps on every stream)")
         ->check(CLI::IsMember({"none", "recorded"}))
         ->capture_default_str();
-    app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")
+    app.add_option("--iterations", iterations,
+                   "sequential: replay the whole trace N times (after one untimed pass that "
+                   "does every first-use set-up)")
         ->check(CLI::Range(1, 1000000))
         ->capture_default_str();
+    app.add_flag("--graph", graph,
+                 "sequential: capture the steps (warm-up reads included) in CUDA graphs once "
+                 "and launch them per iteration: the whole step as one graph with --pace none, "
+                 "one graph per step with --pace recorded; steps that cannot be captured are "
+                 "issued directly (report.json's options say which path ran, its notes why)");
+    app.add_option("--trace-iterations", trace_iterations,
+                   "sequential: the replayed iterations in replay_trace.json, each its own "
+                   "profiler step after the recorded one (iteration N: ProfilerStep#N+1): last "
+                   "or all")
+        ->check(CLI::IsMember({"last", "all"}))
+        ->capture_default_str();
+    add_unique_options(app);
+    app.add_flag("--no-warm-inputs", no_warm_inputs,
+                 "sequential: do not read into L2, before each step, the inputs the recording "
+                 "had cached (replayed producers write their own buffers, not their "
+                 "consumers', so consumers would read activations from memory)");
+    app.add_flag("--no-sequential-check", no_sequential_check,
+                 "unique: skip the sequential pass that the predicted total is compared with");
+    add_device_options(app);
+}
+
+void ReplaySettings::add_sweep_options(CLI::App& app) {
+    add_backend_option(app);
+    add_unique_options(app);
+    add_device_options(app);
+}
+
+void ReplaySettings::add_backend_option(CLI::App& app) {
+    app.add_option("--backend", backend,
+                   "cuda (GPU), cpu (libtorch on the CPU, for testing without a GPU) or auto "
+                   "(cuda when a GPU is usable)")
+        ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+        ->capture_default_str();
+}
+
+void ReplaySettings::add_unique_options(CLI::App& app) {
     app.add_option("--warmup", warmup, "unique: untimed runs per kernel")
         ->check(CLI::Range(0, 1000000))
         ->capture_default_str();
@@ -48,12 +83,9 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                    "tens of milliseconds per run)")
         ->check(CLI::IsMember({"auto", "recorded", "previous", "none"}))
         ->capture_default_str();
-    app.add_flag("--no-warm-inputs", no_warm_inputs,
-                 "sequential: do not read into L2, before each step, the inputs the recording "
-                 "had cached (replayed producers write their own buffers, not their "
-                 "consumers', so consumers would read activations from memory)");
-    app.add_flag("--no-sequential-check", no_sequential_check,
-                 "unique: skip the sequential pass that the predicted total is compared with");
+}
+
+void ReplaySettings::add_device_options(CLI::App& app) {
     app.add_flag("--no-cupti", no_cupti,
                  "Time with CUDA events instead of CUPTI activity records (no per-kernel names)");
     app.add_option("--device", device, "GPU index")->capture_default_str();
@@ -79,6 +111,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     DriverOptions o;
     o.pace = pace == "recorded" ? Pace::Recorded : Pace::None;
     o.iterations = iterations;
+    o.graph = graph;
+    o.trace_all_iterations = trace_iterations == "all";
     o.warmup = warmup;
     o.runs = runs;
     o.l2_flush = l2_flush;

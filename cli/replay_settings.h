@@ -22,6 +22,8 @@ struct ReplaySettings {
     std::string out_dir = "replay_out";
     std::string pace = "none";
     int iterations = 1;
+    bool graph = false;
+    std::string trace_iterations = "last";
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
@@ -37,12 +39,19 @@ struct ReplaySettings {
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);
+    // `replay sweep`: the backend, unique mode's and the device's options.
+    void add_sweep_options(CLI::App& app);
     DriverOptions driver_options(bool quiet, const Backend& backend) const;
     // The backend asked for; `auto` falls back to the cpu backend, saying why. Throws when none.
     std::unique_ptr<Backend> make_backend() const;
     // A trace (`analysis`) in the chosen mode, or a signature file (`kernels`) in unique mode.
     Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet,
                Timeline* timeline) const;
+
+  private:
+    void add_backend_option(CLI::App& app);
+    void add_unique_options(CLI::App& app);
+    void add_device_options(CLI::App& app);
 };
 
 }  // namespace replay::cli

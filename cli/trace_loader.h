@@ -1,4 +1,5 @@
-// The one way every command reads a trace: the same options (--et, --shapes, --strict, --quiet),
+// The one way every command reads a trace: the same options (--et, --shapes, --strict, --quiet,
+// --max-event-bytes),
 // the same progress line and the same parse warnings on stderr.
 #pragma once
 
@@ -13,8 +14,10 @@ namespace replay::cli {
 struct LoadOptions {
     std::string et;      // --et: Execution Trace of the same run
     std::string shapes;  // --shapes: JSONL shape log
+    std::string set_dims;  // --set-dims batch=N,seq=N
     bool strict = false;
     bool quiet = false;
+    std::uint64_t max_event_bytes = ParseOptions{}.max_event_bytes;
 };
 
 // Which of the side-file options a command offers: they belong to one trace, so a command that
@@ -27,6 +30,10 @@ CLI::Option* add_trace_argument(CLI::App& app, std::string& path);
 
 // Adds --et and --shapes (when offered), --strict and -q/--quiet.
 void add_load_options(CLI::App& app, LoadOptions& options, SideFiles side_files);
+
+// Adds --set-dims (classify, predict, the replay and sweep): the trace rewritten to another
+// batch and sequence length (shape_rewrite.h).
+void add_set_dims_option(CLI::App& app, LoadOptions& options);
 
 // Parses and analyses one trace; prints the parse warnings unless quiet. Throws InputError.
 std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions& options);

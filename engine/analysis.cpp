@@ -49,6 +49,10 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(note.str());
     }
     analysis->graph = KernelGraph::build(trace);
+    if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
+        analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
+        analysis->notes.push_back(describe(*analysis->dims_rewrite));
+    }
     analysis->recipes = classify(analysis->graph);
     annotate_reuse(analysis->graph, analysis->recipes);
     analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);

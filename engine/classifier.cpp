@@ -375,6 +375,146 @@ Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
     return r;
 }
 
+// ---- index lists that Kineto recorded as [] ----------------------------------------------------
+
+// Ops whose argument 1 is `Tensor?[] indices`; Kineto records it as [] (no element shapes).
+bool takes_index_list(std::string_view op) {
+    return op == "aten::index" || op == "aten::_index_put_impl_" || op == "aten::index_put_" ||
+           op == "aten::index_put" || op == "aten::_unsafe_index" ||
+           op == "aten::_unsafe_index_put";
+}
+
+bool index_list_unrecorded(const Context& c) {
+    if (!c.aten_op || !takes_index_list(c.op_name(*c.aten_op))) return false;
+    const OpShapes* s = c.shapes(*c.aten_op);
+    return s != nullptr && s->inputs.size() > 1 && s->inputs[1].list_ranks.empty() &&
+           s->inputs[1].dims.empty();
+}
+
+// The direct children of `op`: Kineto writes an op's children right after it, so the ops near it
+// whose parent it is, in start order.
+std::vector<std::uint32_t> children_of(const Trace& trace, std::uint32_t op) {
+    constexpr std::uint32_t kWindow = 64;
+    const auto end = static_cast<std::uint32_t>(
+        std::min<std::size_t>(trace.cpu_ops.size(), std::size_t{op} + kWindow + 1));
+    std::vector<std::uint32_t> children;
+    for (std::uint32_t j = op > kWindow ? op - kWindow : 0; j < end; ++j)
+        if (trace.cpu_ops[j].parent == op) children.push_back(j);
+    std::sort(children.begin(), children.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return trace.cpu_ops[a].ts < trace.cpu_ops[b].ts;
+    });
+    return children;
+}
+
+// "[1024, 1]" -> {1024, 1}; empty when the text is not a list of integers.
+std::vector<std::int64_t> int_list(std::string_view text) {
+    std::vector<std::int64_t> values;
+    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return values;
+    text = text.substr(1, text.size() - 2);
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        std::string item(text.substr(0, comma));
+        try {
+            values.push_back(std::stoll(item));
+        } catch (...) {
+            return {};
+        }
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    }
+    return values;
+}
+
+// Whether `dims` broadcast to `shape` (numpy rules, aligned at the last dimension).
+bool broadcasts_to(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
+    if (dims.size() > shape.size()) return false;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        const std::int64_t d = dims[dims.size() - 1 - i], s = shape[shape.size() - 1 - i];
+        if (d != 1 && d != s) return false;
+    }
+    return true;
+}
+
+// The index tensors of an index op whose Tensor?[] Kineto recorded as []. PyTorch's
+// AdvancedIndex (the path of index and of index_put_ without accumulation) restrides self with an
+// as_strided child to index dims + self's remaining dims, then reshapes each index tensor to
+// [1]*before + its dims + [1]*after: the op's integer reshape/view children are its indices, in
+// order. Empty unless that pattern is there and consistent (the as_strided sizes recorded in
+// Concrete Inputs, the reshape sizes too where recorded; index_put_'s values broadcast to the
+// indexed shape):
+// other paths (index_put_ with accumulate sorts linearized indices) and indices of non-leading
+// dims (a None element before them, which a recipe's tensor list cannot say) stay unknown.
+std::vector<TensorSpec> indices_from_children(const Context& c, std::uint32_t op) {
+    const OpShapes* s = c.shapes(op);
+    if (s == nullptr || s->inputs.empty()) return {};
+    const std::vector<std::int64_t>& self = s->inputs[0].dims;
+    std::vector<TensorSpec> indices;
+    std::vector<std::vector<std::int64_t>> targets;
+    std::optional<std::vector<std::int64_t>> restride;  // the as_strided child's sizes, if recorded
+    for (std::uint32_t child : children_of(c.trace(), op)) {
+        const std::string_view name = c.op_name(child);
+        const OpShapes* cs = c.shapes(child);
+        if (cs == nullptr || cs->inputs.empty()) continue;
+        const OpArgument& in = cs->inputs[0];
+        auto concrete = [&](std::size_t i) {
+            return i < cs->inputs.size() ? int_list(c.trace().names.view(cs->inputs[i].concrete))
+                                         : std::vector<std::int64_t>{};
+        };
+        if (name == "aten::as_strided" && in.dims == self && !restride) {
+            restride = concrete(1);
+            continue;
+        }
+        if (name != "aten::reshape" && name != "aten::view") continue;
+        const DType dtype = dtype_from_kineto(c.trace().names.view(in.type));
+        if (dtype != DType::Int64 && dtype != DType::Int32) continue;
+        indices.push_back(tensor_from(c.trace(), in, 0, in.dims.size()));
+        targets.push_back(concrete(1));
+    }
+    // Without the restride's recorded sizes (traces before Concrete Inputs), x[:, i, j] and
+    // x[i, j] look alike.
+    if (!restride || restride->empty() || indices.empty() || indices.size() > self.size())
+        return {};
+    // The indexed shape: the (broadcast) index dims, then self's dims after the indexed ones.
+    std::vector<std::int64_t> indexed = indices.front().dims;
+    for (const auto& index : indices)
+        if (index.dims != indexed) return {};
+    indexed.insert(indexed.end(), self.begin() + static_cast<std::ptrdiff_t>(indices.size()),
+                   self.end());
+    if (*restride != indexed) return {};
+    const std::size_t after = self.size() - indices.size();
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+        const auto& dims = indices[k].dims;
+        const auto& target = targets[k];
+        if (target.empty()) continue;  // no Concrete Inputs: the restride check stands
+        if (target.size() != dims.size() + after ||
+            !std::equal(dims.begin(), dims.end(), target.begin()) ||
+            !std::all_of(target.begin() + static_cast<std::ptrdiff_t>(dims.size()), target.end(),
+                         [](std::int64_t v) { return v == 1; }))
+            return {};
+    }
+    if (c.op_name(op) != "aten::index" && c.op_name(op) != "aten::_unsafe_index" &&
+        (s->inputs.size() < 3 || !broadcasts_to(s->inputs[2].dims, indexed)))
+        return {};
+    return indices;
+}
+
+bool index_list_from_children(const Context& c) {
+    return index_list_unrecorded(c) && !indices_from_children(c, *c.aten_op).empty();
+}
+
+Recipe index_op_from_children(const Context& c) {
+    const std::uint32_t op = *c.aten_op;
+    AtenRecipe aten = aten_recipe(c, op);
+    AtenArgument& list = aten.args[1];
+    list.kind = ArgKind::TensorList;
+    list.type = "Tensor?[]";
+    list.tensors = indices_from_children(c, op);
+    Recipe r;
+    r.tier = Tier::AtenOp;
+    r.reason = "indices taken from the op's reshape children (Kineto records its Tensor?[] as [])";
+    r.detail = std::move(aten);
+    return r;
+}
+
 const std::vector<Rule>& rules() {
     static const std::vector<Rule> table = {
         {{"memcpy",
@@ -420,6 +560,12 @@ const std::vector<Rule>& rules() {
         {{"gemm", "GEMM kernel under aten::mm/addmm/bmm/baddbmm/linear/matmul: tier 2 cuBLASLt"},
          [](const Context& c) { return c.gemm_op && looks_like_gemm_kernel(c.name); },
          [](const Context& c) { return gemm_or_reason(c, false, "gemm"); }},
+        {{"index-list-from-children",
+          "kernel under aten::index/index_put_ whose Tensor?[] indices Kineto recorded as [] and "
+          "whose own children show them (self restrided, each index reshaped): tier 3 libtorch "
+          "op with those index tensors"},
+         index_list_from_children,
+         index_op_from_children},
         {{"tensor-list-unrecorded",
           "kernel under a dispatcher op whose tensor-list argument was recorded without its "
           "tensors (Kineto writes []; an Execution Trace has them)"},

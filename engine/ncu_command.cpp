@@ -26,7 +26,8 @@ std::string nvtx_range_name(std::string_view kernel_id, std::string_view kernel_
     std::string name(kernel_id);
     name += ' ';
     name += kernel_name;
-    name += " (iteration " + std::to_string(iteration) + ")";
+    // Iteration 0 is sequential mode's untimed plan pass.
+    name += iteration > 0 ? " (iteration " + std::to_string(iteration) + ")" : " (plan)";
     return name;
 }
 
@@ -83,14 +84,27 @@ std::string regex_escape(std::string_view text) {
 std::string ncu_command(const NcuTarget& t) {
     // Iteration 1 of that kernel: --warmup 0 --runs 1 issues it once, and --only keeps every
     // other kernel out; -c 1 stops after it.
-    std::string cmd = "ncu --nvtx --nvtx-include " +
-                      shell_quote(nvtx_range_name(t.kernel_id, t.kernel_name, 1) + "/") +
-                      " -k " + shell_quote("regex:" + regex_escape(kernel_function_name(t.kernel_name))) +
-                      " -c 1 -o " + shell_quote(t.report) + " " + shell_quote(t.replay);
-    for (const auto& arg : t.source_args) cmd += " " + shell_quote(arg);
-    cmd += " --mode unique --only " + shell_quote(t.kernel_id) +
-           " --warmup 0 --runs 1 --no-sequential-check --nvtx --backend cuda --out " +
-           shell_quote(t.out_dir);
+    std::string range = nvtx_range_name(t.kernel_id, t.kernel_name, 1);
+    range += '/';
+    std::string pattern = "regex:";
+    pattern += regex_escape(kernel_function_name(t.kernel_name));
+    std::string cmd = "ncu --nvtx --nvtx-include ";
+    cmd += shell_quote(range);
+    cmd += " -k ";
+    cmd += shell_quote(pattern);
+    cmd += " -c 1 -o ";
+    cmd += shell_quote(t.report);
+    cmd += ' ';
+    cmd += shell_quote(t.replay);
+    // Appended piece by piece: GCC 12's -Wrestrict misreads `"literal" + std::string&&`.
+    for (const auto& arg : t.source_args) {
+        cmd += ' ';
+        cmd += shell_quote(arg);
+    }
+    cmd += " --mode unique --only ";
+    cmd += shell_quote(t.kernel_id);
+    cmd += " --warmup 0 --runs 1 --no-sequential-check --nvtx --backend cuda --out ";
+    cmd += shell_quote(t.out_dir);
     return cmd;
 }
 

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <unordered_map>
 
 #include "replay/report.h"
 #include "replay/report_json.h"
+#include "replay/timing_model.h"
 
 namespace replay {
 namespace {
@@ -103,6 +105,34 @@ TimesSource apply_report(const Analysis& analysis, const Report& report, const s
                         ": no kernel of this trace has a time there (another trace, or a report "
                         "made with/without --et or --shapes?): every duration is the recorded one");
     return source;
+}
+
+// Kernels that a timing model covers (its family, swept fields masked) get the model's time for
+// their recipe; the notes name each one.
+std::size_t apply_model(const Analysis& analysis, const std::string& path,
+                        std::vector<Nanos>& durations, std::vector<std::string>& notes) {
+    const TimingModelFile models = read_timing_model(path);
+    std::size_t modelled = 0;
+    for (const auto& kernel : analysis.kernels) {
+        const KernelTimingModel* model = models.find(kernel.recipe);
+        if (model == nullptr || !kernel.recipe.replayable()) continue;
+        const double us = model->predict(recipe_work(kernel.recipe));
+        for (auto n : kernel.nodes) durations[n] = to_nanos(us);
+        ++modelled;
+        char line[512];
+        std::snprintf(line, sizeof line,
+                      "modelled by %s: %s %s x%zu: %.3f us (recorded median %.3f us; model %s of "
+                      "kernel %s, held-out median error %.1f%%)",
+                      path.c_str(), kernel.id.c_str(), recipe_short_name(kernel.recipe).c_str(),
+                      kernel.nodes.size(), us, kernel.recorded_us.median, model->kind.c_str(),
+                      model->kernel_id.c_str(), model->error().median_pct);
+        notes.emplace_back(line);
+    }
+    notes.push_back(path + ": " + std::to_string(modelled) + " of " +
+                    std::to_string(analysis.kernels.size()) +
+                    " unique kernels timed by the model; the others keep their " +
+                    "recorded (or --times) duration");
+    return modelled;
 }
 
 std::size_t apply_scale(const Analysis& analysis, const std::vector<ScaleRule>& rules,
@@ -218,6 +248,10 @@ StepPrediction predict_step(const Analysis& analysis, const PredictOptions& opti
     if (options.what_if()) {
         Scenario what_if;
         what_if.gpu_durations = recorded;
+        // Measured times (--times) override modelled ones: the model is for kernels not run.
+        if (!options.model_path.empty())
+            out.modelled_kernels =
+                apply_model(analysis, options.model_path, what_if.gpu_durations, out.notes);
         if (!options.times_path.empty())
             out.times = apply_report(analysis, read_report_json(options.times_path),
                                      options.times_path, what_if.gpu_durations, out.notes);

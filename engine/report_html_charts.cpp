@@ -191,8 +191,15 @@ void tier_chart(std::ostream& out, const Report& report) {
 void gantt_chart(std::ostream& out, const Timeline& timeline,
                  const std::map<std::string, std::size_t>& kernel_index,
                  std::size_t max_per_side) {
+    // The recorded step and the last replayed iteration (a replay's timeline may hold them all),
+    // without warm-up reads: activities only, as replay_trace.json gives them back.
+    int last = 0;
+    for (const auto& item : timeline.items)
+        if (item.replayed) last = std::max(last, item.iteration);
     std::vector<const Timeline::Item*> sides[2];
-    for (const auto& item : timeline.items) sides[item.replayed ? 1 : 0].push_back(&item);
+    for (const auto& item : timeline.items)
+        if (!item.warm_read && (!item.replayed || item.iteration == last))
+            sides[item.replayed ? 1 : 0].push_back(&item);
     std::set<std::pair<std::int64_t, std::int64_t>> lane_set;
     double span = 0;
     for (auto& side : sides) {

@@ -37,19 +37,26 @@ bool figure(dom::element e, double& out) {
     return e.is_object() && e["median"].get(median) == simdjson::SUCCESS && figure(median, out);
 }
 
-// Energy-named members of an object: numbers and statistics as they are; objects of numbers
-// under an energy name flattened as "name.member".
-void collect(dom::object object, std::vector<std::pair<std::string, double>>& out) {
-    for (auto [key, value] : object) {
-        if (!is_energy_name(key)) continue;
-        double x = 0;
-        if (figure(value, x)) {
-            out.emplace_back(std::string(key), x);
-        } else if (dom::object inner; value.get_object().get(inner) == simdjson::SUCCESS) {
-            for (auto [k2, v2] : inner)
-                if (figure(v2, x)) out.emplace_back(std::string(key) + "." + std::string(k2), x);
-        }
+// The numbers under an energy-named member, flattened as "energy.step.mj": numbers and
+// statistics (their median) as they are, objects followed a few levels down; null (NaN written
+// by the report), text, booleans and arrays (per-window samples) are left out, so that a report
+// that asked for energy and could not read it shows no figure rather than a 0.
+void flatten(const std::string& name, dom::element value, int depth,
+             std::vector<std::pair<std::string, double>>& out) {
+    double x = 0;
+    if (figure(value, x)) {
+        out.emplace_back(name, x);
+        return;
     }
+    dom::object inner;
+    if (depth == 0 || value.get_object().get(inner) != simdjson::SUCCESS) return;
+    for (auto [key, v] : inner) flatten(name + "." + std::string(key), v, depth - 1, out);
+}
+
+// Energy-named members of an object (energy, energy_mj, dynamic_energy_mj, power_w, ...).
+void collect(dom::object object, std::vector<std::pair<std::string, double>>& out) {
+    for (auto [key, value] : object)
+        if (is_energy_name(key)) flatten(std::string(key), value, 3, out);
 }
 
 }  // namespace
@@ -65,6 +72,10 @@ EnergyFields find_energy_fields(const std::string& report_json) {
     collect(root, f.totals);
     if (dom::object totals; root["totals"].get_object().get(totals) == simdjson::SUCCESS)
         collect(totals, f.totals);
+    // Why energy is n/a, when it was asked for and the backend could not read it.
+    std::string_view why;
+    if (root["energy"]["probe"]["why"].get_string().get(why) == simdjson::SUCCESS)
+        f.why = std::string(why);
     dom::array kernels;
     if (root["kernels"].get_array().get(kernels) != simdjson::SUCCESS) return f;
     for (dom::element k : kernels) {
@@ -86,7 +97,9 @@ EnergyFields find_energy_fields(const std::string& report_json) {
 }
 
 void energy_section(std::ostream& out, const EnergyFields& energy, const Report& report) {
-    out << "<h2 id=\"energy\">Energy</h2><div class=\"cards\">";
+    out << "<h2 id=\"energy\">Energy</h2>";
+    if (!energy.why.empty()) out << "<p class=\"note\">Energy n/a: " << escape(energy.why) << "</p>";
+    out << "<div class=\"cards\">";
     for (const auto& [name, value] : energy.totals)
         out << "<div class=\"card\"><div class=\"v\">" << number(value, 3)
             << "</div><div class=\"k\">" << escape(name) << "</div></div>";

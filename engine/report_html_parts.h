@@ -46,7 +46,8 @@ struct EnergyFields {
     std::vector<std::pair<std::string, double>> totals;
     std::vector<std::string> kernel_columns;  // the per-kernel field names, first seen first
     std::map<std::string, std::map<std::string, double>> kernels;  // kernel id -> column -> value
-    bool empty() const { return totals.empty() && kernels.empty(); }
+    std::string why;  // energy.probe.why: asked for, but not measured
+    bool empty() const { return totals.empty() && kernels.empty() && why.empty(); }
 };
 EnergyFields find_energy_fields(const std::string& report_json);
 // The energy section: the totals as cards, the kernels with energy figures as a table and a bar

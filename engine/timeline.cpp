@@ -23,12 +23,28 @@ const char* category(const std::string& kind) {
     return "kernel";
 }
 
-// What the writer derives once: correlation ids and the clock of each side.
+// The recorded side's end on its own clock: its last activity or launch.
+double recorded_end_us(const Timeline& t) {
+    double end = 0;
+    for (const auto& item : t.items)
+        if (!item.replayed) end = std::max(end, item.start_us + item.dur_us);
+    for (const auto& launch : t.launches) end = std::max(end, launch.start_us + launch.dur_us);
+    return end;
+}
+
+// A gap of 5% (at least 1 us) after a step keeps the steps apart in a viewer; a step's annotation
+// ends 1 us after its last activity.
+double next_step_start(double start, double length) {
+    return start + length + 1 + std::max(1.0, 0.05 * length);
+}
+
+// What the writer derives once: correlation ids and the clock of each step.
 struct Layout {
     double recorded_offset_us = 0;  // launches before the first activity start at 0
-    double offset_us = 0;           // the replayed step's start on the written clock
-    double recorded_end_us = 0, replayed_end_us = 0;
-    std::vector<std::int64_t> correlation;           // per item
+    double recorded_end_us = 0;
+    std::vector<ReplayedStep> steps;                 // per replayed iteration, in order
+    std::map<int, std::size_t> step_of_iteration;    // iteration -> steps
+    std::vector<std::int64_t> correlation;           // per item; -1: none (warm-up reads)
     std::vector<std::int64_t> launch_correlation;    // per launch; -1: launches nothing written
     std::unordered_map<std::uint32_t, std::size_t> recorded_of_node;  // node -> item
 };
@@ -36,19 +52,16 @@ struct Layout {
 Layout lay_out(const Timeline& t) {
     Layout l;
     l.recorded_offset_us = recorded_step_offset_us(t);
-    l.offset_us = replayed_step_offset_us(t);
+    l.recorded_end_us = recorded_end_us(t);
+    l.steps = replayed_steps(t);
+    for (std::size_t s = 0; s < l.steps.size(); ++s) l.step_of_iteration[l.steps[s].iteration] = s;
     l.correlation.assign(t.items.size(), -1);
     l.launch_correlation.assign(t.launches.size(), -1);
     std::int64_t next = 1;
     for (std::size_t i = 0; i < t.items.size(); ++i) {
         const auto& item = t.items[i];
-        const double end = item.start_us + item.dur_us;
-        if (item.replayed) {
-            l.replayed_end_us = std::max(l.replayed_end_us, end);
-        } else {
-            l.recorded_end_us = std::max(l.recorded_end_us, end);
-            if (item.node != kNoIndex) l.recorded_of_node.emplace(item.node, i);
-        }
+        if (item.warm_read) continue;
+        if (!item.replayed && item.node != kNoIndex) l.recorded_of_node.emplace(item.node, i);
         // A launch that started several activities (cudaGraphLaunch) keeps one correlation id.
         if (!item.replayed && item.launch != kNoIndex) {
             auto& c = l.launch_correlation[item.launch];
@@ -58,9 +71,13 @@ Layout lay_out(const Timeline& t) {
             l.correlation[i] = next++;
         }
     }
-    for (const auto& launch : t.launches)
-        l.recorded_end_us = std::max(l.recorded_end_us, launch.start_us + launch.dur_us);
     return l;
+}
+
+// An item's start on the written clock.
+double written_start(const Timeline::Item& item, const Layout& l) {
+    if (!item.replayed) return item.start_us + l.recorded_offset_us;
+    return item.start_us + l.steps[l.step_of_iteration.at(std::max(item.iteration, 1))].offset_us;
 }
 
 void write_metadata(JsonWriter& json, const char* what, std::int64_t pid, std::int64_t tid,
@@ -103,18 +120,19 @@ void write_tracks(JsonWriter& json, const Timeline& t) {
     for (auto pid : hosts) write_metadata(json, "process_name", pid, -1, "recorded host");
     write_metadata(json, "process_name", kReplayPid, -1, "replay");
     write_metadata(json, "thread_name", kReplayPid, kReplayTid,
-                   "profiler steps: 1 recorded, 2 replayed");
+                   "profiler steps: 1 recorded, then each replayed iteration (N + 1)");
 }
 
 void write_steps(JsonWriter& json, const Layout& l) {
     // Each step 1 us longer than its last activity: HTA gives an event the step whose
     // [start, start + dur) holds its start, and the next step starts later than that.
-    const std::pair<double, double> spans[] = {
-        {0, l.recorded_offset_us + l.recorded_end_us + 1}, {l.offset_us, l.replayed_end_us + 1}};
-    for (int step = 1; step <= 2; ++step) {
-        const auto& [start, length] = spans[step - 1];
-        write_slice(json, "user_annotation", "ProfilerStep#" + std::to_string(step), kReplayPid,
-                    kReplayTid, start, length);
+    write_slice(json, "user_annotation", "ProfilerStep#1", kReplayPid, kReplayTid, 0,
+                l.recorded_offset_us + l.recorded_end_us + 1);
+    json.end_object();
+    for (const auto& s : l.steps) {
+        write_slice(json, "user_annotation", "ProfilerStep#" + std::to_string(s.step), kReplayPid,
+                    kReplayTid, s.offset_us, s.end_us + 1);
+        json.key("args").begin_object().field("replayed_iteration", s.iteration).end_object();
         json.end_object();
     }
 }
@@ -165,6 +183,7 @@ void write_activity(JsonWriter& json, const Timeline::Item& item, double ts,
     if (!item.kernel_id.empty()) json.field("kernel_id", item.kernel_id);
     json.field("tier", to_string(item.tier));
     if (item.replayed) {
+        json.field("iteration", item.iteration);
         json.field("recorded_dur_us", item.recorded_dur_us);
         json.field("replayed_dur_us", item.dur_us);
         json.field("error_pct", item.error_pct());
@@ -173,24 +192,41 @@ void write_activity(JsonWriter& json, const Timeline::Item& item, double ts,
     write_flow(json, "ac2g", correlation, item.device, item.stream, ts, false);
 }
 
+// A warm-up read: on its stream's track, but with no stream, correlation or kernel id in its args,
+// so that HolisticTraceAnalysis takes it for no GPU kernel and no step's work.
+void write_warm_read(JsonWriter& json, const Timeline::Item& item, double ts) {
+    write_slice(json, "warm_read", item.name, item.device, item.stream, ts, item.dur_us);
+    json.key("args").begin_object();
+    json.field("side", "replayed").field("iteration", item.iteration).field("warm_read", true);
+    json.end_object().end_object();
+}
+
 }  // namespace
 
 void add_replayed_item(Timeline& timeline, std::string name, std::int64_t start_ns,
-                       std::int64_t end_ns, std::int64_t stream, std::uint32_t node) {
+                       std::int64_t end_ns, std::int64_t stream, std::uint32_t node, int iteration,
+                       bool warm_read) {
     Timeline::Item item;
     item.name = std::move(name);
     item.stream = stream;
     item.start_us = static_cast<double>(start_ns) / 1000.0;
     item.dur_us = static_cast<double>(end_ns - start_ns) / 1000.0;
     item.replayed = true;
-    item.node = node;
+    item.node = warm_read ? kNoIndex : node;
+    item.iteration = std::max(iteration, 1);
+    item.warm_read = warm_read;
     timeline.items.push_back(std::move(item));
 }
 
 void add_recorded_track(Timeline& timeline, const KernelGraph& graph) {
-    double replay_origin = 1e300;
-    for (const auto& i : timeline.items) replay_origin = std::min(replay_origin, i.start_us);
-    for (auto& i : timeline.items) i.start_us -= replay_origin;
+    std::map<int, double> replay_origin;  // iteration -> its first start
+    for (const auto& i : timeline.items) {
+        if (!i.replayed) continue;
+        auto [it, added] = replay_origin.emplace(std::max(i.iteration, 1), i.start_us);
+        if (!added) it->second = std::min(it->second, i.start_us);
+    }
+    for (auto& i : timeline.items)
+        if (i.replayed) i.start_us -= replay_origin[std::max(i.iteration, 1)];
     const auto& nodes = graph.nodes();
     const Trace& trace = graph.trace();
     // The recorded side starts at its first activity, as the replayed one does (its launches
@@ -241,7 +277,17 @@ void attach_kernels(Timeline& timeline, const Analysis& analysis,
     for (const auto& k : analysis.kernels)
         for (auto node : k.nodes)
             if (node < n) kernel_of[node] = &k;
+    std::map<std::int64_t, std::int64_t> device_of_stream;  // recorded stream -> its device
+    for (const auto& node : analysis.graph.nodes()) {
+        const GpuActivity& a = analysis.graph.activity(node);
+        device_of_stream.emplace(a.stream, a.device);
+    }
     for (auto& item : timeline.items) {
+        if (item.warm_read) {  // no node: on its stream's device
+            const auto d = device_of_stream.find(item.stream);
+            if (d != device_of_stream.end()) item.device = d->second;
+            continue;
+        }
         if (item.node == kNoIndex || item.node >= n) continue;
         const UniqueKernel* k = kernel_of[item.node];
         if (k != nullptr) {
@@ -264,15 +310,20 @@ double recorded_step_offset_us(const Timeline& t) {
     return -first;
 }
 
-double replayed_step_offset_us(const Timeline& t) {
-    double end = 0;
+std::vector<ReplayedStep> replayed_steps(const Timeline& t) {
+    std::map<int, double> end_of;  // iteration -> its last end
     for (const auto& item : t.items)
-        if (!item.replayed) end = std::max(end, item.start_us + item.dur_us);
-    for (const auto& launch : t.launches) end = std::max(end, launch.start_us + launch.dur_us);
-    end += recorded_step_offset_us(t);
-    // A gap of 5% (at least 1 us) keeps the two steps apart in a viewer; the recorded step's
-    // annotation ends 1 us after its last activity.
-    return end + 1 + std::max(1.0, 0.05 * end);
+        if (item.replayed) {
+            double& end = end_of[std::max(item.iteration, 1)];
+            end = std::max(end, item.start_us + item.dur_us);
+        }
+    std::vector<ReplayedStep> steps;
+    double start = next_step_start(0, recorded_step_offset_us(t) + recorded_end_us(t));
+    for (const auto& [iteration, end] : end_of) {
+        steps.push_back({iteration, iteration + 1, start, end});
+        start = next_step_start(start, end);
+    }
+    return steps;
 }
 
 void write_replay_trace(std::ostream& out, const Timeline& t) {
@@ -296,9 +347,23 @@ void write_replay_trace(std::ostream& out, const Timeline& t) {
     out << ",\n  \"replay\": ";
     {
         JsonWriter json(out, false);
-        json.begin_object().field("recorded_step", 1).field("replayed_step", 2);
+        json.begin_object().field("recorded_step", 1);
         json.field("recorded_offset_us", l.recorded_offset_us);
-        json.field("replayed_offset_us", l.offset_us).field("trace", t.trace);
+        // The last iteration is the one the HTML report draws.
+        if (!l.steps.empty()) {
+            json.field("replayed_step", l.steps.back().step);
+            json.field("replayed_iteration", l.steps.back().iteration);
+            json.field("replayed_offset_us", l.steps.back().offset_us);
+        }
+        json.key("replayed_steps").begin_array();
+        for (const auto& s : l.steps)
+            json.begin_object()
+                .field("step", s.step)
+                .field("iteration", s.iteration)
+                .field("offset_us", s.offset_us)
+                .end_object();
+        json.end_array();
+        json.field("trace", t.trace);
         json.key("environment").begin_object();
         for (const auto& [k, v] : t.environment) json.field(k, v);
         json.end_object().end_object();
@@ -312,7 +377,11 @@ void write_replay_trace(std::ostream& out, const Timeline& t) {
     std::int64_t flow = kReplayFlowBase;
     for (std::size_t i = 0; i < t.items.size(); ++i) {
         const auto& item = t.items[i];
-        const double ts = item.start_us + (item.replayed ? l.offset_us : l.recorded_offset_us);
+        const double ts = written_start(item, l);
+        if (item.warm_read) {
+            write_warm_read(json, item, ts);
+            continue;
+        }
         if (item.replayed || item.launch == kNoIndex)
             write_stand_in_launch(json, item, ts, l.correlation[i]);
         write_activity(json, item, ts, l.correlation[i]);

@@ -1,5 +1,5 @@
-// Reading replay_trace.json back for the HTML report: the GPU activities of both profiler steps,
-// on each side's own clock.
+// Reading replay_trace.json back for the HTML report: the GPU activities of the recorded profiler
+// step and of the last replayed iteration, on each side's own clock.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -12,7 +12,10 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-double number_or(dom::element e, double fallback) {
+// A member that is missing (an arg that only some events carry) gives the fallback.
+double number_or(simdjson::simdjson_result<dom::element> member, double fallback) {
+    dom::element e;
+    if (member.get(e) != simdjson::SUCCESS) return fallback;
     double d = 0;
     if (e.get_double().get(d) == simdjson::SUCCESS) return d;
     std::int64_t i = 0;
@@ -20,9 +23,10 @@ double number_or(dom::element e, double fallback) {
     return fallback;
 }
 
-std::string text_or(dom::element e, const std::string& fallback = {}) {
+std::string text_or(simdjson::simdjson_result<dom::element> member,
+                    const std::string& fallback = {}) {
     std::string_view s;
-    return e.get_string().get(s) == simdjson::SUCCESS ? std::string(s) : fallback;
+    return member.get_string().get(s) == simdjson::SUCCESS ? std::string(s) : fallback;
 }
 
 Tier tier_from_text(const std::string& t) {
@@ -51,15 +55,17 @@ Timeline read_replay_trace(const std::string& path, std::size_t max_items_per_si
         throw InputError(path, 0, "not a replay_trace.json: no \"traceEvents\" array");
     Timeline t;
     double offset = 0, recorded_offset = 0;
+    int iteration = 0;  // the replayed iteration drawn; 0: any (a trace of one)
     dom::element replay;
     if (root["replay"].get(replay) == simdjson::SUCCESS) {
         offset = number_or(replay["replayed_offset_us"], 0);
+        iteration = static_cast<int>(number_or(replay["replayed_iteration"], 0));
         recorded_offset = number_or(replay["recorded_offset_us"], 0);
         t.trace = text_or(replay["trace"]);
         dom::object environment;
         if (replay["environment"].get_object().get(environment) == simdjson::SUCCESS)
             for (auto [key, value] : environment)
-                t.environment.emplace_back(std::string(key), text_or(value));
+                t.environment.emplace_back(std::string(key), text_or(dom::element(value)));
     }
     for (dom::element e : events) {
         std::string_view ph, cat;
@@ -77,6 +83,8 @@ Timeline read_replay_trace(const std::string& path, std::size_t max_items_per_si
         dom::element args;
         if (e["args"].get(args) == simdjson::SUCCESS) {
             item.replayed = text_or(args["side"]) == "replayed";
+            item.iteration = static_cast<int>(number_or(args["iteration"], 0));
+            if (item.replayed && iteration > 0 && item.iteration != iteration) continue;
             item.kernel_id = text_or(args["kernel_id"]);
             item.tier = tier_from_text(text_or(args["tier"]));
             item.stream = static_cast<std::int64_t>(

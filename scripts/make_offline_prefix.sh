@@ -42,7 +42,7 @@ runtime_of() {
     | awk -v dev="$1" '/^ *Depends: lib/ { sub(/:.*$/, "", $2); if ($2 != dev) print $2 }'
 }
 
-packages=(libsimdjson-dev $(runtime_of libsimdjson-dev | grep '^libsimdjson') libcli11-dev)
+packages=(libsimdjson-dev $(runtime_of libsimdjson-dev | grep "^libsimdjson") libcli11-dev libyaml-cpp-dev)
 [ "$with_compression" = 1 ] && packages+=(libzstd-dev zlib1g-dev)
 [ "$with_gtest" = 1 ] && packages+=(libgtest-dev)
 

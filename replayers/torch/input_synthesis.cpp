@@ -1,9 +1,9 @@
 #include "input_synthesis.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <mutex>
 #include <string_view>
@@ -43,20 +43,40 @@ bool takes_probabilities(std::string_view op) {
     return false;
 }
 
-// Integer tensors that describe structure rather than index something: zeros are valid for all.
-bool is_structure_name(std::string name) {
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
-    for (std::string_view key : {"offset", "length", "cu_seqlens", "cum_seq", "seqlen", "seqused",
-                                 "crow", "ccol", "repeats", "sizes", "split"})
-        if (name.find(key) != std::string::npos) return true;
-    return false;
+// The largest exclusive upper bound random_ can take for an integer dtype.
+std::int64_t random_limit(at::ScalarType type) {
+    switch (type) {
+        case at::kBool:
+            return 2;
+        case at::kChar:
+            return std::numeric_limits<std::int8_t>::max();
+        case at::kByte:
+            return std::numeric_limits<std::uint8_t>::max();
+        case at::kShort:
+            return std::numeric_limits<std::int16_t>::max();
+        case at::kInt:
+            return std::numeric_limits<std::int32_t>::max();
+        default:
+            return std::numeric_limits<std::int64_t>::max();
+    }
+}
+
+// Every element of the storage under `t`: filling it keeps any view (overlapping, strided) of
+// it in range.
+at::Tensor whole_storage(const at::Tensor& t) {
+    const auto count = static_cast<std::int64_t>(t.storage().nbytes()) /
+                       static_cast<std::int64_t>(t.element_size());
+    return at::empty({0}, t.options()).set_(t.storage(), 0, {count}, {1});
 }
 
 }  // namespace
 
 InputSynthesis::InputSynthesis(c10::Device device, std::uint64_t seed, bool dataflow)
-    : device_(device), dataflow_(dataflow) {
+    : device_(device),
+      dataflow_(dataflow),
+      seed_(seed),
+      // Python numbers wrapped as CPU scalars stay on the host whatever the device.
+      host_generator_(at::detail::createCPUGenerator(seed + 1)) {
     if (device_.is_cuda()) {
         // CPU generators cannot fill CUDA tensors: seed the device's default generator.
         generator_ = at::globalContext().defaultGenerator(device_);
@@ -80,34 +100,11 @@ void InputSynthesis::drain_fills() const {
 void InputSynthesis::fill(const at::Tensor& t, Fill how, std::int64_t bound) {
     if (t.numel() == 0) return;
     switch (how) {
-        case Fill::Zeros:
-            t.zero_();
-            return;
-        case Fill::Index: {
+        case Fill::Below:
             // random_'s upper bound must be representable in the tensor's dtype.
-            std::int64_t limit = std::numeric_limits<std::int64_t>::max();
-            switch (t.scalar_type()) {
-                case at::kBool:
-                    limit = 2;
-                    break;
-                case at::kChar:
-                    limit = std::numeric_limits<std::int8_t>::max();
-                    break;
-                case at::kByte:
-                    limit = std::numeric_limits<std::uint8_t>::max();
-                    break;
-                case at::kShort:
-                    limit = std::numeric_limits<std::int16_t>::max();
-                    break;
-                case at::kInt:
-                    limit = std::numeric_limits<std::int32_t>::max();
-                    break;
-                default:
-                    break;
-            }
-            t.random_(0, std::clamp<std::int64_t>(bound, 1, limit), generator_);
+            t.random_(0, std::clamp<std::int64_t>(bound, 1, random_limit(t.scalar_type())),
+                      generator_);
             return;
-        }
         case Fill::Normal:
         case Fill::Uniform01: {
             // Half/bfloat16/complex/float8 random kernels are missing on some devices and
@@ -122,6 +119,36 @@ void InputSynthesis::fill(const at::Tensor& t, Fill how, std::int64_t bound) {
             return;
         }
     }
+}
+
+std::string InputSynthesis::fill_constrained(const at::Tensor& t, const ValueConstraint& c) {
+    if (t.numel() == 0) return {};
+    switch (c.role) {
+        case ValueRole::Index:
+        case ValueRole::Divisor: {
+            const std::int64_t low = c.role == ValueRole::Index ? 0 : 1;
+            const std::int64_t high = c.role == ValueRole::Index ? c.bound : c.bound + 1;
+            if (high <= low) return "it indexes an empty dimension (" + c.what + ")";
+            if (high > random_limit(t.scalar_type()))
+                return std::string("its dtype ") + c10::toString(t.scalar_type()) +
+                       " cannot hold indices up to " + std::to_string(high - 1);
+            at::Generator& generator = t.is_cpu() && !on_cpu() ? host_generator_ : generator_;
+            whole_storage(t).random_(low, high, generator);
+            return {};
+        }
+        case ValueRole::Offsets:
+        case ValueRole::Counts: {
+            if (at::has_internal_overlap(t) == at::MemOverlap::Yes)
+                return "its recorded strides overlap: its elements cannot hold distinct groups";
+            // Each routed op draws its own split (layers route differently), reproducibly.
+            const std::vector<std::int64_t> values =
+                group_values(c, t.numel(), seed_ + 0x9E3779B97F4A7C15ULL * ++group_draws_);
+            at::Tensor host = at::tensor(values, at::TensorOptions().dtype(at::kLong));
+            t.copy_(host.reshape(t.sizes()));
+            return {};
+        }
+    }
+    return {};
 }
 
 at::Tensor InputSynthesis::typed_view(const at::Tensor& bytes, at::ScalarType dtype) const {
@@ -162,31 +189,27 @@ at::Tensor InputSynthesis::make_tensor(const TensorSpec& spec, at::ScalarType dt
         .set_(storage.storage(), local.storage_offset, spec.dims, strides);
 }
 
-std::optional<std::vector<c10::IValue>> InputSynthesis::build_stack(const Plan& plan,
-                                                                    const AtenRecipe& recipe,
-                                                                    bool promote,
-                                                                    std::string& why) {
-    const auto& arguments = plan.op.schema().arguments();
+std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const AtenRecipe& recipe,
+                                                      bool promote, std::string& why) {
+    const c10::FunctionSchema& schema = plan.op.schema();
+    const auto& arguments = schema.arguments();
     const bool probabilities = takes_probabilities(recipe.op);
 
-    // Bounds for integer index tensors: every tensor's dims plus "num_*" int arguments.
+    // Integer data tensors (no value role) stay below the smallest positive dimension of the
+    // op's other tensors: should an unknown op index with them, they are in range of most dims.
     struct Dims {
         std::size_t arg, item;
         const std::vector<std::int64_t>* dims;
     };
     std::vector<Dims> all_dims;
-    std::int64_t num_bound = std::numeric_limits<std::int64_t>::max();
     for (std::size_t i = 0; i < plan.args.size(); ++i) {
         const ArgPlan& a = plan.args[i];
         if (a.source != Source::Recorded || a.recorded == nullptr) continue;
         for (std::size_t j = 0; j < a.recorded->tensors.size(); ++j)
             all_dims.push_back({i, j, &a.recorded->tensors[j].dims});
-        if (a.info.slot == Slot::Int && arguments[i].name().starts_with("num_"))
-            if (auto v = parse_int(a.recorded->value); v && *v > 0)
-                num_bound = std::min(num_bound, *v);
     }
-    auto index_bound = [&](std::size_t arg, std::size_t item) {
-        std::int64_t bound = num_bound;
+    auto data_bound = [&](std::size_t arg, std::size_t item) {
+        std::int64_t bound = std::numeric_limits<std::int64_t>::max();
         for (const Dims& d : all_dims) {
             if (d.arg == arg && d.item == item) continue;
             for (auto v : *d.dims)
@@ -229,24 +252,22 @@ std::optional<std::vector<c10::IValue>> InputSynthesis::build_stack(const Plan& 
         // List element dtypes are not recorded (the parser defaults them to float32); the
         // Tensor?[] lists of index/index_put hold indices.
         if (index_list && is_float_like(*dtype)) dtype = at::kLong;
-        // Traces before PyTorch 1.10 often lack dtypes: name the obvious integer/bool arguments.
+        // Traces before PyTorch 1.10 often lack dtypes: arguments that hold indices by their
+        // role are int64, masks bool.
         if (spec.dtype == DType::Unknown) {
-            const std::string& name = arguments[arg].name();
-            if (name == "target" || name == "indices" || name == "index" || name == "offsets")
+            if (holds_indices(schema, arg))
                 dtype = at::kLong;
-            else if (name == "mask")
+            else if (arguments[arg].name() == "mask")
                 dtype = at::kBool;
         }
         if (promote && is_reduced_float(*dtype)) dtype = at::kFloat;
         Fill how = Fill::Normal;
-        if (*dtype == at::kBool)
-            how = Fill::Index;
-        else if (!is_float_like(*dtype))
-            how = is_structure_name(arguments[arg].name()) ? Fill::Zeros : Fill::Index;
+        if (!is_float_like(*dtype))
+            how = Fill::Below;  // integers refilled below when their values have a role
         else if (probabilities)
             how = Fill::Uniform01;
         const bool share = dataflow_ && is_float_like(*dtype) && !probabilities;
-        return make_tensor(spec, *dtype, how, *dtype == at::kBool ? 2 : index_bound(arg, item),
+        return make_tensor(spec, *dtype, how, *dtype == at::kBool ? 2 : data_bound(arg, item),
                            share);
     };
 
@@ -375,7 +396,35 @@ std::optional<std::vector<c10::IValue>> InputSynthesis::build_stack(const Plan& 
                 return std::nullopt;
         }
     }
-    return stack;
+    // Integer tensors whose values index or split something get values inside their range.
+    auto constraints = value_constraints(schema, stack, why);
+    if (!constraints) return std::nullopt;
+    for (const ValueConstraint& c : *constraints) {
+        if (std::string error = fill_constrained(constrained_tensor(stack, c), c); !error.empty()) {
+            why = schema.name() + ": argument '" + arguments[c.arg].name() + "' (" + c.what +
+                  "): " + error;
+            return std::nullopt;
+        }
+    }
+    return BuiltStack{std::move(stack), std::move(*constraints)};
+}
+
+std::string check_constraints(const Plan& plan, const BuiltStack& built) {
+    const c10::FunctionSchema& schema = plan.op.schema();
+    for (const ValueConstraint& c : built.constraints) {
+        const at::Tensor host =
+            constrained_tensor(built.stack, c).to(at::kCPU).to(at::kLong).contiguous();
+        const std::int64_t* data = host.data_ptr<std::int64_t>();
+        const std::string error =
+            check_values(c, std::vector<std::int64_t>(data, data + host.numel()));
+        if (!error.empty()) {
+            const auto& name = schema.arguments()[c.arg].name();
+            return schema.name() + ": argument '" + name +
+                   (built.stack[c.arg].isList() ? "[" + std::to_string(c.item) + "]" : "") +
+                   "' breaks its " + to_string(c.role) + " range: " + error;
+        }
+    }
+    return {};
 }
 
 // The recorded tensors of a built stack, paired with what the recording says about them.

@@ -1,10 +1,12 @@
 #include "schema_binding.h"
 
 #include <algorithm>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 
+#include "op_libraries.h"
 #include "torch_values.h"
 
 namespace replay::torch_detail {
@@ -35,28 +37,39 @@ Slot scalar_slot(c10::TypeKind kind) {
     }
 }
 
-// name -> overload names, built once: the dispatcher has no lookup by name alone.
+// name -> overload names: the dispatcher has no lookup by name alone. Built after loading the
+// custom-op libraries, and again when another one was loaded since.
 const std::unordered_map<std::string, std::vector<std::string>>& overload_index() {
-    static const auto index = [] {
-        std::unordered_map<std::string, std::vector<std::string>> map;
-        for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames())
-            map[name.name].push_back(name.overload_name);
-        // Deterministic preference when costs tie: the default overload, then the others, then
-        // out= variants (they need an extra recorded tensor, so rarely tie anyway).
-        auto rank = [](const std::string& o) {
-            if (o.empty()) return 0;
-            if (o == "out" || o.ends_with("_out")) return 2;
-            return 1;
-        };
-        for (auto& [name, overloads] : map)
-            std::sort(overloads.begin(), overloads.end(),
-                      [&](const std::string& a, const std::string& b) {
-                          return std::pair(rank(a), a) < std::pair(rank(b), b);
-                      });
-        return map;
-    }();
-    return index;
+    static std::mutex mutex;
+    static std::unordered_map<std::string, std::vector<std::string>> map;
+    static std::size_t built_with = static_cast<std::size_t>(-1);
+    load_op_libraries();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (built_with == loaded_op_libraries()) return map;
+    built_with = loaded_op_libraries();
+    map.clear();
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames())
+        map[name.name].push_back(name.overload_name);
+    // Deterministic preference when costs tie: the default overload, then the others, then
+    // out= variants (they need an extra recorded tensor, so rarely tie anyway).
+    auto rank = [](const std::string& o) {
+        if (o.empty()) return 0;
+        if (o == "out" || o.ends_with("_out")) return 2;
+        return 1;
+    };
+    for (auto& [name, overloads] : map)
+        std::sort(overloads.begin(), overloads.end(),
+                  [&](const std::string& a, const std::string& b) {
+                      return std::pair(rank(a), a) < std::pair(rank(b), b);
+                  });
+    return map;
 }
+
+// Kineto records a Tensor?[] (index, index_put_) as [] or None: only an Execution Trace has the
+// element shapes.
+constexpr const char* kUnrecordedList =
+    "tensor list recorded without its tensors (Kineto writes [] for a tensor list): give the "
+    "run's --et";
 
 }  // namespace
 
@@ -192,8 +205,7 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                 case ArgKind::TensorList:
                     if (slot != Slot::TensorList) return reject("recorded a tensor list");
                     // No op takes an empty list where a list was recorded: its shapes are missing.
-                    if (rec->tensors.empty())
-                        return reject("tensor list recorded without its tensors");
+                    if (rec->tensors.empty()) return reject(kUnrecordedList);
                     break;
                 case ArgKind::Scalar:
                     if (trim(rec->value).empty()) {
@@ -237,6 +249,8 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                         plan.cost += 1;
                         break;
                     }
+                    if (slot == Slot::TensorList && !arg.info.optional)
+                        return reject(kUnrecordedList);
                     if (!fallback() && !guess()) return reject("recorded None");
                     break;
                 case ArgKind::Other:

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "op_libraries.h"
 #include "runner_impl.h"
 #include "schema_binding.h"
 
@@ -62,7 +63,9 @@ TorchDevice parse_device(const std::string& text) {
 }  // namespace
 
 TorchOpRunner::Impl::Impl(TorchDevice d, std::uint64_t seed, bool dataflow)
-    : device(d), synthesis(torch_device_of(d), seed, dataflow) {}
+    : device(d), synthesis(torch_device_of(d), seed, dataflow) {
+    for (std::string& note : torch_detail::load_op_libraries()) notes.insert(std::move(note));
+}
 
 Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
     Prepared result;
@@ -75,9 +78,18 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         return result;
     }
 
+    // The stack, its integer tensors' values checked on the host before anything launches: a
+    // synthesis bug skips the kernel instead of raising a device-side assert.
     std::string why;
-    auto stack = synthesis.build_stack(*best, recipe, false, why);
-    if (!stack) {
+    auto build = [&](bool promote) -> std::optional<torch_detail::BuiltStack> {
+        auto built = synthesis.build_stack(*best, recipe, promote, why);
+        if (!built) return std::nullopt;
+        why = torch_detail::check_constraints(*best, *built);
+        if (!why.empty()) return std::nullopt;
+        return built;
+    };
+    auto built = build(false);
+    if (!built) {
         result.reason = why;
         return result;
     }
@@ -85,22 +97,22 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
     // 1.13 has no CPU kernels for many float16 ops); on CUDA it would cost device time and
     // report errors asynchronously, so types are only validated there.
     if (on_cpu()) {
-        std::string error = torch_detail::trial_call(best->op, *stack);
+        std::string error = torch_detail::trial_call(best->op, built->stack);
         const ReducedFloats reduced = reduced_floats_of(recipe);
         if (!error.empty() && reduced.any()) {
-            auto promoted = synthesis.build_stack(*best, recipe, true, why);
+            auto promoted = build(true);
             // A promoted run that fails too keeps the original dtype's error: it says what the
             // trace needs.
-            if (promoted && torch_detail::trial_call(best->op, *promoted).empty()) {
+            if (promoted && torch_detail::trial_call(best->op, promoted->stack).empty()) {
                 result.reason = torch_detail::reduced_float_note(reduced.half, reduced.bfloat);
                 notes.insert(result.reason);
-                stack = std::move(promoted);
+                built = std::move(promoted);
                 error.clear();
             }
         }
         if (!error.empty()) {
             result.disposition = Disposition::Failed;
-            result.reason = error;
+            result.reason = recipe.op + " failed on the CPU: " + error;
             return result;
         }
     }
@@ -109,7 +121,7 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         result.reason += (result.reason.empty() ? "" : "; ") +
                          std::string("guessed unrecorded arguments: ") + guesses;
     synthesis.drain_fills();
-    torch_detail::OpWork work{best->op, std::move(*stack), {}};
+    torch_detail::OpWork work{best->op, std::move(built->stack), {}};
     work.inputs = torch_detail::inputs_of(*best, work.stack);
     result.handle = add(recipe.op, std::move(work));
     result.disposition = Disposition::Ready;

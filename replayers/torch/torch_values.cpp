@@ -8,10 +8,6 @@
 
 namespace replay::torch_detail {
 
-std::string missing_op_reason(const std::string& op) {
-    return std::string("op missing from this libtorch (") + TORCH_VERSION + "): " + op;
-}
-
 std::string short_error(const std::exception& e) {
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     std::string text = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();

@@ -16,7 +16,6 @@
 
 namespace replay::torch_detail {
 
-std::string missing_op_reason(const std::string& op);
 // First line of a c10::Error without the C++ backtrace, bounded: it ends up in reports.
 std::string short_error(const std::exception& e);
 

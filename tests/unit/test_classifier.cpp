@@ -215,3 +215,28 @@ TEST(Graph, HipStreamWaitsWithoutEventRecords) {
                   a->graph.launch_time(a->graph.nodes()[w.waiter]));
     }
 }
+
+// Kineto records the Tensor?[] of aten::index / index_put_ as []: the indices come from the op's
+// own children (self restrided by as_strided, each index reshaped), checked against the sizes
+// recorded in Concrete Inputs; without them (HTA's 2022 trace has none, and x[:, i] looks like
+// x[i]) the op keeps the plain aten-op classification.
+TEST(Classifier, IndexListsComeFromTheOpsChildren) {
+    auto a = analyze("h200/mixtral_prefill.json.gz");
+    std::size_t index_kernels = 0;
+    for (const auto& k : a->kernels) {
+        const auto* op = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        if (op == nullptr || (op->op != "aten::index" && op->op != "aten::_index_put_impl_"))
+            continue;
+        ++index_kernels;
+        EXPECT_EQ(k.recipe.rule, "index-list-from-children");
+        ASSERT_GE(op->args.size(), 2u);
+        ASSERT_EQ(op->args[1].kind, replay::ArgKind::TensorList);
+        ASSERT_EQ(op->args[1].tensors.size(), 1u);
+        // 512 tokens x top-2 routed rows.
+        EXPECT_EQ(op->args[1].tensors[0].dims, (std::vector<std::int64_t>{1024}));
+        EXPECT_EQ(op->args[1].tensors[0].dtype, replay::DType::Int64);
+    }
+    EXPECT_EQ(index_kernels, 4u);
+    auto dlrm = analyze("public/HolisticTraceAnalysis/control.json.gz");
+    for (const auto& r : dlrm->recipes) EXPECT_NE(r.rule, "index-list-from-children");
+}

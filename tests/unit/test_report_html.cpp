@@ -108,6 +108,22 @@ TEST(ReportHtml, ChartsHoldTheirPointsAndTheTimelineBothSides) {
     replay::HtmlReportOptions few;
     few.timeline_items = 2;
     EXPECT_EQ(charts(page(in, few)).at("timeline")[0], std::make_pair(4, 4));
+    // A timeline of every iteration draws the last one beside the recording, warm-up reads left
+    // out: an earlier iteration and a warm-up read add no mark.
+    auto several = t;
+    for (auto& item : several.items)
+        if (item.replayed) item.iteration = 2;
+    auto earlier = several.items.back();
+    earlier.iteration = 1;
+    several.items.push_back(earlier);
+    auto warm = several.items.back();
+    warm.iteration = 2;
+    warm.warm_read = true;
+    warm.kernel_id.clear();
+    several.items.push_back(warm);
+    in.timeline = &several;
+    EXPECT_EQ(charts(page(in)).at("timeline")[0], std::make_pair(10, 10));
+    in.timeline = &t;
     // Self-contained: no script, style or image from anywhere else.
     EXPECT_EQ(html.find("src="), std::string::npos);
     EXPECT_EQ(html.find("href="), std::string::npos);
@@ -170,6 +186,40 @@ TEST(ReportHtml, EnergyWhereTheReportHasIt) {
     // A report without such fields has no energy section.
     in.report_json = R"({"totals":{"wall_seconds":3},"kernels":[{"id":"g1","gb_per_s":1}]})";
     EXPECT_EQ(page(in).find("id=\"energy\""), std::string::npos);
+}
+
+// The layout issue 11's --energy gives report.json: an "energy" object at the top (probe, step,
+// model, predicted figures) and one per kernel (statistics, derived figures, per-window samples);
+// NaN is written as null. Nested figures are flattened by path, nulls and samples left out.
+TEST(ReportHtml, EnergyObjectsOfTheEnergyReport) {
+    const auto r = report(1.0);
+    replay::HtmlReportInput in;
+    in.report = &r;
+    in.report_json = R"({"totals":{"wall_seconds":3},
+        "energy":{"requested":true,"probe":{"available":true,"idle_power_w":71.5},
+                  "step":{"mj":12.5,"dynamic_mj":8,"samples_mj":[12,13]},"predicted_mj":null},
+        "tiers":[{"tier":1,"energy_mj":4.5}],
+        "kernels":[{"id":"g1","energy":{"uj":{"count":3,"median":812.5},"dynamic_uj":600,
+                                         "power_w":301.0,"samples_uj":[800,812,830],
+                                         "pj_per_flop":null}},
+                   {"id":"a1","energy":{"uj":{"count":3,"median":40},"dynamic_uj":null}}]})";
+    const std::string html = page(in);
+    const auto c = charts(html);
+    ASSERT_EQ(c.count("energy"), 1u);
+    EXPECT_EQ(c.at("energy")[0], std::make_pair(2, 2));
+    EXPECT_NE(html.find(">12.5</div><div class=\"k\">energy.step.mj<"), std::string::npos);
+    EXPECT_NE(html.find(">71.5</div><div class=\"k\">energy.probe.idle_power_w<"),
+              std::string::npos);
+    EXPECT_EQ(html.find("predicted_mj"), std::string::npos);  // null: no figure, not a 0
+    EXPECT_EQ(html.find("samples"), std::string::npos);
+    EXPECT_NE(html.find("<th>energy.uj</th><th>energy.dynamic_uj</th><th>energy.power_w</th>"),
+              std::string::npos);
+    // Asked for and not readable: the section says why, with no figures.
+    in.report_json = R"({"energy":{"requested":true,"probe":{"available":false,
+        "why":"the cpu backend has no energy counter"},"step":{"mj":null}},"kernels":[]})";
+    const std::string na = page(in);
+    EXPECT_NE(na.find("Energy n/a: the cpu backend has no energy counter"), std::string::npos);
+    EXPECT_EQ(charts(na).count("energy"), 0u);
 }
 
 }  // namespace

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "replay/classifier.h"
 #include "replay/kernel_graph.h"
 #include "replay/kineto_parser.h"
+#include "replay/shape_rewrite.h"
 #include "replay/signatures.h"
 
 namespace replay {
@@ -17,6 +19,7 @@ struct AnalysisOptions {
     std::string trace_path;
     std::string execution_trace_path;  // --et: PyTorch Execution Trace of the same run
     std::string shape_log_path;        // --shapes: JSONL shape log
+    std::optional<DimsRequest> set_dims;  // --set-dims: the trace rewritten to another shape
     ParseOptions parse;
 };
 
@@ -31,6 +34,7 @@ struct Analysis {
     std::vector<std::string> notes;
     std::string execution_trace;  // the --et file, when one was joined
     std::string shape_log;        // the --shapes file, when one was joined
+    std::optional<ShapeRewriteReport> dims_rewrite;  // --set-dims: what was rewritten
     double parse_seconds = 0;
     const Trace& trace() const { return parsed.trace; }
 };

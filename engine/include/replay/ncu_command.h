@@ -9,8 +9,9 @@
 namespace replay {
 
 // The NVTX range of an issue: the unique-kernel id and recorded name of the first kernel it
-// re-creates, and the iteration (sequential: the pass; unique: that kernel's issue, warmups
-// first, counting from 1): "1f0c2d... void gemm<...>(...) (iteration 1)".
+// re-creates, and the iteration (sequential: the timed pass, 0 for the untimed plan pass, named
+// "(plan)"; unique: that kernel's issue, warmups first, counting from 1):
+// "1f0c2d... void gemm<...>(...) (iteration 1)".
 std::string nvtx_range_name(std::string_view kernel_id, std::string_view kernel_name,
                             int iteration);
 

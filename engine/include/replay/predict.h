@@ -30,10 +30,13 @@ ScaleRule parse_scale_rule(std::string_view text);
 
 struct PredictOptions {
     std::string times_path;  // --times: a report.json of a replay of this trace
+    std::string model_path;  // --model: timing models (`replay fit`) for the kernels they cover
     std::vector<ScaleRule> scale;
     double launch_us = NAN;       // --launch-us: every kernel-launch call takes this long
     double op_overhead_us = NAN;  // --op-overhead-us: calibration instead of the estimate
-    bool what_if() const { return !times_path.empty() || !scale.empty() || !std::isnan(launch_us); }
+    bool what_if() const {
+        return !times_path.empty() || !model_path.empty() || !scale.empty() || !std::isnan(launch_us);
+    }
 };
 
 // Where the GPU durations of a --times run came from.
@@ -60,6 +63,7 @@ struct StepPrediction {
     ModelParameters parameters;
     PredictOptions options;
     std::optional<TimesSource> times;
+    std::size_t modelled_kernels = 0;  // unique kernels timed by --model
     std::size_t scaled_activities = 0;
     Nanos recorded_gpu_time = 0;  // summed activity durations
     Nanos what_if_gpu_time = 0;

@@ -1,0 +1,48 @@
+// Integer lists as recorded in `Concrete Inputs` ("[1, 5, 1024]", "[]"): read and written the
+// way Kineto writes them, for the code that changes recorded sizes (sweeps, --set-dims).
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace replay {
+
+// nullopt unless `text` is "[" integers separated by commas (spaces allowed) "]".
+inline std::optional<std::vector<std::int64_t>> parse_int_list(std::string_view text) {
+    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+    std::vector<std::int64_t> out;
+    std::size_t i = 1;
+    const std::size_t end = text.size() - 1;
+    const auto skip_spaces = [&] {
+        while (i < end && text[i] == ' ') ++i;
+    };
+    skip_spaces();
+    if (i == end) return out;
+    while (true) {
+        skip_spaces();
+        std::int64_t v = 0;
+        auto r = std::from_chars(text.data() + i, text.data() + end, v);
+        if (r.ec != std::errc()) return std::nullopt;
+        out.push_back(v);
+        i = static_cast<std::size_t>(r.ptr - text.data());
+        skip_spaces();
+        if (i == end) return out;
+        if (text[i] != ',') return std::nullopt;
+        ++i;
+    }
+}
+
+inline std::string format_int_list(const std::vector<std::int64_t>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i) out += ", ";
+        out += std::to_string(values[i]);
+    }
+    return out + "]";
+}
+
+}  // namespace replay
