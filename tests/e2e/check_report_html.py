@@ -6,7 +6,7 @@ as it says (data-points); a screenshot of each page is kept in OUTDIR. The page 
 bundled trace (8 GPUs) must stay under 10 MB and open in under 3 s.
 
 usage: check_report_html.py REPLAY ROOT OUTDIR [CHROMIUM]   (exit 77, a skip, without Chromium)"""
-import html.parser, json, os, shutil, subprocess, sys, tempfile, time
+import html.parser, json, math, os, shutil, subprocess, sys, tempfile, time
 
 replay, root, outdir = sys.argv[1], sys.argv[2], sys.argv[3]
 chromium = sys.argv[4] if len(sys.argv) > 4 else (shutil.which("chromium") or shutil.which("chromium-browser"))
@@ -169,28 +169,34 @@ with tempfile.TemporaryDirectory() as tmp:
         expect=(0, 1))
     pages.append(("regress", os.path.join(reg, os.path.basename(archived), "report.html"), ["scatter"]))
 
-    # compare: a baseline whose GEMMs were 15% faster, so that changes (and their distributions) show.
-    low = json.load(open(os.path.join(uniq, "report.json")))
-    for k in low["kernels"]:
-        if k.get("tier") == 2 and k.get("samples_us"):
-            k["samples_us"] = [x * 0.85 for x in k["samples_us"]]
-            for stat in ("min", "median", "mean", "max", "p95", "p99", "sum", "stddev"):
-                if isinstance(k["replayed_us"].get(stat), (int, float)):
-                    k["replayed_us"][stat] *= 0.85
+    # compare: a baseline whose slowest GEMM was 15% faster, so that a change (and its
+    # distributions) shows; that kernel's runs made steady on both sides (1% jitter), as in
+    # check_cpu_replay.py, since 5 CPU runs are too noisy to pin a verdict on.
+    current = json.load(open(os.path.join(uniq, "report.json")))
+    gemms = [k for k in current["kernels"] if k.get("tier") == 2 and k["samples_us"]]
+    target = max(gemms, key=lambda k: k["replayed_us"]["median"])
+    median = target["replayed_us"]["median"]
+    target["samples_us"] = [median * (1 + 0.01 * math.sin(i)) for i in range(20)]
+    cur_dir = os.path.join(tmp, "current")
+    os.makedirs(cur_dir)
+    json.dump(current, open(os.path.join(cur_dir, "report.json"), "w"))
+    target["samples_us"] = [x * 0.85 for x in target["samples_us"]]
+    target["replayed_us"]["median"] *= 0.85
     low_path = os.path.join(tmp, "low.json")
-    json.dump(low, open(low_path, "w"))
+    json.dump(current, open(low_path, "w"))
     cmp = os.path.join(tmp, "cmp")
-    run("compare", low_path, os.path.join(uniq, "report.json"), "--out", cmp, "--html", expect=(0, 1))
+    run("compare", low_path, os.path.join(cur_dir, "report.json"), "--out", cmp, "--html", expect=(1,))
     pages.append(("compare", os.path.join(cmp, "report.html"), ["scatter", "distribution"]))
 
     # The same four with energy in their report.
     for name, page, charts in list(pages):
-        src = os.path.dirname(page)
+        # compare's --out has no report.json: its current side is the unique replay's.
+        src = cur_dir if name == "compare" else os.path.dirname(page)
         energy_dir = with_energy(src, os.path.join(tmp, name + "_energy"))
         out_page = os.path.join(energy_dir, "report.html")
         args = ["report", energy_dir, "-o", out_page, "--quiet"]
         if name in ("regress", "compare"):
-            args[3:3] = ["--baseline", os.path.join(base_dir, "bloom.json") if name == "regress" else low_path]
+            args[2:2] = ["--baseline", os.path.join(base_dir, "bloom.json") if name == "regress" else low_path]
         run(*args)
         pages.append((name + "_energy", out_page, charts + ["energy"]))
 
@@ -200,18 +206,19 @@ with tempfile.TemporaryDirectory() as tmp:
         else:
             check(False, f"{name}: {page} was written")
 
-    # The largest bundled trace (8 GPUs): its page stays small and opens fast.
+    # The largest bundled trace (rank 3 of an 8-GPU job, 9450 activities): its page stays small and
+    # opens fast. On the cpu backend its large ops are left out (--max-tensor-bytes: the whole
+    # replay takes tens of GB and many minutes there); the page still holds every kernel and the
+    # recorded timeline's first 20000 activities.
     big = os.path.join(root, "traces/public/HolisticTraceAnalysis/control.json.gz")
     big_out = os.path.join(tmp, "big")
     run(big, "--mode", "sequential", "--out", big_out, "--html", "--backend", "cpu", "--quiet",
-        expect=(0, 2))
+        "--max-tensor-bytes", "16mb", "--no-warm-inputs")
     big_page = os.path.join(big_out, "report.html")
-    if not os.path.exists(big_page):  # nothing replayable on the cpu: the recorded side alone
-        run("compare", big, big, "--out", big_out, "--html", expect=(0, 1))
     size = os.path.getsize(big_page)
     check(size < 10 * 1024 * 1024, f"largest trace: report.html is {size / 1e6:.2f} MB (< 10 MB)")
     blank = blank_seconds()
-    took = min(open_page(big_page, "largest_trace", ["scatter"]) for _ in range(1))
+    took = open_page(big_page, "largest_trace", ["scatter", "tiers", "timeline"])
     check(took - blank < 3.0,
           f"largest trace: opens in {took:.2f} s headless, {took - blank:.2f} s beyond a blank page's "
           f"{blank:.2f} s (< 3 s)")
