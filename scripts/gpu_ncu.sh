@@ -79,15 +79,15 @@ EOF
           # that -k matched).
           ncu --import "$out/ncu_$id.ncu-rep" --csv --page raw --print-kernel-base function \
             --metrics gpu__time_duration.sum > "$out/ncu_$id.csv" 2> "$out/ncu_import_$id.err"
-          python3 - "$out/ncu_$id.csv" "$name" "$rc" "$what" "$id" <<'EOF' | tee -a "$out/ncu.log"
-import csv, re, sys
-path, wanted, rc, what, kid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+          python3 - "$out/ncu_$id.csv" "$cmd" "$rc" "$what" "$id" <<'EOF' | tee -a "$out/ncu.log"
+import csv, re, shlex, sys
+path, cmd, rc, what, kid = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 rows = [r for r in csv.DictReader(l for l in open(path) if l.startswith('"'))]
 rows = [r for r in rows if r.get("Kernel Name") and r.get("ID", "").isdigit()]
 names = [r["Kernel Name"] for r in rows]
-# The function's own name in the demangled one (what -k regex: matched).
-base = re.sub(r"\(.*$", "", wanted)
-base = re.sub(r"<.*$", "", base).split("::")[-1].split()[-1]
+# The function name that the printed command's -k regex: selects (unescaped).
+words = shlex.split(cmd)
+base = re.sub(r"\\(.)", r"\1", words[words.index("-k") + 1][len("regex:"):])
 ok = rc == 0 and len(rows) == 1 and base in names[0]
 ms = [r.get("gpu__time_duration.sum") for r in rows]
 print(f"{'PASS' if ok else 'FAIL'} {what} {kid}: command exit {rc}, ncu profiled {len(rows)} "

