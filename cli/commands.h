@@ -19,6 +19,8 @@ Command add_replay_command(CLI::App& app);
 Command add_regress_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
+Command add_ncu_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
 Command add_fit_command(CLI::App& app);
 

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "comparison.h"
+#include "html_output.h"
 #include "replay/document_kind.h"
 #include "replay/recorded_report.h"
 #include "replay/regression_printers.h"
@@ -42,6 +43,7 @@ struct CompareState {
     std::string a, b, out_dir;
     LoadOptions load;
     RegressionOptions options;
+    bool html = false;
 };
 
 int run_compare(const CompareState& s) {
@@ -50,19 +52,31 @@ int run_compare(const CompareState& s) {
         throw std::runtime_error(
             "compare needs two reports or two traces: " + (reports ? s.a : s.b) +
             " is a report.json, " + (reports ? s.b : s.a) + " is a trace");
+    if (s.html && s.out_dir.empty()) throw std::runtime_error("--html writes into --out: give it");
     Regression r;
+    Report a, b;
     if (reports) {
-        r = compare_reports(read_report_json(s.a), read_report_json(s.b), s.options, s.a, s.b);
+        a = read_report_json(s.a);
+        b = read_report_json(s.b);
+        r = compare_reports(a, b, s.options, s.a, s.b);
     } else {
         RegressionOptions recorded = s.options;
         recorded.recorded = true;
-        r = compare_reports(recorded_report(*load_trace(s.a, s.load)),
-                            recorded_report(*load_trace(s.b, s.load)), recorded, s.a, s.b);
+        a = recorded_report(*load_trace(s.a, s.load));
+        b = recorded_report(*load_trace(s.b, s.load));
+        r = compare_reports(a, b, recorded, s.a, s.b);
     }
     require_something_compared(r);
     if (!s.out_dir.empty()) {
         OutputFolder out(s.out_dir);
         write_regression_outputs(out, {}, r);
+        if (s.html) {
+            HtmlReportInput page;
+            page.report = &b;
+            page.baseline = &a;
+            page.regression = &r;
+            out.write("report.html", html_page(std::move(page)));
+        }
         out.commit();
     }
     write_regression_markdown(std::cout, r);
@@ -81,6 +95,9 @@ Command add_compare_command(CLI::App& app) {
     compare->add_option("b", s->b, "Current: a report.json or a trace (the same kind as A)")
         ->required();
     compare->add_option("--out", s->out_dir, "Also write regression.json and regression.md here");
+    compare->add_flag("--html", s->html,
+                      "Also write report.html into --out: the current side's report and its "
+                      "changes against the baseline, with the changed kernels' samples");
     add_statistics_options(*compare, s->options);
     add_load_options(*compare, s->load, SideFiles::NotOffered);
     return {compare, [s] { return run_compare(*s); }};

@@ -1,5 +1,5 @@
 // The `replay` command line: inspect, classify, replay (sequential | unique), regress, compare,
-// predict.
+// predict, report (HTML), ncu-cmd.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
         "report\n"
         "  replay compare A B                 compare two reports (or two traces)\n"
         "  replay predict TRACE               predict the step time, here or on another GPU\n"
+        "  replay report DIR -o report.html   one self-contained HTML page of a report\n"
+        "  replay ncu-cmd KERNEL_ID TRACE     the ncu command line that profiles one kernel\n"
         "  replay sweep --config C TRACE      time chosen kernels over a grid of their dims\n"
         "  replay fit DIR -o model.json       timing models of swept kernels\n\n"
         "Exit status: 0 ok, 1 regression found (regress/compare), 2 bad input or usage, or nothing "
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
     const Command commands[] = {add_inspect_command(app), add_classify_command(app),
                                 add_replay_command(app), add_regress_command(app),
                                 add_compare_command(app), add_predict_command(app),
+                                add_report_command(app),  add_ncu_command(app),
                                 add_sweep_command(app), add_fit_command(app)};
     try {
         app.parse(argc, argv);

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "comparison.h"
+#include "html_output.h"
 #include "output_files.h"
 #include "replay/baseline.h"
 #include "replay/kernels_csv.h"
@@ -25,6 +26,7 @@ struct RegressState {
     LoadOptions load;
     ReplaySettings settings;
     RegressionOptions options;
+    bool html = false;
 };
 
 int run_regress(const RegressState& s) {
@@ -54,6 +56,13 @@ int run_regress(const RegressState& s) {
         out.write(dir / "report.json", [&](std::ostream& o) { write_report_json(o, current); });
         out.write(dir / "kernels.csv", [&](std::ostream& o) { write_kernels_csv(o, current); });
         write_regression_outputs(out, dir, r);
+        if (s.html) {
+            HtmlReportInput page;
+            page.report = &current;
+            page.baseline = &baseline.report;
+            page.regression = &r;
+            out.write(dir / "report.html", html_page(std::move(page)));
+        }
         write_regression_markdown(std::cout, r);
         exit_code = std::max(exit_code, regression_exit_code(r));
     }
@@ -83,10 +92,13 @@ Command add_regress_command(CLI::App& app) {
     regress
         ->add_option("--out", s->settings.out_dir,
                      "Output folder: one subfolder per trace with report.json, kernels.csv, "
-                     "regression.json and regression.md")
+                     "regression.json, regression.md (and report.html with --html)")
         ->capture_default_str();
     s->settings.add_options(*regress, /*with_out=*/false);
     add_statistics_options(*regress, s->options);
+    regress->add_flag("--html", s->html,
+                      "Also write report.html per trace: the report and its changes against "
+                      "the baseline, with the changed kernels' samples");
     return {regress, [s] { return run_regress(*s); }};
 }
 

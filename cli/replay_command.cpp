@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "html_output.h"
 #include "output_files.h"
 #include "replay/kernels_csv.h"
 #include "replay/report_json.h"
@@ -22,6 +23,7 @@ struct ReplayState {
     LoadOptions load;
     ReplaySettings settings;
     std::string kernel_file;
+    bool html = false;
 };
 
 int run_replay(const ReplayState& s, Analysis* analysis) {
@@ -49,6 +51,8 @@ int run_replay(const ReplayState& s, Analysis* analysis) {
     Report report = settings.run(analysis, analysis ? nullptr : &file, *backend, quiet,
                                  settings.mode == "sequential" ? &timeline : nullptr);
     if (analysis == nullptr) report.inputs.emplace_back("kernels", s.kernel_file);
+    if (settings.mode == "sequential" && analysis != nullptr)
+        attach_kernels(timeline, *analysis, report.environment);
     if (const std::string why = why_nothing_was_replayed(report); !why.empty()) {
         write_report_summary(std::cout, report);
         throw std::runtime_error(why + "; " + settings.out_dir + " left as it was");
@@ -59,6 +63,12 @@ int run_replay(const ReplayState& s, Analysis* analysis) {
         out.write("replay_trace.json", [&](std::ostream& o) { write_replay_trace(o, timeline); });
     else
         out.remove_at_commit("replay_trace.json");  // an earlier sequential run's, not this one's
+    if (s.html) {
+        HtmlReportInput page;
+        page.report = &report;
+        if (settings.mode == "sequential") page.timeline = &timeline;
+        out.write("report.html", html_page(std::move(page)));
+    }
     out.commit();
     write_report_summary(std::cout, report);
     if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings.out_dir.c_str());
@@ -76,6 +86,9 @@ Command add_replay_command(CLI::App& app) {
     app.add_option("--kernels", s->kernel_file,
                    "Replay a kernel_signatures.json (from `replay classify`) in unique mode, "
                    "without the trace");
+    app.add_flag("--html", s->html,
+                 "Also write report.html: one self-contained page of the report (see `replay "
+                 "report`)");
     return {&app, [s, &app] {
                 if (s->trace.empty() && s->kernel_file.empty()) {
                     std::cerr << app.help();

@@ -37,8 +37,9 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                  "one graph per step with --pace recorded; steps that cannot be captured are "
                  "issued directly (report.json's options say which path ran, its notes why)");
     app.add_option("--trace-iterations", trace_iterations,
-                   "sequential: the replayed iterations in replay_trace.json, each beside the "
-                   "recorded step: last or all")
+                   "sequential: the replayed iterations in replay_trace.json, each its own "
+                   "profiler step after the recorded one (iteration N: ProfilerStep#N+1): last "
+                   "or all")
         ->check(CLI::IsMember({"last", "all"}))
         ->capture_default_str();
     add_unique_options(app);
@@ -114,6 +115,13 @@ void ReplaySettings::add_device_options(CLI::App& app) {
         ->type_name("SECONDS")
         ->check(CLI::Range(0.0, 1e9))
         ->capture_default_str();
+    app.add_flag("--nvtx", nvtx,
+                 "Run every replayed issue inside an NVTX range named by its unique-kernel id, "
+                 "recorded name and iteration (\"ID NAME (iteration N)\"), for nsys and ncu "
+                 "--nvtx-include; cuda backend. Off by default");
+    app.add_option("--only", only,
+                   "unique: time only these unique kernels (ids, repeatable); the others are "
+                   "skipped. `replay ncu-cmd` uses it");
 }
 
 DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend) const {
@@ -131,6 +139,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
                                                                    : Context::Recorded;
     o.sequential_check = !no_sequential_check;
     o.warm_inputs = !no_warm_inputs;
+    o.nvtx = nvtx;
+    o.only = only;
     if (!quiet)
         o.progress = [](const std::string& line) {
             std::fprintf(stderr, "replay: %s\n", line.c_str());
@@ -184,6 +194,11 @@ std::unique_ptr<Backend> ReplaySettings::make_backend_here() const {
 
 Report ReplaySettings::run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend,
                            bool quiet, Timeline* timeline) const {
+    if (!only.empty() && mode != "unique")
+        throw std::runtime_error("--only selects kernels in --mode unique");
+    if (nvtx && backend.environment().backend != "cuda" && !quiet)
+        std::fprintf(stderr, "replay: --nvtx: the %s backend has no NVTX ranges\n",
+                     backend.environment().backend.c_str());
     const DriverOptions options = driver_options(quiet, backend);
     if (analysis == nullptr) return replay_unique(*kernels, backend, options);
     if (mode == "sequential") return replay_sequential(*analysis, backend, options, timeline);

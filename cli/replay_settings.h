@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "replay/analysis.h"
 #include "replay/backend.h"
@@ -35,6 +36,8 @@ struct ReplaySettings {
     std::int64_t max_tensor_bytes = 0;  // 0: the device's free memory
     std::string isolation = "worker";
     double kernel_timeout_s = 10;
+    bool nvtx = false;
+    std::vector<std::string> only;  // unique mode: these unique-kernel ids alone
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);

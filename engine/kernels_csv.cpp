@@ -53,6 +53,17 @@ class CsvRow {
     bool first_ = true;
 };
 
+// A replayed rate's share of the device's peak: empty without a work figure, "n/a" when the
+// report's environment has no peak (the cpu backend).
+void peak_share(CsvRow& row, bool replayed, double work, double pct) {
+    if (!replayed || !(work > 0))
+        row.empty();
+    else if (std::isfinite(pct))
+        row.number(pct);
+    else
+        row.text("n/a");
+}
+
 }  // namespace
 
 void write_kernels_csv(std::ostream& out, const Report& r) {
@@ -60,7 +71,8 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
            "median_us,"
            "replayed_min_us,replayed_mean_us,replayed_stddev_us,replayed_p95_us,replayed_p99_us,"
            "error_pct,"
-           "name_match,gflops_per_s,gb_per_s,reason\n";
+           "name_match,gflops_per_s,gb_per_s,flops,bytes,pct_peak_flops,pct_peak_bandwidth,"
+           "reason\n";
     for (const auto& k : r.kernels) {
         const bool done = was_replayed(k);
         CsvRow row(out);
@@ -79,7 +91,11 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
             row.text(k.name_match ? "true" : "false");
         else
             row.empty();
-        row.number(k.gflops_per_s).number(k.gb_per_s).text(k.reason);
+        row.number(k.gflops_per_s).number(k.gb_per_s);
+        row.number(k.flops > 0 ? k.flops : NAN).number(k.bytes > 0 ? k.bytes : NAN);
+        peak_share(row, done, k.flops, k.pct_peak_flops);
+        peak_share(row, done, k.bytes, k.pct_peak_bandwidth);
+        row.text(k.reason);
     }
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+
+#include "replay/roofline.h"
 
 namespace replay {
 
@@ -59,6 +62,16 @@ KernelResult recorded_result(const UniqueKernel& k) {
     r.count = k.recorded_us.count;
     r.recorded_us = k.recorded_us;
     r.reason = k.recipe.reason;
+    // A kernel issued with its op (a split-K reduction) does none of the op's FLOPs itself.
+    if (!k.recipe.issued_with_op) {
+        if (const auto* gemm = std::get_if<GemmRecipe>(&k.recipe.detail)) {
+            r.flops = gemm->flops();
+            r.bytes = gemm_bytes(*gemm);
+            r.flop_dtype = gemm->a_type;
+        } else if (std::holds_alternative<CopyRecipe>(k.recipe.detail)) {
+            r.bytes = k.recipe.bytes();
+        }
+    }
     return r;
 }
 
@@ -74,6 +87,36 @@ std::string Report::env(const std::string& key) const {
     return {};
 }
 
+namespace {
+
+// A peak from the report's environment ("n/a", absent: NaN).
+double environment_number(const Report& r, const std::string& key) {
+    const std::string text = r.env(key);
+    char* end = nullptr;
+    const double x = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+    return end != nullptr && *end == '\0' && std::isfinite(x) ? x : NAN;
+}
+
+// Rates at the replayed median and their share of the device's peaks.
+void fill_roofline(Report& r) {
+    const double bandwidth = environment_number(r, kPeakMemoryKey);
+    for (auto& k : r.kernels) {
+        if (!was_replayed(k) || !(k.replayed_us.median > 0)) continue;
+        const double ns = k.replayed_us.median * 1e3;
+        if (k.flops > 0) {
+            k.gflops_per_s = k.flops / ns;
+            k.pct_peak_flops = percent_of(
+                k.gflops_per_s / 1e3, environment_number(r, peak_tflops_key(k.flop_dtype)));
+        }
+        if (k.bytes > 0) {
+            k.gb_per_s = k.bytes / ns;
+            k.pct_peak_bandwidth = percent_of(k.gb_per_s, bandwidth);
+        }
+    }
+}
+
+}  // namespace
+
 void finalize_report(Report& r) {
     // Per kernel: statistics of the replayed samples and the error against the recording.
     // name_match is the driver's (only per-kernel timing such as CUPTI knows the names that really
@@ -86,6 +129,8 @@ void finalize_report(Report& r) {
                 ? (k.replayed_us.median - k.recorded_us.median) / k.recorded_us.median * 100.0
                 : NAN;
     }
+
+    fill_roofline(r);
 
     // Tier rows, tiers 0..4 in order, only those present.
     std::vector<TierResult> tiers(5);

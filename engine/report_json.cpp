@@ -134,6 +134,10 @@ void write_report_json(std::ostream& out, const Report& r) {
         json.array("replayed_names", k.replayed_names);
         json.field("name_match", k.name_match);
         json.field("gflops_per_s", k.gflops_per_s).field("gb_per_s", k.gb_per_s);
+        json.field("flops", k.flops).field("bytes", k.bytes);
+        json.field("flop_dtype", to_string(k.flop_dtype));
+        json.field("pct_peak_flops", k.pct_peak_flops);
+        json.field("pct_peak_bandwidth", k.pct_peak_bandwidth);
     });
     json.array("notes", r.notes);
     if (r.timeline) write_timeline(json, *r.timeline);

@@ -341,7 +341,11 @@ class ReportReader {
         static const Figure figures[] = {
             {"error_pct", &KernelResult::error_pct, Number::Signed},
             {"gflops_per_s", &KernelResult::gflops_per_s, Number::NonNegative},
-            {"gb_per_s", &KernelResult::gb_per_s, Number::NonNegative}};
+            {"gb_per_s", &KernelResult::gb_per_s, Number::NonNegative},
+            {"flops", &KernelResult::flops, Number::NonNegative},
+            {"bytes", &KernelResult::bytes, Number::NonNegative},
+            {"pct_peak_flops", &KernelResult::pct_peak_flops, Number::NonNegative},
+            {"pct_peak_bandwidth", &KernelResult::pct_peak_bandwidth, Number::NonNegative}};
         KernelResult k;
         members(v, required, [&](const std::string& key, od::value x) {
             if (key == "id")
@@ -371,6 +375,8 @@ class ReportReader {
                 elements(x, [&](od::value s) { k.replayed_names.push_back(string(s)); });
             else if (key == "name_match")
                 k.name_match = boolean(x);
+            else if (key == "flop_dtype")
+                k.flop_dtype = dtype_from_name(string(x));
             for (const auto& [name, member, range] : figures)
                 if (key == name) k.*member = number(x, range);
         });

@@ -75,6 +75,7 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
             continue;  // nor are the waits before it issued
         }
         p.step = s;
+        p.nodes = step.nodes;
         p.label = step_label(analysis.recipes[step.issue_node]);
         p.prepared = &prepared;
         p.stream = step.stream;

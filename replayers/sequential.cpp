@@ -175,6 +175,7 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
 }
 
 void SequentialReplay::untimed_pass(const char* what) {
+    session_.set_iteration(0);  // NVTX ranges say "(plan)"
     issue_pass(false);
     session_.synchronize();  // a restart in it re-ran the pass in the new process: nothing to redo
     expected_ = detail::records_by_step(backend_.collect());
@@ -339,19 +340,36 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
 void SequentialReplay::add_to_timeline(const std::vector<TimedActivity>& records, int iteration,
                                        Timeline& timeline) const {
     const auto& streams = graph_.streams();
+    // A step's records in start order re-create its recorded nodes in order (as attribute()
+    // takes them); records of a tag no step has re-create no known node.
+    std::map<std::uint64_t, std::vector<const TimedActivity*>> work;
+    for (const auto& r : records)
+        if (!r.warm_read) work[r.tag].push_back(&r);
+    std::map<const TimedActivity*, std::uint32_t> node_of;
+    for (auto& [tag, group] : work) {
+        std::stable_sort(group.begin(), group.end(),
+                         [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
+        const auto step = std::lower_bound(
+            plan_.begin(), plan_.end(), tag,
+            [](const PlannedStep& p, std::uint64_t t) { return p.tag < t; });
+        if (tag == 0 || step == plan_.end() || step->tag != tag) continue;
+        for (std::size_t i = 0; i < group.size() && i < step->nodes.size(); ++i)
+            node_of[group[i]] = step->nodes[i];
+    }
     for (const auto& r : records) {
         // On the recorded stream's id (not the replay's stream index), so that each replayed
         // track sits beside its recorded one.
         const auto slot = static_cast<std::size_t>(r.stream);
         const std::int64_t stream = slot < streams.size() ? streams[slot].stream : r.stream;
-        timeline.items.push_back({r.warm_read ? "L2 warm-up read" : r.name, stream,
-                                  static_cast<double>(r.start_ns) / 1000.0,
-                                  static_cast<double>(r.end_ns - r.start_ns) / 1000.0, true,
-                                  iteration, r.warm_read});
+        const auto node = node_of.find(&r);
+        add_replayed_item(timeline, r.warm_read ? "L2 warm-up read" : r.name, r.start_ns,
+                          r.end_ns, stream, node == node_of.end() ? kNoIndex : node->second,
+                          iteration, r.warm_read);
     }
 }
 
 IterationResult SequentialReplay::timed_iteration(int iteration, Timeline* timeline) {
+    session_.set_iteration(iteration);  // the NVTX ranges of its issues name it (--nvtx)
     const std::int64_t host_ns = issue_pass(options_.pace == Pace::Recorded);
     const bool restarted = session_.synchronize();
     std::vector<TimedActivity> records = backend_.collect();

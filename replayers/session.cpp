@@ -1,6 +1,9 @@
 #include "session.h"
 
 #include <algorithm>
+#include <cstdio>
+
+#include "replay/ncu_command.h"
 
 namespace replay::detail {
 namespace {
@@ -22,7 +25,20 @@ std::vector<std::pair<std::string, std::string>> environment_pairs(const Environ
         {"total_memory_bytes", std::to_string(e.total_memory)},
         {"compute_capability",
          std::to_string(e.compute_major) + "." + std::to_string(e.compute_minor)},
+        {"sm_count", std::to_string(e.sm_count)},
+        {"memory_bus_width_bits", std::to_string(e.memory_bus_width_bits)},
     };
+    // The peaks that kernels.csv and the HTML report set the replayed rates against.
+    const auto figure = [](double x) {
+        if (!std::isfinite(x)) return std::string("n/a");
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.6g", x);
+        return std::string(buf);
+    };
+    for (DType dtype : peak_dtypes())
+        v.emplace_back(peak_tflops_key(dtype), figure(e.peaks.tflops_of(dtype)));
+    v.emplace_back(kPeakMemoryKey, figure(e.peaks.memory_gb_per_s));
+    if (!e.peaks.why.empty()) v.emplace_back("peaks_note", e.peaks.why);
     return v;
 }
 
@@ -88,6 +104,10 @@ bool Session::try_issue(Prepared& p, const std::vector<std::size_t>& kernels, in
         for (std::size_t k : kernels)
             if (std::find(it->second.begin(), it->second.end(), k) == it->second.end())
                 it->second.push_back(k);
+    }
+    if (options_.nvtx && !kernels.empty()) {
+        const KernelResult& first = report_.kernels[kernels.front()];
+        backend_.name_next_issue(nvtx_range_name(first.id, first.name, iteration_));
     }
     try {
         backend_.issue(p.handle, stream, tag);
@@ -190,6 +210,11 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("runs", std::to_string(o.runs));
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
         report.options.emplace_back("context", context_name(o.context));
+        if (!o.only.empty()) {
+            std::string ids;
+            for (const auto& id : o.only) ids += (ids.empty() ? "" : ",") + id;
+            report.options.emplace_back("only", ids);
+        }
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
@@ -197,6 +222,7 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("graph", o.graph ? "true" : "false");
         report.options.emplace_back("trace_iterations", o.trace_all_iterations ? "all" : "last");
     }
+    if (o.nvtx) report.options.emplace_back("nvtx", "true");
 }
 
 void attribute(Session& session, const std::vector<std::size_t>& positions,

@@ -35,6 +35,9 @@ class Session {
     void mark(std::size_t kernel, const Prepared& prepared);
     void add_sample(std::size_t kernel, const TimedActivity& activity);
 
+    // The iteration that NVTX ranges name from now on (DriverOptions::nvtx).
+    void set_iteration(int iteration) { iteration_ = iteration; }
+
     std::size_t kernel_index(const std::string& id) const { return index_.at(id); }
     Report& report() { return report_; }
     Backend& backend() { return backend_; }
@@ -53,6 +56,7 @@ class Session {
     // Per handle, the kernels it was issued for (a late failure marks them).
     std::unordered_map<std::uint32_t, std::vector<std::size_t>> issued_for_;
     std::set<std::string> notes_;
+    int iteration_ = 1;
 };
 
 // Groups timed activities by tag, each group in start order.

@@ -1,5 +1,8 @@
 // Unique mode: each unique kernel alone, warmup + timed runs, with the context its recorded
 // instances had (see Context in drivers.h).
+#include <algorithm>
+#include <stdexcept>
+
 #include "plan.h"
 #include "session.h"
 
@@ -40,8 +43,10 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
         if (ready.empty()) continue;
         const std::vector<std::size_t> no_kernels;
         // Tag 0 marks untimed work (warmups, predecessors); its activities are dropped.
+        int issues = 0;  // of this template: the iteration its NVTX ranges name
         auto run_once = [&](std::size_t i, std::uint64_t tag) {
             const Ready& r = ready[i % ready.size()];
+            session.set_iteration(++issues);
             const bool recorded_cache = o.context == Context::Recorded;
             if (recorded_cache) backend.flush_l2();
             if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
@@ -69,6 +74,34 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
     }
 }
 
+// --only: the templates that time a selected kernel; the kernels of the others are skipped, saying
+// why. An id that names no unique kernel is an error (a typo would time nothing).
+std::vector<Template> only_selected(Session& session, std::vector<Template> templates) {
+    const auto& only = session.options().only;
+    if (only.empty()) return templates;
+    Report& report = session.report();
+    std::vector<bool> selected(report.kernels.size(), false);
+    for (const auto& id : only) {
+        const auto it = std::find_if(report.kernels.begin(), report.kernels.end(),
+                                     [&](const KernelResult& k) { return k.id == id; });
+        if (it == report.kernels.end())
+            throw std::runtime_error("--only " + id + ": no unique kernel has this id");
+        selected[static_cast<std::size_t>(it - report.kernels.begin())] = true;
+    }
+    std::vector<Template> kept;
+    for (auto& t : templates) {
+        bool wanted = false;
+        for (auto k : t.positions) wanted |= selected[k];
+        if (wanted) kept.push_back(std::move(t));
+    }
+    for (std::size_t k = 0; k < report.kernels.size(); ++k)
+        if (!selected[k] && report.kernels[k].outcome == KernelOutcome::Pending) {
+            report.kernels[k].outcome = KernelOutcome::Skipped;
+            report.kernels[k].reason = "not selected by --only";
+        }
+    return kept;
+}
+
 }  // namespace
 
 Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOptions& options) {
@@ -76,10 +109,11 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
     Session session(backend, analysis.kernels, options);
     detail::add_inputs(session.report(), analysis);
     detail::add_options(session.report(), options, true);
-    run_templates(session,
-                  detail::plan_unique(analysis, detail::kernel_of_nodes(analysis, session)));
+    run_templates(session, only_selected(session, detail::plan_unique(
+                                                      analysis, detail::kernel_of_nodes(
+                                                                    analysis, session))));
     Report report = session.finish("unique", 0);
-    if (options.sequential_check) {
+    if (options.sequential_check && options.only.empty()) {
         if (options.progress) options.progress("sequential pass for comparison");
         DriverOptions check = options;
         // One pass of a short trace varies by several percent from run to run (launch jitter,
@@ -122,7 +156,7 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
         "reductions) are not timed; a signature file has no predecessors: --context recorded "
         "evicts L2, then reads in the inputs that the representative instance's reuse distance "
         "(or, without one, the op's signature) says were cached");
-    run_templates(session, templates);
+    run_templates(session, only_selected(session, std::move(templates)));
     return session.finish("unique", detail::seconds_since(start));
 }
 

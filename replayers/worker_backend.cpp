@@ -33,6 +33,7 @@ struct Step {
     std::uint32_t handle = 0;   // Issue, Warm: the parent's work handle; LaunchGraph: graph's
     std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer
     std::uint64_t tag = 0;
+    std::string range{};  // Issue: its NVTX range (name_next_issue), "" for none
 };
 
 // A captured graph as the parent knows it: what was captured, to capture it again in a new
@@ -113,8 +114,9 @@ class WorkerBackend final : public Backend {
         if (w.prepared.disposition != Disposition::Ready)
             throw std::runtime_error("issue of work that is not ready: " + w.prepared.reason);
         if (!dead_.empty()) throw std::runtime_error(dead_);
-        push({Command::Issue, handle, stream, 0, tag});
+        push({Command::Issue, handle, stream, 0, tag, std::exchange(next_range_, {})});
     }
+    void name_next_issue(const std::string& range) override { next_range_ = range; }
     void stream_wait(int waiter, int producer) override {
         push({Command::Wait, 0, waiter, producer, 0});
     }
@@ -319,6 +321,8 @@ class WorkerBackend final : public Backend {
     void send(const Step& s) {
         switch (s.command) {
             case Command::Issue:
+                if (!s.range.empty())
+                    worker_->send(Encoder(Command::NameIssue).str(s.range).take(), limit(0));
                 worker_->send(Encoder(Command::Issue)
                                   .u32(work_[s.handle].remote)
                                   .i64(s.a)
@@ -501,6 +505,7 @@ class WorkerBackend final : public Backend {
     BackendMaker maker_;
     WorkerOptions options_;
     Environment env_;
+    std::string next_range_;  // name_next_issue's, for the next Issue pushed
     std::unique_ptr<WorkerProcess> worker_;
     std::vector<Work> work_;  // by the parent's handle
     std::vector<Step> batch_;

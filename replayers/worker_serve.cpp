@@ -94,6 +94,9 @@ class Server {
                 issue(handle, stream, tag);
                 return true;
             }
+            case Command::NameIssue:
+                backend_.name_next_issue(d.str());
+                return true;
             case Command::Wait: {
                 const int waiter = static_cast<int>(d.i64());
                 backend_.stream_wait(waiter, static_cast<int>(d.i64()));

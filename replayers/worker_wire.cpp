@@ -271,6 +271,11 @@ void encode(Encoder& e, const Environment& env) {
     for (int v : {env.sm_clock_mhz, env.memory_clock_mhz, env.max_sm_clock_mhz, env.compute_major,
                   env.compute_minor})
         e.i64(v);
+    e.i64(env.sm_count).i64(env.memory_bus_width_bits);
+    e.u32(static_cast<std::uint32_t>(env.peaks.tflops.size()));
+    for (const auto& [dtype, tflops] : env.peaks.tflops)
+        e.u8(static_cast<std::uint8_t>(dtype)).f64(tflops);
+    e.f64(env.peaks.memory_gb_per_s).str(env.peaks.why);
     e.i64(env.total_memory).u32(static_cast<std::uint32_t>(env.notes.size()));
     for (const auto& n : env.notes) e.str(n);
 }
@@ -284,6 +289,15 @@ Environment decode_environment(Decoder& d) {
     for (int* v : {&env.sm_clock_mhz, &env.memory_clock_mhz, &env.max_sm_clock_mhz,
                    &env.compute_major, &env.compute_minor})
         *v = static_cast<int>(d.i64());
+    env.sm_count = static_cast<int>(d.i64());
+    env.memory_bus_width_bits = static_cast<int>(d.i64());
+    env.peaks.tflops.resize(d.count());
+    for (auto& [dtype, tflops] : env.peaks.tflops) {
+        dtype = static_cast<DType>(d.u8());
+        tflops = d.f64();
+    }
+    env.peaks.memory_gb_per_s = d.f64();
+    env.peaks.why = d.str();
     env.total_memory = d.i64();
     env.notes.resize(d.count());
     for (auto& n : env.notes) n = d.str();

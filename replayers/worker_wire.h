@@ -31,6 +31,7 @@ enum class Command : std::uint8_t {
     BeginCapture,    // home stream, all streams
     EndCapture,      // -> reply Captured
     LaunchGraph,     // graph
+    NameIssue,       // the NVTX range of the next Issue
     // worker -> parent
     Ready,        // environment
     Unavailable,  // why the backend cannot run here

@@ -15,6 +15,7 @@
 #include "device_kernels.h"
 #include "gemm.h"
 #include "nvml.h"
+#include "nvtx_range.h"
 #include "replay/tensor_budget.h"
 #include "timing.h"
 
@@ -96,6 +97,7 @@ class CudaBackend final : public Backend {
     void synchronize() override;
     void flush_l2() override;
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override;
+    void name_next_issue(const std::string& range) override { next_range_ = range; }
     std::vector<TimedActivity> collect() override;
     void set_phase(Phase phase) override;
     std::vector<std::string> first_uses() override;
@@ -125,6 +127,9 @@ class CudaBackend final : public Backend {
     cudaDeviceProp properties_{};
     int clock_khz_ = 0;
     int l2_bytes_ = 0;
+    int memory_clock_khz_ = 0;
+    int memory_bus_width_ = 0;
+    std::string next_range_;  // name_next_issue()
     std::string pci_bus_id_;
 
     BufferPool pool_;
@@ -176,6 +181,10 @@ CudaBackend::CudaBackend(const BackendOptions& options)
     REPLAY_CUDA_CALL(cudaGetDeviceProperties(&properties_, options_.device));
     REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&clock_khz_, cudaDevAttrClockRate, options_.device));
     REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&l2_bytes_, cudaDevAttrL2CacheSize, options_.device));
+    REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&memory_clock_khz_, cudaDevAttrMemoryClockRate,
+                                            options_.device));
+    REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&memory_bus_width_, cudaDevAttrGlobalMemoryBusWidth,
+                                            options_.device));
     char bus_id[32] = {};
     if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, options_.device) == cudaSuccess)
         pci_bus_id_ = bus_id;
@@ -477,6 +486,8 @@ void CudaBackend::issue(std::uint32_t handle, int stream_index, std::uint64_t ta
         },
         launch);
 
+    const NvtxRange range(next_range_);
+    next_range_.clear();
     const IssueMark mark{tag, stream_index, false};
     timer_->begin(mark, stream);
     try {
@@ -682,6 +693,11 @@ Environment CudaBackend::environment() const {
         e.max_sm_clock_mhz = nvml_->max_sm_clock_mhz().value_or(0);
     }
     if (e.max_sm_clock_mhz == 0) e.max_sm_clock_mhz = clock_khz_ / 1000;
+    e.sm_count = properties_.multiProcessorCount;
+    e.memory_bus_width_bits = memory_bus_width_;
+    e.peaks = device_peaks({properties_.major, properties_.minor, properties_.multiProcessorCount,
+                            static_cast<double>(e.max_sm_clock_mhz), memory_clock_khz_ / 1000.0,
+                            memory_bus_width_});
 
     e.notes.push_back("device " + std::to_string(options_.device) + " (" + pci_bus_id_ + "), " +
                       std::to_string(properties_.multiProcessorCount) + " SMs, L2 " +

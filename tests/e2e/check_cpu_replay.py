@@ -61,9 +61,9 @@ with tempfile.TemporaryDirectory() as tmp:
     if report["totals"]["replayed_coverage"] < 0.9:
         print("FAIL the CPU backend replayed less than 90% of the recorded kernel time"); failures += 1
     trace = json.load(open(os.path.join(seq, "replay_trace.json")))
-    pids = {e.get("pid") for e in trace["traceEvents"] if e.get("ph") == "X"}
-    if pids != {1, 2}:
-        print(f"FAIL replay_trace.json should hold recorded and replayed tracks, has pids {pids}"); failures += 1
+    steps = sorted(e["name"] for e in trace["traceEvents"] if e.get("cat") == "user_annotation")
+    if steps != ["ProfilerStep#1", "ProfilerStep#2"]:
+        print(f"FAIL replay_trace.json should hold the recorded and the replayed step, has {steps}"); failures += 1
 
     # Every iteration in the timeline on request, each with its figures in the report.
     timeline = os.path.join(tmp, "timeline")
@@ -78,9 +78,10 @@ with tempfile.TemporaryDirectory() as tmp:
     check(report["options"].get("issue_path") == "direct" and report["totals"]["span_ratio"] > 0,
           f"the cpu backend issues directly under --graph, and says so: {report['options'].get('issue_path')}")
     trace = json.load(open(os.path.join(timeline, "replay_trace.json")))
-    names = sorted(e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name")
-    check(names == ["recorded", "replayed iteration 1", "replayed iteration 2"],
-          f"replay_trace.json has the recorded step and both iterations: {names}")
+    steps = sorted((e["name"], e.get("args", {}).get("replayed_iteration", 0))
+                   for e in trace["traceEvents"] if e.get("cat") == "user_annotation")
+    check(steps == [("ProfilerStep#1", 0), ("ProfilerStep#2", 1), ("ProfilerStep#3", 2)],
+          f"replay_trace.json has the recorded step and both iterations as profiler steps: {steps}")
 
     uniq = os.path.join(tmp, "unique")
     run(bloom, "--mode", "unique", "--out", uniq, *fast)

@@ -268,6 +268,11 @@ TEST(Report, JsonRoundTrip) {
         EXPECT_EQ(b.name_match, a.name_match);
         expect_same_double(b.gflops_per_s, a.gflops_per_s);
         expect_same_double(b.gb_per_s, a.gb_per_s);
+        EXPECT_EQ(b.flops, a.flops);
+        EXPECT_EQ(b.bytes, a.bytes);
+        EXPECT_EQ(b.flop_dtype, a.flop_dtype);
+        expect_same_double(b.pct_peak_flops, a.pct_peak_flops);
+        expect_same_double(b.pct_peak_bandwidth, a.pct_peak_bandwidth);
     }
     // Writing what was read gives the same bytes.
     std::ostringstream second;
@@ -649,6 +654,10 @@ TEST(Report, KernelsCsv) {
                                              "name_match",
                                              "gflops_per_s",
                                              "gb_per_s",
+                                             "flops",
+                                             "bytes",
+                                             "pct_peak_flops",
+                                             "pct_peak_bandwidth",
                                              "reason"};
     EXPECT_EQ(rows[0], header);
     for (const auto& row : rows) EXPECT_EQ(row.size(), header.size());
@@ -670,7 +679,7 @@ TEST(Report, KernelsCsv) {
     EXPECT_EQ(rows[4][9], "");
     EXPECT_EQ(rows[4][15], "");
     EXPECT_EQ(rows[4][16], "");
-    EXPECT_EQ(rows[4][19], "line one\nline two, with \"quotes\"");
+    EXPECT_EQ(rows[4][23], "line one\nline two, with \"quotes\"");
     EXPECT_EQ(rows[5][2], "memcpy");
     EXPECT_EQ(std::stod(rows[5][18]), 12.25);
 }

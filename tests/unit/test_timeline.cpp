@@ -1,6 +1,7 @@
 // A timeline's figures (span, busy time, warm-up reads, gaps) and their ratios to the recording,
-// and replay_trace.json's processes per replayed iteration.
+// and replay_trace.json's profiler steps per replayed iteration.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <cmath>
 #include <sstream>
@@ -98,30 +99,73 @@ TEST(TimelineFigures, RatiosAgainstTheRecordedStep) {
     EXPECT_TRUE(std::isnan(empty.stretch));
 }
 
-TEST(ReplayTrace, OneProcessPerReplayedIteration) {
-    auto processes = [](const replay::Timeline& t) {
-        std::ostringstream out;
-        replay::write_replay_trace(out, t);
-        std::vector<std::string> names;
-        const std::string text = out.str();
-        for (std::size_t at = text.find("\"process_name\""); at != std::string::npos;
-             at = text.find("\"process_name\"", at + 1)) {
-            const auto name = text.find("\"name\":\"", text.find("\"args\"", at)) + 8;
-            names.push_back(text.substr(name, text.find('"', name) - name));
-        }
-        return names;
+// Each replayed iteration is a profiler step of its own (iteration N: step N + 1) after the
+// recorded step 1, the steps one after another; a warm-up read is a slice of its own category with
+// no stream, correlation or kernel id (HolisticTraceAnalysis counts no kernel for it).
+TEST(ReplayTrace, OneProfilerStepPerReplayedIteration) {
+    auto item = [](bool replayed, int iteration, double start, bool warm_read = false) {
+        replay::Timeline::Item i;
+        i.name = warm_read ? "L2 warm-up read" : "k";
+        i.kernel_id = warm_read ? "" : "00ab";
+        i.stream = 7;
+        i.start_us = start;
+        i.dur_us = 1;
+        i.replayed = replayed;
+        i.iteration = iteration;
+        i.warm_read = warm_read;
+        i.node = warm_read ? replay::kNoIndex : 0;
+        i.recorded_dur_us = 1;
+        return i;
     };
     replay::Timeline t;
-    t.items.push_back({"k", 7, 0, 1, false, 0, false});
-    t.items.push_back({"k", 7, 5, 1, true, 3, false});
-    EXPECT_EQ(processes(t), (std::vector<std::string>{"recorded", "replayed"}));
-    t.items.push_back({"k", 7, 9, 1, true, 1, false});
-    t.items.push_back({"L2 warm-up read", 7, 8, 1, true, 1, true});
-    EXPECT_EQ(processes(t), (std::vector<std::string>{"recorded", "replayed iteration 1",
-                                                      "replayed iteration 3"}));
+    t.items = {item(false, 0, 0), item(true, 3, 0), item(true, 1, 1), item(true, 1, 0, true)};
     std::ostringstream out;
     replay::write_replay_trace(out, t);
-    EXPECT_NE(out.str().find("\"cat\":\"warm_read\""), std::string::npos);
+    const std::string text = out.str();
+
+    simdjson::dom::parser parser;
+    const simdjson::padded_string json(text);
+    simdjson::dom::element root = parser.parse(json);
+    std::vector<std::pair<std::string, double>> steps;  // name, start
+    std::vector<std::pair<std::int64_t, double>> kernels;  // iteration (0: recorded), start
+    int warm_reads = 0;
+    for (simdjson::dom::element e : root["traceEvents"].get_array()) {
+        std::string_view ph, cat, name;
+        if (e["ph"].get(ph) || ph != "X" || e["cat"].get(cat) || e["name"].get(name)) continue;
+        if (cat == "user_annotation") steps.emplace_back(std::string(name), double(e["ts"]));
+        if (cat == "kernel") {
+            // Recorded kernels have no iteration.
+            std::int64_t iteration = 0;
+            if (e["args"]["iteration"].get_int64().get(iteration) != simdjson::SUCCESS)
+                iteration = 0;
+            kernels.emplace_back(iteration, double(e["ts"]));
+        }
+        if (cat == "warm_read") {
+            ++warm_reads;
+            simdjson::dom::element args = e["args"];
+            EXPECT_TRUE(args["stream"].error() == simdjson::NO_SUCH_FIELD);
+            EXPECT_TRUE(args["correlation"].error() == simdjson::NO_SUCH_FIELD);
+            EXPECT_TRUE(args["kernel_id"].error() == simdjson::NO_SUCH_FIELD);
+        }
+    }
+    ASSERT_EQ(steps.size(), 3u);
+    EXPECT_EQ(steps[0].first, "ProfilerStep#1");
+    EXPECT_EQ(steps[1].first, "ProfilerStep#2");  // iteration 1
+    EXPECT_EQ(steps[2].first, "ProfilerStep#4");  // iteration 3
+    EXPECT_LT(steps[0].second, steps[1].second);
+    EXPECT_LT(steps[1].second, steps[2].second);
+    EXPECT_EQ(warm_reads, 1);
+    ASSERT_EQ(kernels.size(), 3u);
+    // Each kernel inside its step: iteration 1's kernel 1 us after its step's warm-up read.
+    for (const auto& [iteration, ts] : kernels) {
+        const std::size_t s = iteration == 0 ? 0 : iteration == 1 ? 1 : 2;
+        EXPECT_GE(ts, steps[s].second);
+        if (s + 1 < steps.size()) {
+            EXPECT_LT(ts, steps[s + 1].second);
+        }
+    }
+    EXPECT_EQ(root["replay"]["replayed_iteration"].get_int64().value(), 3);
+    EXPECT_EQ(root["replay"]["replayed_steps"].get_array().size(), 2u);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// kernels.csv: one row per unique kernel of a report, for spreadsheets.
+// kernels.csv: one row per unique kernel of a report, for spreadsheets, with the roofline
+// columns (work per instance, % of the device's peak FLOP/s and memory bandwidth).
 #pragma once
 
 #include <ostream>

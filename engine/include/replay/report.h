@@ -48,8 +48,16 @@ struct KernelResult {
     double error_pct = NAN;  // (replayed median - recorded median) / recorded median * 100
     std::vector<std::string> replayed_names;  // kernel names the replay produced for it
     bool name_match = false;                  // a replayed name equals the recorded one
-    double gflops_per_s = NAN;                // GEMMs
-    double gb_per_s = NAN;                    // copies
+    // Roofline: the work of one instance (recorded_result(), from the recipe) and, once
+    // replayed, the rates at the replayed median and their share of the device's peaks
+    // (roofline.h; NaN where the report's environment has no peak, as on the cpu backend).
+    double flops = 0;                      // GEMMs
+    double bytes = 0;                      // the least a GEMM or a copy moves
+    DType flop_dtype = DType::Unknown;     // the operand type whose peak the FLOPs count against
+    double gflops_per_s = NAN;             // GEMMs
+    double gb_per_s = NAN;                 // GEMMs and copies
+    double pct_peak_flops = NAN;           // gflops_per_s of the peak TFLOP/s of flop_dtype
+    double pct_peak_bandwidth = NAN;       // gb_per_s of the peak memory bandwidth
 };
 
 struct TierResult {

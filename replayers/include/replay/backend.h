@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "replay/recipe.h"
+#include "replay/roofline.h"
 
 namespace replay {
 
@@ -79,6 +80,9 @@ struct Environment {
     int max_sm_clock_mhz = 0;
     std::int64_t total_memory = 0;
     int compute_major = 0, compute_minor = 0;
+    int sm_count = 0;
+    int memory_bus_width_bits = 0;
+    DevicePeaks peaks;  // none on the cpu backend: its report says "n/a"
     std::vector<std::string> notes;
 };
 
@@ -128,6 +132,9 @@ class Backend {
     // still have had there (cached_in_recording); a no-op where there is no cache to model. Its
     // time comes back as activities with warm_read set and `tag`.
     virtual void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) = 0;
+    // --nvtx: the NVTX range the next issue() runs in, so that Nsight tools show and filter the
+    // replayed work by unique kernel; "" for none. Backends without NVTX (cpu) ignore it.
+    virtual void name_next_issue(const std::string& range) { (void)range; }
 
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
@@ -178,7 +185,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 3;
+inline constexpr std::uint32_t kBackendAbiVersion = 4;  // 4: name_next_issue(), device peaks
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

@@ -42,6 +42,12 @@ struct DriverOptions {
     // elementwise kernels 20-30% slow, the whole step +5.2%; with it +0.1%).
     bool warm_inputs = true;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
+    // Each issue inside an NVTX range named nvtx_range_name() (ncu_command.h; backends with
+    // NVTX: cuda).
+    bool nvtx = false;
+    // Unique mode: time only the unique kernels with these ids (the rest are skipped, saying
+    // so); empty: all. `replay ncu-cmd` profiles one kernel this way.
+    std::vector<std::string> only;
     // Sequential mode: capture the steps (warm-up reads included) in CUDA graphs once and launch
     // them per iteration: the whole step as one graph with --pace none, one graph per step with
     // --pace recorded. Steps that cannot be captured are issued directly (the notes say which).
