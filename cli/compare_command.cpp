@@ -9,7 +9,7 @@
 #include "replay/recorded_report.h"
 #include "replay/regression_printers.h"
 #include "replay/report_json.h"
-#include "replay/source.h"
+#include "replay/input_error.h"
 #include "trace_loader.h"
 
 namespace replay::cli {

@@ -9,7 +9,7 @@
 
 #include "commands.h"
 #include "output_files.h"
-#include "replay/source.h"
+#include "replay/input_error.h"
 #include "replay/sweep_csv.h"
 #include "replay/timing_model.h"
 

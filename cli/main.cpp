@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "output_files.h"
-#include "replay/source.h"
+#include "replay/input_error.h"
 
 int main(int argc, char** argv) {
     CLI::App app{

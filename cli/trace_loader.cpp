@@ -27,6 +27,11 @@ void add_load_options(CLI::App& app, LoadOptions& o, SideFiles side_files) {
     app.add_flag("--strict", o.strict,
                  "Treat a malformed event as an error instead of skipping it");
     app.add_flag("-q,--quiet", o.quiet, "No progress or warnings on stderr");
+    app.add_option("--max-event-bytes", o.max_event_bytes,
+                   "Longest event (or string in one, top-level value, run of blanks) read; a "
+                   "longer one is an error naming its offset, so that memory stays bounded")
+        ->check(CLI::Range(std::uint64_t{1} << 10, kMaxEventBytesLimit))
+        ->capture_default_str();
 }
 
 void add_set_dims_option(CLI::App& app, LoadOptions& o) {
@@ -43,6 +48,7 @@ std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions&
     options.execution_trace_path = o.et;
     options.shape_log_path = o.shapes;
     options.parse.strict = o.strict;
+    options.parse.max_event_bytes = o.max_event_bytes;
     if (!o.set_dims.empty()) options.set_dims = parse_set_dims(o.set_dims);
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     if (!o.quiet && tty) {

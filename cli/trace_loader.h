@@ -1,4 +1,5 @@
-// The one way every command reads a trace: the same options (--et, --shapes, --strict, --quiet),
+// The one way every command reads a trace: the same options (--et, --shapes, --strict, --quiet,
+// --max-event-bytes),
 // the same progress line and the same parse warnings on stderr.
 #pragma once
 
@@ -16,6 +17,7 @@ struct LoadOptions {
     std::string set_dims;  // --set-dims batch=N,seq=N
     bool strict = false;
     bool quiet = false;
+    std::uint64_t max_event_bytes = ParseOptions{}.max_event_bytes;
 };
 
 // Which of the side-file options a command offers: they belong to one trace, so a command that

@@ -5,7 +5,7 @@
 
 #include "replay/document_kind.h"
 #include "replay/report_json.h"
-#include "replay/source.h"
+#include "replay/input_error.h"
 
 namespace replay {
 namespace {

@@ -4,7 +4,8 @@
 
 #include <ostream>
 
-#include "replay/source.h"
+#include "replay/input_error.h"
+#include "replay/source.h"  // read_all
 
 namespace replay {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "replay/int_list.h"
 #include "replay/recipe_dims.h"
-#include "replay/source.h"
+#include "replay/input_error.h"
 
 namespace replay {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "replay/source.h"
+#include "replay/input_error.h"
 
 namespace replay {
 namespace {

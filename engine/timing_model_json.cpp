@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "replay/json_writer.h"
-#include "replay/source.h"
+#include "replay/input_error.h"
 #include "replay/timing_model.h"
 
 namespace replay {

@@ -1,187 +1,96 @@
+// The event splitter's state machine: the top-level members, the traceEvents array event by event
+// (from the block index, block_index.h), values that are not events, and damaged text.
+//
+// Damaged text and how reading gets back in step. One byte lost, added or changed in the middle
+// of a trace must cost the events around it, not the rest of the trace; only what ends the input
+// is a truncation. The block scanner follows strings and braces, so a lost quote turns every
+// string after it inside out, and a lost brace puts every later event one level too deep: both
+// would otherwise read to the end of the input as one unfinished event. Reading gets back in step
+// at an event start:
+//
+//   a '{' preceded (across at most kContext blanks) by ',', '[', ']' or '}', and followed (across
+//   at most kContext blanks) by a quoted event member name ("ph", "name", "cat", "pid", "tid",
+//   "ts", "dur", "args", "id") and ':'.
+//
+// That is what starts every event in every writer we know (Kineto's ",\n  {\n    \"ph\": ",
+// json.dumps' ", {\"name\": "). A string cannot fool it: inside a valid string a '"' is always
+// escaped, so the bytes {"ph": cannot be inside one (escaped quotes and braces in names, as in
+// "k{\"}\\", never match). Where such bytes lie inside a string by the scanner's count of quotes,
+// that count is wrong: the text is damaged, from the start of the current event up to this event
+// start. Outside strings, an object that is an element of an array nested in an event may start
+// the same way; there the event's text so far is checked with a strict JSON grammar
+// (json_grammar.h): valid, with an array open, it is a nested object; otherwise (a lost '}' leaves
+// an object open, a lost quote leaves invalid text) the event is damaged. Between events, anything
+// but blanks, commas and events is either one JSON value (an array or a scalar: an item of its
+// own, which the parser counts as a malformed event) or damaged text, skipped byte by byte up to
+// the next event start; there a byte right after the damaged one also counts as a separator (an
+// added byte in front of an event). A syntax error among the top-level members after traceEvents
+// was closed means its ']' was damage, and reading goes back to the events. Each decision looks
+// at a bounded window of bytes and waits for more input when the window is not all there, so that
+// the result never depends on where chunks end.
 #include "replay/event_splitter.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define REPLAY_SPLITTER_SSE2 1
-#endif
+#include "block_index.h"
+#include "json_grammar.h"
 
 namespace replay {
 namespace {
 
-constexpr std::uint64_t kOddBits = 0xAAAAAAAAAAAAAAAAULL;
+constexpr std::size_t kContext = 64;  // blanks allowed on each side of an event start's '{'
 
 bool is_space(char c) {
     return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
-// Characters escaped by a backslash run of odd length (simdjson's json_escape_scanner).
-inline std::uint64_t escaped_bits(std::uint64_t backslash, std::uint64_t& next_is_escaped) {
-    if (backslash == 0) {
-        std::uint64_t escaped = next_is_escaped;
-        next_is_escaped = 0;
-        return escaped;
-    }
-    const std::uint64_t potential_escape = backslash & ~next_is_escaped;
-    const std::uint64_t maybe_escaped = potential_escape << 1;
-    const std::uint64_t escape_and_terminal_code =
-        ((maybe_escaped | kOddBits) - potential_escape) ^ kOddBits;
-    const std::uint64_t escaped = escape_and_terminal_code ^ (backslash | next_is_escaped);
-    const std::uint64_t escape = escape_and_terminal_code & backslash;
-    next_is_escaped = escape >> 63;
-    return escaped;
+bool is_event_member(std::string_view name) {
+    return name == "ph" || name == "name" || name == "cat" || name == "pid" || name == "tid" ||
+           name == "ts" || name == "dur" || name == "args" || name == "id";
 }
 
-// Bit i set when an odd number of quote bits are at or below i: the bytes inside strings.
-inline std::uint64_t prefix_xor(std::uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
+enum class Answer { No, Yes, NeedMore };
+
+// Whether buf[at] == '{' starts an event by the rule above. `separator_at` is a position whose
+// byte also counts as a separator (the first damaged byte), or SIZE_MAX.
+Answer event_start_at(const char* buf, std::size_t at, std::size_t size, bool eof,
+                      std::size_t separator_at = SIZE_MAX) {
+    std::size_t i = at;
+    while (i > 0 && is_space(buf[i - 1]))
+        if (at - --i > kContext) return Answer::No;
+    if (i == 0) return Answer::No;
+    const char left = buf[i - 1];
+    if (left != ',' && left != '[' && left != ']' && left != '}' && i - 1 != separator_at)
+        return Answer::No;
+    const auto more = [&] { return eof ? Answer::No : Answer::NeedMore; };
+    std::size_t j = at + 1;
+    while (j < size && is_space(buf[j]))
+        if (++j - at > kContext + 1) return Answer::No;
+    if (j >= size) return more();
+    if (buf[j] != '"') return Answer::No;
+    const std::size_t name = j + 1;
+    std::size_t k = name;
+    while (k < size && k - name <= 4 && buf[k] != '"') ++k;  // the names are 2 to 4 bytes
+    if (k >= size) return more();
+    if (buf[k] != '"' || !is_event_member(std::string_view(buf + name, k - name)))
+        return Answer::No;
+    const std::size_t quote = k;
+    for (++k; k < size && is_space(buf[k]); ++k)
+        if (k - quote > kContext) return Answer::No;
+    if (k >= size) return more();
+    return buf[k] == ':' ? Answer::Yes : Answer::No;
 }
 
-// Carry between 64-byte blocks: inside a string, and whether the next byte is escaped.
-struct StringState {
-    std::uint64_t in_string = 0;  // all ones when the last block ended inside a string
-    std::uint64_t escaped = 0;    // 1 when the next block's first byte is escaped
-};
-
-// One block's structural characters outside strings: '{' and '}' in `braces`, ']' in `brackets`.
-struct BlockIndex {
-    std::uint64_t braces;
-    std::uint64_t brackets;
-};
-
-inline BlockIndex outside_strings(std::uint64_t braces, std::uint64_t brackets,
-                                  std::uint64_t quote_prefix, StringState& state) {
-    const std::uint64_t in_string = quote_prefix ^ state.in_string;
-    state.in_string = static_cast<std::uint64_t>(static_cast<std::int64_t>(in_string) >> 63);
-    return {braces & ~in_string, brackets & ~in_string};
+// An object starting at `at` inside the event that starts at `begin` is nested in an array of
+// it, as valid JSON: not the start of the next event.
+bool nested_in_array(const char* buf, std::size_t begin, std::size_t at) {
+    JsonGrammar grammar;
+    return grammar.feed(buf + begin, at - begin) == JsonGrammar::Status::Valid &&
+           grammar.expects_array_element();
 }
-
-// Indexes `blocks` full 64-byte blocks of `buf`. One function per instruction set, picked once at
-// run time; it is called for runs of blocks, so the indirect call costs nothing per block.
-using IndexFn = void (*)(const char* buf, std::size_t blocks, BlockIndex* out, StringState& state);
-
-void index_generic(const char* buf, std::size_t blocks, BlockIndex* out, StringState& state) {
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const char* block = buf + 64 * b;
-        std::uint64_t quote = 0, backslash = 0, braces = 0, brackets = 0;
-#ifdef REPLAY_SPLITTER_SSE2
-        for (int i = 0; i < 4; ++i) {
-            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
-            auto mask = [&](char c) {
-                return static_cast<std::uint64_t>(static_cast<std::uint16_t>(
-                    _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)))));
-            };
-            quote |= mask('"') << (16 * i);
-            backslash |= mask('\\') << (16 * i);
-            braces |= (mask('{') | mask('}')) << (16 * i);
-            brackets |= mask(']') << (16 * i);
-        }
-#else
-        for (int i = 0; i < 64; ++i) {
-            const std::uint64_t bit = 1ULL << i;
-            switch (block[i]) {
-                case '"':
-                    quote |= bit;
-                    break;
-                case '\\':
-                    backslash |= bit;
-                    break;
-                case '{':
-                case '}':
-                    braces |= bit;
-                    break;
-                case ']':
-                    brackets |= bit;
-                    break;
-                default:
-                    break;
-            }
-        }
-#endif
-        const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
-        out[b] = outside_strings(braces, brackets, prefix_xor(quote & ~escaped), state);
-    }
-}
-
-#ifdef REPLAY_SPLITTER_SSE2
-__attribute__((target("avx2"))) inline std::uint64_t movemask64(__m256i lo, __m256i hi) {
-    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(lo))) |
-           (static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(hi))) << 32);
-}
-
-// prefix_xor with one carry-less multiplication by all ones.
-__attribute__((target("pclmul"))) inline std::uint64_t prefix_xor_clmul(std::uint64_t x) {
-    return static_cast<std::uint64_t>(_mm_cvtsi128_si64(
-        _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(x)), _mm_set1_epi8(-1), 0)));
-}
-
-__attribute__((target("avx2,pclmul"))) void index_avx2(const char* buf, std::size_t blocks,
-                                                       BlockIndex* out, StringState& state) {
-    const __m256i q = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
-    const __m256i ob = _mm256_set1_epi8('{'), cb = _mm256_set1_epi8('}'),
-                  cbr = _mm256_set1_epi8(']');
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const char* block = buf + 64 * b;
-        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
-        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32));
-        const std::uint64_t braces =
-            movemask64(_mm256_or_si256(_mm256_cmpeq_epi8(lo, ob), _mm256_cmpeq_epi8(lo, cb)),
-                       _mm256_or_si256(_mm256_cmpeq_epi8(hi, ob), _mm256_cmpeq_epi8(hi, cb)));
-        const std::uint64_t brackets =
-            movemask64(_mm256_cmpeq_epi8(lo, cbr), _mm256_cmpeq_epi8(hi, cbr));
-        const std::uint64_t quote = movemask64(_mm256_cmpeq_epi8(lo, q), _mm256_cmpeq_epi8(hi, q));
-        const std::uint64_t backslash =
-            movemask64(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs));
-        const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
-        out[b] = outside_strings(braces, brackets, prefix_xor_clmul(quote & ~escaped), state);
-    }
-}
-
-__attribute__((target("avx512f,avx512bw,pclmul"))) void index_avx512(const char* buf,
-                                                                     std::size_t blocks,
-                                                                     BlockIndex* out,
-                                                                     StringState& state) {
-    const __m512i q = _mm512_set1_epi8('"'), bs = _mm512_set1_epi8('\\');
-    const __m512i ob = _mm512_set1_epi8('{'), cb = _mm512_set1_epi8('}'),
-                  cbr = _mm512_set1_epi8(']');
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const __m512i v = _mm512_loadu_si512(buf + 64 * b);
-        const std::uint64_t quote = _mm512_cmpeq_epi8_mask(v, q);
-        const std::uint64_t backslash = _mm512_cmpeq_epi8_mask(v, bs);
-        const std::uint64_t braces = _mm512_cmpeq_epi8_mask(v, ob) | _mm512_cmpeq_epi8_mask(v, cb);
-        const std::uint64_t brackets = _mm512_cmpeq_epi8_mask(v, cbr);
-        const std::uint64_t escaped = escaped_bits(backslash, state.escaped);
-        out[b] = outside_strings(braces, brackets, prefix_xor_clmul(quote & ~escaped), state);
-    }
-}
-#endif
-
-IndexFn pick_index() {
-#ifdef REPLAY_SPLITTER_SSE2
-    __builtin_cpu_init();
-    const char* force = std::getenv("REPLAY_SPLITTER_ISA");  // for tests: generic, avx2
-    const std::string_view isa(force ? force : "");
-    if (isa == "generic") return index_generic;
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
-    if (isa != "avx2" && avx2 && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512bw"))
-        return index_avx512;
-    if (avx2) return index_avx2;
-#endif
-    return index_generic;
-}
-
-const IndexFn index_blocks = pick_index();
 
 // Finds the end of a JSON string starting at buf[i] == '"'; returns the index just past the
 // closing quote, or 0 when the buffer ends first.
@@ -220,34 +129,45 @@ std::size_t value_end(const char* buf, std::size_t i, std::size_t size) {
     return i < size ? i : 0;
 }
 
+// Between events, a gap of this many bytes at most is checked inline.
+constexpr std::size_t kShortGap = 64;
+
+bool blanks_and_commas(const char* buf, std::size_t from, std::size_t to) {
+    for (std::size_t i = from; i < to; ++i)
+        if (!is_space(buf[i]) && buf[i] != ',') return false;
+    return true;
+}
+
+// The '{' at `at` follows a ':' (and at most one blank): an object as a member's value, which
+// never starts an event.
+inline bool after_colon(const char* buf, std::size_t at) {
+    const char before = buf[at - 1];
+    return before == ':' || (before == ' ' && at >= 2 && buf[at - 2] == ':');
+}
+
+// Bits [from, 64) of a 64-bit mask (from <= 64).
+inline std::uint64_t bits_from(std::size_t from) {
+    return from >= 64 ? 0 : ~0ULL << from;
+}
+
 }  // namespace
 
 std::size_t EventSplitter::scan(const char* buf, std::size_t size, bool eof,
                                 std::vector<Span>& out) {
-    while (true) {
-        if (state_ == State::Events) {
-            scan_events(buf, size, eof, out);
-            if (state_ == State::Events) break;  // needs more input
-        } else if (!scan_top(buf, size, eof, out)) {
-            break;
-        }
+    while (state_ == State::Events   ? scan_events(buf, size, eof, out)
+           : state_ == State::Resync ? scan_resync(buf, size, eof)
+                                     : scan_top(buf, size, eof, out)) {
     }
     if (eof) {
-        // Bytes after the last event of an unclosed traceEvents are stray too, as they are when a
-        // chunk boundary falls after them: the counts do not depend on how the input was chunked.
-        if (state_ == State::Events && depth_ == 0 && gap_begin_ < size) {
-            on_event_gap(buf, gap_begin_, size);
-            gap_begin_ = size;
-        }
+        finish(buf, size);
         return size;
     }
     std::size_t keep = pos_;
-    if (state_ == State::Events && depth_ > 0) keep = event_begin_;
-    if ((state_ == State::RootColon || state_ == State::RootValue)) keep = key_begin_ - 1;
-    if (state_ == State::Events && depth_ == 0 && gap_begin_ < keep) {
-        on_event_gap(buf, gap_begin_, keep);
-        gap_begin_ = keep;
-    }
+    if (state_ == State::Events) keep = std::min(keep, depth_ > 0 ? event_begin_ : gap_begin_);
+    if (state_ == State::RootColon || state_ == State::RootValue) keep = key_begin_ - 1;
+    // From the events on, the blanks and separator before a '{' still to be looked at, should it
+    // be an event start (event_start_at()).
+    if (saw_events_) keep = std::min(keep, pos_ > kContext + 1 ? pos_ - kContext - 1 : 0);
     pos_ -= keep;
     if (event_begin_ >= keep) event_begin_ -= keep;
     if (gap_begin_ >= keep) gap_begin_ -= keep;
@@ -256,19 +176,78 @@ std::size_t EventSplitter::scan(const char* buf, std::size_t size, bool eof,
     return keep;
 }
 
-void EventSplitter::on_event_gap(const char* buf, std::size_t from, std::size_t to) {
-    for (std::size_t i = from; i < to; ++i) {
-        if (!is_space(buf[i]) && buf[i] != ',') {
-            if (stray_bytes_ == 0) first_stray_ = base_ + i;
-            ++stray_bytes_;
+void EventSplitter::finish(const char* buf, std::size_t size) {
+    if (state_ == State::Events && depth_ > 0) {
+        // The input ends inside an event: cut short if its text so far is valid JSON (a
+        // truncation), else damaged up to the end.
+        JsonGrammar grammar;
+        if (grammar.feed(buf + event_begin_, size - event_begin_) == JsonGrammar::Status::Invalid) {
+            record_damage(base_ + event_begin_, base_ + size);
+            ended_in_damage_ = true;
         }
+    } else if (state_ == State::Resync && after_document_) {
+        // No event after the end of the document: what followed it was stray text.
+        if (pending_stray_ != 0 && stray_bytes_ == 0) first_stray_ = first_pending_stray_;
+        stray_bytes_ += pending_stray_;
+        state_ = State::Done;
+    } else if (state_ == State::Resync) {
+        record_damage(damage_begin_, base_ + size);
+        ended_in_damage_ = true;
     }
+}
+
+void EventSplitter::record_damage(std::uint64_t begin, std::uint64_t end) {
+    if (damaged_places_++ == 0) {
+        first_damage_ = begin;
+        first_resumed_ = end;
+    }
+    damaged_bytes_ += end - begin;
+}
+
+void EventSplitter::too_large(std::uint64_t offset, const char* what) const {
+    throw SplitError{offset, what, SplitError::Kind::TooLarge};
+}
+
+// Blanks from `from` to `to`: only so many in a row, or an endless input of blanks would never
+// end. A run that reaches the end of the buffer goes on in the next one.
+void EventSplitter::check_blanks(std::size_t from, std::size_t to, std::size_t size) {
+    const std::uint64_t start = in_blanks_ ? blanks_since_ : base_ + from;
+    if (base_ + to - start > max_item_bytes_) too_large(start, "a run of blanks");
+    in_blanks_ = to == size;
+    blanks_since_ = start;
+}
+
+bool EventSplitter::top_error(std::size_t at, const char* expected) {
+    if (!events_closed_) throw SplitError{base_ + at, expected};
+    // The ']' that closed traceEvents was damage (a byte changed into it, or a quote lost before
+    // it): back to the events, at the next event start.
+    damage_begin_ = close_abs_;
+    events_closed_ = false;
+    state_ = State::Resync;
+    pos_ = at;
+    return true;
+}
+
+void EventSplitter::close_events(std::size_t at) {
+    last_end_abs_ = base_ + at + 1;
+    close_abs_ = base_ + at;
+    events_closed_ = true;
+    pos_ = at + 1;
+    state_ = bare_array_ ? State::Done : State::RootComma;
+}
+
+void EventSplitter::start_resync(std::size_t garbage) {
+    damage_begin_ = base_ + garbage;
+    state_ = State::Resync;
+    pos_ = garbage + 1;
 }
 
 // Returns false when more input is needed.
 bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::vector<Span>& out) {
     while (true) {
+        const std::size_t blanks = pos_;
         while (pos_ < size && is_space(buf[pos_])) ++pos_;
+        if (pos_ > blanks || in_blanks_) check_blanks(blanks, pos_, size);
         if (pos_ >= size) {
             if (eof && state_ == State::Start)
                 throw SplitError{base_ + pos_, "a JSON object or array (the input is empty)"};
@@ -297,11 +276,14 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                     ++pos_;
                     break;
                 }
-                if (c != '"') throw SplitError{base_ + pos_, "a member name or '}'"};
+                if (c != '"') return top_error(pos_, "a member name or '}'");
                 const std::size_t end = string_end(buf, pos_, size);
                 // At the end of the input a member cut short is a truncation (the profiler died
                 // while writing it), reported as such by the caller: complete() stays false.
-                if (end == 0) return false;
+                if (end == 0) {
+                    if (size - pos_ > max_item_bytes_) too_large(base_ + pos_, "a member name");
+                    return false;
+                }
                 key_begin_ = pos_ + 1;
                 key_length_ = end - pos_ - 2;
                 pos_ = end;
@@ -309,14 +291,14 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 break;
             }
             case State::RootColon:
-                if (c != ':') throw SplitError{base_ + pos_, "':' after a member name"};
+                if (c != ':') return top_error(pos_, "':' after a member name");
                 ++pos_;
                 state_ = State::RootValue;
                 break;
             case State::RootValue: {
                 const std::string_view key(buf + key_begin_, key_length_);
                 if (key == "traceEvents") {
-                    if (c != '[') throw SplitError{base_ + pos_, "'[' after \"traceEvents\":"};
+                    if (c != '[') return top_error(pos_, "'[' after \"traceEvents\":");
                     saw_events_ = true;
                     state_ = State::Events;
                     depth_ = 0;
@@ -329,10 +311,14 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 const std::size_t end = value_end(buf, pos_, size);
                 if (end == 0) {
                     if (eof) return false;  // cut short: a truncation, as above
+                    if (size - pos_ > max_item_bytes_)
+                        too_large(base_ + pos_, "the value of a top-level member");
                     pos_ = key_begin_ - 1;
                     state_ = State::RootKey;
                     return false;
                 }
+                if (end - pos_ > max_item_bytes_)
+                    too_large(base_ + pos_, "the value of a top-level member");
                 Span span;
                 span.begin = static_cast<std::uint32_t>(pos_);
                 span.length = static_cast<std::uint32_t>(end - pos_);
@@ -351,43 +337,141 @@ bool EventSplitter::scan_top(const char* buf, std::size_t size, bool eof, std::v
                 } else if (c == '}') {
                     state_ = State::Done;
                 } else {
-                    throw SplitError{base_ + pos_, "',' or '}' between top-level members"};
+                    return top_error(pos_, "',' or '}' between top-level members");
                 }
                 ++pos_;
                 break;
             case State::Done:
-                // Text after the document is skipped and counted (but not its whitespace, so that
-                // the count does not depend on where chunks end), not fatal.
-                if (stray_bytes_ == 0) first_stray_ = base_ + pos_;
-                for (; pos_ < size; ++pos_) stray_bytes_ += !is_space(buf[pos_]);
+                // Text after the document is skipped and counted as stray (but not its blanks,
+                // so that the count does not depend on where chunks end), not fatal; unless an
+                // event starts in it: then the ']' that closed traceEvents was damage.
+                if (events_closed_) {
+                    damage_begin_ = close_abs_;
+                    after_document_ = true;
+                    state_ = State::Resync;
+                    return true;
+                }
+                for (; pos_ < size; ++pos_) {
+                    if (is_space(buf[pos_])) continue;
+                    if (stray_bytes_++ == 0) first_stray_ = base_ + pos_;
+                }
                 return false;
             case State::Events:
+            case State::Resync:
                 return true;
         }
     }
 }
 
-// Bits [from, 64) of a 64-bit mask (from <= 64).
-inline std::uint64_t bits_from(std::size_t from) {
-    return from >= 64 ? 0 : ~0ULL << from;
+bool EventSplitter::scan_resync(const char* buf, std::size_t size, bool eof) {
+    const std::size_t separator_at =
+        damage_begin_ >= base_ ? static_cast<std::size_t>(damage_begin_ - base_) : SIZE_MAX;
+    // After the document, what is passed over is stray unless an event start follows.
+    const auto pass_to = [&](std::size_t to) {
+        if (after_document_) {
+            for (std::size_t i = pos_; i < to; ++i) {
+                if (is_space(buf[i])) continue;
+                if (pending_stray_++ == 0) first_pending_stray_ = base_ + i;
+            }
+        }
+        pos_ = to;
+    };
+    while (pos_ < size) {
+        const void* brace = std::memchr(buf + pos_, '{', size - pos_);
+        if (brace == nullptr) {
+            pass_to(size);
+            break;
+        }
+        const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(brace) - buf);
+        switch (event_start_at(buf, at, size, eof, separator_at)) {
+            case Answer::Yes:
+                record_damage(damage_begin_, base_ + at);
+                state_ = State::Events;
+                events_closed_ = after_document_ = false;
+                pending_stray_ = 0;
+                depth_ = 0;
+                pos_ = gap_begin_ = at;
+                prev_in_string_ = prev_escaped_ = 0;
+                return true;
+            case Answer::NeedMore:
+                pass_to(at);
+                return false;
+            case Answer::No:
+                pass_to(at + 1);
+                break;
+        }
+    }
+    if (base_ + pos_ - damage_begin_ > max_item_bytes_)
+        too_large(damage_begin_, "damaged text without an event start after it");
+    return false;
 }
 
-void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
+EventSplitter::Gap EventSplitter::check_gap(const char* buf, std::size_t to, std::size_t size,
+                                            bool eof, std::vector<Span>& out) {
+    std::size_t at = gap_begin_;
+    while (at < to && (is_space(buf[at]) || buf[at] == ',')) ++at;
+    if (at - gap_begin_ > max_item_bytes_) too_large(base_ + gap_begin_, "a run of blanks");
+    if (at >= to) return Gap::Clean;
+    // A value where an event should be (an array, a string, a number, a literal): an item of its
+    // own, when what follows it is what may follow an element of the array.
+    JsonGrammar grammar;
+    const JsonGrammar::Status status = grammar.feed(buf + at, size - at, eof);
+    if (status == JsonGrammar::Status::Valid) {
+        if (size - at > max_item_bytes_) too_large(base_ + at, "a value in traceEvents");
+        gap_begin_ = at;
+        pos_ = eof ? size : at;  // at the end of the input: cut short inside it
+        return Gap::Pause;
+    }
+    if (status == JsonGrammar::Status::Complete) {
+        const std::size_t end = at + grammar.consumed();
+        std::size_t next = end;
+        while (next < size && is_space(buf[next])) ++next;
+        if (next >= size && !eof) {
+            gap_begin_ = pos_ = at;
+            return Gap::Pause;
+        }
+        if (next >= size || buf[next] == ',' || buf[next] == ']' || buf[next] == '{') {
+            if (end - at > max_item_bytes_) too_large(base_ + at, "a value in traceEvents");
+            out.push_back(Span{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(end - at),
+                               false, 0, 0});
+            last_end_abs_ = base_ + end;
+            gap_begin_ = pos_ = end;
+            return Gap::Restart;
+        }
+    }
+    start_resync(at);
+    return Gap::Resync;
+}
+
+bool EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
                                 std::vector<Span>& out) {
     constexpr std::size_t kRun = 64;  // blocks indexed per call (4 KiB)
     BlockIndex index[kRun];
     alignas(64) char tail[64];
     StringState strings{prev_in_string_, prev_escaped_};
-    // ']' matters only between events (depth 0), where it closes traceEvents: inside a block, the
-    // brackets from `zero_from` up to the next '{' are looked at, the others never.
-    auto close_array = [&](std::uint64_t brackets) {
-        const std::size_t at = pos_ + static_cast<std::size_t>(__builtin_ctzll(brackets));
-        on_event_gap(buf, gap_begin_, at);
-        last_end_abs_ = base_ + at + 1;
-        pos_ = at + 1;
-        state_ = bare_array_ ? State::Done : State::RootComma;
-        prev_in_string_ = strings.in_string;
-        prev_escaped_ = strings.escaped;
+    // Stops at `at`, where the string state is `in_string` ('{' is never escaped in a way that
+    // matters, so the escape carry is clear): scanning goes on from there, after more input
+    // (false) or at once, from a fresh start (true, after a value or damaged text).
+    const auto stop_at = [&](std::size_t at, bool in_string, bool go_on) {
+        pos_ = at;
+        prev_in_string_ = in_string ? ~0ULL : 0;
+        prev_escaped_ = 0;
+        return go_on;
+    };
+    // The text between events up to `to`: nullopt when it is blanks and commas, else what
+    // scan_events() returns.
+    const auto gap = [&](std::size_t to) -> std::optional<bool> {
+        switch (check_gap(buf, to, size, eof, out)) {
+            case Gap::Clean:
+                return std::nullopt;
+            case Gap::Restart:
+                return stop_at(pos_, false, true);
+            case Gap::Pause:
+                return stop_at(pos_, false, false);
+            case Gap::Resync:
+                return true;
+        }
+        return std::nullopt;
     };
     while (pos_ < size) {
         std::size_t blocks = std::min<std::size_t>((size - pos_) / 64, kRun);
@@ -400,42 +484,66 @@ void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
             index_blocks(tail, 1, index, strings);
             blocks = 1;
         } else {
-            // Hardware prefetchers stop at page boundaries, and input read in place arrives
-            // page by page: ask for the run after next while this one is indexed.
+            // Hardware prefetchers stop at page boundaries: ask for the run after next while
+            // this one is indexed.
             const std::size_t ahead = pos_ + 2 * kRun * 64;
             for (std::size_t at = ahead; at < std::min(size, ahead + kRun * 64); at += 64)
                 __builtin_prefetch(buf + at);
             index_blocks(buf + pos_, blocks, index, strings);
         }
         for (std::size_t b = 0; b < blocks; ++b, pos_ += valid) {
-            std::uint64_t braces = index[b].braces;
+            const std::uint64_t in_strings = index[b].string_braces;  // rare
             const std::uint64_t brackets = index[b].brackets;
+            std::uint64_t marks = index[b].braces | in_strings;
             std::size_t zero_from = depth_ == 0 ? 0 : 64;  // depth is 0 from this bit on
-            while (braces != 0) {
-                const std::size_t bit = static_cast<std::size_t>(__builtin_ctzll(braces));
+            while (marks != 0) {
+                const std::size_t bit = static_cast<std::size_t>(__builtin_ctzll(marks));
                 const std::size_t at = pos_ + bit;
-                braces &= braces - 1;
-                if (buf[at] == '{') {
-                    if (depth_ == 0) {
-                        if (const std::uint64_t before =
-                                brackets & bits_from(zero_from) & ~bits_from(bit)) {
-                            close_array(before);
-                            return;
-                        }
-                        on_event_gap(buf, gap_begin_, at);
-                        event_begin_ = at;
+                marks &= marks - 1;
+                if (in_strings != 0 && ((in_strings >> bit) & 1) != 0) [[unlikely]] {
+                    // A brace in a string: nothing, unless a '{' there starts an event, which a
+                    // string cannot hold (the rule above): damaged text up to it.
+                    if (buf[at] != '{') continue;
+                    if (depth_ == 0) {  // only after a value, which the gap check deals with
+                        if (const auto stop = gap(at)) return *stop;
+                        continue;
                     }
-                    ++depth_;
-                } else {
-                    if (depth_ == 0) {
-                        if (const std::uint64_t before =
-                                brackets & bits_from(zero_from) & ~bits_from(bit)) {
-                            close_array(before);
-                            return;
-                        }
-                        throw SplitError{base_ + at, "'{' or ']' in traceEvents, not '}'"};
+                    const Answer start = event_start_at(buf, at, size, eof);
+                    if (start == Answer::NeedMore) return stop_at(at, true, false);
+                    if (start == Answer::Yes) {
+                        record_damage(base_ + event_begin_, base_ + at);
+                        depth_ = 0;
+                        gap_begin_ = at;
+                        return stop_at(at, false, true);
                     }
+                    continue;
+                }
+                if (depth_ == 0) {
+                    // Between events: ']' closes the array, '{' starts an event; first the text
+                    // before it, which is nearly always a few blanks and a comma.
+                    const std::uint64_t before = brackets & bits_from(zero_from) & ~bits_from(bit);
+                    const std::size_t next =
+                        before != 0 ? pos_ + static_cast<std::size_t>(__builtin_ctzll(before)) : at;
+                    if (next - gap_begin_ > kShortGap ||
+                        !blanks_and_commas(buf, gap_begin_, next)) {
+                        if (const auto stop = gap(next)) return *stop;
+                    }
+                    if (before != 0) {
+                        close_events(next);
+                        return true;
+                    }
+                    if (buf[at] == '}') {  // a stray '}': damaged text
+                        start_resync(at);
+                        return true;
+                    }
+                    event_begin_ = at;
+                    depth_ = 1;
+                    continue;
+                }
+                if (buf[at] == '}') {
                     if (--depth_ == 0) {
+                        if (at + 1 - event_begin_ > max_item_bytes_)
+                            too_large(base_ + event_begin_, "an event");
                         out.push_back(Span{static_cast<std::uint32_t>(event_begin_),
                                            static_cast<std::uint32_t>(at + 1 - event_begin_), false,
                                            0, 0});
@@ -443,18 +551,42 @@ void EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
                         last_end_abs_ = base_ + at + 1;
                         zero_from = bit + 1;
                     }
+                    continue;
                 }
+                // A '{' inside an event: nearly always an "args" object, after ':'; else a nested
+                // object, or the start of the next event after damaged text.
+                if (!after_colon(buf, at)) {
+                    const Answer start = event_start_at(buf, at, size, eof);
+                    if (start == Answer::NeedMore) return stop_at(at, false, false);
+                    if (start == Answer::Yes && !nested_in_array(buf, event_begin_, at)) {
+                        record_damage(base_ + event_begin_, base_ + at);
+                        depth_ = 0;
+                        gap_begin_ = at;
+                        return stop_at(at, false, true);
+                    }
+                }
+                ++depth_;
             }
             if (depth_ == 0) {
                 if (const std::uint64_t rest = brackets & bits_from(zero_from)) {
-                    close_array(rest);
-                    return;
+                    const std::size_t next = pos_ + static_cast<std::size_t>(__builtin_ctzll(rest));
+                    if (const auto stop = gap(next)) return *stop;
+                    close_events(next);
+                    return true;
                 }
             }
         }
     }
     prev_in_string_ = strings.in_string;
     prev_escaped_ = strings.escaped;
+    if (depth_ > 0) {
+        if (size - event_begin_ > max_item_bytes_) too_large(base_ + event_begin_, "an event");
+        return false;
+    }
+    // The text after the last event so far (up to where the blocks were looked at): a value or
+    // damaged text in it is dealt with now; a run of blanks is only so long.
+    if (const auto stop = gap(pos_)) return *stop;
+    return false;
 }
 
 }  // namespace replay

@@ -1,10 +1,11 @@
+// Byte sources (source.h): plain files (read in place when large), gzip and zstd streams, standard
+// input and bytes in memory, each read in chunks.
 #include "replay/source.h"
 
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,9 +26,11 @@ struct FileCloser {
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
 // Raw file bytes with a small look-ahead buffer so the magic bytes can be sniffed from a pipe.
+// Plain reads only, no mapping: a file cut shorter while it is read (the profiler or a user
+// rewriting it) must be an InputError naming it, and a mapping would fault (SIGBUS) instead.
 class RawFile {
   public:
-    RawFile(const std::string& path) : path_(path) {
+    RawFile(const std::string& path, std::string name) : name_(std::move(name)) {
         if (path == "-") {
             file_.reset(stdin);
         } else {
@@ -40,9 +43,10 @@ class RawFile {
                 std::fseek(file_.get(), 0, SEEK_SET);
             }
         }
-        peek_.resize(4);
+        peek_.resize(kPeek);
         peek_.resize(std::fread(peek_.data(), 1, peek_.size(), file_.get()));
     }
+    static constexpr std::size_t kPeek = 4;
     const std::vector<unsigned char>& peek() const { return peek_; }
     std::size_t read(void* out, std::size_t n) {
         std::size_t done = 0;
@@ -50,31 +54,26 @@ class RawFile {
         while (peek_pos_ < peek_.size() && done < n) dst[done++] = peek_[peek_pos_++];
         if (done < n) done += std::fread(dst + done, 1, n - done, file_.get());
         if (done < n && std::ferror(file_.get()))
-            throw InputError(path_, offset_ + done,
+            throw InputError(name_, offset_ + done,
                              std::string("read error: ") + std::strerror(errno));
         offset_ += done;
+        // The end before the size the file had when it was opened: it was cut shorter since.
+        if (done < n && offset_ < size_) {
+            struct stat now {};
+            const std::string size_now = fstat(fileno(file_.get()), &now) == 0
+                                             ? std::to_string(now.st_size)
+                                             : std::string("fewer");
+            throw InputError(name_, offset_,
+                             "the file changed while it was read: it had " + std::to_string(size_) +
+                                 " bytes when it was opened and has " + size_now + " now");
+        }
         return done;
     }
     std::uint64_t offset() const { return offset_; }
     std::uint64_t size() const { return size_; }
-    // A regular file (not a pipe), whose bytes can be mapped.
-    int mappable_fd() const {
-        if (path_ == "-") return -1;
-        struct stat st {};
-        const int fd = fileno(file_.get());
-        return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fd : -1;
-    }
-    // Moves the read position forward to `offset` (bytes in between were taken from a mapping).
-    void skip_to(std::uint64_t offset) {
-        if (offset == offset_) return;
-        peek_pos_ = peek_.size();
-        if (std::fseek(file_.get(), static_cast<long>(offset), SEEK_SET) != 0)
-            throw InputError(path_, offset_, std::string("seek error: ") + std::strerror(errno));
-        offset_ = offset;
-    }
 
   private:
-    std::string path_;
+    std::string name_;
     FilePtr file_;
     std::vector<unsigned char> peek_;
     std::size_t peek_pos_ = 0;
@@ -82,83 +81,17 @@ class RawFile {
     std::uint64_t size_ = 0;
 };
 
-// A read-only private mapping of a whole file.
-class Mapping {
-  public:
-    Mapping() = default;
-    Mapping(int fd, std::uint64_t size) {
-        if (fd < 0 || size == 0) return;
-        void* at = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (at == MAP_FAILED) return;
-        data_ = static_cast<const char*>(at);
-        size_ = size;
-    }
-    Mapping(Mapping&& other) noexcept
-        : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-    Mapping& operator=(Mapping&& other) noexcept {
-        std::swap(data_, other.data_);
-        std::swap(size_, other.size_);
-        return *this;
-    }
-    ~Mapping() {
-        if (data_) munmap(const_cast<char*>(data_), size_);
-    }
-    const char* data() const { return data_; }
-    std::uint64_t size() const { return size_; }
-
-  private:
-    const char* data_ = nullptr;
-    std::uint64_t size_ = 0;
-};
-
 class PlainSource final : public ByteSource {
   public:
-    PlainSource(std::string name, RawFile raw) : ByteSource(std::move(name)), raw_(std::move(raw)) {
-        // Large regular files are parsed in place: read() would copy every byte once more.
-        if (raw_.size() >= kMapAtLeast) {
-            fd_ = raw_.mappable_fd();
-            map_ = Mapping(fd_, raw_.size());
-        }
-    }
-    std::size_t read(std::span<char> out) override {
-        if (mapped_ != raw_.offset()) raw_.skip_to(mapped_);
-        const std::size_t n = raw_.read(out.data(), out.size());
-        mapped_ = raw_.offset();
-        return n;
-    }
-    std::span<const char> read_in_place(std::size_t max, std::size_t pad) override {
-        if (!map_.data() || mapped_ + max + pad > map_.size()) return {};
-        // A file cut shorter since it was mapped would fault (SIGBUS) where it no longer has
-        // bytes: read() then reports the truncation as usual.
-        struct stat st {};
-        if (fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < mapped_ + max + pad)
-            return {};
-        const std::span<const char> out(map_.data() + mapped_, max);
-        mapped_ += max;
-        return out;
-    }
-    void release_before(std::uint64_t offset) override {
-        if (!map_.data()) return;
-        // Whole 2 MiB blocks: the page cache may map the file with huge pages, and dropping part
-        // of one would unmap all of it, for the next chunk's first bytes to fault it back in.
-        constexpr std::uintptr_t kBlock = 2u << 20;
-        const auto start = reinterpret_cast<std::uintptr_t>(map_.data());
-        const std::uintptr_t end = (start + std::min(offset, map_.size())) / kBlock * kBlock;
-        if (end <= start + released_) return;
-        madvise(const_cast<char*>(map_.data()) + released_, end - start - released_, MADV_DONTNEED);
-        released_ = end - start;
-    }
-    std::uint64_t raw_offset() const override { return mapped_; }
+    PlainSource(std::string name, RawFile raw)
+        : ByteSource(std::move(name)), raw_(std::move(raw)) {}
+    std::size_t read(std::span<char> out) override { return raw_.read(out.data(), out.size()); }
+    std::uint64_t raw_offset() const override { return raw_.offset(); }
     std::uint64_t raw_size() const override { return raw_.size(); }
     Compression compression() const override { return Compression::None; }
 
   private:
-    static constexpr std::uint64_t kMapAtLeast = 16u << 20;
     RawFile raw_;
-    int fd_ = -1;
-    Mapping map_;
-    std::uint64_t mapped_ = 0;    // the input position: read() and read_in_place() go on here
-    std::uint64_t released_ = 0;  // release_before() only
 };
 
 class GzipSource final : public ByteSource {
@@ -177,28 +110,24 @@ class GzipSource final : public ByteSource {
         z->next_out = reinterpret_cast<Bytef*>(out.data());
         z->avail_out = static_cast<uInt>(out.size());
         while (z->avail_out > 0 && !finished_) {
-            if (z->avail_in == 0) {
-                std::size_t n = raw_.read(in_.data(), in_.size());
-                if (n == 0) {
-                    truncated_ = true;
-                    finished_ = true;
-                    break;
-                }
-                z->next_in = in_.data();
-                z->avail_in = static_cast<uInt>(n);
+            if (z->avail_in == 0 && !refill()) {
+                truncated_ = true;
+                finished_ = true;
+                break;
             }
             int rc = inflate(z, Z_NO_FLUSH);
             if (rc == Z_STREAM_END) {
-                // Concatenated gzip members are legal (e.g. `cat a.gz b.gz`): continue if more
-                // follows.
-                if (z->avail_in == 0) {
-                    std::size_t n = raw_.read(in_.data(), in_.size());
-                    if (n == 0) {
-                        finished_ = true;
-                        break;
-                    }
-                    z->next_in = in_.data();
-                    z->avail_in = static_cast<uInt>(n);
+                // Concatenated gzip members are legal (e.g. `cat a.gz b.gz`): go on if more
+                // follows. Zero bytes after the last member are padding (tape blocks, files
+                // written into preallocated space), which gzip accepts too.
+                if (z->avail_in == 0 && !refill()) {
+                    finished_ = true;
+                    break;
+                }
+                if (*z->next_in == 0) {
+                    skip_zero_padding();
+                    finished_ = true;
+                    break;
                 }
                 inflateReset(z);
             } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -216,6 +145,22 @@ class GzipSource final : public ByteSource {
 
   private:
     std::uint64_t consumed() const { return raw_.offset() - stream_.avail_in; }
+    // The next compressed bytes into the stream's input; false at the end of the file.
+    bool refill() {
+        const std::size_t n = raw_.read(in_.data(), in_.size());
+        stream_.next_in = in_.data();
+        stream_.avail_in = static_cast<uInt>(n);
+        return n != 0;
+    }
+    void skip_zero_padding() {
+        do {
+            for (; stream_.avail_in > 0; ++stream_.next_in, --stream_.avail_in)
+                if (*stream_.next_in != 0)
+                    throw InputError(name_, consumed(),
+                                     "corrupt gzip data: neither a gzip member nor zero padding "
+                                     "after the end of the last member");
+        } while (refill());
+    }
     RawFile raw_;
     std::vector<unsigned char> in_;
     z_stream stream_{};
@@ -248,11 +193,27 @@ class ZstdSource final : public ByteSource {
                 }
                 input_ = ZSTD_inBuffer{in_.data(), n, 0};
             }
-            std::size_t hint = ZSTD_decompressStream(stream_.get(), &output, &input_);
-            if (ZSTD_isError(hint))
-                throw InputError(name_, consumed(),
-                                 std::string("corrupt zstd data: ") + ZSTD_getErrorName(hint));
+            // No more than the decoder asks for (the rest of a block and the next block's
+            // header, or a frame header): an error then names the block it is in, where the
+            // whole 128 KiB read would name only where that read started.
+            ZSTD_inBuffer step{input_.src, std::min(input_.size, input_.pos + wanted_), input_.pos};
+            const std::uint64_t at = consumed();
+            const std::size_t hint = ZSTD_decompressStream(stream_.get(), &output, &step);
+            if (ZSTD_isError(hint)) {
+                // A checksum is checked at the end of its frame: the damage is anywhere in it.
+                if (ZSTD_getErrorCode(hint) == ZSTD_error_checksum_wrong)
+                    throw InputError(name_, at,
+                                     "corrupt zstd data: the frame from byte " +
+                                         std::to_string(frame_start_) +
+                                         " does not match its checksum (at this byte)");
+                throw InputError(name_, at,
+                                 std::string("corrupt zstd data: ") + ZSTD_getErrorName(hint) +
+                                     " (in the block that starts here or in the header after it)");
+            }
+            input_.pos = step.pos;
+            if (last_hint_ == 0) frame_start_ = at;
             last_hint_ = hint;
+            wanted_ = hint != 0 ? hint : kFrameHeaderMax;
         }
         return output.pos;
     }
@@ -267,9 +228,32 @@ class ZstdSource final : public ByteSource {
     std::vector<char> in_;
     std::unique_ptr<ZSTD_DStream, ZstdFree> stream_;
     ZSTD_inBuffer input_{nullptr, 0, 0};
-    std::size_t last_hint_ = 0;
+    static constexpr std::size_t kFrameHeaderMax = 18;  // ZSTD_FRAMEHEADERSIZE_MAX
+    std::size_t wanted_ = kFrameHeaderMax;
+    std::size_t last_hint_ = 0;  // 0 between frames
+    std::uint64_t frame_start_ = 0;
     bool finished_ = false;
     bool truncated_ = false;
+};
+
+// Plain JSON text held in memory.
+class MemorySource final : public ByteSource {
+  public:
+    MemorySource(std::string name, std::string_view bytes)
+        : ByteSource(std::move(name)), bytes_(bytes) {}
+    std::size_t read(std::span<char> out) override {
+        const std::size_t n = std::min(out.size(), bytes_.size() - pos_);
+        if (n > 0) std::memcpy(out.data(), bytes_.data() + pos_, n);
+        pos_ += n;
+        return n;
+    }
+    std::uint64_t raw_offset() const override { return pos_; }
+    std::uint64_t raw_size() const override { return bytes_.size(); }
+    Compression compression() const override { return Compression::None; }
+
+  private:
+    std::string_view bytes_;
+    std::size_t pos_ = 0;
 };
 
 }  // namespace
@@ -292,15 +276,22 @@ InputError::InputError(const std::string& file, std::uint64_t offset, const std:
       offset_(offset) {}
 
 std::unique_ptr<ByteSource> open_source(const std::string& path) {
-    RawFile raw(path);
-    const auto& magic = raw.peek();
     const std::string name = path == "-" ? "<stdin>" : path;
+    RawFile raw(path, name);
+    const auto& magic = raw.peek();
     if (magic.size() >= 2 && magic[0] == 0x1f && magic[1] == 0x8b)
         return std::make_unique<GzipSource>(name, std::move(raw));
-    if (magic.size() >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f &&
-        magic[3] == 0xfd)
-        return std::make_unique<ZstdSource>(name, std::move(raw));
+    // A zstd frame (28 b5 2f fd), or a skippable frame (5? 2a 4d 18) that zstd -d passes over.
+    const bool zstd_frame = magic.size() >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 &&
+                            magic[2] == 0x2f && magic[3] == 0xfd;
+    const bool skippable_frame = magic.size() >= 4 && (magic[0] & 0xf0) == 0x50 &&
+                                 magic[1] == 0x2a && magic[2] == 0x4d && magic[3] == 0x18;
+    if (zstd_frame || skippable_frame) return std::make_unique<ZstdSource>(name, std::move(raw));
     return std::make_unique<PlainSource>(name, std::move(raw));
+}
+
+std::unique_ptr<ByteSource> memory_source(std::string name, std::string_view bytes) {
+    return std::make_unique<MemorySource>(std::move(name), bytes);
 }
 
 std::string read_all(const std::string& path) {

@@ -37,7 +37,8 @@ case "$work" in "$root"/*) echo "refusing to write the benchmark data inside the
 if [[ -z "$bench" ]]; then
   bench="$work/parse_bench"
   echo "== building $bench"
-  ${CXX:-g++} -std=c++20 -O3 -DNDEBUG -I"$root/parsers/include" "$root"/parsers/{source,event_splitter,kineto_parser,trace_model}.cpp \
+  ${CXX:-g++} -std=c++20 -O3 -DNDEBUG -I"$root/parsers/include" -I"$root/parsers" \
+    "$root"/parsers/{source,event_splitter,kineto_parser,trace_model}.cpp "$root"/parsers/kineto/*.cpp \
     "$here/parse_bench.cpp" \
     -o "$bench" -lsimdjson -lzstd -lz -lpthread
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Bad input through the CLI: exit 2 with a one-line error naming the file and byte offset, no
-partial output file; a truncated trace exits 0 with a warning about the lost bytes."""
-import gzip, os, subprocess, sys, tempfile
+partial output file; a truncated trace exits 0 with a warning about the lost bytes; damage in the
+middle loses only the event around it (exit 0 with a warning, exit 2 with --strict)."""
+import gzip, json, os, struct, subprocess, sys, tempfile
 
 replay, traces = sys.argv[1], sys.argv[2]
 failures = 0
@@ -38,6 +39,35 @@ with tempfile.TemporaryDirectory() as tmp:
     ok = r.returncode == 0 and "truncated" in r.stderr and "bytes after the last complete event" in r.stderr
     print(("ok   " if ok else "FAIL ") + f"truncated.json: exit {r.returncode}: {r.stderr.strip()}")
     failures += not ok
+
+    # One quote lost in the middle: the event around it is skipped, every kernel kept.
+    damaged = write("damaged.json", bloom[:319024] + bloom[319025:])
+    r = run("inspect", "--json", damaged)
+    kernels = json.loads(r.stdout)["counts"]["kernel"] if r.returncode == 0 else None
+    ok = r.returncode == 0 and kernels == 629 and "damaged text" in r.stderr and "byte 318990" in r.stderr
+    print(("ok   " if ok else "FAIL ") + f"damaged.json: exit {r.returncode}, {kernels} kernels: {r.stderr.strip()}")
+    failures += not ok
+    r = run("inspect", "--strict", damaged)
+    ok = r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "damaged.json: byte 318990" in r.stderr
+    print(("ok   " if ok else "FAIL ") + f"damaged.json --strict: exit {r.returncode}: {r.stderr.strip()}")
+    failures += not ok
+
+    # An event beyond --max-event-bytes: one line naming the file and the event's offset.
+    long_name = write("long_name.json", b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "' + b"k" * 5000 + b'"}]}')
+    r = run("inspect", "--max-event-bytes", "4096", long_name)
+    ok = r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "long_name.json: byte 17: an event longer than 4096 bytes" in r.stderr
+    print(("ok   " if ok else "FAIL ") + f"long_name.json: exit {r.returncode}: {r.stderr.strip()}")
+    failures += not ok
+
+    # Packings other tools accept: gzip with zero padding, zstd behind a skippable frame.
+    padded = write("padded.json.gz", gzip.compress(bloom) + b"\0" * 4096)
+    skippable = write("skippable.json.zst", struct.pack("<II", 0x184D2A50, 3) + b"abc"
+                      + open(os.path.join(traces, "h200/bloom560m_fp16_b1_s5.json.zst"), "rb").read())
+    for path in (padded, skippable):
+        r = run("inspect", "--json", path)
+        ok = r.returncode == 0 and not r.stderr.strip() and json.loads(r.stdout)["counts"]["kernel"] == 629
+        print(("ok   " if ok else "FAIL ") + f"{os.path.basename(path)}: exit {r.returncode}: {r.stderr.strip()}")
+        failures += not ok
 
     r = run("inspect", os.path.join(tmp, "does-not-exist.json"))
     ok = r.returncode == 2 and "does-not-exist.json" in r.stderr

@@ -46,6 +46,8 @@ void check(const replay::ParseResult& r) {
     for (const auto& c : t.runtime_calls) check_name(t, c.name);
     const std::size_t records = t.activities.size() + t.cpu_ops.size() + t.runtime_calls.size();
     if (r.stats.malformed > r.stats.events) fail("more malformed than events");
+    if (r.stats.malformed_bytes + r.stats.damaged_bytes > r.stats.json_bytes)
+        fail("more malformed and damaged bytes than input");
     if (records > r.stats.events - r.stats.malformed) fail("more records than valid events");
     if (t.events_total > r.stats.events) fail("events_total above events");
     std::uint64_t tallied = 0;
@@ -100,8 +102,10 @@ std::string describe(const replay::ParseResult& r) {
     }
     add(t.flow_events, t.events_total);
     const auto& st = r.stats;
-    add(st.raw_bytes, st.json_bytes, st.events, st.malformed, st.first_malformed_offset,
-        st.truncated, st.truncated_lost_bytes, st.stray_bytes, st.first_stray_offset);
+    add(st.raw_bytes, st.json_bytes, st.events, st.malformed, st.malformed_bytes,
+        st.first_malformed_offset, st.truncated, st.truncated_lost_bytes, st.damaged_places,
+        st.damaged_bytes, st.first_damage_offset, st.first_damage_resumed, st.stray_bytes,
+        st.first_stray_offset);
     s += st.first_malformed_reason + '\n';
     for (const auto& [key, n] : st.by_category) {
         s += key;

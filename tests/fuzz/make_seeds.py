@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""Seed corpus for the fuzz targets: small slices of the bundled traces.
+"""Seed corpora for the fuzz targets.
 
-For every bundled Kineto trace (traces/h200/*.json.gz, traces/public/*/*.json.gz and the members of
-traces/public/param/dlrm_kineto.tar.gz): a few documents of 1-12 consecutive events each, wrapped
-with a little of the trace's own metadata, and the first few KiB of the trace as a cut-short
-document. Each seed starts with one byte that the targets read as options (chunk size, strict).
+Traces (--out): for every bundled Kineto trace (traces/h200/*.json.gz, traces/public/*/*.json.gz and
+the members of traces/public/param/dlrm_kineto.tar.gz): a few documents of 1-12 consecutive events
+each, wrapped with a little of the trace's own metadata, and the first few KiB of the trace as a
+cut-short document. Each seed starts with one byte that the trace targets read as options (chunk
+size, strict).
+
+Reports and signature files (--golden with --reports-out / --signatures-out): the pinned outputs of
+tests/golden/data (report.json and kernel_signatures.json contents) cut down to a few kernels, as
+plain JSON and gzip, for the report and signature readers.
 """
 
 import argparse
@@ -29,14 +34,42 @@ def sources(root):
                     yield path + ":" + member.name, tar.extractfile(member).read()
 
 
+def reader_seeds(golden, suffix, out, rng):
+    os.makedirs(out, exist_ok=True)
+    count = 0
+    for path in sorted(glob.glob(os.path.join(golden, "*" + suffix))):
+        doc = json.load(gzip.open(path))
+        for n in (1, 2, 4):
+            seed = dict(doc)
+            seed["kernels"] = doc.get("kernels", [])[:n]
+            text = json.dumps(seed, indent=rng.choice([None, 1])).encode()
+            if len(text) > 12000:
+                continue
+            for data in (text, gzip.compress(text)) if n == 2 else (text,):
+                with open(os.path.join(out, f"seed{count:04d}"), "wb") as f:
+                    f.write(data)
+                count += 1
+    print(f"{count} seeds in {out}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--traces", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--traces")
+    ap.add_argument("--out")
     ap.add_argument("--per-trace", type=int, default=12)
+    ap.add_argument("--golden")
+    ap.add_argument("--reports-out")
+    ap.add_argument("--signatures-out")
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
     rng = random.Random(1234)
+    if a.golden:
+        if a.reports_out:
+            reader_seeds(a.golden, "report.json.gz", a.reports_out, rng)
+        if a.signatures_out:
+            reader_seeds(a.golden, "classify.json.gz", a.signatures_out, rng)
+    if not a.out:
+        return
+    os.makedirs(a.out, exist_ok=True)
     count = 0
 
     def write(data):

@@ -1,20 +1,25 @@
-// The parser against Python's own counts (traces/expected_counts.json) and against bad input.
+// The parser against Python's own counts (traces/expected_counts.json), schema variants, chunk and
+// thread independence, and shared op shapes. Bad input: test_bad_input.cpp.
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 
+#include "parser_test_files.h"
 #include "replay/kineto_parser.h"
 #include "replay/source.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
 using replay::ActivityKind;
+using replay::testing::bloom_json;
+using replay::testing::gzip;
+using replay::testing::kBloom;
+using replay::testing::TempDir;
 using replay::testing::trace_path;
+using replay::testing::write_file;
+using replay::testing::zstd;
 
 namespace {
 
@@ -38,49 +43,6 @@ std::map<std::string, Expected> expected_counts() {
     return out;
 }
 
-class TempDir {
-  public:
-    TempDir()
-        : path_(fs::temp_directory_path() /
-                ("replay_test_" +
-                 std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-                 std::to_string(counter_++))) {
-        fs::create_directories(path_);
-    }
-    ~TempDir() { fs::remove_all(path_); }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-    const fs::path& path() const { return path_; }
-
-  private:
-    static inline int counter_ = 0;
-    fs::path path_;
-};
-
-void write_file(const fs::path& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string gzip(const std::string& data) {
-    z_stream z{};
-    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-    std::string out(deflateBound(&z, data.size()) + 64, '\0');
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-    z.avail_in = static_cast<uInt>(data.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(out.size());
-    deflate(&z, Z_FINISH);
-    out.resize(z.total_out);
-    deflateEnd(&z);
-    return out;
-}
-
-std::string zstd(const std::string& data) {
-    std::string out(ZSTD_compressBound(data.size()), '\0');
-    out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
-    return out;
-}
-
 void check(const replay::ParseResult& r, const Expected& e, const std::string& name) {
     const auto& t = r.trace;
     EXPECT_EQ(t.count(ActivityKind::Kernel), e.kernel) << name;
@@ -90,8 +52,6 @@ void check(const replay::ParseResult& r, const Expected& e, const std::string& n
     EXPECT_EQ(r.stats.malformed, 0u) << name;
     EXPECT_FALSE(r.stats.truncated) << name;
 }
-
-const std::string kBloom = "h200/bloom560m_fp16_b1_s5.json.gz";
 
 }  // namespace
 
@@ -123,7 +83,7 @@ TEST(Parser, MatchesPythonCountsOnEveryBundledTrace) {
 
 TEST(Parser, ChoosesDecoderByContentNotSuffix) {
     TempDir dir;
-    const std::string json = replay::read_all(trace_path(kBloom));
+    const std::string& json = bloom_json();
     write_file(dir / "plain.gz", json);         // plain JSON named .gz
     write_file(dir / "gzip.json", gzip(json));  // gzip named .json
     write_file(dir / "zstd.txt", zstd(json));   // zstd named .txt
@@ -224,120 +184,6 @@ TEST(Parser, SchemaVariants) {
     EXPECT_EQ(shapes.inputs[1].dims, (std::vector<std::int64_t>{1024, 3072}));
 }
 
-TEST(BadInput, TruncatedPlainJsonKeepsCompleteEvents) {
-    TempDir dir;
-    const std::string json = replay::read_all(trace_path(kBloom));
-    const std::size_t cut = json.size() * 6 / 10;
-    write_file(dir / "cut.json", json.substr(0, cut));
-    const auto r = replay::parse_kineto((dir / "cut.json").string());
-    EXPECT_TRUE(r.stats.truncated);
-    EXPECT_GT(r.stats.events, 1000u);
-    EXPECT_GT(r.stats.truncated_lost_bytes, 0u);
-    EXPECT_LT(r.stats.truncated_lost_bytes, 4096u);  // only the event in progress is lost
-    ASSERT_FALSE(r.warnings.empty());
-    EXPECT_NE(r.warnings[0].find("bytes after the last complete event"), std::string::npos);
-}
-
-// Cut anywhere in the members after traceEvents (Kineto writes "traceName" there last): every
-// event is complete, so this is a truncation that keeps them all, not an error.
-TEST(BadInput, TruncatedTrailingMetadataKeepsEveryEvent) {
-    TempDir dir;
-    const std::string json = replay::read_all(trace_path(kBloom));
-    const auto whole = replay::parse_kineto_buffer(json, {}, "whole");
-    const std::size_t member = json.rfind("\"traceName\"");
-    ASSERT_NE(member, std::string::npos);
-    for (std::size_t cut = member - 2; cut < json.size(); cut += 3) {
-        const auto r = replay::parse_kineto_buffer(json.substr(0, cut), {}, "cut");
-        EXPECT_TRUE(r.stats.truncated) << cut;
-        EXPECT_EQ(r.stats.events, whole.stats.events) << cut;
-        EXPECT_EQ(r.trace.activities.size(), whole.trace.activities.size()) << cut;
-    }
-}
-
-TEST(BadInput, TruncatedCompressedStreamsWarnAndKeepEvents) {
-    TempDir dir;
-    const std::string json = replay::read_all(trace_path(kBloom));
-    const std::string gz = gzip(json), zs = zstd(json);
-    write_file(dir / "cut.json.gz", gz.substr(0, gz.size() / 2));
-    write_file(dir / "cut.json.zst", zs.substr(0, zs.size() / 2));
-    for (const char* name : {"cut.json.gz", "cut.json.zst"}) {
-        const auto r = replay::parse_kineto((dir / name).string());
-        EXPECT_TRUE(r.stats.truncated) << name;
-        EXPECT_GT(r.stats.events, 100u) << name;
-        ASSERT_FALSE(r.warnings.empty()) << name;
-        EXPECT_NE(r.warnings[0].find("cut short"), std::string::npos) << r.warnings[0];
-    }
-}
-
-TEST(BadInput, MalformedEventIsSkippedCountedAndLocated) {
-    TempDir dir;
-    const std::string good =
-        R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"correlation": 1}})";
-    const std::string bad =
-        R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "late", "dur": 2})";
-    const std::string doc = "{\"traceEvents\": [" + good + ", " + bad + ", " + good + "]}";
-    write_file(dir / "m.json", doc);
-    const auto r = replay::parse_kineto((dir / "m.json").string());
-    EXPECT_EQ(r.stats.malformed, 1u);
-    EXPECT_EQ(r.stats.first_malformed_offset, doc.find(bad));
-    EXPECT_EQ(r.trace.activities.size(), 2u);
-    ASSERT_FALSE(r.warnings.empty());
-    EXPECT_NE(r.warnings[0].find("byte " + std::to_string(doc.find(bad))), std::string::npos)
-        << r.warnings[0];
-
-    replay::ParseOptions strict;
-    strict.strict = true;
-    try {
-        replay::parse_kineto((dir / "m.json").string(), strict);
-        FAIL() << "strict mode accepted a malformed event";
-    } catch (const replay::InputError& e) {
-        EXPECT_EQ(e.offset(), doc.find(bad));
-    }
-}
-
-TEST(BadInput, UnusableInputsAreErrorsWithFileAndOffset) {
-    TempDir dir;
-    const std::string json = replay::read_all(trace_path(kBloom));
-    std::string corrupt_gz = gzip(json);
-    for (std::size_t i = 100; i < 400; ++i) corrupt_gz[i] = static_cast<char>(corrupt_gz[i] ^ 0x5a);
-    std::string corrupt_zst = zstd(json);
-    for (std::size_t i = 100; i < 400; ++i)
-        corrupt_zst[i] = static_cast<char>(corrupt_zst[i] ^ 0x5a);
-    const std::map<std::string, std::string> cases = {
-        {"empty.json", ""},
-        {"text.json", "this is not JSON at all\n"},
-        {"array_of_numbers.json", "[1, 2, 3]"},
-        {"no_events.json", "{\"traceEvents\": []}"},
-        {"other.json", "{\"nodes\": [{\"id\": 1}]}"},
-        {"corrupt.json.gz", corrupt_gz},
-        {"corrupt.json.zst", corrupt_zst},
-    };
-    for (const auto& [name, bytes] : cases) {
-        write_file(dir / name, bytes);
-        try {
-            replay::parse_kineto((dir / name).string());
-            ADD_FAILURE() << name << " was accepted";
-        } catch (const replay::InputError& e) {
-            EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
-            EXPECT_NE(std::string(e.what()).find("byte "), std::string::npos) << e.what();
-        }
-    }
-    EXPECT_THROW(replay::parse_kineto((dir / "missing.json").string()), replay::InputError);
-}
-
-// A .tar.gz of several ranks given as a trace: the error says it is an archive to unpack.
-TEST(BadInput, TarArchiveIsNamedAsSuch) {
-    const std::string archive = trace_path("public/param/dlrm_kineto.tar.gz");
-    try {
-        replay::parse_kineto(archive);
-        ADD_FAILURE() << "a tar archive was accepted";
-    } catch (const replay::InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("a tar archive"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("byte 0"), std::string::npos) << e.what();
-    }
-}
-
-// Plain files of 16 MiB and more are parsed in place from a read-only mapping: whole and cut
 // mid-event, the result must be the copying path's (the same bytes read through gzip).
 TEST(Parser, OpsWithTheSameShapesShareOneEntry) {
     TempDir dir;
@@ -392,16 +238,18 @@ TEST(Parser, OpsWithTheSameShapesShareOneEntry) {
     }
 }
 
-TEST(Parser, MappedLargeFileMatchesCopiedParse) {
+// A plain file of many chunks, whole and cut mid-event, gives what the same bytes give through
+// gzip.
+TEST(Parser, LargePlainFileMatchesCompressedParse) {
     TempDir dir;
-    const std::string json = replay::read_all(trace_path(kBloom));
+    const std::string& json = bloom_json();
     const std::size_t open = json.find('[', json.find("\"traceEvents\""));
     const std::size_t close = json.rfind(']', json.find("\"traceName\""));
     ASSERT_NE(open, std::string::npos);
     ASSERT_NE(close, std::string::npos);
     const std::string events = json.substr(open + 1, close - open - 1);
     std::string big = json.substr(0, open + 1);
-    while (big.size() < (25u << 20)) big += events + ",";  // cut at 70% still >= 16 MiB
+    while (big.size() < (9u << 20)) big += events + ",";  // a few 4 MiB chunks
     big.back() = ' ';
     big += json.substr(close);
 
@@ -416,10 +264,22 @@ TEST(Parser, MappedLargeFileMatchesCopiedParse) {
         const std::string text = big.substr(0, size);
         write_file(dir / "big.json", text);
         replay::testing::TempFile gz("big.json.gz", text, true);
-        const auto mapped = replay::parse_kineto((dir / "big.json").string());
-        const auto copied = replay::parse_kineto(gz.path());
-        EXPECT_EQ(summary(mapped), summary(copied)) << size << " bytes";
-        EXPECT_GT(mapped.stats.events, 20000u);
-        EXPECT_EQ(mapped.stats.truncated, size < big.size());
+        const auto plain = replay::parse_kineto((dir / "big.json").string());
+        const auto compressed = replay::parse_kineto(gz.path());
+        EXPECT_EQ(summary(plain), summary(compressed)) << size << " bytes";
+        EXPECT_GT(plain.stats.events, 20000u);
+        EXPECT_EQ(plain.stats.truncated, size < big.size());
     }
+}
+
+// A repeated pid or tid replaces the first one: a number after a label is a number (the fast
+// reader kept the label flag, and committing the batch then read a name id out of range).
+TEST(Parser, RepeatedIdAfterALabelIsTheNumber) {
+    const std::string doc = R"({"traceEvents": [
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "X", "tid": "Y",
+       "pid": 59813, "tid": 7, "ts": 1, "dur": 4, "args": {"correlation": 1}}]})";
+    const auto r = replay::parse_kineto_buffer(doc, {}, "ids.json");
+    ASSERT_EQ(r.trace.runtime_calls.size(), 1u);
+    EXPECT_EQ(r.trace.runtime_calls[0].pid, 59813);
+    EXPECT_EQ(r.trace.runtime_calls[0].tid, 7);
 }

@@ -16,13 +16,20 @@
 namespace replay {
 
 struct ParseOptions {
-    bool strict = false;  // a malformed event becomes an InputError instead of a skipped count
+    // A malformed event or damaged text becomes an InputError instead of a skipped count.
+    bool strict = false;
     // Called now and then with (raw bytes consumed, raw size or 0 when unknown).
     std::function<void(std::uint64_t, std::uint64_t)> progress;
     std::size_t chunk_bytes = 4u << 20;
     // Parser threads; 0: one per CPU this process may run on, from 2 up to kMaxParseThreads.
     unsigned threads = 0;
+    // The longest event (or string in one, top-level value, run of blanks, stretch of damaged
+    // text) read; a longer one is an InputError, so that memory stays bounded whatever the
+    // input. At most kMaxEventBytesLimit (larger values count as that).
+    std::uint64_t max_event_bytes = std::uint64_t{64} << 20;
 };
+
+inline constexpr std::uint64_t kMaxEventBytesLimit = std::uint64_t{1} << 30;
 
 inline constexpr unsigned kMaxParseThreads = 4;
 
@@ -31,15 +38,23 @@ unsigned parse_threads(const ParseOptions& options);
 
 // Named import statistics, Perfetto style: what was read, skipped and why.
 struct ParseStats {
-    std::uint64_t raw_bytes = 0;   // bytes of the file (compressed for .gz/.zst)
-    std::uint64_t json_bytes = 0;  // decompressed JSON bytes
-    std::uint64_t events = 0;      // complete event objects in traceEvents
-    std::uint64_t malformed = 0;
+    std::uint64_t raw_bytes = 0;        // bytes of the file (compressed for .gz/.zst)
+    std::uint64_t json_bytes = 0;       // decompressed JSON bytes
+    std::uint64_t events = 0;           // complete event objects in traceEvents
+    std::uint64_t malformed = 0;        // events skipped (not objects, or unreadable members)
+    std::uint64_t malformed_bytes = 0;  // their text
     std::uint64_t first_malformed_offset = 0;
     std::string first_malformed_reason;
-    bool truncated = false;
+    bool truncated = false;                  // the input ends early (not in damaged text)
     std::uint64_t truncated_lost_bytes = 0;  // decompressed bytes after the last complete event
-    std::uint64_t stray_bytes = 0;
+    // Damaged text inside traceEvents (bytes lost, added or changed in the middle), skipped up to
+    // the next event start: in how many places, how many bytes, where the first place starts and
+    // where reading went on after it.
+    std::uint64_t damaged_places = 0;
+    std::uint64_t damaged_bytes = 0;
+    std::uint64_t first_damage_offset = 0;
+    std::uint64_t first_damage_resumed = 0;
+    std::uint64_t stray_bytes = 0;  // non-blank bytes after the end of the document
     std::uint64_t first_stray_offset = 0;
     std::uint64_t peak_buffer_bytes = 0;  // parser-owned memory (chunks), not the model
     Compression compression = Compression::None;

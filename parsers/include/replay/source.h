@@ -5,25 +5,15 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include "replay/input_error.h"
 
 namespace replay {
 
 enum class Compression { None, Gzip, Zstd };
 const char* to_string(Compression compression);
-
-// An input error a user can act on: it names the file and the byte offset.
-class InputError : public std::runtime_error {
-  public:
-    InputError(const std::string& file, std::uint64_t offset, const std::string& what);
-    const std::string& file() const { return file_; }
-    std::uint64_t offset() const { return offset_; }
-
-  private:
-    std::string file_;
-    std::uint64_t offset_;
-};
 
 class ByteSource {
   public:
@@ -38,16 +28,6 @@ class ByteSource {
     virtual Compression compression() const = 0;
     // Size of the underlying file when known (for progress), else 0.
     virtual std::uint64_t raw_size() const { return 0; }
-    // The next bytes (at most `max`) in place, without copying them, with `pad` more readable
-    // bytes after them; advances like read(), and read() goes on after them. Empty where that is
-    // not possible (the input is not a mapped plain file, or less than max + pad is left).
-    // Spans returned one after the other are contiguous in memory.
-    virtual std::span<const char> read_in_place(std::size_t /*max*/, std::size_t /*pad*/) {
-        return {};
-    }
-    // Bytes before `offset` (of the decompressed input) that read_in_place() returned are no
-    // longer used, so their memory can be given back. Thread-safe against read_in_place().
-    virtual void release_before(std::uint64_t /*offset*/) {}
     const std::string& name() const { return name_; }
 
   protected:
@@ -57,6 +37,10 @@ class ByteSource {
 
 // Opens `path` ("-" is standard input) and picks the decoder by content. Throws InputError.
 std::unique_ptr<ByteSource> open_source(const std::string& path);
+
+// Plain JSON text already in memory, read as a file named `name` holding these bytes would be;
+// the bytes must outlive the source.
+std::unique_ptr<ByteSource> memory_source(std::string name, std::string_view bytes);
 
 // Reads a whole (small) input into memory, decompressing as needed; for side files such as the
 // Execution Trace. Throws InputError.
