@@ -47,8 +47,10 @@ int run_regress(const RegressState& s) {
         Report current = s.settings.run(analysis.get(), nullptr, *backend, s.load.quiet, nullptr);
         if (const std::string why = why_nothing_was_replayed(current); !why.empty())
             throw std::runtime_error(trace + ": " + why);
+        RegressionOptions options = s.options;
+        options.energy = s.settings.energy;  // --energy replays with it and compares it
         const Regression r =
-            compare_reports(baseline.report, current, s.options, baseline.path, trace);
+            compare_reports(baseline.report, current, options, baseline.path, trace);
         require_something_compared(r);
         const std::filesystem::path dir = std::filesystem::path(trace).filename();
         out.write(dir / "report.json", [&](std::ostream& o) { write_report_json(o, current); });
@@ -86,7 +88,7 @@ Command add_regress_command(CLI::App& app) {
                      "regression.json and regression.md")
         ->capture_default_str();
     s->settings.add_options(*regress, /*with_out=*/false);
-    add_statistics_options(*regress, s->options);
+    add_statistics_options(*regress, s->options, /*with_energy=*/false);
     return {regress, [s] { return run_regress(*s); }};
 }
 

@@ -76,7 +76,8 @@ void finalize_energy(Report& r) {
     split_static(e.step);
     split_static(e.model);
     e.predicted_vs_step_pct = pct_of(e.predicted_dynamic_mj, e.step.dynamic_mj);
-    e.step_vs_model_pct = pct_of(e.step.dynamic_mj, e.model.dynamic_mj);
+    e.step_vs_model_pct = pct_of(e.step.mj, e.model.mj);
+    e.step_vs_model_dynamic_pct = pct_of(e.step.dynamic_mj, e.model.dynamic_mj);
     e.predicted_vs_model_pct = pct_of(e.predicted_dynamic_mj, e.model.dynamic_mj);
 }
 

@@ -58,6 +58,13 @@ void write_replay_trace(std::ostream& out, const Timeline& timeline) {
             .field("dur", i.dur_us);
         json.end_object();
     }
+    // Perfetto draws "C" events of one name as a counter track of the process.
+    for (const auto& c : timeline.counters) {
+        json.begin_object().field("ph", "C").field("name", c.name).field("pid", 2);
+        json.field("ts", c.t_us);
+        json.key("args").begin_object().field("W", c.value).end_object();
+        json.end_object();
+    }
     json.end_array();
     json.end_object();
     out << '\n';

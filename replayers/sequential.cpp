@@ -1,18 +1,28 @@
 // Sequential mode: every recorded issue in recorded order, on as many streams as were recorded,
 // with the recorded cross-stream waits and, on request, the recorded idle gaps.
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
+#include "energy_run.h"
 #include "session.h"
 
 namespace replay {
 
 using detail::Session;
 
+namespace {
+// Issues per poll of the energy counter while a step loops through the windows.
+constexpr std::size_t kIssuesPerPoll = 64;
+}  // namespace
+
+namespace detail {
+
 Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
-                         Timeline* timeline) {
+                         Timeline* timeline, const EnergyRun* energy, double* last_iteration_s) {
     const auto start = std::chrono::steady_clock::now();
     Session session(backend, analysis.kernels, options);
+    if (energy != nullptr) describe_energy_run(*energy, options, session.report().energy);
     detail::add_inputs(session.report(), analysis);
     detail::add_options(session.report(), options, false);
     const KernelGraph& graph = analysis.graph;
@@ -34,11 +44,11 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
     backend.set_stream_count(static_cast<int>(graph.streams().size()));
     std::vector<double> recorded_us;
     std::vector<std::size_t> positions;
-    for (int it = 0; it < std::max(1, options.iterations); ++it) {
-        std::vector<std::int64_t> last_end(graph.streams().size(), -1);  // recorded, per stream
-        for (std::size_t s = 0; s < steps.size(); ++s) {
+    std::vector<std::int64_t> last_end;  // recorded, per stream
+    // Step s of an iteration; tag 0: untimed (the energy windows).
+    auto issue_step = [&](std::size_t s, std::uint64_t tag) {
             const Step& step = steps[s];
-            if (prepared[s]->disposition != Disposition::Ready) continue;
+            if (prepared[s]->disposition != Disposition::Ready) return;
             for (auto n : step.nodes)
                 if (auto w = waits_before.find(n); w != waits_before.end())
                     for (int producer : w->second)
@@ -54,7 +64,15 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
             std::vector<std::size_t> kernels;
             for (auto n : step.nodes) kernels.push_back(kernel_of[n]);
             if (options.warm_inputs) backend.warm_inputs(prepared[s]->handle, step.stream);
-            session.try_issue(*prepared[s], kernels, step.stream, s + 1);
+            session.try_issue(*prepared[s], kernels, step.stream, tag);
+    };
+    for (int it = 0; it < std::max(1, options.iterations); ++it) {
+        last_end.assign(graph.streams().size(), -1);
+        if (energy != nullptr && last_iteration_s != nullptr &&
+            it + 1 == std::max(1, options.iterations))
+            *last_iteration_s = energy->now_s();
+        for (std::size_t s = 0; s < steps.size(); ++s) {
+            issue_step(s, s + 1);
             if (options.progress && (s + 1) % 2000 == 0)
                 options.progress("iteration " + std::to_string(it + 1) + ": issued " +
                                  std::to_string(s + 1) + "/" + std::to_string(steps.size()));
@@ -88,7 +106,49 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
         session.report().notes.push_back(
             std::to_string(graph.host_syncs().size()) +
             " recorded host synchronisations were not re-issued (replay runs back to back)");
+    if (energy != nullptr && energy->available() && !steps.empty()) {
+        if (options.progress) options.progress("energy: the step looped through the windows");
+        std::size_t next = 0;
+        detail::measure_step_energy(
+            *energy,
+            [&]() -> double {
+                for (std::size_t i = 0; i < kIssuesPerPoll; ++i, ++next) {
+                    if (next % steps.size() == 0) last_end.assign(graph.streams().size(), -1);
+                    issue_step(next % steps.size(), 0);
+                }
+                return static_cast<double>(kIssuesPerPoll) / static_cast<double>(steps.size());
+            },
+            [&] {
+                backend.synchronize();
+                backend.collect();
+            },
+            session.report().energy);
+    }
     return session.finish("sequential", detail::seconds_since(start));
+}
+
+}  // namespace detail
+
+Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
+                         Timeline* timeline) {
+    std::unique_ptr<detail::EnergyRun> energy;
+    ReportEnergy described;  // the report's own copy is filled by the driver
+    if (options.energy) energy = std::make_unique<detail::EnergyRun>(backend, options, described);
+    double origin_s = NAN;
+    Report report =
+        detail::replay_sequential(analysis, backend, options, timeline, energy.get(), &origin_s);
+    if (energy) {
+        const auto samples = energy->finish(report.energy);
+        // On the replayed track's clock: its first activity starts at 0, within a launch's latency
+        // of the host's first issue of that iteration.
+        if (timeline != nullptr && std::isfinite(origin_s))
+            for (const auto& sample : samples)
+                if (sample.t_s >= origin_s)
+                    timeline->counters.push_back(
+                        {"board power (W)", (sample.t_s - origin_s) * 1e6, sample.value});
+        finalize_energy(report);
+    }
+    return report;
 }
 
 }  // namespace replay

@@ -43,6 +43,7 @@ Session::Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
     for (const auto& note : env.notes) report_.notes.push_back(note);
     for (const auto& k : kernels) {
         KernelResult r = recorded_result(k);
+        if (const double flops = k.recipe.flops(); flops > 0) r.energy.flops = flops;
         r.outcome = !k.recipe.replayable()    ? KernelOutcome::NotReplayable
                     : k.recipe.issued_with_op ? KernelOutcome::IssuedWithOp
                                               : KernelOutcome::Pending;
@@ -160,6 +161,12 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
         report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");
+    }
+    if (o.energy) {  // only then: reports without --energy stay as they were
+        report.options.emplace_back("energy", "true");
+        report.options.emplace_back("energy_window_ms", std::to_string(o.energy_window_ms));
+        report.options.emplace_back("energy_windows", std::to_string(o.energy_windows));
+        if (unique) report.options.emplace_back("energy_min_us", std::to_string(o.energy_min_us));
     }
 }
 

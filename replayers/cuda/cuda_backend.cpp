@@ -13,6 +13,7 @@
 #include "device_kernels.h"
 #include "gemm.h"
 #include "nvml.h"
+#include "replay/energy.h"
 #include "replay/tensor_budget.h"
 #include "timing.h"
 
@@ -86,6 +87,7 @@ class CudaBackend final : public Backend {
     void warm_inputs(std::uint32_t handle, int stream) override;
     void delay(int stream, std::int64_t ns) override;
     std::vector<TimedActivity> collect() override;
+    std::unique_ptr<EnergyMeter> energy_meter(std::string& why) override;
 
     bool gemm_buffers(std::uint32_t handle, CudaGemmBuffers& out) const;
 
@@ -486,6 +488,14 @@ void CudaBackend::delay(int stream_index, std::int64_t ns) {
     // running below its peak clock spins longer.
     const long long cycles = static_cast<long long>(static_cast<double>(ns) * clock_khz_ / 1e6);
     REPLAY_CUDA_CALL(launch_spin(std::max(cycles, 1LL), stream_at(stream_index)));
+}
+
+std::unique_ptr<EnergyMeter> CudaBackend::energy_meter(std::string& why) {
+    if (!nvml_) {
+        why = nvml_note_;
+        return nullptr;
+    }
+    return make_nvml_meter(*nvml_, why);
 }
 
 std::vector<TimedActivity> CudaBackend::collect() {

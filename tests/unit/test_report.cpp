@@ -579,7 +579,16 @@ TEST(Report, KernelsCsv) {
                                              "name_match",
                                              "gflops_per_s",
                                              "gb_per_s",
-                                             "reason"};
+                                             "reason",
+                                             "energy_median_uj",
+                                             "energy_min_uj",
+                                             "energy_max_uj",
+                                             "energy_windows",
+                                             "energy_dynamic_uj",
+                                             "energy_power_w",
+                                             "energy_edp_uj_us",
+                                             "energy_pj_per_flop",
+                                             "energy_why"};
     EXPECT_EQ(rows[0], header);
     for (const auto& row : rows) EXPECT_EQ(row.size(), header.size());
     // The comma and the quotes in the GEMM's name survive.

@@ -33,16 +33,16 @@ const char* to_string(KernelOutcome outcome);
 std::optional<KernelOutcome> kernel_outcome_from_string(std::string_view text);
 
 // Energy per launch of one unique kernel (unique mode with --energy): windows of launches back to
-// back, each from one change of the board's energy counter to a later one. A launch's energy is
-// its dynamic energy (above the idle power, whatever the gaps between launches) plus the idle
-// power over its own replayed time.
+// back (without the timing's context: an L2 eviction's energy would swamp a short kernel's), each
+// from one change of the board's energy counter to a later one. A launch's energy is its dynamic
+// energy (above the idle power, whatever the gaps between launches) plus the idle power over its
+// own replayed time.
 struct KernelEnergy {
     std::vector<double> samples_uj;  // per window: energy per launch, microjoules (the driver's)
     DurationStats uj;                // summary of samples_uj (finalize_report)
     double dynamic_uj = NAN;         // median over the windows of the energy above idle per launch
-    double context_uj = NAN;  // energy per launch of the context that was subtracted (L2 eviction,
-                              // predecessor, read-in), when the context ran work
-    double launches = 0;      // launches measured over all windows
+    double launches = 0;      // launches issued back to back for the windows
+    std::string why;          // requested but not measured: why (energy n/a, never 0)
     double flops = NAN;       // work per launch (GEMMs), for pj_per_flop
     // Derived by finalize_report from the median energy and the replayed median time:
     double power_w = NAN;      // energy / time: the kernel's power while it runs
@@ -145,14 +145,18 @@ struct ReportEnergy {
     double window_ms = NAN;
     int windows = 0;          // windows per measurement
     std::string window_rule;  // how the window length was chosen
+    double min_us = 0;        // --energy-min-us: shorter kernels were not measured
+    DurationStats power_w;    // the background sampler's readings while replaying
     StepEnergy step;          // the replayed step
     StepEnergy model;         // the real model's step, from a timing.json
     // Unique mode: sum over the kernels with energy of count x energy per launch, and the share of
     // the recorded time those kernels had.
     double predicted_mj = NAN, predicted_dynamic_mj = NAN, coverage = NAN;
-    // Dynamic energies compared (static energy is the idle power over a step's time, which a
-    // back-to-back replay does not share with the real step), percent of the second.
-    double predicted_vs_step_pct = NAN, step_vs_model_pct = NAN, predicted_vs_model_pct = NAN;
+    // Percent of the second. The sum over kernels counts the idle power over the kernels' own
+    // time only, not over the gaps between them in a step: it is held against the step's dynamic
+    // energy (predicted_*). The replayed and the real step are compared whole and dynamic.
+    double predicted_vs_step_pct = NAN, predicted_vs_model_pct = NAN;
+    double step_vs_model_pct = NAN, step_vs_model_dynamic_pct = NAN;
     std::vector<std::string> notes;
 };
 

@@ -19,6 +19,13 @@ struct Timeline {
         bool replayed = false;
     };
     std::vector<Item> items;
+    // A counter track of the replay (board power with --energy), on the replayed track's clock.
+    struct Counter {
+        std::string name;
+        double t_us = 0;
+        double value = 0;
+    };
+    std::vector<Counter> counters;
 };
 
 // Shifts the replayed items already in `timeline` to start at 0 and appends every recorded

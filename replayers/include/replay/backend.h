@@ -12,6 +12,8 @@
 
 namespace replay {
 
+class EnergyMeter;  // energy.h
+
 // A recipe that cannot run is data, not an exception (CUTLASS's Disposition).
 enum class Disposition : std::uint8_t { Ready, Skipped, Failed };
 const char* to_string(Disposition disposition);
@@ -104,6 +106,10 @@ class Backend {
 
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
+
+    // The device's energy counter and power reading (--energy), valid while the backend lives;
+    // nullptr with `why` where there is none (the default: the host has no board counter).
+    virtual std::unique_ptr<EnergyMeter> energy_meter(std::string& why);
 };
 
 // Factories; return nullptr with `why` filled when the backend is not available in this build
@@ -121,7 +127,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 1;
+inline constexpr std::uint32_t kBackendAbiVersion = 2;  // 2: energy_meter()
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

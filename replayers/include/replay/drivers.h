@@ -37,6 +37,13 @@ struct DriverOptions {
     // elementwise kernels 20-30% slow, the whole step +5.2%; with it +0.1%).
     bool warm_inputs = true;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
+    // --energy: joules per launch (unique; its sequential pass: per step) and per step
+    // (sequential), in windows of the work back to back between changes of the board's energy
+    // counter (energy.h); the report says why where it cannot (the cpu backend: n/a, never 0).
+    bool energy = false;
+    double energy_window_ms = 0;  // 0: the fewest counter periods that time a window to < 1%
+    int energy_windows = 5;       // windows per kernel or step: its samples (regress needs >= 5)
+    double energy_min_us = 0;     // unique: kernels recorded shorter (median) are not measured
     std::function<void(const std::string&)> progress;  // one line of progress, or empty
 };
 
