@@ -662,9 +662,13 @@ TEST(ReportEnergy, FiguresPerKernelPerTierAndPerStep) {
     EXPECT_TRUE(std::isnan(r.kernels[2].energy.pj_per_flop));  // not a GEMM
     // Tiers: count x median per launch; the GEMM tier has one measured kernel of its two.
     for (const auto& t : r.tiers) {
-        if (t.tier == Tier::Gemm) EXPECT_DOUBLE_EQ(t.energy_mj, 3 * 5000 / 1000.0);
-        if (t.tier == Tier::AtenOp) EXPECT_DOUBLE_EQ(t.energy_mj, 4 * 605 / 1000.0);
-        if (t.tier == Tier::Copy) EXPECT_TRUE(std::isnan(t.energy_mj));  // none measured: n/a
+        if (t.tier == Tier::Gemm) {
+            EXPECT_DOUBLE_EQ(t.energy_mj, 3 * 5000 / 1000.0);
+        } else if (t.tier == Tier::AtenOp) {
+            EXPECT_DOUBLE_EQ(t.energy_mj, 4 * 605 / 1000.0);
+        } else if (t.tier == Tier::Copy) {
+            EXPECT_TRUE(std::isnan(t.energy_mj));  // none measured: n/a
+        }
     }
     EXPECT_DOUBLE_EQ(r.energy.predicted_mj, (3 * 5000 + 4 * 605) / 1000.0);
     EXPECT_DOUBLE_EQ(r.energy.predicted_dynamic_mj, (3 * 3900 + 4 * 300) / 1000.0);
@@ -771,4 +775,27 @@ TEST(ReportEnergy, TheRealStepComesFromTheCapturesTimingJson) {
     const std::string bad = temp_path("bad.timing.json");
     write_file(bad, R"({"median_us": 10, "energy_mj_per_step": -1})");
     EXPECT_THROW(replay::read_model_timing(bad), replay::InputError);
+}
+
+TEST(ReportSummary, EnergyIsPrintedOrSaidToBeNotAvailable) {
+    Report none = hand_made();
+    none.energy.requested = true;
+    none.energy.probe.why = "the cpu backend measures no energy (no board energy counter)";
+    replay::finalize_report(none);
+    std::ostringstream a;
+    replay::write_report_summary(a, none);
+    EXPECT_NE(a.str().find("energy                             n/a (the cpu backend measures"),
+              std::string::npos)
+        << a.str();
+    Report measured = with_energy();
+    replay::finalize_report(measured);
+    std::ostringstream b;
+    replay::write_report_summary(b, measured);
+    EXPECT_NE(b.str().find("100.0 ms period"), std::string::npos) << b.str();
+    EXPECT_NE(b.str().find("sum of count x J/launch          17.42 mJ"), std::string::npos)
+        << b.str();
+    EXPECT_EQ(b.str().find("nan"), std::string::npos);
+    std::ostringstream c;
+    replay::write_report_summary(c, hand_made());  // without --energy: no energy lines
+    EXPECT_EQ(c.str().find("energy"), std::string::npos);
 }
