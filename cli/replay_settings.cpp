@@ -182,9 +182,10 @@ std::unique_ptr<Backend> ReplaySettings::make_backend() const {
 Report ReplaySettings::run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend,
                            bool quiet, Timeline* timeline) const {
     const DriverOptions options = driver_options(quiet, backend);
-    Report report = analysis == nullptr   ? replay_unique(*kernels, backend, options)
-                    : mode == "sequential" ? replay_sequential(*analysis, backend, options, timeline)
-                                           : replay_unique(*analysis, backend, options);
+    Report report = analysis == nullptr ? replay_unique(*kernels, backend, options)
+                    : mode == "sequential"
+                        ? replay_sequential(*analysis, backend, options, timeline)
+                        : replay_unique(*analysis, backend, options);
     add_model_energy(report);
     return report;
 }

@@ -88,9 +88,8 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
         for (double x : {e.uj.median, e.uj.min, e.uj.max, static_cast<double>(e.uj.count),
                          e.dynamic_uj, e.power_w, e.edp_uj_us, e.pj_per_flop})
             row.number(measured ? x : NAN);
-        row.text(r.energy.requested && !measured
-                     ? (e.why.empty() ? r.energy.probe.why : e.why)
-                     : std::string());
+        row.text(r.energy.requested && !measured ? (e.why.empty() ? r.energy.probe.why : e.why)
+                                                 : std::string());
     }
 }
 

@@ -33,7 +33,8 @@ Measure measure(const KernelResult& k, const RegressionOptions& o) {
         m.has = !m.samples.empty();
         m.median = m.has ? stats::median(m.samples) : NAN;
         if (!m.has)
-            m.why_not = "no energy (" + (k.energy.why.empty() ? why_not_replayed(k) : k.energy.why) + ")";
+            m.why_not =
+                "no energy (" + (k.energy.why.empty() ? why_not_replayed(k) : k.energy.why) + ")";
         else if (!(m.median > 0)) {
             m.has = false;
             m.zero = true;
@@ -205,7 +206,8 @@ Regression compare_reports(const Report& baseline, const Report& current,
             "energy windows are its samples");
         for (const auto* side : {&baseline, &current})
             if (!side->energy.requested || !side->energy.probe.available)
-                r.notes.push_back(std::string("the ") + (side == &baseline ? "baseline" : "current") +
+                r.notes.push_back(std::string("the ") +
+                                  (side == &baseline ? "baseline" : "current") +
                                   " report has no energy: " +
                                   (side->energy.requested ? side->energy.probe.why
                                                           : "it was made without --energy"));

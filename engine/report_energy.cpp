@@ -1,8 +1,8 @@
 // The energy figures of a report derived from what the drivers measured (report.h:
 // finalize_energy), and the real model's step joined to them.
-#include <cmath>
-
 #include "replay/report_energy.h"
+
+#include <cmath>
 
 namespace replay {
 namespace {
@@ -60,10 +60,12 @@ void finalize_energy(Report& r) {
         for (const auto& k : r.kernels) {
             if (k.tier != t.tier || !k.energy.measured()) continue;
             const double n = static_cast<double>(k.count);
-            t.energy_mj = (std::isfinite(t.energy_mj) ? t.energy_mj : 0) + n * k.energy.uj.median / 1000.0;
+            t.energy_mj =
+                (std::isfinite(t.energy_mj) ? t.energy_mj : 0) + n * k.energy.uj.median / 1000.0;
             if (std::isfinite(k.energy.dynamic_uj))
-                t.dynamic_energy_mj = (std::isfinite(t.dynamic_energy_mj) ? t.dynamic_energy_mj : 0) +
-                                      n * k.energy.dynamic_uj / 1000.0;
+                t.dynamic_energy_mj =
+                    (std::isfinite(t.dynamic_energy_mj) ? t.dynamic_energy_mj : 0) +
+                    n * k.energy.dynamic_uj / 1000.0;
         }
     }
     const bool predicted = any && r.mode == "unique";
@@ -85,12 +87,13 @@ void add_model_energy(Report& r, const ModelTiming& timing) {
     ReportEnergy& e = r.energy;
     e.model = timing.energy;
     if (!timing.energy.measured()) {
-        e.notes.push_back("the real step's energy is n/a: " + timing.energy.source + " has none (" +
-                          (timing.why_no_energy.empty() ? "no energy fields" : timing.why_no_energy) +
-                          ")");
-    } else if (const std::string gpu = r.env("gpu"); !timing.energy.gpu.empty() && gpu != timing.energy.gpu) {
-        e.notes.push_back("the real step was measured on " + timing.energy.gpu + ", this replay ran on " +
-                          (gpu.empty() ? "an unknown device" : gpu) +
+        e.notes.push_back(
+            "the real step's energy is n/a: " + timing.energy.source + " has none (" +
+            (timing.why_no_energy.empty() ? "no energy fields" : timing.why_no_energy) + ")");
+    } else if (const std::string gpu = r.env("gpu");
+               !timing.energy.gpu.empty() && gpu != timing.energy.gpu) {
+        e.notes.push_back("the real step was measured on " + timing.energy.gpu +
+                          ", this replay ran on " + (gpu.empty() ? "an unknown device" : gpu) +
                           ": its energy is another GPU's");
     }
     finalize_energy(r);

@@ -386,7 +386,8 @@ class ReportReader {
     void read_kernel_energy(od::value v, KernelEnergy& e) {
         members(v, {"samples_uj", "why"}, [&](const std::string& key, od::value x) {
             if (key == "samples_uj")
-                elements(x, [&](od::value s) { e.samples_uj.push_back(number(s, Number::Signed)); });
+                elements(x,
+                         [&](od::value s) { e.samples_uj.push_back(number(s, Number::Signed)); });
             else if (key == "dynamic_uj")
                 e.dynamic_uj = number(x, Number::Signed);
             else if (key == "launches")
@@ -401,7 +402,8 @@ class ReportReader {
     void read_step_energy(od::value v, StepEnergy& s) {
         members(v, {"mj"}, [&](const std::string& key, od::value x) {
             if (key == "samples_mj")
-                elements(x, [&](od::value y) { s.samples_mj.push_back(number(y, Number::Signed)); });
+                elements(x,
+                         [&](od::value y) { s.samples_mj.push_back(number(y, Number::Signed)); });
             else if (key == "mj")
                 s.mj = number(x, Number::Signed);
             else if (key == "step_us")

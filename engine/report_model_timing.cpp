@@ -21,8 +21,8 @@ struct Numbers {
     double at(const std::string& key) const { return values.at(key).first; }
 };
 
-Numbers read_numbers(const std::string& path, const simdjson::padded_string& text,
-                     std::string& gpu, std::string& energy_note) {
+Numbers read_numbers(const std::string& path, const simdjson::padded_string& text, std::string& gpu,
+                     std::string& energy_note) {
     auto fail = [&](std::uint64_t offset, const std::string& what) -> void {
         throw InputError(path, offset, what);
     };
@@ -47,8 +47,8 @@ Numbers read_numbers(const std::string& path, const simdjson::padded_string& tex
             (key == "gpu" ? gpu : energy_note) = std::string(s);
             continue;
         }
-        static const char* const kNumbers[] = {"median_us",      "energy_mj_per_step",
-                                               "energy_steps",   "energy_window_s",
+        static const char* const kNumbers[] = {"median_us",       "energy_mj_per_step",
+                                               "energy_steps",    "energy_window_s",
                                                "average_power_w", "idle_power_w"};
         if (std::find(std::begin(kNumbers), std::end(kNumbers), key) == std::end(kNumbers))
             continue;  // the capture's other facts (model, dtype, torch, ...)
@@ -78,9 +78,9 @@ ModelTiming read_model_timing(const std::string& path) {
         if (!n.has(key)) missing += std::string(missing.empty() ? "" : ", ") + key;
     if (!missing.empty()) {
         if (note.empty())
-            throw InputError(path, 0,
-                             "no " + missing +
-                                 " and no energy_note: not a timing.json of capture_trace.py?");
+            throw InputError(
+                path, 0,
+                "no " + missing + " and no energy_note: not a timing.json of capture_trace.py?");
         t.why_no_energy = note;
         return t;
     }

@@ -170,7 +170,9 @@ PowerSampler::PowerSampler(EnergyMeter& meter, double period_s)
     });
 }
 
-PowerSampler::~PowerSampler() { stop(); }
+PowerSampler::~PowerSampler() {
+    stop();
+}
 
 std::vector<MeterReading> PowerSampler::stop() {
     stop_.store(true);

@@ -19,7 +19,7 @@ EnergyRun::EnergyRun(Backend& backend, const DriverOptions& options, ReportEnerg
         updates_ = updates_per_window(probe_, options.energy_window_ms, rule);
         windows_ = std::max(1, options.energy_windows);
         const double period_ms = std::isfinite(probe_.power_period_ms) ? probe_.power_period_ms
-                                                                      : probe_.counter_period_ms;
+                                                                       : probe_.counter_period_ms;
         sampler_ = std::make_unique<PowerSampler>(*meter_, period_ms / 1000.0);
     }
     describe_energy_run(*this, options, energy);
@@ -60,8 +60,7 @@ std::vector<MeterReading> EnergyRun::finish(ReportEnergy& energy) {
     return samples;
 }
 
-void measure_step_energy(const EnergyRun& run,
-                         const std::function<double()>& issue_some,
+void measure_step_energy(const EnergyRun& run, const std::function<double()>& issue_some,
                          const std::function<void()>& drain, ReportEnergy& energy) {
     StepEnergy& step = energy.step;
     if (!run.available()) return;
@@ -77,7 +76,8 @@ void measure_step_energy(const EnergyRun& run,
         // The whole step's time is its own: static energy over the step back to back.
         step.samples_mj.push_back((dyn + idle * w.seconds_per_unit() * 1e6) / 1000.0);
     }
-    for (const auto& win : w.windows) watts += win.power_w() / static_cast<double>(w.windows.size());
+    for (const auto& win : w.windows)
+        watts += win.power_w() / static_cast<double>(w.windows.size());
     step.step_us = w.seconds_per_unit() * 1e6;
     step.power_w = watts;
     step.steps = w.units;

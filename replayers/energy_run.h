@@ -39,8 +39,7 @@ void describe_energy_run(const EnergyRun& run, const DriverOptions& options, Rep
 
 // The whole step looped back to back through the windows: `issue_some` issues part of a step and
 // returns the fraction of a step it issued.
-void measure_step_energy(const EnergyRun& run,
-                         const std::function<double()>& issue_some,
+void measure_step_energy(const EnergyRun& run, const std::function<double()>& issue_some,
                          const std::function<void()>& drain, ReportEnergy& energy);
 
 // Sequential mode; `energy`, when given, measures the step looped through its windows, and

@@ -47,24 +47,24 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
     std::vector<std::int64_t> last_end;  // recorded, per stream
     // Step s of an iteration; tag 0: untimed (the energy windows).
     auto issue_step = [&](std::size_t s, std::uint64_t tag) {
-            const Step& step = steps[s];
-            if (prepared[s]->disposition != Disposition::Ready) return;
-            for (auto n : step.nodes)
-                if (auto w = waits_before.find(n); w != waits_before.end())
-                    for (int producer : w->second)
-                        if (producer != step.stream) backend.stream_wait(step.stream, producer);
-            const GpuActivity& first = graph.activity(nodes[step.nodes.front()]);
-            if (options.pace == Pace::Recorded &&
-                last_end[static_cast<std::size_t>(step.stream)] >= 0) {
-                const std::int64_t gap = first.ts - last_end[static_cast<std::size_t>(step.stream)];
-                if (gap > 0) backend.delay(step.stream, gap);
-            }
-            const GpuActivity& last = graph.activity(nodes[step.nodes.back()]);
-            last_end[static_cast<std::size_t>(step.stream)] = last.ts + last.dur;
-            std::vector<std::size_t> kernels;
-            for (auto n : step.nodes) kernels.push_back(kernel_of[n]);
-            if (options.warm_inputs) backend.warm_inputs(prepared[s]->handle, step.stream);
-            session.try_issue(*prepared[s], kernels, step.stream, tag);
+        const Step& step = steps[s];
+        if (prepared[s]->disposition != Disposition::Ready) return;
+        for (auto n : step.nodes)
+            if (auto w = waits_before.find(n); w != waits_before.end())
+                for (int producer : w->second)
+                    if (producer != step.stream) backend.stream_wait(step.stream, producer);
+        const GpuActivity& first = graph.activity(nodes[step.nodes.front()]);
+        if (options.pace == Pace::Recorded &&
+            last_end[static_cast<std::size_t>(step.stream)] >= 0) {
+            const std::int64_t gap = first.ts - last_end[static_cast<std::size_t>(step.stream)];
+            if (gap > 0) backend.delay(step.stream, gap);
+        }
+        const GpuActivity& last = graph.activity(nodes[step.nodes.back()]);
+        last_end[static_cast<std::size_t>(step.stream)] = last.ts + last.dur;
+        std::vector<std::size_t> kernels;
+        for (auto n : step.nodes) kernels.push_back(kernel_of[n]);
+        if (options.warm_inputs) backend.warm_inputs(prepared[s]->handle, step.stream);
+        session.try_issue(*prepared[s], kernels, step.stream, tag);
     };
     for (int it = 0; it < std::max(1, options.iterations); ++it) {
         last_end.assign(graph.streams().size(), -1);

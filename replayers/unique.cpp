@@ -175,7 +175,8 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         // clocks); the mean over a few passes is what the prediction should be held against.
         check.iterations = kSequentialCheckPasses;
         check.pace = Pace::None;
-        const Report seq = detail::replay_sequential(analysis, backend, check, nullptr, energy.get(), nullptr);
+        const Report seq =
+            detail::replay_sequential(analysis, backend, check, nullptr, energy.get(), nullptr);
         report.totals.sequential_kernel_us = seq.totals.replayed_kernel_us;
         report.energy.step = seq.energy.step;
         for (const auto& note : seq.energy.notes) report.energy.notes.push_back(note);

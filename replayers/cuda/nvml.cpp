@@ -183,8 +183,9 @@ class NvmlMeter final : public EnergyMeter {
 
 std::unique_ptr<EnergyMeter> make_nvml_meter(const Nvml& nvml, std::string& why) {
     if (!nvml.total_energy_mj()) {
-        why = "nvmlDeviceGetTotalEnergyConsumption is not supported on this GPU (Volta or newer "
-              "needed) or by this driver";
+        why =
+            "nvmlDeviceGetTotalEnergyConsumption is not supported on this GPU (Volta or newer "
+            "needed) or by this driver";
         return nullptr;
     }
     return std::make_unique<NvmlMeter>(nvml);

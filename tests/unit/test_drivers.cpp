@@ -139,7 +139,8 @@ std::unique_ptr<Analysis> analysis_of(const TraceBuilder& trace, const std::stri
     return a;
 }
 
-// ---- a simulated board for --energy --------------------------------------------------------------
+// ---- a simulated board for --energy
+// --------------------------------------------------------------
 
 // A board with an energy counter on a simulated clock: reads cost time, each issue runs for its
 // duration at the idle power plus its dynamic energy, and the counter (whole millijoules) and the
@@ -169,9 +170,8 @@ class SimulatedBoard {
     std::optional<replay::MeterReading> power() {
         const std::lock_guard<std::mutex> lock(mutex_);
         const double end = tick(t_);
-        const double watts = end >= period_s
-                                 ? (joules_at(end) - joules_at(end - period_s)) / period_s
-                                 : idle_w;
+        const double watts =
+            end >= period_s ? (joules_at(end) - joules_at(end - period_s)) / period_s : idle_w;
         return replay::MeterReading{watts, t_};
     }
 
@@ -735,12 +735,12 @@ TEST(Energy, UniqueModeMeasuresJoulesPerLaunchOfEachKernel) {
     for (const auto& t : r.tiers)
         if (std::isfinite(t.energy_mj)) sum += t.energy_mj;
     EXPECT_NEAR(sum, r.energy.predicted_mj, 1e-9);
-    EXPECT_NEAR(r.energy.predicted_mj,
-                (3 * relu_k.energy.uj.median + 2 * gemm_k.energy.uj.median +
-                 2 * reduce.energy.uj.median + kernel_named(r, "Memcpy DtoD (Device -> Device)")
-                                                   .energy.uj.median) /
-                    1000.0,
-                1e-9);
+    EXPECT_NEAR(
+        r.energy.predicted_mj,
+        (3 * relu_k.energy.uj.median + 2 * gemm_k.energy.uj.median + 2 * reduce.energy.uj.median +
+         kernel_named(r, "Memcpy DtoD (Device -> Device)").energy.uj.median) /
+            1000.0,
+        1e-9);
 }
 
 TEST(Energy, TheSequentialStepIsLoopedThroughTheWindowsAndItsPowerDrawn) {
@@ -758,8 +758,8 @@ TEST(Energy, TheSequentialStepIsLoopedThroughTheWindowsAndItsPowerDrawn) {
     // the step's wall time.
     EXPECT_NEAR(r.energy.step.dynamic_mj, 6 * 0.2, 6 * 0.2 * 0.03);
     EXPECT_NEAR(r.energy.step.idle_power_w, 60, 0.2);  // the probe's
-    EXPECT_NEAR(r.energy.step.static_mj, r.energy.step.idle_power_w * r.energy.step.step_us / 1000.0,
-                1e-9);
+    EXPECT_NEAR(r.energy.step.static_mj,
+                r.energy.step.idle_power_w * r.energy.step.step_us / 1000.0, 1e-9);
     // Unique-mode figures are not predicted from a sequential run.
     EXPECT_TRUE(std::isnan(r.energy.predicted_mj));
     ASSERT_FALSE(timeline.counters.empty());

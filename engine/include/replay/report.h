@@ -41,9 +41,9 @@ struct KernelEnergy {
     std::vector<double> samples_uj;  // per window: energy per launch, microjoules (the driver's)
     DurationStats uj;                // summary of samples_uj (finalize_report)
     double dynamic_uj = NAN;         // median over the windows of the energy above idle per launch
-    double launches = 0;      // launches issued back to back for the windows
-    std::string why;          // requested but not measured: why (energy n/a, never 0)
-    double flops = NAN;       // work per launch (GEMMs), for pj_per_flop
+    double launches = 0;             // launches issued back to back for the windows
+    std::string why;                 // requested but not measured: why (energy n/a, never 0)
+    double flops = NAN;              // work per launch (GEMMs), for pj_per_flop
     // Derived by finalize_report from the median energy and the replayed median time:
     double power_w = NAN;      // energy / time: the kernel's power while it runs
     double edp_uj_us = NAN;    // energy-delay product

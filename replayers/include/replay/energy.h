@@ -66,7 +66,8 @@ struct WindowRun {
 // before the first change of the counter until `windows` x `updates` changes later, so that each
 // window holds the work's steady power only; then `drain` waits for the device.
 WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows, int updates,
-                      const std::function<double()>& issue_some, const std::function<void()>& drain);
+                      const std::function<double()>& issue_some,
+                      const std::function<void()>& drain);
 
 // The dynamic energy (above the idle power) per unit of work of each window, microjoules: the
 // window's power less the idle power, over the time one unit took back to back.
