@@ -57,8 +57,22 @@ double field(const std::vector<std::string>& row, std::size_t column) {
     return end == f.c_str() + f.size() ? v : NAN;
 }
 
-std::vector<TimingPoint> points_of(const std::filesystem::path& csv) {
+// The swept dims a recipe holds (the columns before `flops`, less model.batch/model.seq, which
+// only a trace's rewrite knows): the dims a timing model may use as features.
+std::vector<std::string> recipe_dim_columns(const SweepTable& table) {
+    std::vector<std::string> dims;
+    for (const auto& c : table.columns) {
+        if (c == "flops") break;
+        if (!c.starts_with("model.")) dims.push_back(c);
+    }
+    return dims;
+}
+
+std::vector<TimingPoint> points_of(const std::filesystem::path& csv, std::vector<std::string>& dim_names) {
     const SweepTable table = read_sweep_csv(csv.string());
+    dim_names = recipe_dim_columns(table);
+    std::vector<std::size_t> dim_columns;
+    for (const auto& d : dim_names) dim_columns.push_back(table.column(d, csv.string()));
     const std::string path = csv.string();
     const std::size_t flops = table.column("flops", path), bytes = table.column("bytes", path),
                       elements = table.column("elements", path), median = table.column("median_us", path),
@@ -71,6 +85,7 @@ std::vector<TimingPoint> points_of(const std::filesystem::path& csv) {
         p.work.bytes = field(row, bytes);
         p.work.elements = field(row, elements);
         p.time_us = field(row, median);
+        for (auto c : dim_columns) p.dims.push_back(field(row, c));
         if (std::isfinite(p.time_us) && p.time_us > 0 && std::isfinite(p.work.bytes))
             points.push_back(p);
     }
@@ -82,6 +97,17 @@ std::string pct(double x) {
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, "%.1f%%", x);
     return buffer;
+}
+
+// "median/p90" of a held-out error.
+std::string pair(const HeldOutError& e) {
+    return pct(e.median_pct) + "/" + pct(e.p90_pct);
+}
+
+std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+    return out;
 }
 
 }  // namespace
@@ -96,8 +122,9 @@ Command add_fit_command(CLI::App& app) {
     auto* fit = app.add_subcommand(
         "fit",
         "Fit a timing model per kernel swept into DIR by `replay sweep`: piecewise linear in the "
-        "work (GFLOP, or elements) and bytes above a launch floor; gradient-boosted trees on the "
-        "same features replace it only when k-fold cross-validation finds them better. Writes "
+        "work (GFLOP, or elements) and bytes above a launch floor; a log-quadratic model on the work, "
+        "or on the work and the swept recipe dims, or gradient-boosted trees, replace it only when "
+        "k-fold cross-validation finds them clearly better. Writes "
         "model.json (schemas/timing_model.schema.json) for `replay predict --model`, and prints "
         "each model's held-out median and p90 error");
     fit->add_option("dir", s->dir, "Folder of a sweep's CSVs and .kernel.json files")->required();
@@ -113,11 +140,11 @@ Command add_fit_command(CLI::App& app) {
                 FitOptions options;
                 options.folds = s->folds;
                 if (!s->quiet)
-                    std::printf("%-18s %-20s %7s %-17s %21s %21s\n", "kernel", "op", "points", "model",
-                                "linear median/p90", "trees median/p90");
+                    std::printf("%-18s %-18s %6s %-15s %-24s %15s %15s %15s %15s\n", "kernel", "op", "points",
+                                "model", "features", "linear", "quad(work)", "quad(dims)", "trees");
                 for (const auto& sidecar : sidecars) {
                     const SweptKernel k = read_sidecar(sidecar);
-                    const auto points = points_of(std::filesystem::path(s->dir) / k.csv);
+                    const auto points = points_of(std::filesystem::path(s->dir) / k.csv, options.dim_names);
                     if (points.size() < 4) {
                         std::fprintf(stderr, "replay fit: %s: %zu measured points, 4 needed: no model\n",
                                      k.csv.c_str(), points.size());
@@ -133,10 +160,10 @@ Command add_fit_command(CLI::App& app) {
                     m.masked = k.masked;
                     if (file.gpu.empty()) file.gpu = k.gpu;
                     if (!s->quiet)
-                        std::printf("%-18s %-20s %7zu %-17s %10s/%-10s %10s/%-10s\n", k.kernel_id.c_str(),
-                                    k.op.c_str(), m.points, m.kind.c_str(), pct(m.linear_error.median_pct).c_str(),
-                                    pct(m.linear_error.p90_pct).c_str(), pct(m.trees_error.median_pct).c_str(),
-                                    pct(m.trees_error.p90_pct).c_str());
+                        std::printf("%-18s %-18s %6zu %-15s %-24s %15s %15s %15s %15s\n", k.kernel_id.c_str(),
+                                    k.op.c_str(), m.points, m.kind.c_str(), join(m.features()).c_str(),
+                                    pair(m.linear_error).c_str(), pair(m.work_quadratic_error).c_str(),
+                                    pair(m.dims_quadratic_error).c_str(), pair(m.trees_error).c_str());
                     file.kernels.push_back(std::move(m));
                 }
                 if (file.kernels.empty())

@@ -28,7 +28,7 @@ void PredictCommand::add_options(CLI::App& app) {
         ->check(CLI::Range(0.0, 1e9));
     app.add_option("--op-overhead-us", op_overhead_us_,
                    "Profiler cost per recorded op, measured elsewhere, instead of the estimate "
-                   "from the trace's leaf-op footprints (median)")
+                   "from the trace's leaf-op footprints (their mean)")
         ->check(CLI::Range(0.0, 1e9));
     app.add_option("--out", out_dir_,
                    "Write DIR/prediction.json (schemas/prediction.schema.json) and "

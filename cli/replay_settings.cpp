@@ -21,12 +21,25 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                        "replay_trace.json")
             ->capture_default_str();
     app.add_option("--pace", pace,
-                   "sequential: none (back to back) or recorded (keep the recorded idle gaps "
-                   "on each stream)")
+                   "sequential: none (each step as soon as the host gets to it) or recorded "
+                   "(the host issues each step at its recorded launch time, counted from the "
+                   "step's first launch: the recorded gaps on every stream)")
         ->check(CLI::IsMember({"none", "recorded"}))
         ->capture_default_str();
-    app.add_option("--iterations", iterations, "sequential: replay the whole trace N times")
+    app.add_option("--iterations", iterations,
+                   "sequential: replay the whole trace N times (after one untimed pass that "
+                   "does every first-use set-up)")
         ->check(CLI::Range(1, 1000000))
+        ->capture_default_str();
+    app.add_flag("--graph", graph,
+                 "sequential: capture the steps (warm-up reads included) in CUDA graphs once "
+                 "and launch them per iteration: the whole step as one graph with --pace none, "
+                 "one graph per step with --pace recorded; steps that cannot be captured are "
+                 "issued directly (report.json's options say which path ran, its notes why)");
+    app.add_option("--trace-iterations", trace_iterations,
+                   "sequential: the replayed iterations in replay_trace.json, each beside the "
+                   "recorded step: last or all")
+        ->check(CLI::IsMember({"last", "all"}))
         ->capture_default_str();
     add_unique_options(app);
     app.add_flag("--no-warm-inputs", no_warm_inputs,
@@ -136,6 +149,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     DriverOptions o;
     o.pace = pace == "recorded" ? Pace::Recorded : Pace::None;
     o.iterations = iterations;
+    o.graph = graph;
+    o.trace_all_iterations = trace_iterations == "all";
     o.warmup = warmup;
     o.runs = runs;
     o.l2_flush = l2_flush;

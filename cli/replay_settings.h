@@ -21,6 +21,8 @@ struct ReplaySettings {
     std::string out_dir = "replay_out";
     std::string pace = "none";
     int iterations = 1;
+    bool graph = false;
+    std::string trace_iterations = "last";
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;

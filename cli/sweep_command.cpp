@@ -89,11 +89,13 @@ class PointRecipes {
         }
         if (model_dims_) {
             rewriter_.emplace(analysis->trace());
-            pristine_ = analysis->trace().op_shapes;
         }
     }
+    // apply() re-points rewritten ops at op shapes it appends: restoring the op shapes alone
+    // would leave those ops pointing past them, so that the next kernel's rewriter (the softmax
+    // after the baddbmm) found no embedding. apply() at the recorded dims restores both.
     ~PointRecipes() {
-        if (model_dims_) analysis_->parsed.trace.op_shapes = pristine_;
+        if (model_dims_) rewriter_->apply(analysis_->parsed.trace, {});
     }
     PointRecipes(const PointRecipes&) = delete;
     PointRecipes& operator=(const PointRecipes&) = delete;
@@ -109,9 +111,7 @@ class PointRecipes {
         }
         Recipe recipe = kernel_.recipe;
         if (model_dims_) {
-            Trace& trace = analysis_->parsed.trace;
-            trace.op_shapes = pristine_;
-            rewriter_->apply(trace, model);
+            rewriter_->apply(analysis_->parsed.trace, model);
             recipe = classify(analysis_->graph)[kernel_.nodes.front()];
         }
         return own.empty() ? with_dims(recipe, {}) : with_dims(recipe, own);
@@ -123,7 +123,6 @@ class PointRecipes {
     const std::vector<DimAxis>& axes_;
     bool model_dims_ = false;
     std::optional<ShapeRewriter> rewriter_;
-    std::vector<OpShapes> pristine_;
 };
 
 SweepRow measure(const Recipe& recipe, const UniqueKernel& kernel, Backend& backend,
@@ -239,7 +238,13 @@ int run_sweep(SweepState& s) {
                              mine.size() - todo.size(), csv.filename().c_str());
             const auto kernel_start = std::chrono::steady_clock::now();
             for (std::size_t n = 0; n < todo.size(); ++n) {
-                if (n > 0 && n % kPointsPerBackend == 0) backend = s.settings.make_backend();
+                if (n > 0 && n % kPointsPerBackend == 0) {
+                    // The old backend goes first: built while it still held its context and
+                    // memory, every other backend ran ~2x slower on the H200 (blocks of 32
+                    // points alternating in the 2026-11-24 sweep).
+                    backend.reset();
+                    backend = s.settings.make_backend();
+                }
                 const auto& point = points[todo[n]];
                 SweepRow row = measure(all[todo[n]], *kernel, *backend, options);
                 row.dims = point;

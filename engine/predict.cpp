@@ -116,7 +116,14 @@ std::size_t apply_model(const Analysis& analysis, const std::string& path,
     for (const auto& kernel : analysis.kernels) {
         const KernelTimingModel* model = models.find(kernel.recipe);
         if (model == nullptr || !kernel.recipe.replayable()) continue;
-        const double us = model->predict(recipe_work(kernel.recipe));
+        const auto predicted = model->predict(kernel.recipe);
+        if (!predicted) {
+            notes.push_back(path + ": " + kernel.id + " " + recipe_short_name(kernel.recipe) +
+                            ": the model of kernel " + model->kernel_id +
+                            " needs a dim this recipe lacks; it keeps its recorded duration");
+            continue;
+        }
+        const double us = *predicted;
         for (auto n : kernel.nodes) durations[n] = to_nanos(us);
         ++modelled;
         char line[512];

@@ -140,13 +140,18 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
     if (m.op_overhead_calibrated)
         out << "(--op-overhead-us)";
     else
-        out << "(median of " << m.op_overhead_samples << " leaf-op footprints)";
+        out << "(mean of " << m.op_overhead_samples << " leaf-op footprints, median "
+            << fixed(us(m.op_footprint_median), 2) << " us, 90th percentile "
+            << fixed(us(m.op_footprint_high), 2)
+            << " us: a footprint is an op's profiler callbacks and record_shapes copy, and its "
+               "own short work)";
     const ScenarioResult* corrected = find(p, false, true);
     if (corrected != nullptr) {
         const SimulationStats& c = corrected->prediction.stats;
         out << "; removing it takes " << duration(c.overhead_removed) << " off " << c.ops_in_gaps
             << " ops in CPU gaps";
         if (c.gaps_clamped > 0) out << " (" << c.gaps_clamped << " gaps cut to zero)";
+        out << "; runtime calls keep their recorded durations";
     }
     out << "\nsimulated: " << count(s.threads, "CPU thread") << ", "
         << count(s.runtime_calls, "runtime call") << " (" << s.kernel_launch_calls
@@ -204,6 +209,8 @@ void write_prediction_json(std::ostream& out, const StepPrediction& p) {
         .field("gpu_gap_samples", static_cast<std::uint64_t>(m.gpu_gap_samples))
         .field("op_overhead_us", us(m.op_overhead))
         .field("op_overhead_samples", static_cast<std::uint64_t>(m.op_overhead_samples))
+        .field("op_footprint_median_us", us(m.op_footprint_median))
+        .field("op_footprint_p90_us", us(m.op_footprint_high))
         .field("op_overhead_source", m.op_overhead_calibrated ? "calibrated" : "estimated");
     json.end_object();
 

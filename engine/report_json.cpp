@@ -70,6 +70,29 @@ void write_energy(JsonWriter& json, const ReportEnergy& e) {
     json.end_object();
 }
 
+void write_figures(JsonWriter& json, const TimelineFigures& f) {
+    for (const auto& field : timeline_figures_fields()) json.field(field.name, f.*field.member);
+    json.field("activities", static_cast<std::uint64_t>(f.activities));
+    json.field("gaps", static_cast<std::uint64_t>(f.gaps));
+}
+
+void write_timeline(JsonWriter& json, const ReportTimeline& t) {
+    json.key("timeline").begin_object();
+    json.field("issue_path", t.issue_path);
+    json.key("recorded").begin_object();
+    write_figures(json, t.recorded);
+    json.end_object();
+    json.objects("iterations", t.iterations, [&](const IterationResult& i) {
+        json.field("iteration", i.iteration);
+        write_figures(json, i.replayed);
+        for (const auto& field : iteration_fields()) json.field(field.name, i.*field.member);
+        json.field("unattributed", static_cast<std::uint64_t>(i.unattributed));
+    });
+    json.field("first_to_last_max_gap", t.first_to_last_max_gap);
+    json.array("first_uses", t.first_uses);
+    json.end_object();
+}
+
 }  // namespace
 
 const std::vector<TotalsField>& totals_fields() {
@@ -88,7 +111,33 @@ const std::vector<TotalsField>& totals_fields() {
         {"gemm_name_match", &T::gemm_name_match, R::ShareOrNull, true},
         {"predicted_total_us", &T::predicted_total_us, R::NonNegative, true},
         {"sequential_kernel_us", &T::sequential_kernel_us, R::NonNegative, true},
+        {"recorded_span_us", &T::recorded_span_us, R::NonNegative, false},
+        {"replayed_span_us", &T::replayed_span_us, R::NonNegative, false},
+        {"span_ratio", &T::span_ratio, R::NonNegative, false},
         {"wall_seconds", &T::wall_seconds, R::Sum, true},
+    };
+    return fields;
+}
+
+const std::vector<FiguresField>& timeline_figures_fields() {
+    using F = TimelineFigures;
+    static const std::vector<FiguresField> fields = {
+        {"span_us", &F::span_us},
+        {"kernel_us", &F::kernel_us},
+        {"warm_read_us", &F::warm_read_us},
+        {"median_gap_us", &F::median_gap_us},
+        {"max_gap_us", &F::max_gap_us},
+    };
+    return fields;
+}
+
+const std::vector<IterationField>& iteration_fields() {
+    using I = IterationResult;
+    static const std::vector<IterationField> fields = {
+        {"span_ratio", &I::span_ratio},
+        {"stretch", &I::stretch},
+        {"median_gap_ratio", &I::median_gap_ratio},
+        {"issue_host_us", &I::issue_host_us},
     };
     return fields;
 }
@@ -144,6 +193,7 @@ void write_report_json(std::ostream& out, const Report& r) {
     });
     if (r.energy.requested) write_energy(json, r.energy);
     json.array("notes", r.notes);
+    if (r.timeline) write_timeline(json, *r.timeline);
     json.end_object();
     out << '\n';
 }

@@ -104,6 +104,8 @@ class ReportReader {
                 elements(v, [&](od::value x) { report.kernels.push_back(read_kernel(x)); });
             else if (key == "energy")
                 read_energy(v, report.energy);
+            else if (key == "timeline")
+                report.timeline = read_timeline(v);
         });
         if (report.energy.requested) finalize_energy(report);
         return report;
@@ -443,6 +445,71 @@ class ReportReader {
             else if (key == "notes")
                 elements(x, [&](od::value y) { e.notes.push_back(string(y)); });
         });
+    }
+
+    // Sequential mode's timeline (report_json.h lists its numbers).
+    ReportTimeline read_timeline(od::value v) {
+        ReportTimeline t;
+        members(v, {"issue_path", "recorded", "iterations", "first_uses"},
+                [&](const std::string& key, od::value x) {
+                    if (key == "issue_path")
+                        t.issue_path = string(x);
+                    else if (key == "recorded")
+                        t.recorded = read_figures(x, {}, [](const std::string&, od::value) {});
+                    else if (key == "iterations")
+                        elements(x, [&](od::value i) { t.iterations.push_back(read_iteration(i)); });
+                    else if (key == "first_to_last_max_gap")
+                        t.first_to_last_max_gap = number(x, Number::NonNegative);
+                    else if (key == "first_uses")
+                        elements(x, [&](od::value s) { t.first_uses.push_back(string(s)); });
+                });
+        return t;
+    }
+
+    // A figures object, whose other members (`more`, required too) go to `other`.
+    template <typename Other>
+    TimelineFigures read_figures(od::value v, const std::vector<std::string>& more,
+                                 Other&& other) {
+        std::vector<std::string> required = {"activities", "gaps"};
+        for (const auto& f : timeline_figures_fields()) required.emplace_back(f.name);
+        required.insert(required.end(), more.begin(), more.end());
+        TimelineFigures f;
+        members(v, required, [&](const std::string& key, od::value x) {
+            if (key == "activities") {
+                f.activities = count(x);
+                return;
+            }
+            if (key == "gaps") {
+                f.gaps = count(x);
+                return;
+            }
+            for (const auto& field : timeline_figures_fields())
+                if (key == field.name) {
+                    f.*field.member = number(x, Number::NonNegative);
+                    return;
+                }
+            other(key, x);
+        });
+        return f;
+    }
+
+    IterationResult read_iteration(od::value v) {
+        std::vector<std::string> more = {"iteration", "unattributed"};
+        for (const auto& f : iteration_fields()) more.emplace_back(f.name);
+        IterationResult r;
+        r.replayed = read_figures(v, more, [&](const std::string& key, od::value x) {
+            if (key == "iteration") {
+                const std::uint64_t at = offset_of(x);
+                const std::uint64_t n = count(x);
+                if (n < 1 || n > 1000000) fail(at, "an iteration is numbered from 1");
+                r.iteration = static_cast<int>(n);
+            } else if (key == "unattributed") {
+                r.unattributed = count(x);
+            }
+            for (const auto& field : iteration_fields())
+                if (key == field.name) r.*field.member = number(x, Number::NonNegative);
+        });
+        return r;
     }
 
     void read_id(od::value v, KernelResult& k) {

@@ -38,6 +38,28 @@ std::string figure(const char* format, double x, const char* why) {
     return buf;
 }
 
+// Sequential mode: the last iteration's timeline against the recorded step's.
+void write_timeline_summary(std::ostream& out, const ReportTimeline& t) {
+    if (t.iterations.empty()) return;
+    const IterationResult& last = t.iterations.back();
+    const TimelineFigures& replayed = last.replayed;
+    const char* none = "nothing timed";
+    print(out, "  step span (iteration %d)  %12s us vs %s us recorded (x%s)\n", last.iteration,
+          figure("%.1f", replayed.span_us, none).c_str(),
+          figure("%.1f", t.recorded.span_us, none).c_str(),
+          figure("%.3f", last.span_ratio, "no recorded span").c_str());
+    print(out, "    busy                    %12.1f us kernels + %.1f us warm-up reads (span x%s)\n",
+          replayed.kernel_us, replayed.warm_read_us,
+          figure("%.3f", last.stretch, none).c_str());
+    print(out, "    gap between activities  median %s us (recorded %s), max %s us (recorded %s)\n",
+          figure("%.1f", replayed.median_gap_us, "no gap").c_str(),
+          figure("%.1f", t.recorded.median_gap_us, "no gap").c_str(),
+          figure("%.1f", replayed.max_gap_us, "no gap").c_str(),
+          figure("%.1f", t.recorded.max_gap_us, "no gap").c_str());
+    print(out, "    issue path              %12s%s\n", t.issue_path.c_str(),
+          t.first_uses.empty() ? "" : "; first uses after the plan was sealed: see report.json");
+}
+
 }  // namespace
 
 std::vector<NotReplayedReason> not_replayed_reasons(const Report& r) {
@@ -141,6 +163,7 @@ void write_report_summary(std::ostream& out, const Report& r) {
               "n/a");
     else
         print(out, "  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
+    if (r.timeline) write_timeline_summary(out, *r.timeline);
     if (r.mode == "unique") {
         if (std::isfinite(t.predicted_total_us))
             print(out, "  predicted total           %12.1f us (sum of count x median)\n",

@@ -103,9 +103,114 @@ std::vector<double> tree_features(const RecipeWork& w) {
     return {std::log1p(w.flops * 1e-9), std::log1p(w.bytes * 1e-6), std::log1p(w.elements * 1e-6)};
 }
 
+namespace {
+
+const std::vector<std::string> kWorkFeatures{"log_gflop", "log_mb", "log_melements"};
+
+std::vector<double> quadratic_basis(const std::vector<double>& z) {
+    std::vector<double> b{1.0};
+    b.insert(b.end(), z.begin(), z.end());
+    for (std::size_t i = 0; i < z.size(); ++i)
+        for (std::size_t j = i; j < z.size(); ++j) b.push_back(z[i] * z[j]);
+    return b;
+}
+
+std::vector<std::pair<std::string, double>> named_dims(const std::vector<std::string>& names,
+                                                       const std::vector<double>& values) {
+    std::vector<std::pair<std::string, double>> out;
+    for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) out.emplace_back(names[i], values[i]);
+    return out;
+}
+
+// Ridge on log time: the penalty keeps the cross terms of a few swept values from swinging.
+constexpr double kQuadraticRidge = 1e-4;
+
+LogQuadratic fit_log_quadratic(const std::vector<std::string>& features, const std::vector<TimingPoint>& points,
+                               const std::vector<std::string>& dim_names) {
+    LogQuadratic m;
+    m.features = features;
+    std::vector<std::vector<double>> rows;
+    std::vector<double> y;
+    for (const auto& p : points)
+        if (auto z = log_features(features, p.work, named_dims(dim_names, p.dims))) {
+            rows.push_back(quadratic_basis(*z));
+            y.push_back(std::log(std::max(p.time_us, 1e-6)));
+        }
+    if (rows.empty()) return m;
+    const std::size_t k = rows.front().size();
+    std::vector<std::vector<double>> a(k, std::vector<double>(k, 0));
+    std::vector<double> b(k, 0);
+    for (std::size_t r = 0; r < rows.size(); ++r)
+        for (std::size_t i = 0; i < k; ++i) {
+            b[i] += rows[r][i] * y[r];
+            for (std::size_t j = 0; j < k; ++j) a[i][j] += rows[r][i] * rows[r][j];
+        }
+    for (std::size_t i = 1; i < k; ++i) a[i][i] += kQuadraticRidge * static_cast<double>(rows.size());
+    m.coefficients = solve(std::move(a), std::move(b));
+    return m;
+}
+
+double predict_quadratic(const LogQuadratic& m, const TimingPoint& p, const std::vector<std::string>& dim_names) {
+    const auto z = log_features(m.features, p.work, named_dims(dim_names, p.dims));
+    return z ? m.predict(*z) : NAN;
+}
+
+}  // namespace
+
+double LogQuadratic::predict(const std::vector<double>& z) const {
+    const auto b = quadratic_basis(z);
+    double t = 0;
+    for (std::size_t i = 0; i < b.size() && i < coefficients.size(); ++i) t += coefficients[i] * b[i];
+    return std::exp(t);
+}
+
+std::optional<std::vector<double>> log_features(const std::vector<std::string>& names, const RecipeWork& w,
+                                                const std::vector<std::pair<std::string, double>>& dims) {
+    std::vector<double> z;
+    for (const auto& name : names) {
+        if (name == "log_gflop") z.push_back(std::log1p(w.flops * 1e-9));
+        else if (name == "log_mb") z.push_back(std::log1p(w.bytes * 1e-6));
+        else if (name == "log_melements") z.push_back(std::log1p(w.elements * 1e-6));
+        else if (name.starts_with("log:")) {
+            const auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& d) { return d.first == name.substr(4); });
+            if (it == dims.end() || !(it->second > 0)) return std::nullopt;
+            z.push_back(std::log(it->second));
+        } else {
+            return std::nullopt;
+        }
+    }
+    return z;
+}
+
+std::vector<std::string> KernelTimingModel::features() const {
+    if (kind == "log_quadratic" && quadratic) return quadratic->features;
+    return kWorkFeatures;
+}
+
+const HeldOutError& KernelTimingModel::error() const {
+    if (kind == "boosted_trees") return trees_error;
+    if (kind == "log_quadratic" && quadratic)
+        return quadratic->features.size() > kWorkFeatures.size() ? dims_quadratic_error : work_quadratic_error;
+    return linear_error;
+}
+
 double KernelTimingModel::predict(const RecipeWork& w) const {
     if (kind == "boosted_trees" && trees) return predict_trees(*trees, w);
+    if (kind == "log_quadratic" && quadratic)
+        if (auto z = log_features(quadratic->features, w, {})) return quadratic->predict(*z);
     return linear.predict(w);
+}
+
+std::optional<double> KernelTimingModel::predict(const Recipe& recipe) const {
+    const RecipeWork w = recipe_work(recipe);
+    if (kind != "log_quadratic" || !quadratic) return predict(w);
+    std::vector<std::pair<std::string, double>> dims;
+    for (const auto& f : quadratic->features)
+        if (f.starts_with("log:"))
+            if (auto v = recipe_dim(recipe, f.substr(4))) dims.emplace_back(f.substr(4), static_cast<double>(*v));
+    const auto z = log_features(quadratic->features, w, dims);
+    if (!z) return std::nullopt;
+    return quadratic->predict(*z);
 }
 
 namespace {
@@ -177,7 +282,14 @@ KernelTimingModel fit_kernel_model(const std::vector<TimingPoint>& points,
     std::shuffle(order.begin(), order.end(), std::mt19937(20240607));
     const std::size_t folds = std::clamp<std::size_t>(static_cast<std::size_t>(options.folds), 2,
                                                       points.size());
-    std::vector<double> linear_errors, tree_errors;
+    std::vector<std::string> with_dims = kWorkFeatures;
+    for (const auto& d : options.dim_names) with_dims.push_back("log:" + d);
+    const bool dims_known = !options.dim_names.empty();
+    std::vector<double> linear_errors, tree_errors, work_errors, dims_errors;
+    // A point a model cannot predict counts as a 100 % miss.
+    const auto relative = [](double predicted, double measured) {
+        return std::isfinite(predicted) ? std::abs(predicted / measured - 1.0) : 1.0;
+    };
     for (std::size_t fold = 0; fold < folds; ++fold) {
         std::vector<TimingPoint> train, test;
         for (std::size_t i = 0; i < order.size(); ++i)
@@ -185,20 +297,40 @@ KernelTimingModel fit_kernel_model(const std::vector<TimingPoint>& points,
         if (train.size() < 2 || test.empty()) continue;
         const PiecewiseLinear linear = fit_piecewise_linear(train);
         const BoostedTrees trees = fit_trees(train, options.trees);
+        const LogQuadratic on_work = fit_log_quadratic(kWorkFeatures, train, options.dim_names);
+        std::optional<LogQuadratic> on_dims;
+        if (dims_known) on_dims = fit_log_quadratic(with_dims, train, options.dim_names);
         for (const auto& p : test) {
-            linear_errors.push_back(std::abs(linear.predict(p.work) / p.time_us - 1.0));
-            tree_errors.push_back(std::abs(predict_trees(trees, p.work) / p.time_us - 1.0));
+            linear_errors.push_back(relative(linear.predict(p.work), p.time_us));
+            tree_errors.push_back(relative(predict_trees(trees, p.work), p.time_us));
+            work_errors.push_back(relative(predict_quadratic(on_work, p, options.dim_names), p.time_us));
+            if (on_dims) dims_errors.push_back(relative(predict_quadratic(*on_dims, p, options.dim_names), p.time_us));
         }
     }
     model.linear_error = summarize_errors(std::move(linear_errors));
     model.trees_error = summarize_errors(std::move(tree_errors));
+    model.work_quadratic_error = summarize_errors(std::move(work_errors));
+    model.dims_quadratic_error = summarize_errors(std::move(dims_errors));
     model.linear = fit_piecewise_linear(points);
-    const bool trees_win =
-        model.trees_error.median_pct < options.trees_must_beat * model.linear_error.median_pct &&
-        model.trees_error.p90_pct <= model.linear_error.p90_pct;
-    if (trees_win) {
-        model.kind = "boosted_trees";
+    // Simplest first; a richer candidate replaces the pick only when it clearly wins held out.
+    const HeldOutError* pick = &model.linear_error;
+    std::string kind = "piecewise_linear";
+    const auto consider = [&](const HeldOutError& e, const char* name) {
+        if (e.points > 0 && e.median_pct < options.richer_must_beat * pick->median_pct && e.p90_pct <= pick->p90_pct) {
+            pick = &e;
+            kind = name;
+        }
+    };
+    consider(model.work_quadratic_error, "log_quadratic_work");
+    if (dims_known) consider(model.dims_quadratic_error, "log_quadratic_dims");
+    consider(model.trees_error, "boosted_trees");
+    if (kind == "boosted_trees") {
+        model.kind = kind;
         model.trees = fit_trees(points, options.trees);
+    } else if (kind != "piecewise_linear") {
+        model.kind = "log_quadratic";
+        model.quadratic = fit_log_quadratic(kind == "log_quadratic_dims" ? with_dims : kWorkFeatures, points,
+                                            options.dim_names);
     }
     return model;
 }

@@ -74,7 +74,15 @@ void write_timing_model(std::ostream& out, const TimingModelFile& file) {
         json.key("held_out").begin_object();
         write_error(json, "piecewise_linear", k.linear_error);
         write_error(json, "boosted_trees", k.trees_error);
+        write_error(json, "log_quadratic_work", k.work_quadratic_error);
+        write_error(json, "log_quadratic_dims", k.dims_quadratic_error);
         json.end_object();
+        if (k.quadratic) {
+            json.key("log_quadratic").begin_object();
+            json.array("features", k.quadratic->features);
+            json.array("coefficients", k.quadratic->coefficients);
+            json.end_object();
+        }
         json.key("piecewise_linear").begin_object();
         json.field("floor_us", k.linear.floor_us);
         json.array("work_knots", k.linear.work_knots);
@@ -133,8 +141,8 @@ TimingModelFile read_timing_model(const std::string& path) {
         if (r.member(o, "masked", at).get_array().get(masked)) r.fail(at + "/masked", "expected an array");
         for (auto m : masked) k.masked.push_back(r.text(m, at + "/masked"));
         k.kind = r.text(r.member(o, "kind", at), at + "/kind");
-        if (k.kind != "piecewise_linear" && k.kind != "boosted_trees")
-            r.fail(at + "/kind", "'" + k.kind + "' is not piecewise_linear or boosted_trees");
+        if (k.kind != "piecewise_linear" && k.kind != "boosted_trees" && k.kind != "log_quadratic")
+            r.fail(at + "/kind", "'" + k.kind + "' is not piecewise_linear, boosted_trees or log_quadratic");
         k.points = static_cast<std::size_t>(r.number(r.member(o, "points", at), at + "/points"));
         simdjson::dom::object held, pl_error, bt_error, pl;
         if (r.member(o, "held_out", at).get_object().get(held)) r.fail(at + "/held_out", "expected an object");
@@ -143,6 +151,29 @@ TimingModelFile read_timing_model(const std::string& path) {
             r.fail(at + "/held_out", "expected objects");
         k.linear_error = r.error(pl_error, at + "/held_out/piecewise_linear");
         k.trees_error = r.error(bt_error, at + "/held_out/boosted_trees");
+        // Files written before the log-quadratic candidates have neither figure.
+        for (auto [key, error] : {std::pair{"log_quadratic_work", &k.work_quadratic_error},
+                                  std::pair{"log_quadratic_dims", &k.dims_quadratic_error}}) {
+            simdjson::dom::object e;
+            if (!held[key].get_object().get(e)) *error = r.error(e, at + "/held_out/" + key);
+        }
+        if (k.kind == "log_quadratic") {
+            const std::string q = at + "/log_quadratic";
+            simdjson::dom::object lq;
+            if (r.member(o, "log_quadratic", at).get_object().get(lq)) r.fail(q, "expected an object");
+            LogQuadratic quadratic;
+            simdjson::dom::array features;
+            if (r.member(lq, "features", q).get_array().get(features)) r.fail(q + "/features", "expected an array");
+            for (auto f : features) quadratic.features.push_back(r.text(f, q + "/features"));
+            quadratic.coefficients = r.numbers(r.member(lq, "coefficients", q), q + "/coefficients");
+            const std::size_t n = quadratic.features.size();
+            if (quadratic.coefficients.size() != 1 + n + n * (n + 1) / 2)
+                r.fail(q + "/coefficients", "expected 1 + n + n(n+1)/2 for n features");
+            for (const auto& f : quadratic.features)
+                if (f != "log_gflop" && f != "log_mb" && f != "log_melements" && !f.starts_with("log:"))
+                    r.fail(q + "/features", "unknown feature '" + f + "'");
+            k.quadratic = std::move(quadratic);
+        }
         if (r.member(o, "piecewise_linear", at).get_object().get(pl))
             r.fail(at + "/piecewise_linear", "expected an object");
         const std::string p = at + "/piecewise_linear";

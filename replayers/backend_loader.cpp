@@ -41,11 +41,20 @@ class ModuleBackend final : public Backend {
     void stream_wait(int waiter, int producer) override { backend_->stream_wait(waiter, producer); }
     void synchronize() override { backend_->synchronize(); }
     void flush_l2() override { backend_->flush_l2(); }
-    void warm_inputs(std::uint32_t handle, int stream) override {
-        backend_->warm_inputs(handle, stream);
+    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        backend_->warm_inputs(handle, stream, tag);
     }
-    void delay(int stream, std::int64_t ns) override { backend_->delay(stream, ns); }
     std::vector<TimedActivity> collect() override { return backend_->collect(); }
+    void set_phase(Phase phase) override { backend_->set_phase(phase); }
+    std::vector<std::string> first_uses() override { return backend_->first_uses(); }
+    std::string capture_blocker(std::uint32_t handle, int stream) override {
+        return backend_->capture_blocker(handle, stream);
+    }
+    void begin_capture(int home, bool all_streams) override {
+        backend_->begin_capture(home, all_streams);
+    }
+    std::uint32_t end_capture(std::string& why) override { return backend_->end_capture(why); }
+    void launch_graph(std::uint32_t graph) override { backend_->launch_graph(graph); }
 
   private:
     std::shared_ptr<const BackendModule> module_;

@@ -1,9 +1,12 @@
 #include "plan.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
+
+#include "session.h"
 
 namespace replay {
 
@@ -33,6 +36,86 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>
 }
 
 namespace detail {
+namespace {
+
+std::string step_label(const Recipe& recipe) {
+    if (const auto* aten = std::get_if<AtenRecipe>(&recipe.detail)) return aten->op;
+    if (const auto* gemm = std::get_if<GemmRecipe>(&recipe.detail)) return gemm->op;
+    if (const auto* copy = std::get_if<CopyRecipe>(&recipe.detail))
+        return copy->is_memset ? "memset" : "memcpy";
+    return to_string(recipe.tier);
+}
+
+}  // namespace
+
+std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& session,
+                                         const std::vector<std::size_t>& kernel_of) {
+    const KernelGraph& graph = analysis.graph;
+    const auto& nodes = graph.nodes();
+    std::unordered_map<std::uint32_t, std::vector<int>> waits_before;  // waiter -> producer slots
+    for (const auto& w : graph.waits())
+        waits_before[w.waiter].push_back(static_cast<int>(nodes[w.producer].stream_slot));
+    // The recorded step starts with its first launch, replayed or not.
+    Nanos origin = 0;
+    for (std::size_t n = 0; n < nodes.size(); ++n)
+        origin = n == 0 ? graph.launch_time(nodes[n]) : std::min(origin, graph.launch_time(nodes[n]));
+
+    const std::vector<Step> steps = plan_steps(graph, analysis.recipes);
+    std::vector<PlannedStep> plan;
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+        const Step& step = steps[s];
+        Prepared& prepared = session.prepare(analysis.recipes[step.issue_node]);
+        PlannedStep p;
+        for (auto n : step.nodes) {
+            p.kernels.push_back(kernel_of[n]);
+            p.recorded_us.push_back(static_cast<double>(graph.activity(nodes[n]).dur) / 1000.0);
+        }
+        if (prepared.disposition != Disposition::Ready) {
+            for (auto k : p.kernels) session.mark(k, prepared);
+            continue;  // nor are the waits before it issued
+        }
+        p.step = s;
+        p.label = step_label(analysis.recipes[step.issue_node]);
+        p.prepared = &prepared;
+        p.stream = step.stream;
+        p.tag = s + 1;
+        for (auto n : step.nodes)
+            if (auto w = waits_before.find(n); w != waits_before.end())
+                for (int producer : w->second)
+                    if (producer != step.stream &&
+                        std::find(p.waits.begin(), p.waits.end(), producer) == p.waits.end())
+                        p.waits.push_back(producer);
+        p.offset_ns = graph.launch_time(nodes[step.issue_node]) - origin;
+        plan.push_back(std::move(p));
+    }
+    return plan;
+}
+
+std::vector<LaunchUnit> direct_units(const std::vector<PlannedStep>& plan) {
+    std::vector<LaunchUnit> units;
+    units.reserve(plan.size());
+    for (std::size_t i = 0; i < plan.size(); ++i)
+        units.push_back({LaunchUnit::Kind::Direct, i, i + 1, 0, plan[i].stream,
+                         plan[i].offset_ns, plan[i].waits});
+    return units;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> graph_segments(
+    const std::vector<bool>& capturable, bool per_step) {
+    std::vector<std::pair<std::size_t, std::size_t>> segments;
+    for (std::size_t i = 0; i < capturable.size();) {
+        if (!capturable[i]) {
+            ++i;
+            continue;
+        }
+        std::size_t end = i + 1;
+        if (!per_step)
+            while (end < capturable.size() && capturable[end]) ++end;
+        segments.emplace_back(i, end);
+        i = end;
+    }
+    return segments;
+}
 
 std::vector<Template> plan_unique(const Analysis& analysis,
                                   const std::vector<std::size_t>& kernel_of) {

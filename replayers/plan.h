@@ -1,14 +1,63 @@
-// Unique mode's plan (internal to replayers/): which recorded issues are timed alone, with which
-// instances and predecessors.
+// The drivers' plans (internal to replayers/): sequential mode's launch plan (every step with what
+// its issue needs, decided before the clock starts) and unique mode's templates (which recorded
+// issues are timed alone, with which instances and predecessors).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "replay/drivers.h"
 
 namespace replay::detail {
+
+class Session;
+
+// ---- sequential mode ----
+
+// A step whose recipe is ready, with everything its issue needs.
+struct PlannedStep {
+    std::size_t step = 0;          // index in plan_steps()
+    std::string label;             // what notes call it: its op ("aten::mm"), memcpy, memset
+    Prepared* prepared = nullptr;  // the session's
+    int stream = 0;
+    std::uint64_t tag = 0;  // step + 1: the tag of its issue, warm-up reads and records
+    std::vector<int> waits;  // producer streams it waits for first (recorded cross-stream waits)
+    // Its recorded launch (for an op's kernels, the op's first launch) from the recorded step's
+    // first launch: where --pace recorded issues it.
+    std::int64_t offset_ns = 0;
+    std::vector<std::size_t> kernels;  // the report's kernel per re-created node
+    std::vector<double> recorded_us;   // the recorded duration per re-created node
+};
+
+// Prepares every step's recipe (marking the kernels of those that cannot run) and returns the
+// ready ones in recorded order.
+std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& session,
+                                         const std::vector<std::size_t>& kernel_of);
+
+// What the loop launches, in order: one step issued by the host, or a captured graph of steps.
+struct LaunchUnit {
+    enum class Kind : std::uint8_t { Direct, Graph };
+    Kind kind = Kind::Direct;
+    std::size_t first = 0, last = 0;  // the planned steps it covers, [first, last)
+    std::uint32_t graph = 0;          // Graph: the backend's handle
+    int stream = 0;                   // Direct: the step's stream; Graph: the one it launches on
+    std::int64_t offset_ns = 0;       // its first step's
+    std::vector<int> waits;           // issued before it, outside any graph
+};
+
+// One direct unit per planned step.
+std::vector<LaunchUnit> direct_units(const std::vector<PlannedStep>& plan);
+
+// Which planned steps go into one captured graph: maximal runs of capturable steps (`per_step`:
+// each capturable step alone, so that recorded pacing can launch it at its offset), as
+// [first, last) ranges in order. capturable[i] says whether step i can be captured.
+std::vector<std::pair<std::size_t, std::size_t>> graph_segments(
+    const std::vector<bool>& capturable, bool per_step);
+
+// ---- unique mode ----
 
 // A recipe and the kernels its issue re-creates, timed alone.
 struct Template {

@@ -1,19 +1,461 @@
 // Sequential mode: every recorded issue in recorded order, on as many streams as were recorded,
-// with the recorded cross-stream waits and, on request, the recorded idle gaps.
+// with the recorded cross-stream waits and, on request, at the recorded launch times. The plan is
+// made, issued once untimed and (with graphs) captured before the clock starts; the timed
+// iterations only launch (drivers.h).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <unordered_map>
+#include <map>
+#include <set>
+#include <thread>
 
 #include "energy_run.h"
+#include "plan.h"
+#include "record_matching.h"
 #include "session.h"
 
 namespace replay {
+namespace {
 
+using detail::LaunchUnit;
+using detail::PlannedStep;
 using detail::Session;
 
-namespace {
-// Issues per poll of the energy counter while a step loops through the windows.
-constexpr std::size_t kIssuesPerPoll = 64;
+// Launch units per poll of the energy counter while the step loops through the energy windows.
+constexpr std::size_t kUnitsPerPoll = 64;
+
+std::int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// Spins until `deadline` on the steady clock, sleeping first while it is far away: a sleep
+// overshoots by tens of microseconds, a spin by a few hundred nanoseconds.
+void spin_until(std::int64_t deadline) {
+    constexpr std::int64_t kSleepAbove = 2'000'000, kSpinLast = 1'000'000;
+    for (std::int64_t left = deadline - steady_ns(); left > 0; left = deadline - steady_ns())
+        if (left > kSleepAbove) std::this_thread::sleep_for(std::chrono::nanoseconds(left - kSpinLast));
+}
+
+// Problems of one kind: counted, the first few kept as they were said.
+class Problems {
+  public:
+    void add(std::string line) {
+        if (lines_.size() < kShown) lines_.push_back(std::move(line));
+        ++count_;
+    }
+    void report(Report& report, const std::string& what) const {
+        if (count_ == 0) return;
+        std::string note = what + " (" + std::to_string(count_) + "): ";
+        for (std::size_t i = 0; i < lines_.size(); ++i) note += (i ? "; " : "") + lines_[i];
+        if (count_ > lines_.size()) note += "; ...";
+        report.notes.push_back(std::move(note));
+    }
+
+  private:
+    static constexpr std::size_t kShown = 5;
+    std::vector<std::string> lines_;
+    std::size_t count_ = 0;
+};
+
+// Moves the backend into the Timed phase for its lifetime.
+class TimedPhase {
+  public:
+    explicit TimedPhase(Backend& backend) : backend_(backend) { backend_.set_phase(Phase::Timed); }
+    ~TimedPhase() {
+        try {
+            backend_.set_phase(Phase::Plan);
+        } catch (...) {  // a destructor never throws; the next replay starts a phase anew
+        }
+    }
+    TimedPhase(const TimedPhase&) = delete;
+    TimedPhase& operator=(const TimedPhase&) = delete;
+
+  private:
+    Backend& backend_;
+};
+
+class SequentialReplay {
+  public:
+    SequentialReplay(const Analysis& analysis, Session& session, std::vector<PlannedStep> plan,
+                     const detail::EnergyRun* energy)
+        : energy_(energy),
+          graph_(analysis.graph),
+          session_(session),
+          backend_(session.backend()),
+          options_(session.options()),
+          plan_(std::move(plan)),
+          units_(detail::direct_units(plan_)),
+          recorded_(timeline_figures(recorded_intervals(graph_))) {
+        if (options_.clock_ns) now_ = options_.clock_ns;
+        if (options_.wait_until_ns) wait_until_ = options_.wait_until_ns;
+    }
+
+    void run(Timeline* timeline);
+    // The meter's clock when the last timed iteration started (NaN without --energy).
+    double last_iteration_s() const { return last_iteration_s_; }
+
+  private:
+    // --energy: the step looped back to back (no recorded pacing) through the energy windows.
+    void measure_energy();
+    const detail::EnergyRun* energy_;
+    double last_iteration_s_ = NAN;
+
+    // ---- issuing ----
+    void pre_issue(std::size_t u);
+    void launch(std::size_t u);
+    // One pass over the units (with `paced`, each at its recorded offset); the host time from the
+    // first launch to the return of the last.
+    std::int64_t issue_pass(bool paced);
+    void untimed_pass(const char* what);
+    void capture_graphs();
+    std::uint32_t capture(std::size_t first, std::size_t last, bool per_step, std::string& why);
+    bool ready(std::size_t step) const {
+        return plan_[step].prepared->disposition == Disposition::Ready;
+    }
+
+    // ---- timing ----
+    IterationResult timed_iteration(int iteration, Timeline* timeline);
+    // Ties untagged records to the issues of the last pass; returns how many stayed untied.
+    std::size_t tie_untagged(std::vector<TimedActivity>& records, int iteration);
+    // Attributes tagged records to their steps; returns how many could not be.
+    std::size_t attribute(const std::vector<TimedActivity>& records, int iteration);
+    void add_to_timeline(const std::vector<TimedActivity>& records, int iteration,
+                         Timeline& timeline) const;
+    static std::string step_name(const PlannedStep& step) {
+        return "step " + std::to_string(step.tag) + " (" + step.label + ")";
+    }
+
+    const KernelGraph& graph_;
+    Session& session_;
+    Backend& backend_;
+    const DriverOptions& options_;
+    std::vector<PlannedStep> plan_;
+    std::vector<LaunchUnit> units_;
+    std::string issue_path_ = "direct";
+    TimelineFigures recorded_;
+    std::map<std::uint64_t, detail::StepRecords> expected_;  // by tag, from the last untimed pass
+    // Per unit, in the last pass: what became of its launch, and whether its warm-up reads went
+    // out.
+    enum class Issued : std::uint8_t { No, Yes, Failed };
+    std::vector<Issued> issued_;
+    std::vector<bool> warmed_;
+    std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
+    Problems unmatched_, miscounted_, not_captured_;
+    std::function<std::int64_t()> now_ = steady_ns;
+    std::function<void(std::int64_t)> wait_until_ = spin_until;
+};
+
+void SequentialReplay::pre_issue(std::size_t u) {
+    const LaunchUnit& unit = units_[u];
+    if (unit.kind == LaunchUnit::Kind::Direct && !ready(unit.first)) return;
+    for (int producer : unit.waits) backend_.stream_wait(unit.stream, producer);
+    if (unit.kind == LaunchUnit::Kind::Direct && options_.warm_inputs) {
+        const PlannedStep& step = plan_[unit.first];
+        backend_.warm_inputs(step.prepared->handle, step.stream, step.tag);
+        warmed_[u] = true;
+    }
+}
+
+void SequentialReplay::launch(std::size_t u) {
+    const LaunchUnit& unit = units_[u];
+    if (unit.kind == LaunchUnit::Kind::Graph) {
+        backend_.launch_graph(unit.graph);
+        issued_[u] = Issued::Yes;
+        return;
+    }
+    if (!ready(unit.first)) return;
+    const PlannedStep& step = plan_[unit.first];
+    issued_[u] = session_.try_issue(*step.prepared, step.kernels, step.stream, step.tag)
+                     ? Issued::Yes
+                     : Issued::Failed;
+}
+
+std::int64_t SequentialReplay::issue_pass(bool paced) {
+    issued_.assign(units_.size(), Issued::No);
+    warmed_.assign(units_.size(), false);
+    if (units_.empty()) return 0;
+    // A unit's waits and warm-up reads go out right after the previous launch, so that at its
+    // recorded offset only its own launch is left to do.
+    pre_issue(0);
+    const std::int64_t start = now_();
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+        if (paced) wait_until_(start + units_[u].offset_ns);
+        launch(u);
+        if (u + 1 < units_.size()) pre_issue(u + 1);
+    }
+    return now_() - start;
+}
+
+void SequentialReplay::untimed_pass(const char* what) {
+    issue_pass(false);
+    backend_.synchronize();
+    expected_ = detail::records_by_step(backend_.collect());
+    if (options_.progress) options_.progress(what);
+}
+
+std::uint32_t SequentialReplay::capture(std::size_t first, std::size_t last, bool per_step,
+                                        std::string& why) {
+    backend_.begin_capture(plan_[first].stream, !per_step);
+    try {
+        for (std::size_t i = first; i < last; ++i) {
+            const PlannedStep& step = plan_[i];
+            if (!per_step)  // a graph of one step waits outside it (LaunchUnit::waits)
+                for (int producer : step.waits) backend_.stream_wait(step.stream, producer);
+            if (options_.warm_inputs)
+                backend_.warm_inputs(step.prepared->handle, step.stream, step.tag);
+            backend_.issue(step.prepared->handle, step.stream, step.tag);
+        }
+    } catch (const std::exception& e) {
+        why = step_name(plan_[first]) + ": " + e.what();
+        std::string ended;
+        backend_.end_capture(ended);
+        return 0;
+    }
+    return backend_.end_capture(why);
+}
+
+void SequentialReplay::capture_graphs() {
+    // Which steps can be captured: asked once per prepared work and stream.
+    std::map<std::pair<std::uint32_t, int>, std::string> blocker_of;
+    std::map<std::string, std::pair<std::size_t, std::string>> blocked;  // why -> steps, first
+    std::vector<bool> capturable(plan_.size(), false);
+    for (std::size_t i = 0; i < plan_.size(); ++i) {
+        if (!ready(i)) continue;
+        const auto key = std::pair{plan_[i].prepared->handle, plan_[i].stream};
+        auto it = blocker_of.find(key);
+        if (it == blocker_of.end())
+            it = blocker_of.emplace(key, backend_.capture_blocker(key.first, key.second)).first;
+        capturable[i] = it->second.empty();
+        if (capturable[i]) continue;
+        auto& [count, first] = blocked[it->second];
+        if (count++ == 0) first = step_name(plan_[i]);
+    }
+    for (const auto& [why, steps] : blocked)
+        not_captured_.add(std::to_string(steps.first) + " steps (" + steps.second +
+                          (steps.first > 1 ? " first" : "") + "): " + why);
+    const bool per_step = options_.pace == Pace::Recorded;
+    std::vector<LaunchUnit> units;
+    std::size_t next = 0, graphs = 0, captured_steps = 0;
+    auto add_direct = [&](std::size_t to) {
+        for (; next < to; ++next)
+            units.push_back({LaunchUnit::Kind::Direct, next, next + 1, 0, plan_[next].stream,
+                             plan_[next].offset_ns, plan_[next].waits});
+    };
+    for (const auto& [first, last] : detail::graph_segments(capturable, per_step)) {
+        add_direct(first);
+        std::string why;
+        const std::uint32_t graph = capture(first, last, per_step, why);
+        if (graph == 0) {
+            not_captured_.add(std::to_string(last - first) + " steps (" +
+                              step_name(plan_[first]) + " first): the capture failed: " + why);
+            add_direct(last);
+            continue;
+        }
+        units.push_back({LaunchUnit::Kind::Graph, first, last, graph, plan_[first].stream,
+                         plan_[first].offset_ns,
+                         per_step ? plan_[first].waits : std::vector<int>{}});
+        next = last;
+        ++graphs;
+        captured_steps += last - first;
+    }
+    add_direct(plan_.size());
+    units_ = std::move(units);
+    std::size_t direct = 0;
+    for (std::size_t i = 0; i < plan_.size(); ++i) direct += ready(i) && !capturable[i];
+    if (graphs > 0) {
+        issue_path_ = std::string(per_step ? "graph per step" : "graph") + (direct ? "+direct" : "");
+        session_.report().notes.push_back(
+            std::to_string(captured_steps) + " steps captured in " + std::to_string(graphs) +
+            " CUDA graph" + (graphs == 1 ? "" : "s") + " (warm-up reads included), launched " +
+            (per_step ? "each at its recorded offset" : "once per iteration") +
+            "; graph records are tied to their steps by the graph node that ran them");
+    }
+    not_captured_.report(session_.report(), "--graph: steps not captured but issued directly, by reason");
+}
+
+std::size_t SequentialReplay::tie_untagged(std::vector<TimedActivity>& records, int iteration) {
+    static const detail::StepRecords kNothing;
+    untied_steps_.clear();
+    std::map<std::int64_t, std::vector<TimedActivity*>> untagged;  // stream -> records
+    for (auto& r : records)
+        if (r.tag == 0) untagged[r.stream].push_back(&r);
+    if (untagged.empty()) return 0;
+    // What each stream was asked to run in the last pass, in order.
+    std::map<std::int64_t, std::vector<detail::ExpectedIssue>> issues;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+        if (units_[u].kind != LaunchUnit::Kind::Direct || issued_[u] == Issued::No) continue;
+        const PlannedStep& step = plan_[units_[u].first];
+        auto e = expected_.find(step.tag);
+        const detail::StepRecords& expected = e == expected_.end() ? kNothing : e->second;
+        auto& stream = issues[step.stream];
+        if (warmed_[u]) stream.push_back({step.tag, true, &expected.warm_reads});
+        stream.push_back({step.tag, false, issued_[u] == Issued::Failed ? nullptr : &expected.work});
+    }
+    std::size_t untied = 0;
+    for (auto& [stream, recs] : untagged) {
+        std::stable_sort(recs.begin(), recs.end(), [](const auto* a, const auto* b) {
+            return a->start_ns < b->start_ns;
+        });
+        const auto match = detail::match_in_order(issues[stream], recs);
+        untied += recs.size() - match.tied;
+        if (match.why.empty()) continue;
+        std::size_t steps_left = 0;
+        for (std::size_t i : match.unmatched_issues)
+            if (!issues[stream][i].warm_read) {
+                ++steps_left;
+                untied_steps_.insert(issues[stream][i].tag);
+            }
+        unmatched_.add("iteration " + std::to_string(iteration) + ", stream " +
+                       std::to_string(graph_.streams()[static_cast<std::size_t>(stream)].stream) +
+                       ": " + match.why + " (" + std::to_string(steps_left) +
+                       " steps untimed, " + std::to_string(recs.size() - match.tied) +
+                       " records tied to none)");
+    }
+    return untied;
+}
+
+std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& records,
+                                        int iteration) {
+    std::vector<TimedActivity> work;
+    for (const auto& r : records)
+        if (r.tag != 0 && !r.warm_read) work.push_back(r);
+    auto groups = detail::by_tag(std::move(work));
+    static const std::vector<TimedActivity> kNone;
+    std::size_t dropped = 0;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+        if (issued_[u] != Issued::Yes) continue;  // a failed issue marked its kernels already
+        for (std::size_t i = units_[u].first; i < units_[u].last; ++i) {
+            const PlannedStep& step = plan_[i];
+            if (untied_steps_.count(step.tag)) continue;  // said by tie_untagged
+            auto g = groups.find(step.tag);
+            const auto& got = g == groups.end() ? kNone : g->second;
+            // As many records as the same issue gave untimed, or none of them: a graph whose
+            // records were partly lost must not give its kernels each other's times.
+            auto e = expected_.find(step.tag);
+            const std::size_t expected = e == expected_.end() ? 0 : e->second.work.size();
+            if (got.size() != expected) {
+                miscounted_.add("iteration " + std::to_string(iteration) + ", " +
+                                step_name(step) + ": " + std::to_string(got.size()) +
+                                " records, " +
+                                std::to_string(expected) + " expected");
+                dropped += got.size();
+                continue;
+            }
+            detail::attribute(session_, step.kernels, got, step.recorded_us);
+        }
+    }
+    return dropped;
+}
+
+void SequentialReplay::add_to_timeline(const std::vector<TimedActivity>& records, int iteration,
+                                       Timeline& timeline) const {
+    const auto& streams = graph_.streams();
+    for (const auto& r : records) {
+        // On the recorded stream's id (not the replay's stream index), so that each replayed
+        // track sits beside its recorded one.
+        const auto slot = static_cast<std::size_t>(r.stream);
+        const std::int64_t stream = slot < streams.size() ? streams[slot].stream : r.stream;
+        timeline.items.push_back({r.warm_read ? "L2 warm-up read" : r.name, stream,
+                                  static_cast<double>(r.start_ns) / 1000.0,
+                                  static_cast<double>(r.end_ns - r.start_ns) / 1000.0, true,
+                                  iteration, r.warm_read});
+    }
+}
+
+IterationResult SequentialReplay::timed_iteration(int iteration, Timeline* timeline) {
+    const std::int64_t host_ns = issue_pass(options_.pace == Pace::Recorded);
+    backend_.synchronize();
+    std::vector<TimedActivity> records = backend_.collect();
+    std::size_t unattributed = tie_untagged(records, iteration);
+    unattributed += attribute(records, iteration);
+
+    std::vector<TimelineInterval> intervals;
+    intervals.reserve(records.size());
+    for (const auto& r : records) intervals.push_back({r.stream, r.start_ns, r.end_ns, r.warm_read});
+    IterationResult result = iteration_result(iteration, timeline_figures(intervals), recorded_);
+    result.issue_host_us = static_cast<double>(host_ns) / 1000.0;
+    result.unattributed = unattributed;
+    const bool last = iteration == std::max(1, options_.iterations);
+    if (timeline != nullptr && (last || options_.trace_all_iterations))
+        add_to_timeline(records, iteration, *timeline);
+    if (options_.progress) options_.progress("iteration " + std::to_string(iteration) + " done");
+    return result;
+}
+
+void SequentialReplay::run(Timeline* timeline) {
+    Report& report = session_.report();
+    backend_.set_stream_count(static_cast<int>(graph_.streams().size()));
+    // Plan phase: first uses happen here, not in the first timed step.
+    untimed_pass("plan: every step issued once, untimed");
+    report.notes.push_back(
+        "the plan (" + std::to_string(plan_.size()) +
+        " steps) was issued once untimed before the timed iterations: lazy module loads, "
+        "library heuristics and workspaces, libtorch's first calls and allocations happen there");
+    if (options_.graph) {
+        capture_graphs();
+        if (issue_path_ != "direct") untimed_pass("plan: the graphs launched once, untimed");
+    }
+    report.options.emplace_back("issue_path", issue_path_);
+
+    ReportTimeline result;
+    result.issue_path = issue_path_;
+    result.recorded = recorded_;
+    {
+        TimedPhase timed(backend_);
+        for (int it = 1; it <= std::max(1, options_.iterations); ++it) {
+            if (energy_ != nullptr && it == std::max(1, options_.iterations))
+                last_iteration_s_ = energy_->now_s();
+            result.iterations.push_back(timed_iteration(it, timeline));
+        }
+        result.first_uses = backend_.first_uses();
+    }
+    measure_energy();
+    if (!result.first_uses.empty()) {
+        std::string note = "first uses inside the timed iterations (the plan missed them): ";
+        for (std::size_t i = 0; i < result.first_uses.size(); ++i)
+            note += (i ? "; " : "") + result.first_uses[i];
+        report.notes.push_back(std::move(note));
+    }
+    unmatched_.report(report, "timed records that could not be tied to their steps");
+    miscounted_.report(report, "steps whose records came back incomplete (left out)");
+    if (result.iterations.size() > 1) {
+        const double first = result.iterations.front().replayed.max_gap_us;
+        const double last = result.iterations.back().replayed.max_gap_us;
+        result.first_to_last_max_gap = last > 0 ? first / last : NAN;
+    }
+    if (timeline != nullptr) add_recorded_track(*timeline, graph_);
+    report.timeline = std::move(result);
+}
+
+void SequentialReplay::measure_energy() {
+    if (energy_ == nullptr || !energy_->available() || units_.empty()) return;
+    if (options_.progress) options_.progress("energy: the step looped through the windows");
+    if (options_.pace == Pace::Recorded)
+        session_.report().energy.notes.push_back(
+            "the step's energy was measured back to back, without the recorded launch times");
+    issued_.assign(units_.size(), Issued::No);
+    warmed_.assign(units_.size(), false);
+    const std::size_t chunk = std::min(kUnitsPerPoll, units_.size());
+    std::size_t next = 0;
+    detail::measure_step_energy(
+        *energy_,
+        [&]() -> double {
+            for (std::size_t i = 0; i < chunk; ++i, ++next) {
+                const std::size_t u = next % units_.size();
+                pre_issue(u);
+                launch(u);
+            }
+            return static_cast<double>(chunk) / static_cast<double>(units_.size());
+        },
+        [&] {
+            backend_.synchronize();
+            backend_.collect();  // untimed
+        },
+        session_.report().energy);
+}
+
 }  // namespace
 
 namespace detail {
@@ -22,109 +464,28 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
                          Timeline* timeline, const EnergyRun* energy, double* last_iteration_s) {
     const auto start = std::chrono::steady_clock::now();
     Session session(backend, analysis.kernels, options);
-    if (energy != nullptr) describe_energy_run(*energy, options, session.report().energy);
     detail::add_inputs(session.report(), analysis);
     detail::add_options(session.report(), options, false);
-    const KernelGraph& graph = analysis.graph;
-    const auto& nodes = graph.nodes();
+    if (energy != nullptr) describe_energy_run(*energy, options, session.report().energy);
     const auto kernel_of = detail::kernel_of_nodes(analysis, session);
-    const std::vector<Step> steps = plan_steps(graph, analysis.recipes);
-
-    std::vector<Prepared*> prepared(steps.size());
-    for (std::size_t s = 0; s < steps.size(); ++s) {
-        prepared[s] = &session.prepare(analysis.recipes[steps[s].issue_node]);
-        if (prepared[s]->disposition != Disposition::Ready)
-            for (auto n : steps[s].nodes) session.mark(kernel_of[n], *prepared[s]);
-    }
-    std::unordered_map<std::uint32_t, std::vector<int>>
-        waits_before;  // waiter node -> producer slots
-    for (const auto& w : graph.waits())
-        waits_before[w.waiter].push_back(static_cast<int>(nodes[w.producer].stream_slot));
-
-    backend.set_stream_count(static_cast<int>(graph.streams().size()));
-    std::vector<double> recorded_us;
-    std::vector<std::size_t> positions;
-    std::vector<std::int64_t> last_end;  // recorded, per stream
-    // Step s of an iteration; tag 0: untimed (the energy windows).
-    auto issue_step = [&](std::size_t s, std::uint64_t tag) {
-        const Step& step = steps[s];
-        if (prepared[s]->disposition != Disposition::Ready) return;
-        for (auto n : step.nodes)
-            if (auto w = waits_before.find(n); w != waits_before.end())
-                for (int producer : w->second)
-                    if (producer != step.stream) backend.stream_wait(step.stream, producer);
-        const GpuActivity& first = graph.activity(nodes[step.nodes.front()]);
-        if (options.pace == Pace::Recorded &&
-            last_end[static_cast<std::size_t>(step.stream)] >= 0) {
-            const std::int64_t gap = first.ts - last_end[static_cast<std::size_t>(step.stream)];
-            if (gap > 0) backend.delay(step.stream, gap);
-        }
-        const GpuActivity& last = graph.activity(nodes[step.nodes.back()]);
-        last_end[static_cast<std::size_t>(step.stream)] = last.ts + last.dur;
-        std::vector<std::size_t> kernels;
-        for (auto n : step.nodes) kernels.push_back(kernel_of[n]);
-        if (options.warm_inputs) backend.warm_inputs(prepared[s]->handle, step.stream);
-        session.try_issue(*prepared[s], kernels, step.stream, tag);
-    };
-    for (int it = 0; it < std::max(1, options.iterations); ++it) {
-        last_end.assign(graph.streams().size(), -1);
-        if (energy != nullptr && last_iteration_s != nullptr &&
-            it + 1 == std::max(1, options.iterations))
-            *last_iteration_s = energy->now_s();
-        for (std::size_t s = 0; s < steps.size(); ++s) {
-            issue_step(s, s + 1);
-            if (options.progress && (s + 1) % 2000 == 0)
-                options.progress("iteration " + std::to_string(it + 1) + ": issued " +
-                                 std::to_string(s + 1) + "/" + std::to_string(steps.size()));
-        }
-        backend.synchronize();
-        auto groups = detail::by_tag(backend.collect());
-        const bool last_iteration = it + 1 == std::max(1, options.iterations);
-        for (std::size_t s = 0; s < steps.size(); ++s) {
-            auto g = groups.find(s + 1);
-            if (g == groups.end()) continue;
-            positions.clear();
-            recorded_us.clear();
-            for (auto n : steps[s].nodes) {
-                positions.push_back(kernel_of[n]);
-                recorded_us.push_back(static_cast<double>(graph.activity(nodes[n]).dur) / 1000.0);
-            }
-            detail::attribute(session, positions, g->second, recorded_us);
-            // On the recorded stream's id (not the replay's stream handle), so that each
-            // replayed track sits beside its recorded one.
-            if (timeline != nullptr && last_iteration)
-                for (const auto& r : g->second)
-                    timeline->items.push_back({r.name, graph.streams()[steps[s].stream].stream,
-                                               static_cast<double>(r.start_ns) / 1000.0,
-                                               static_cast<double>(r.end_ns - r.start_ns) / 1000.0,
-                                               true});
-        }
-        if (options.progress) options.progress("iteration " + std::to_string(it + 1) + " done");
-    }
-    if (timeline != nullptr) add_recorded_track(*timeline, graph);
+    SequentialReplay replay(analysis, session,
+                            detail::plan_sequential(analysis, session, kernel_of), energy);
+    replay.run(timeline);
+    if (last_iteration_s != nullptr) *last_iteration_s = replay.last_iteration_s();
+    const KernelGraph& graph = analysis.graph;
     if (!graph.host_syncs().empty())
         session.report().notes.push_back(
             std::to_string(graph.host_syncs().size()) +
-            " recorded host synchronisations were not re-issued (replay runs back to back)");
-    if (energy != nullptr && energy->available() && !steps.empty()) {
-        if (options.progress) options.progress("energy: the step looped through the windows");
-        std::size_t next = 0;
-        detail::measure_step_energy(
-            *energy,
-            [&]() -> double {
-                for (std::size_t i = 0; i < kIssuesPerPoll; ++i, ++next) {
-                    if (next % steps.size() == 0) last_end.assign(graph.streams().size(), -1);
-                    issue_step(next % steps.size(), 0);
-                }
-                return static_cast<double>(kIssuesPerPoll) / static_cast<double>(steps.size());
-            },
-            [&] {
-                backend.synchronize();
-                backend.collect();
-            },
-            session.report().energy);
+            " recorded host synchronisations were not re-issued (their wait is in the recorded "
+            "launch times that --pace recorded keeps)");
+    Report report = session.finish("sequential", detail::seconds_since(start));
+    const ReportTimeline& t = *report.timeline;
+    report.totals.recorded_span_us = t.recorded.span_us;
+    if (!t.iterations.empty()) {
+        report.totals.replayed_span_us = t.iterations.back().replayed.span_us;
+        report.totals.span_ratio = t.iterations.back().span_ratio;
     }
-    return session.finish("sequential", detail::seconds_since(start));
+    return report;
 }
 
 }  // namespace detail
@@ -139,8 +500,8 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
         detail::replay_sequential(analysis, backend, options, timeline, energy.get(), &origin_s);
     if (energy) {
         const auto samples = energy->finish(report.energy);
-        // On the replayed track's clock: its first activity starts at 0, within a launch's latency
-        // of the host's first issue of that iteration.
+        // On the replayed track's clock: its first activity starts at 0, within a launch's
+        // latency of the host's first issue of the last iteration.
         if (timeline != nullptr && std::isfinite(origin_s))
             for (const auto& sample : samples)
                 if (sample.t_s >= origin_s)

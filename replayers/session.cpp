@@ -115,6 +115,10 @@ Report Session::finish(const char* mode, double seconds) {
             if (k.reason.empty()) k.reason = "no timed activity came back for it";
         }
     for (const auto& n : notes_) report_.notes.push_back(n);
+    // What the backend learnt while replaying (dropped records, failed runs) is in its notes now.
+    for (auto& note : backend_.environment().notes)
+        if (std::find(report_.notes.begin(), report_.notes.end(), note) == report_.notes.end())
+            report_.notes.push_back(std::move(note));
     finalize_report(report_);
     return report_;
 }
@@ -161,6 +165,8 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
         report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");
+        report.options.emplace_back("graph", o.graph ? "true" : "false");
+        report.options.emplace_back("trace_iterations", o.trace_all_iterations ? "all" : "last");
     }
     if (o.energy) {  // only then: reports without --energy stay as they were
         report.options.emplace_back("energy", "true");

@@ -126,7 +126,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             if (recorded_cache) backend.flush_l2();
             if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
                 return false;
-            if (recorded_cache) backend.warm_inputs(r.work->handle, 0);
+            if (recorded_cache) backend.warm_inputs(r.work->handle, 0, 0);  // untimed
             if (o.l2_flush) backend.flush_l2();
             return session.try_issue(*r.work, t.positions, 0, tag);
         };

@@ -48,6 +48,8 @@ Memory::Memory(MemoryKind kind, std::size_t bytes) : kind_(kind) {
             break;
     }
     bytes_ = bytes;
+    ++made_counts().allocations;
+    made_counts().allocated_bytes += bytes;
 }
 
 void Memory::reset() noexcept {

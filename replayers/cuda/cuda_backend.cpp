@@ -1,8 +1,10 @@
 // The CUDA backend: prepares recipes into launches (buffers from the pool, GEMM descriptors,
-// libtorch ops) and issues them on the driver's streams, bracketed by the timer.
+// libtorch ops, the warm-up reads of each) and issues them on the driver's streams, bracketed by
+// the timer, or captures them into graphs launched whole.
 #include "replay/cuda_backend.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <variant>
 
@@ -45,6 +47,7 @@ const char* memcpy_name(cudaMemcpyKind kind) {
 
 struct CopyLaunch {
     bool memset = false;
+    bool pageable = false;  // a host side in pageable memory: the runtime stages it synchronously
     cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
     void* dst = nullptr;
     const void* src = nullptr;
@@ -70,6 +73,15 @@ Prepared skipped(std::string reason) {
     return {Disposition::Skipped, std::move(reason), 0};
 }
 
+constexpr const char* kWarmReadLabel = "L2 warm-up read";
+
+// A captured graph, instantiated, and how it is launched.
+struct CapturedGraph {
+    GraphExec exec;
+    int home = 0;              // the stream it is launched on
+    bool all_streams = false;  // every stream joined the capture
+};
+
 class CudaBackend final : public Backend {
   public:
     explicit CudaBackend(const BackendOptions& options);
@@ -84,10 +96,15 @@ class CudaBackend final : public Backend {
     void stream_wait(int waiter, int producer) override;
     void synchronize() override;
     void flush_l2() override;
-    void warm_inputs(std::uint32_t handle, int stream) override;
-    void delay(int stream, std::int64_t ns) override;
+    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override;
     std::vector<TimedActivity> collect() override;
     std::unique_ptr<EnergyMeter> energy_meter(std::string& why) override;
+    void set_phase(Phase phase) override;
+    std::vector<std::string> first_uses() override;
+    std::string capture_blocker(std::uint32_t handle, int stream) override;
+    void begin_capture(int home, bool all_streams) override;
+    std::uint32_t end_capture(std::string& why) override;
+    void launch_graph(std::uint32_t graph) override;
 
     bool gemm_buffers(std::uint32_t handle, CudaGemmBuffers& out) const;
 
@@ -95,8 +112,11 @@ class CudaBackend final : public Backend {
     Prepared prepare_copy(const CopyRecipe& recipe);
     Prepared prepare_gemm(const GemmRecipe& recipe);
     Prepared prepare_aten(const AtenRecipe& recipe);
-    std::uint32_t add(Launch launch);
+    // `inputs`: the work's inputs; those the recording had in L2 become its warm-up reads.
+    std::uint32_t add(Launch launch, const std::vector<InputRegion>& inputs);
     const Launch& launch_at(std::uint32_t handle) const;
+    // The work's CUDA calls on `stream`, untimed.
+    void run(const Launch& launch, int stream_index, cudaStream_t stream);
     cudaStream_t stream_at(int index) const;
     void* workspace_at(int index);
     // A filled (GEMM operand) or raw (copy) buffer; nullptr with `why` on shortage.
@@ -132,7 +152,16 @@ class CudaBackend final : public Backend {
     bool aten_tried_ = false;
 
     std::vector<Launch> launches_;  // handle h is launches_[h - 1]
+    std::vector<std::vector<TouchList>> warm_reads_;  // per handle, decided when prepared
     std::uint64_t fills_ = 0;
+
+    std::vector<CapturedGraph> graphs_;  // graph g is graphs_[g - 1]
+    struct Capture {
+        int home = 0;
+        bool all_streams = false;
+    };
+    std::optional<Capture> capture_;
+    std::optional<MadeCounts> sealed_at_;  // counts when the plan was sealed (Phase::Timed)
 };
 
 // Selects the device and returns the device memory the pool leaves free (2%, at least 256 MiB).
@@ -183,6 +212,7 @@ CudaBackend::CudaBackend(const BackendOptions& options)
         timer_note_ = "CUPTI off by request: timing with CUDA events";
     }
     if (!timer_) timer_ = make_event_timer();
+    set_stream_count(static_cast<int>(streams_.size()));  // tells the timer the streams
 
     std::string why;
     nvml_ = Nvml::open(pci_bus_id_, options_.device, why);
@@ -192,6 +222,7 @@ CudaBackend::CudaBackend(const BackendOptions& options)
 CudaBackend::~CudaBackend() {
     cudaSetDevice(options_.device);
     REPLAY_CUDA_CALL_NOEXCEPT(cudaDeviceSynchronize());
+    graphs_.clear();
     launches_.clear();
     aten_.reset();
     timer_.reset();
@@ -258,9 +289,11 @@ Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
         launch.dst = get(MemoryKind::Device, 10);
         launch.label = "Memset (Device)";
         if (launch.dst == nullptr) return skipped(why);
-        return {Disposition::Ready, note, add(std::move(launch))};
+        return {Disposition::Ready, note, add(std::move(launch), {})};
     }
     MemoryKind src = MemoryKind::Device, dst = MemoryKind::Device;
+    launch.pageable = !c.host_pinned && c.direction != CopyDirection::DeviceToDevice &&
+                      c.direction != CopyDirection::Device && c.direction != CopyDirection::PeerToPeer;
     switch (c.direction) {
         case CopyDirection::HostToDevice:
             src = host, launch.kind = cudaMemcpyHostToDevice;
@@ -289,7 +322,7 @@ Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
     auto kind_name = [&](MemoryKind k) { return k == MemoryKind::Device ? "Device" : host_name; };
     launch.label = std::string("Memcpy ") + memcpy_name(launch.kind) + " (" + kind_name(src) +
                    " -> " + kind_name(dst) + ")";
-    return {Disposition::Ready, note, add(std::move(launch))};
+    return {Disposition::Ready, note, add(std::move(launch), {})};
 }
 
 Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
@@ -345,8 +378,9 @@ Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
     else if (g.beta != 0)
         inputs.push_back({buffers.c, extents.c * c_size, g.c_reuse_bytes, weight_b});
     std::string note = launch.note();
+    const std::vector<InputRegion> warm = inputs;
     return {Disposition::Ready, std::move(note),
-            add(GemmEntry{std::move(launch), std::move(buffers), std::move(inputs)})};
+            add(GemmEntry{std::move(launch), std::move(buffers), std::move(inputs)}, warm)};
 }
 
 Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
@@ -358,11 +392,24 @@ Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
     Prepared p = aten_->prepare(recipe);
     if (p.disposition != Disposition::Ready) return p;
     return {Disposition::Ready, std::move(p.reason),
-            add(AtenLaunch{p.handle, aten_->label(p.handle)})};
+            add(AtenLaunch{p.handle, aten_->label(p.handle)}, aten_->inputs(p.handle))};
 }
 
-std::uint32_t CudaBackend::add(Launch launch) {
+std::uint32_t CudaBackend::add(Launch launch, const std::vector<InputRegion>& inputs) {
+    // Which inputs the step reads into L2 first is decided here, once: warming a step is then
+    // one launch with its ranges as arguments.
+    std::vector<TouchList> warm;
+    for (const InputRegion& in : inputs) {
+        if (l2_bytes_ <= 0 || !cached_in_recording(in, static_cast<std::size_t>(l2_bytes_)))
+            continue;
+        if (warm.empty() || warm.back().count == TouchList::kCapacity) warm.emplace_back();
+        TouchList& list = warm.back();
+        list.data[list.count] = in.data;
+        list.bytes[list.count] = in.bytes;
+        ++list.count;
+    }
     launches_.push_back(std::move(launch));
+    warm_reads_.push_back(std::move(warm));
     return static_cast<std::uint32_t>(launches_.size());
 }
 
@@ -399,13 +446,29 @@ void CudaBackend::set_stream_count(int count) {
         if (!stream_events_[i]) stream_events_[i] = Event::sync_only();
         workspace_at(static_cast<int>(i));  // now, not during the first timed GEMM
     }
+    if (timer_) {
+        std::vector<cudaStream_t> streams;
+        for (const auto& stream : streams_) streams.push_back(stream.get());
+        timer_->set_streams(streams);
+    }
+}
+
+void CudaBackend::run(const Launch& launch, int stream_index, cudaStream_t stream) {
+    if (const auto* copy = std::get_if<CopyLaunch>(&launch)) {
+        if (copy->memset)
+            REPLAY_CUDA_CALL(cudaMemsetAsync(copy->dst, copy->value, copy->bytes, stream));
+        else
+            REPLAY_CUDA_CALL(cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, copy->kind, stream));
+    } else if (const auto* gemm = std::get_if<GemmEntry>(&launch)) {
+        gemm->launch.run(blas_context_, stream, workspace_at(stream_index));
+    } else if (const auto* aten = std::get_if<AtenLaunch>(&launch)) {
+        aten_->run(aten->runner_handle, stream);
+    }
 }
 
 void CudaBackend::issue(std::uint32_t handle, int stream_index, std::uint64_t tag) {
     const Launch& launch = launch_at(handle);
     cudaStream_t stream = stream_at(stream_index);
-    void* workspace =
-        std::holds_alternative<GemmEntry>(launch) ? workspace_at(stream_index) : nullptr;
     const std::string& label = std::visit(
         [](const auto& l) -> const std::string& {
             using T = std::decay_t<decltype(l)>;
@@ -416,27 +479,18 @@ void CudaBackend::issue(std::uint32_t handle, int stream_index, std::uint64_t ta
         },
         launch);
 
-    timer_->begin(tag, stream_index, stream);
+    const IssueMark mark{tag, stream_index, false};
+    timer_->begin(mark, stream);
     try {
-        if (const auto* copy = std::get_if<CopyLaunch>(&launch)) {
-            if (copy->memset)
-                REPLAY_CUDA_CALL(cudaMemsetAsync(copy->dst, copy->value, copy->bytes, stream));
-            else
-                REPLAY_CUDA_CALL(
-                    cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, copy->kind, stream));
-        } else if (const auto* gemm = std::get_if<GemmEntry>(&launch)) {
-            gemm->launch.run(blas_context_, stream, workspace);
-        } else if (const auto* aten = std::get_if<AtenLaunch>(&launch)) {
-            aten_->run(aten->runner_handle, stream);
-        }
+        run(launch, stream_index, stream);
     } catch (...) {
         try {
-            timer_->end(tag, stream_index, stream, label);
+            timer_->end(mark, stream, label);
         } catch (...) {
         }
         throw;
     }
-    timer_->end(tag, stream_index, stream, label);
+    timer_->end(mark, stream, label);
 }
 
 void CudaBackend::stream_wait(int waiter, int producer) {
@@ -465,29 +519,25 @@ void CudaBackend::flush_l2() {
     for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
 }
 
-void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index) {
-    if (touch_sink_ == nullptr) return;
-    auto warm = [&](const std::vector<InputRegion>& inputs) {
-        for (const InputRegion& in : inputs)
-            if (cached_in_recording(in, static_cast<std::size_t>(l2_bytes_)))
-                REPLAY_CUDA_CALL(launch_l2_touch(in.data, in.bytes,
-                                                 static_cast<unsigned*>(touch_sink_),
-                                                 stream_at(stream_index)));
-    };
-    // Runs once per step in sequential mode: the GEMM's regions are used where they are.
-    const Launch& launch = launch_at(handle);
-    if (const auto* gemm = std::get_if<GemmEntry>(&launch))
-        warm(gemm->inputs);
-    else if (const auto* aten = std::get_if<AtenLaunch>(&launch))
-        warm(aten_->inputs(aten->runner_handle));
-}
-
-void CudaBackend::delay(int stream_index, std::int64_t ns) {
-    if (ns <= 0) return;
-    // clock64 counts SM cycles; at the peak clock (cudaDevAttrClockRate, kHz) this is `ns`. A GPU
-    // running below its peak clock spins longer.
-    const long long cycles = static_cast<long long>(static_cast<double>(ns) * clock_khz_ / 1e6);
-    REPLAY_CUDA_CALL(launch_spin(std::max(cycles, 1LL), stream_at(stream_index)));
+void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index, std::uint64_t tag) {
+    launch_at(handle);  // a handle check
+    const std::vector<TouchList>& warm = warm_reads_[handle - 1];
+    if (touch_sink_ == nullptr || warm.empty()) return;
+    cudaStream_t stream = stream_at(stream_index);
+    const IssueMark mark{tag, stream_index, true};
+    timer_->begin(mark, stream);
+    try {
+        for (const TouchList& list : warm)
+            REPLAY_CUDA_CALL(
+                launch_l2_touch_list(list, static_cast<unsigned*>(touch_sink_), stream));
+    } catch (...) {
+        try {
+            timer_->end(mark, stream, kWarmReadLabel);
+        } catch (...) {
+        }
+        throw;
+    }
+    timer_->end(mark, stream, kWarmReadLabel);
 }
 
 std::unique_ptr<EnergyMeter> CudaBackend::energy_meter(std::string& why) {
@@ -500,6 +550,115 @@ std::unique_ptr<EnergyMeter> CudaBackend::energy_meter(std::string& why) {
 
 std::vector<TimedActivity> CudaBackend::collect() {
     return timer_->collect();
+}
+
+void CudaBackend::set_phase(Phase phase) {
+    timer_->set_phase(phase);
+    if (phase == Phase::Timed)
+        sealed_at_ = made_counts();
+    else
+        sealed_at_.reset();
+}
+
+std::vector<std::string> CudaBackend::first_uses() {
+    std::vector<std::string> lines;
+    if (sealed_at_) {
+        const MadeCounts now = made_counts(), then = *sealed_at_;
+        auto line = [&](std::uint64_t made, const char* what) {
+            if (made > 0) lines.push_back(std::to_string(made) + " " + what);
+        };
+        line(now.allocations - then.allocations, "buffers allocated by the backend");
+        line(now.streams - then.streams, "streams created");
+        line(now.events - then.events, "CUDA events created");
+        line(now.graphs - then.graphs, "graphs instantiated");
+    }
+    for (auto& line : timer_->first_uses()) lines.push_back(std::move(line));
+    return lines;
+}
+
+std::string CudaBackend::capture_blocker(std::uint32_t handle, int stream_index) {
+    if (std::string why = timer_->graph_support(); !why.empty()) return why;
+    const Launch& launch = launch_at(handle);
+    if (const auto* copy = std::get_if<CopyLaunch>(&launch); copy != nullptr && copy->pageable)
+        return "a copy with pageable host memory, which the runtime stages synchronously, "
+               "cannot be captured";
+    // A trial capture on the step's own stream: what it records is discarded, nothing runs.
+    cudaStream_t stream = stream_at(stream_index);
+    REPLAY_CUDA_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    std::string why;
+    try {
+        run(launch, stream_index, stream);
+    } catch (const std::exception& e) {
+        why = e.what();
+    }
+    cudaGraph_t raw = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream, &raw);
+    const Graph discarded(raw);
+    if (why.empty() && ended != cudaSuccess)
+        why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
+    cudaGetLastError();  // a failed capture leaves no error for the next call
+    return why.empty() ? why : "it cannot be captured in a CUDA graph: " + why;
+}
+
+void CudaBackend::begin_capture(int home, bool all_streams) {
+    if (capture_) throw std::logic_error("CUDA backend: a graph capture is already open");
+    REPLAY_CUDA_CALL(cudaStreamBeginCapture(stream_at(home), cudaStreamCaptureModeThreadLocal));
+    capture_ = Capture{home, all_streams};
+    timer_->set_capturing(true);
+    // Every other stream joins the capture by waiting for the home stream.
+    if (all_streams)
+        for (int s = 0; s < static_cast<int>(streams_.size()); ++s)
+            if (s != home) stream_wait(s, home);
+}
+
+std::uint32_t CudaBackend::end_capture(std::string& why) {
+    if (!capture_) {
+        why = "no graph capture is open";
+        return 0;
+    }
+    const Capture capture = *capture_;
+    capture_.reset();
+    timer_->set_capturing(false);
+    std::string joined;
+    try {  // the streams rejoin the home stream: a capture ends where it began
+        if (capture.all_streams)
+            for (int s = 0; s < static_cast<int>(streams_.size()); ++s)
+                if (s != capture.home) stream_wait(capture.home, s);
+    } catch (const std::exception& e) {
+        joined = e.what();
+    }
+    cudaGraph_t raw = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_at(capture.home), &raw);
+    const Graph graph(raw);
+    if (!joined.empty() || ended != cudaSuccess) {
+        cudaGetLastError();
+        why = !joined.empty() ? joined
+                              : std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
+        return 0;
+    }
+    try {
+        GraphExec exec = GraphExec::instantiate(graph);
+        // Uploaded now: a first launch would do it inside the timed step.
+        REPLAY_CUDA_CALL(cudaGraphUpload(exec.get(), stream_at(capture.home)));
+        graphs_.push_back({std::move(exec), capture.home, capture.all_streams});
+    } catch (const std::exception& e) {
+        why = e.what();
+        return 0;
+    }
+    return static_cast<std::uint32_t>(graphs_.size());
+}
+
+void CudaBackend::launch_graph(std::uint32_t graph) {
+    if (graph == 0 || graph > graphs_.size())
+        throw std::out_of_range("CUDA backend: unknown graph " + std::to_string(graph));
+    const CapturedGraph& g = graphs_[graph - 1];
+    const int count = g.all_streams ? static_cast<int>(streams_.size()) : 0;
+    // After what every stream it captured has so far, before what they get after it.
+    for (int s = 0; s < count; ++s)
+        if (s != g.home) stream_wait(g.home, s);
+    REPLAY_CUDA_CALL(cudaGraphLaunch(g.exec.get(), stream_at(g.home)));
+    for (int s = 0; s < count; ++s)
+        if (s != g.home) stream_wait(s, g.home);
 }
 
 Environment CudaBackend::environment() const {

@@ -16,6 +16,20 @@
 
 namespace replay::cuda {
 
+// How many CUDA objects this backend module made so far. Taken when the plan is sealed and again
+// after the timed iterations: what was made in between is a first use the plan missed.
+struct MadeCounts {
+    std::uint64_t allocations = 0;  // Memory: device, pinned and pageable buffers
+    std::uint64_t allocated_bytes = 0;
+    std::uint64_t streams = 0;
+    std::uint64_t events = 0;
+    std::uint64_t graphs = 0;  // instantiated
+};
+inline MadeCounts& made_counts() {
+    static MadeCounts counts;
+    return counts;
+}
+
 // A handle of type T released by Destroy(T) (a noexcept function).
 template <typename T, void (*Destroy)(T) noexcept>
 class UniqueHandle {
@@ -65,6 +79,12 @@ inline void destroy_layout(cublasLtMatrixLayout_t d) noexcept {
 inline void destroy_preference(cublasLtMatmulPreference_t d) noexcept {
     REPLAY_CUBLAS_CALL_NOEXCEPT(cublasLtMatmulPreferenceDestroy(d));
 }
+inline void destroy_graph(cudaGraph_t g) noexcept {
+    REPLAY_CUDA_CALL_NOEXCEPT(cudaGraphDestroy(g));
+}
+inline void destroy_graph_exec(cudaGraphExec_t g) noexcept {
+    REPLAY_CUDA_CALL_NOEXCEPT(cudaGraphExecDestroy(g));
+}
 }  // namespace detail
 
 class Stream : public UniqueHandle<cudaStream_t, detail::destroy_stream> {
@@ -74,6 +94,7 @@ class Stream : public UniqueHandle<cudaStream_t, detail::destroy_stream> {
     static Stream non_blocking() {
         cudaStream_t s = nullptr;
         REPLAY_CUDA_CALL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        ++made_counts().streams;
         return Stream(s);
     }
 
@@ -92,6 +113,7 @@ class Event : public UniqueHandle<cudaEvent_t, detail::destroy_event> {
     static Event create(unsigned flags) {
         cudaEvent_t e = nullptr;
         REPLAY_CUDA_CALL(cudaEventCreateWithFlags(&e, flags));
+        ++made_counts().events;
         return Event(e);
     }
 };
@@ -173,6 +195,29 @@ class LtMatmulPreference
 
   private:
     explicit LtMatmulPreference(cublasLtMatmulPreference_t d) : UniqueHandle(d) {}
+};
+
+// A graph as stream capture left it (the template that is instantiated).
+class Graph : public UniqueHandle<cudaGraph_t, detail::destroy_graph> {
+  public:
+    Graph() = default;
+    explicit Graph(cudaGraph_t g) : UniqueHandle(g) {}
+};
+
+// An instantiated graph, ready to launch.
+class GraphExec : public UniqueHandle<cudaGraphExec_t, detail::destroy_graph_exec> {
+  public:
+    GraphExec() = default;
+    // Throws CudaError when the graph cannot be instantiated.
+    static GraphExec instantiate(const Graph& graph) {
+        cudaGraphExec_t exec = nullptr;
+        REPLAY_CUDA_CALL(cudaGraphInstantiate(&exec, graph.get(), 0));
+        ++made_counts().graphs;
+        return GraphExec(exec);
+    }
+
+  private:
+    explicit GraphExec(cudaGraphExec_t g) : UniqueHandle(g) {}
 };
 
 // Memory: where a buffer lives decides how it is allocated and freed.

@@ -1,281 +1,241 @@
-// CUPTI activity timing: kernels, memcpys and memsets as the GPU ran them, each tied to the tag of
-// the issue that launched it through an external correlation id pushed around the issue's calls.
-#include <cupti.h>
-#include <cxxabi.h>
-
+// CUPTI activity timing: kernels, memcpys and memsets as the GPU ran them. In the Plan phase each
+// is tied to the tag of its issue through an external correlation id pushed around the issue's
+// calls (which needs CUPTI's runtime and driver API records: a few hundred nanoseconds per CUDA
+// call). In the Timed phase those are off and the records come back untagged, each stream's in
+// the order it ran them, for the driver to match (backend.h's Phase). The kernels of a captured
+// graph are tied to their issues by the graph node that ran them, in both phases.
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "cuda_check.h"
+#include "cupti_collector.h"
 #include "timing.h"
 
 namespace replay::cuda {
 namespace {
 
-constexpr std::size_t kBufferBytes = 8u << 20;
-constexpr std::size_t kBufferAlignment = 8;
-constexpr CUpti_ExternalCorrelationKind kExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+using cupti::Collector;
 
-// A GPU activity as CUPTI reported it, before it is tied to a tag.
-struct RawActivity {
-    std::uint32_t correlation = 0;
-    std::string name;
-    std::int64_t start_ns = 0;
-    std::int64_t end_ns = 0;
-};
+// External ids: the issue's tag, with this bit for its warm-up reads.
+constexpr std::uint64_t kWarmReadBit = std::uint64_t{1} << 63;
+// Activity buffers kept ready for the timed iterations (8 MiB each: some 25,000 records).
+constexpr std::size_t kReservedBuffers = 4;
 
-// CUPTI's activity buffers are process-wide; so is what they deliver. Callbacks run on CUPTI's
-// own thread. Never destroyed: CUPTI may deliver a last buffer while the process exits.
-struct Collector {
-    std::mutex mutex;
-    std::vector<RawActivity> activities;
-    std::unordered_map<std::uint32_t, std::uint64_t> external;  // correlation id -> tag
-    std::uint64_t dropped = 0;
-    bool callbacks_registered = false;
-    std::atomic<bool> in_use{false};
-};
-
-Collector& collector() {
-    static Collector* instance = new Collector();
-    return *instance;
-}
-
-// Kineto's names, so that replayed copies read like recorded ones ("Memcpy HtoD (Pinned ->
-// Device)").
-const char* memcpy_kind(std::uint8_t kind) {
-    switch (kind) {
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-            return "HtoD";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-            return "DtoH";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-            return "HtoA";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
-            return "AtoH";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
-            return "AtoA";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-            return "AtoD";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-            return "DtoA";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-            return "DtoD";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-            return "HtoH";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-            return "PtoP";
-        default:
-            return "<unknown>";
-    }
-}
-
-const char* memory_kind(std::uint32_t kind) {
-    switch (kind) {
-        case CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN:
-            return "Unknown";
-        case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
-            return "Pageable";
-        case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
-            return "Pinned";
-        case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
-            return "Device";
-        case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
-            return "Array";
-        case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-            return "Managed";
-        case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
-            return "Device Static";
-        case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
-            return "Managed Static";
-        default:
-            return "Unrecognized";
-    }
-}
-
-void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
-    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(kBufferAlignment, kBufferBytes));
-    *size = *buffer != nullptr ? kBufferBytes : 0;
-    *max_records = 0;  // as many as fit
-}
-
-// CUPTI gives mangled names; Kineto writes them demangled, and names are compared with the trace.
-std::string demangled(const char* name) {
-    if (name == nullptr) return "<unnamed kernel>";
-    int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> text(
-        abi::__cxa_demangle(name, nullptr, nullptr, &status), &std::free);
-    return status == 0 && text ? std::string(text.get()) : std::string(name);
-}
-
-void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer,
-                               std::size_t, std::size_t valid_size) {
-    Collector& c = collector();
-    std::vector<RawActivity> activities;
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> external;
-    CUpti_Activity* record = nullptr;
-    while (valid_size > 0 &&
-           cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
-        switch (record->kind) {
-            case CUPTI_ACTIVITY_KIND_KERNEL:
-            case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-                const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-                activities.push_back({k->correlationId, demangled(k->name),
-                                      static_cast<std::int64_t>(k->start),
-                                      static_cast<std::int64_t>(k->end)});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_MEMCPY: {
-                const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-                activities.push_back(
-                    {m->correlationId,
-                     std::string("Memcpy ") + memcpy_kind(m->copyKind) + " (" +
-                         memory_kind(m->srcKind) + " -> " + memory_kind(m->dstKind) + ")",
-                     static_cast<std::int64_t>(m->start), static_cast<std::int64_t>(m->end)});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_MEMSET: {
-                const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-                activities.push_back(
-                    {m->correlationId, std::string("Memset (") + memory_kind(m->memoryKind) + ")",
-                     static_cast<std::int64_t>(m->start), static_cast<std::int64_t>(m->end)});
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-                const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-                if (e->externalKind == kExternalKind)
-                    external.emplace_back(e->correlationId, e->externalId);
-                break;
-            }
-            default:
-                break;  // runtime/driver API records: enabled only so that correlations are emitted
-        }
-    }
-    std::size_t dropped = 0;
-    cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped);
-    std::free(buffer);
-
-    if (!c.in_use.load()) return;  // no timer alive: nobody will ask
-    std::lock_guard lock(c.mutex);
-    c.dropped += dropped;
-    for (auto& a : activities) c.activities.push_back(std::move(a));
-    for (const auto& [correlation, tag] : external) c.external[correlation] = tag;
-}
-
-constexpr CUpti_ActivityKind kKinds[] = {
+constexpr CUpti_ActivityKind kRecordKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
     CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET,
+};
+// Only for correlation ids: external correlation records are emitted for API records, runtime
+// calls (copies, our kernels) and driver calls (cuBLAS and libtorch launch some kernels through
+// the driver API).
+constexpr CUpti_ActivityKind kCorrelationKinds[] = {
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-    // External correlation records are emitted for API records: runtime calls (copies, our
-    // kernels) and driver calls (cuBLAS and libtorch launch some kernels through the driver API).
     CUPTI_ACTIVITY_KIND_RUNTIME,
     CUPTI_ACTIVITY_KIND_DRIVER,
 };
 
+std::string mib(std::uint64_t bytes) {
+    return std::to_string((bytes + (1u << 19)) >> 20) + " MiB";
+}
+
 class CuptiTimer final : public IssueTimer {
   public:
-    CuptiTimer() = default;
+    explicit CuptiTimer(std::string graph_why, std::string memory_note)
+        : graph_why_(std::move(graph_why)), memory_note_(std::move(memory_note)) {}
     ~CuptiTimer() override {
         REPLAY_CUPTI_CALL_NOEXCEPT(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-        for (auto kind : kKinds) REPLAY_CUPTI_CALL_NOEXCEPT(cuptiActivityDisable(kind));
-        Collector& c = collector();
-        {
-            std::lock_guard lock(c.mutex);
-            c.activities.clear();
-            c.external.clear();
-            c.dropped = 0;
-        }
-        c.in_use.store(false);
+        for (auto kind : kRecordKinds) REPLAY_CUPTI_CALL_NOEXCEPT(cuptiActivityDisable(kind));
+        for (auto kind : kCorrelationKinds) REPLAY_CUPTI_CALL_NOEXCEPT(cuptiActivityDisable(kind));
+        if (memory_note_.empty())
+            REPLAY_CUPTI_CALL_NOEXCEPT(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2));
+        Collector::instance().release();
     }
     CuptiTimer(const CuptiTimer&) = delete;
     CuptiTimer& operator=(const CuptiTimer&) = delete;
 
     const char* method() const override { return "cupti"; }
 
-    void begin(std::uint64_t tag, int stream_index, cudaStream_t) override {
-        REPLAY_CUPTI_CALL(cuptiActivityPushExternalCorrelationId(kExternalKind, tag));
-        streams_[tag] = stream_index;
+    void set_phase(Phase phase) override {
+        if (phase == phase_) return;
+        Collector& c = Collector::instance();
+        REPLAY_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        if (phase == Phase::Timed) {
+            timed_ = true;
+            for (auto kind : kCorrelationKinds) REPLAY_CUPTI_CALL(cuptiActivityDisable(kind));
+            c.reserve_buffers(kReservedBuffers);
+            c.seal(true);
+        } else {
+            c.seal(false);
+            for (auto kind : kCorrelationKinds) REPLAY_CUPTI_CALL(cuptiActivityEnable(kind));
+        }
+        phase_ = phase;
     }
 
-    void end(std::uint64_t, int, cudaStream_t, const std::string&) override {
+    void set_streams(const std::vector<cudaStream_t>& streams) override {
+        stream_index_.clear();
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+            std::uint32_t id = 0;
+            REPLAY_CUPTI_CALL(
+                cuptiGetStreamIdEx(nullptr, reinterpret_cast<CUstream>(streams[i]), 0, &id));
+            stream_index_[id] = static_cast<int>(i);
+        }
+    }
+
+    void begin(const IssueMark& mark, cudaStream_t) override {
+        if (capturing_) {
+            Collector::instance().set_capture_owner(
+                cupti::NodeOwner{mark.tag, mark.stream_index, mark.warm_read});
+            return;
+        }
+        if (phase_ == Phase::Timed) return;  // the driver matches untagged records
+        REPLAY_CUPTI_CALL(cuptiActivityPushExternalCorrelationId(
+            cupti::kExternalKind, mark.tag | (mark.warm_read ? kWarmReadBit : 0)));
+        tag_stream_[mark.tag] = mark.stream_index;
+    }
+
+    void end(const IssueMark&, cudaStream_t, const std::string&) override {
+        if (capturing_) {
+            Collector::instance().set_capture_owner(std::nullopt);
+            return;
+        }
+        if (phase_ == Phase::Timed) return;
         std::uint64_t last = 0;
-        REPLAY_CUPTI_CALL(cuptiActivityPopExternalCorrelationId(kExternalKind, &last));
+        REPLAY_CUPTI_CALL(cuptiActivityPopExternalCorrelationId(cupti::kExternalKind, &last));
+    }
+
+    std::string graph_support() const override {
+        if (graph_why_.empty()) return {};
+        return "CUPTI's graph-node callbacks are unavailable (" + graph_why_ +
+               "): the kernels of a graph could not be tied to their steps";
+    }
+    void set_capturing(bool capturing) override {
+        capturing_ = capturing;
+        if (!capturing) Collector::instance().set_capture_owner(std::nullopt);
     }
 
     std::vector<TimedActivity> collect() override {
         REPLAY_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-        Collector& c = collector();
-        std::vector<RawActivity> activities;
-        std::unordered_map<std::uint32_t, std::uint64_t> external;
-        {
-            std::lock_guard lock(c.mutex);
-            activities.swap(c.activities);
-            external.swap(c.external);
-            dropped_ = c.dropped;
-        }
+        Collector& c = Collector::instance();
+        cupti::Delivered delivered = c.take();
+        dropped_ += delivered.dropped;
         std::vector<TimedActivity> out;
-        out.reserve(activities.size());
-        for (auto& a : activities) {
-            const auto e = external.find(a.correlation);
-            if (e == external.end()) continue;  // not issued by us (fills, delays, L2 flushes)
-            const auto s = streams_.find(e->second);
-            if (s == streams_.end()) continue;
-            out.push_back({e->second, std::move(a.name), a.start_ns, a.end_ns, s->second, true});
+        out.reserve(delivered.activities.size());
+        for (auto& a : delivered.activities) {
+            TimedActivity t{0, std::move(a.name), a.start_ns, a.end_ns, 0, true, false};
+            const auto stream = stream_index_.find(a.stream_id);
+            if (a.graph_node != 0) {
+                const auto owner = c.owner_of_node(a.graph_node);
+                if (!owner) {
+                    ++unowned_graph_records_;
+                    continue;
+                }
+                t.tag = owner->tag;
+                t.stream = owner->stream_index;
+                t.warm_read = owner->warm_read;
+            } else if (phase_ == Phase::Plan) {
+                const auto e = delivered.external.find(a.correlation);
+                if (e == delivered.external.end()) continue;  // not ours: fills, L2 evictions
+                t.tag = e->second & ~kWarmReadBit;
+                t.warm_read = (e->second & kWarmReadBit) != 0;
+                const auto s = tag_stream_.find(t.tag);
+                if (stream != stream_index_.end())
+                    t.stream = stream->second;
+                else if (s != tag_stream_.end())
+                    t.stream = s->second;
+                else
+                    continue;
+            } else {
+                if (stream == stream_index_.end()) continue;  // not on the driver's streams
+                t.stream = stream->second;
+            }
+            out.push_back(std::move(t));
         }
         std::stable_sort(
             out.begin(), out.end(),
             [](const TimedActivity& x, const TimedActivity& y) { return x.start_ns < y.start_ns; });
-        streams_.clear();
+        tag_stream_.clear();
         return out;
     }
 
     std::vector<std::string> notes() const override {
-        if (dropped_ == 0) return {};
-        return {"CUPTI dropped " + std::to_string(dropped_) + " activity records"};
+        std::vector<std::string> notes;
+        if (dropped_ > 0)
+            notes.push_back("CUPTI dropped " + std::to_string(dropped_) + " activity records");
+        if (unowned_graph_records_ > 0)
+            notes.push_back(std::to_string(unowned_graph_records_) +
+                            " graph kernel records named a graph node no captured issue made: "
+                            "left out");
+        if (!memory_note_.empty()) notes.push_back(memory_note_);
+        if (timed_)
+            notes.push_back(
+                "CUPTI: the timed iterations run without correlation ids (no runtime or driver "
+                "API records); their records are tied to steps by stream order and kernel name, "
+                "a graph's by the node that ran them");
+        return notes;
+    }
+
+    std::vector<std::string> first_uses() override {
+        REPLAY_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        const cupti::LateUses late = Collector::instance().late();
+        std::vector<std::string> lines;
+        if (late.allocations > 0)
+            lines.push_back(std::to_string(late.allocations) +
+                            " allocations of device or pinned memory seen by CUPTI (" +
+                            mib(late.allocated_bytes) + "; libtorch's and cuBLAS's included)");
+        if (late.module_loads > 0)
+            lines.push_back(std::to_string(late.module_loads) + " CUDA modules loaded");
+        if (late.buffers > 0)
+            lines.push_back(std::to_string(late.buffers) +
+                            " CUPTI activity buffers allocated beyond the reserved ones");
+        return lines;
     }
 
   private:
-    std::unordered_map<std::uint64_t, int> streams_;  // tag -> stream index, since the last collect
+    Phase phase_ = Phase::Plan;
+    bool timed_ = false;  // was in the Timed phase at least once
+    bool capturing_ = false;
+    std::string graph_why_;    // why graph records cannot be tied to issues, or ""
+    std::string memory_note_;  // why allocations are not counted, or ""
+    std::unordered_map<std::uint32_t, int> stream_index_;  // CUPTI stream id -> driver's index
+    std::unordered_map<std::uint64_t, int> tag_stream_;    // tag -> stream, since the last collect
     std::uint64_t dropped_ = 0;
+    std::uint64_t unowned_graph_records_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<IssueTimer> make_cupti_timer(std::string& why) {
-    Collector& c = collector();
-    bool expected = false;
-    if (!c.in_use.compare_exchange_strong(expected, true)) {
+    Collector& c = Collector::instance();
+    if (!c.claim()) {
         why = "another CUDA backend in this process holds CUPTI";
         return nullptr;
     }
-    auto fail = [&](CUptiResult status, const char* what) {
-        const char* text = nullptr;
-        cuptiGetResultString(status, &text);
-        why = std::string(what) + ": " + (text != nullptr ? text : "unknown CUPTI error");
-        for (auto kind : kKinds) cuptiActivityDisable(kind);
-        c.in_use.store(false);
+    auto fail = [&](std::string what) {
+        why = std::move(what);
+        for (auto kind : kRecordKinds) cuptiActivityDisable(kind);
+        for (auto kind : kCorrelationKinds) cuptiActivityDisable(kind);
+        c.release();
         return nullptr;
     };
-    if (!c.callbacks_registered) {
-        if (auto s = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-            s != CUPTI_SUCCESS)
-            return fail(s, "cuptiActivityRegisterCallbacks");
-        c.callbacks_registered = true;
-    }
-    for (auto kind : kKinds)
+    if (std::string error = c.register_buffers(); !error.empty()) return fail(error);
+    for (auto kind : kRecordKinds)
         if (auto s = cuptiActivityEnable(kind); s != CUPTI_SUCCESS)
-            return fail(s, "cuptiActivityEnable");
-    {
-        std::lock_guard lock(c.mutex);
-        c.activities.clear();
-        c.external.clear();
-        c.dropped = 0;
-    }
-    return std::make_unique<CuptiTimer>();
+            return fail("cuptiActivityEnable: " + std::string(detail::status_text(s)));
+    for (auto kind : kCorrelationKinds)
+        if (auto s = cuptiActivityEnable(kind); s != CUPTI_SUCCESS)
+            return fail("cuptiActivityEnable: " + std::string(detail::status_text(s)));
+    // Allocations are counted to find first uses in the timed iterations; a CUPTI without it
+    // still times.
+    std::string memory_note;
+    if (auto s = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2); s != CUPTI_SUCCESS)
+        memory_note = "CUPTI cannot record allocations (" + std::string(detail::status_text(s)) +
+                      "): first uses of memory in the timed iterations are counted for the "
+                      "backend's own buffers only";
+    std::string graph_why = c.subscribe();
+    c.take();  // nothing from before this timer
+    c.reserve_buffers(kReservedBuffers);
+    return std::make_unique<CuptiTimer>(std::move(graph_why), std::move(memory_note));
 }
 
 }  // namespace replay::cuda

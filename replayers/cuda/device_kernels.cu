@@ -57,10 +57,40 @@ __global__ void l2_touch_kernel(const unsigned* sectors, std::size_t count, unsi
     if (acc == 0x9e3779b9u) *sink = acc;
 }
 
-__global__ void spin_kernel(long long cycles) {
-    const long long start = clock64();
-    while (clock64() - start < cycles) {
-    }
+// Sector ranges of a TouchList: whole 32-byte sectors, 8 words each.
+struct SectorRanges {
+    const unsigned* begin[TouchList::kCapacity];
+    std::size_t sectors[TouchList::kCapacity];
+    int count;
+};
+
+__global__ void l2_touch_ranges_kernel(SectorRanges ranges, unsigned* sink) {
+    constexpr std::size_t kWordsPerSector = 8;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    unsigned acc = 0;
+    for (int r = 0; r < ranges.count; ++r)
+        for (std::size_t i = first; i < ranges.sectors[r]; i += stride)
+            acc ^= __ldcg(ranges.begin[r] + i * kWordsPerSector);  // cache in L2, not L1
+    if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+// [data, data + bytes) rounded out to whole 32-byte sectors: allocations are at least 256-byte
+// aligned and sized, so rounding out stays inside the allocation.
+std::size_t sector_range(const void* data, std::size_t bytes, const unsigned*& begin) {
+    constexpr std::uintptr_t kSector = 32;
+    const auto first = reinterpret_cast<std::uintptr_t>(data) & ~(kSector - 1);
+    const auto end =
+        (reinterpret_cast<std::uintptr_t>(data) + bytes + kSector - 1) & ~(kSector - 1);
+    begin = reinterpret_cast<const unsigned*>(first);
+    return (end - first) / kSector;
+}
+
+constexpr unsigned kTouchThreads = 256;
+
+unsigned touch_blocks(std::size_t sectors) {
+    return static_cast<unsigned>(
+        std::min<std::size_t>((sectors + kTouchThreads - 1) / kTouchThreads, 1024));
 }
 
 }  // namespace
@@ -68,18 +98,25 @@ __global__ void spin_kernel(long long cycles) {
 cudaError_t launch_l2_touch(const void* data, std::size_t bytes, unsigned* sink,
                             cudaStream_t stream) {
     if (bytes == 0 || data == nullptr) return cudaSuccess;
-    // Whole 32-byte sectors: allocations are at least 256-byte aligned and sized, so rounding
-    // out to sectors stays inside the allocation.
-    constexpr std::uintptr_t kSector = 32;
-    const auto begin = reinterpret_cast<std::uintptr_t>(data) & ~(kSector - 1);
-    const auto end =
-        (reinterpret_cast<std::uintptr_t>(data) + bytes + kSector - 1) & ~(kSector - 1);
-    const std::size_t count = (end - begin) / kSector;
-    constexpr unsigned kThreads = 256;
-    const unsigned blocks =
-        static_cast<unsigned>(std::min<std::size_t>((count + kThreads - 1) / kThreads, 1024));
-    l2_touch_kernel<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const unsigned*>(begin),
-                                                     count, sink);
+    const unsigned* begin = nullptr;
+    const std::size_t count = sector_range(data, bytes, begin);
+    l2_touch_kernel<<<touch_blocks(count), kTouchThreads, 0, stream>>>(begin, count, sink);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStream_t stream) {
+    SectorRanges ranges{};
+    std::size_t largest = 0;
+    for (int r = 0; r < list.count && r < TouchList::kCapacity; ++r) {
+        if (list.bytes[r] == 0 || list.data[r] == nullptr) continue;
+        ranges.sectors[ranges.count] =
+            sector_range(list.data[r], list.bytes[r], ranges.begin[ranges.count]);
+        largest = std::max(largest, ranges.sectors[ranges.count]);
+        ++ranges.count;
+    }
+    if (ranges.count == 0) return cudaSuccess;
+    // Enough threads for the largest range: the others finish sooner.
+    l2_touch_ranges_kernel<<<touch_blocks(largest), kTouchThreads, 0, stream>>>(ranges, sink);
     return cudaGetLastError();
 }
 
@@ -90,12 +127,6 @@ cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, st
     const std::size_t wanted = (count + kThreads - 1) / kThreads;
     const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
     fill_uniform_kernel<<<blocks, kThreads, 0, stream>>>(data, count, static_cast<int>(type), seed);
-    return cudaGetLastError();
-}
-
-cudaError_t launch_spin(long long cycles, cudaStream_t stream) {
-    if (cycles <= 0) return cudaSuccess;
-    spin_kernel<<<1, 1, 0, stream>>>(cycles);
     return cudaGetLastError();
 }
 

@@ -1,5 +1,5 @@
 // Small device helpers of the CUDA backend (compiled by nvcc, C++17, no ATen): random fills for
-// GEMM operands and a clock64 spin that stands in for recorded idle time on a stream.
+// GEMM operands and reads that bring buffers into L2 (warm-up reads, L2 eviction).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,7 +22,15 @@ cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, st
 cudaError_t launch_l2_touch(const void* data, std::size_t bytes, unsigned* sink,
                             cudaStream_t stream);
 
-// One thread that spins until clock64() has advanced by `cycles` on its multiprocessor.
-cudaError_t launch_spin(long long cycles, cudaStream_t stream);
+// Byte ranges that one launch reads through L2: a step's warm-up reads, decided when its work is
+// prepared and passed by value, so that warming a step is one launch and no memory of its own.
+struct TouchList {
+    static constexpr int kCapacity = 8;
+    const void* data[kCapacity] = {};
+    std::size_t bytes[kCapacity] = {};
+    int count = 0;
+};
+// Reads every range of `list` once through L2, like launch_l2_touch.
+cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStream_t stream);
 
 }  // namespace replay::cuda

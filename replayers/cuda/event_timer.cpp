@@ -19,8 +19,16 @@ std::int64_t host_now_ns() {
 class EventTimer final : public IssueTimer {
   public:
     const char* method() const override { return "cuda-events"; }
+    void set_phase(Phase) override {}  // an event pair per issue in every phase
+    void set_streams(const std::vector<cudaStream_t>&) override {}
 
-    void begin(std::uint64_t tag, int stream_index, cudaStream_t stream) override {
+    std::string graph_support() const override {
+        return "CUDA events cannot time the kernels inside a graph (CUPTI's per-kernel records "
+               "can: CUPTI unavailable, or --no-cupti)";
+    }
+    void set_capturing(bool) override {}
+
+    void begin(const IssueMark& mark, cudaStream_t stream) override {
         if (!origin_recorded_) {
             if (!origin_) origin_ = Event::timing();
             REPLAY_CUDA_CALL(cudaEventRecord(origin_.get(), stream));
@@ -28,18 +36,18 @@ class EventTimer final : public IssueTimer {
             origin_recorded_ = true;
         }
         Pending p;
-        p.tag = tag;
-        p.stream = stream_index;
+        p.mark = mark;
         p.start = take();
         p.end = take();
         REPLAY_CUDA_CALL(cudaEventRecord(p.start.get(), stream));
         pending_.push_back(std::move(p));
     }
 
-    void end(std::uint64_t tag, int, cudaStream_t stream, const std::string& label) override {
-        // The matching begin is the last pending one with this tag (issues do not nest).
+    void end(const IssueMark& mark, cudaStream_t stream, const std::string& label) override {
+        // The matching begin is the last pending one with this mark (issues do not nest).
         for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
-            if (it->tag != tag || it->ended) continue;
+            if (it->mark.tag != mark.tag || it->mark.warm_read != mark.warm_read || it->ended)
+                continue;
             REPLAY_CUDA_CALL(cudaEventRecord(it->end.get(), stream));
             it->name = label;
             it->ended = true;
@@ -57,9 +65,9 @@ class EventTimer final : public IssueTimer {
                 REPLAY_CUDA_CALL(cudaEventElapsedTime(&duration, p.start.get(), p.end.get()));
                 const std::int64_t start =
                     origin_host_ns_ + std::llround(static_cast<double>(from_origin) * 1e6);
-                out.push_back({p.tag, std::move(p.name), start,
-                               start + std::llround(static_cast<double>(duration) * 1e6), p.stream,
-                               false});
+                out.push_back({p.mark.tag, std::move(p.name), start,
+                               start + std::llround(static_cast<double>(duration) * 1e6),
+                               p.mark.stream_index, false, p.mark.warm_read});
             }
             free_.push_back(std::move(p.start));
             free_.push_back(std::move(p.end));
@@ -74,8 +82,7 @@ class EventTimer final : public IssueTimer {
 
   private:
     struct Pending {
-        std::uint64_t tag = 0;
-        int stream = 0;
+        IssueMark mark;
         bool ended = false;
         std::string name;
         Event start, end;

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <thread>
+#include <stdexcept>
 #include <utility>
 #include <variant>
 
@@ -141,22 +141,30 @@ class CpuBackend final : public Backend {
             if (failed_runs_++ == 0) first_failure_ = runner_.label(handle) + ": " + error;
             return;
         }
-        activities_.push_back(TimedActivity{tag, runner_.label(handle), start, end, stream, false});
+        activities_.push_back(
+            TimedActivity{tag, runner_.label(handle), start, end, stream, false, false});
     }
 
     // Work runs synchronously in issue order, so every wait is already satisfied.
     void stream_wait(int /*waiter*/, int /*producer*/) override {}
     void synchronize() override {}
 
-    // The last-level cache plays the GPU's L2: inputs the recording had cached are read once.
-    void warm_inputs(std::uint32_t handle, int /*stream*/) override {
+    // The last-level cache plays the GPU's L2: inputs the recording had cached are read once,
+    // timed like an issue.
+    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        const std::int64_t start = now_ns();
         unsigned char acc = 0;
+        bool any = false;
         for (const InputRegion& in : runner_.inputs(handle)) {
             if (!cached_in_recording(in, cache_bytes_)) continue;
+            any = true;
             const auto* p = static_cast<const volatile unsigned char*>(in.data);
             for (std::size_t i = 0; i < in.bytes; i += 64) acc ^= p[i];
         }
         touched_ ^= acc;
+        if (any)
+            activities_.push_back(
+                TimedActivity{tag, "warm-up read", start, now_ns(), stream, false, true});
     }
 
     // Cold caches: writing a buffer twice the last-level cache evicts what the replay left there.
@@ -166,9 +174,21 @@ class CpuBackend final : public Backend {
         std::memset(flush_buffer_.data(), ++flush_value_, flush_buffer_.size());
     }
 
-    void delay(int /*stream*/, std::int64_t ns) override {
-        if (ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+    // libtorch's CPU allocator does not cache: every op allocates its outputs again, in the Timed
+    // phase too, and its first calls happen in prepare's trial runs. Nothing else is made late.
+    void set_phase(Phase) override {}
+    std::vector<std::string> first_uses() override { return {}; }
+
+    std::string capture_blocker(std::uint32_t, int) override {
+        return "the cpu backend runs each op on the host as it is issued: there is no graph to "
+               "capture";
     }
+    void begin_capture(int, bool) override { throw std::logic_error(capture_blocker(0, 0)); }
+    std::uint32_t end_capture(std::string& why) override {
+        why = capture_blocker(0, 0);
+        return 0;
+    }
+    void launch_graph(std::uint32_t) override { throw std::logic_error(capture_blocker(0, 0)); }
 
     std::vector<TimedActivity> collect() override { return std::exchange(activities_, {}); }
 

@@ -66,6 +66,23 @@ with tempfile.TemporaryDirectory() as tmp:
     if pids != {1, 2}:
         print(f"FAIL replay_trace.json should hold recorded and replayed tracks, has pids {pids}"); failures += 1
 
+    # Every iteration in the timeline on request, each with its figures in the report.
+    timeline = os.path.join(tmp, "timeline")
+    run(os.path.join(root, "traces/public/param/linear_kineto.json.gz"), "--mode", "sequential",
+        "--iterations", "2", "--trace-iterations", "all", "--pace", "recorded", "--graph",
+        "--out", timeline, *fast)
+    check_schema(os.path.join(timeline, "report.json"), "report.schema.json")
+    report = json.load(open(os.path.join(timeline, "report.json")))
+    iterations = report.get("timeline", {}).get("iterations", [])
+    check([i["iteration"] for i in iterations] == [1, 2] and all(i["span_us"] > 0 for i in iterations),
+          f"sequential report has every iteration's span: {[(i['iteration'], i['span_us']) for i in iterations]}")
+    check(report["options"].get("issue_path") == "direct" and report["totals"]["span_ratio"] > 0,
+          f"the cpu backend issues directly under --graph, and says so: {report['options'].get('issue_path')}")
+    trace = json.load(open(os.path.join(timeline, "replay_trace.json")))
+    names = sorted(e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name")
+    check(names == ["recorded", "replayed iteration 1", "replayed iteration 2"],
+          f"replay_trace.json has the recorded step and both iterations: {names}")
+
     uniq = os.path.join(tmp, "unique")
     run(bloom, "--mode", "unique", "--out", uniq, *fast)
     check_schema(os.path.join(uniq, "report.json"), "report.schema.json")

@@ -12,6 +12,7 @@
 
 #include "replay/input_error.h"
 #include "replay/report.h"
+#include "replay/report_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const std::string path = (std::filesystem::temp_directory_path() /

@@ -24,9 +24,17 @@ class FakeBackend final : public replay::Backend {
     void stream_wait(int, int) override {}
     void synchronize() override {}
     void flush_l2() override {}
-    void warm_inputs(std::uint32_t, int) override {}
-    void delay(int, std::int64_t) override {}
+    void warm_inputs(std::uint32_t, int, std::uint64_t) override {}
     std::vector<replay::TimedActivity> collect() override { return {}; }
+    void set_phase(replay::Phase) override {}
+    std::vector<std::string> first_uses() override { return {}; }
+    std::string capture_blocker(std::uint32_t, int) override { return "a fake backend has no graphs"; }
+    void begin_capture(int, bool) override {}
+    std::uint32_t end_capture(std::string& why) override {
+        why = "a fake backend has no graphs";
+        return 0;
+    }
+    void launch_graph(std::uint32_t) override {}
 };
 
 // Device -1 stands for a machine the backend cannot run on.

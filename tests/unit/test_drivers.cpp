@@ -205,11 +205,25 @@ class BoardMeter final : public replay::EnergyMeter {
 // ---- the fake backend -------------------------------------------------------------------------
 
 struct Call {
-    std::string what;    // prepare | streams | issue | wait | sync | flush | warm | delay | collect
-    std::string recipe;  // prepare, issue, warm: the recipe's instance key
+    // prepare | streams | issue | wait | sync | flush | warm | collect | phase | blocker |
+    // begin_capture | end_capture | launch_graph | first_uses
+    std::string what;
+    std::string recipe;  // prepare, issue, warm, blocker: the recipe's instance key
     int stream = -1;
     std::uint64_t tag = 0;
-    std::int64_t value = 0;  // streams: count; wait: producer; delay: ns
+    std::int64_t value = 0;  // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph
+    replay::Phase phase = replay::Phase::Plan;  // the phase the call came in
+    bool captured = false;                      // made while a graph was being captured
+    std::int64_t host_ns = -1;                  // the test clock at the call, when one is given
+};
+
+// A clock the driver's pacing waits on: waiting moves it; so may the fake's issues.
+struct TestClock {
+    std::int64_t now = 0;
+    void attach(replay::DriverOptions& o) {
+        o.clock_ns = [this] { return now; };
+        o.wait_until_ns = [this](std::int64_t t) { now = std::max(now, t); };
+    }
 };
 
 class FakeBackend : public replay::Backend {
@@ -219,6 +233,16 @@ class FakeBackend : public replay::Backend {
     std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> per_kernel;
     std::set<std::string> skip;        // instance keys whose prepare says Skipped
     std::set<std::string> fail_issue;  // instance keys whose issue throws
+    std::int64_t warm_ns = 0;          // > 0: warm_inputs gives a record this long
+    // Timed phase: records come back untagged, as CUPTI's do without correlation ids.
+    bool untag_when_timed = false;
+    // Timed phase: this instance key's first record gets another name (a kernel that changed).
+    std::map<std::string, std::string> renamed_when_timed;
+    bool graphs = false;                   // capture_blocker says yes (except not_capturable)
+    std::set<std::string> not_capturable;  // instance keys that cannot be captured
+    int drop_graph_record_in_collect = -1;  // n >= 0: the n-th collect loses a graph record
+    TestClock* clock = nullptr;             // when given: stamps calls; each issue advances it
+    std::int64_t issue_host_ns = 0;         // by this much
     std::vector<Call> calls;
     SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
 
@@ -231,37 +255,95 @@ class FakeBackend : public replay::Backend {
     }
     replay::Prepared prepare(const Recipe& recipe) override {
         const std::string key = recipe.instance_key();
-        calls.push_back({"prepare", key});
+        add({"prepare", key});
         if (skip.count(key)) return {replay::Disposition::Skipped, "fake cannot run " + key, 0};
         keys_.push_back(key);
         return {replay::Disposition::Ready, "", static_cast<std::uint32_t>(keys_.size() - 1)};
     }
-    void set_stream_count(int count) override { calls.push_back({"streams", "", -1, 0, count}); }
+    void set_stream_count(int count) override { add({"streams", "", -1, 0, count}); }
     void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
         const std::string& key = keys_.at(handle);
-        calls.push_back({"issue", key, stream, tag});
+        add({"issue", key, stream, tag});
+        if (clock != nullptr) clock->now += issue_host_ns;
         if (fail_issue.count(key)) throw std::runtime_error("fake issue failure of " + key);
-        if (board != nullptr) board->run(key, 1e-6 * static_cast<double>(handle + 1));
-        if (auto it = per_kernel.find(key); it != per_kernel.end()) {
-            for (const auto& [name, ns] : it->second) record(tag, name, ns, stream, true);
+        if (capturing_) {
+            captured_.push_back({handle, stream, tag, false});
             return;
         }
-        record(tag, "recipe label", 1000 * static_cast<std::int64_t>(handle + 1), stream, false);
+        produce(handle, stream, tag);
     }
     void stream_wait(int waiter, int producer) override {
-        calls.push_back({"wait", "", waiter, 0, producer});
+        add({"wait", "", waiter, 0, producer});
     }
-    void synchronize() override { calls.push_back({"sync", ""}); }
-    void flush_l2() override { calls.push_back({"flush", ""}); }
-    void warm_inputs(std::uint32_t handle, int stream) override {
-        calls.push_back({"warm", keys_.at(handle), stream});
-    }
-    void delay(int stream, std::int64_t ns) override {
-        calls.push_back({"delay", "", stream, 0, ns});
+    void synchronize() override { add({"sync", ""}); }
+    void flush_l2() override { add({"flush", ""}); }
+    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        add({"warm", keys_.at(handle), stream, tag});
+        if (capturing_)
+            captured_.push_back({handle, stream, tag, true});
+        else if (warm_ns > 0)
+            record(tag, "warm kernel", warm_ns, stream, true, true);
     }
     std::vector<replay::TimedActivity> collect() override {
-        calls.push_back({"collect", ""});
-        return std::exchange(pending_, {});
+        add({"collect", ""});
+        auto out = std::exchange(pending_, {});
+        if (collects_++ == drop_graph_record_in_collect)
+            for (auto it = out.begin(); it != out.end(); ++it)
+                if (graph_records_.count(it->start_ns)) {
+                    out.erase(it);
+                    break;
+                }
+        if (phase_ == replay::Phase::Timed && untag_when_timed)
+            for (auto& a : out)
+                if (!graph_records_.count(a.start_ns)) a.tag = 0, a.warm_read = false;
+        graph_records_.clear();
+        return out;
+    }
+    void set_phase(replay::Phase phase) override {
+        add({"phase", "", -1, 0, phase == replay::Phase::Timed ? 1 : 0});
+        phase_ = phase;
+    }
+    // Set-up calls made in the Timed phase: what a real backend would have had to make late.
+    std::vector<std::string> first_uses() override {
+        add({"first_uses", ""});
+        std::vector<std::string> late;
+        for (const auto& c : calls)
+            if (c.phase == replay::Phase::Timed &&
+                (c.what == "prepare" || c.what == "streams" || c.what == "blocker" ||
+                 c.what == "begin_capture" || c.what == "end_capture"))
+                late.push_back(c.what + " " + c.recipe);
+        return late;
+    }
+    std::string capture_blocker(std::uint32_t handle, int stream) override {
+        const std::string& key = keys_.at(handle);
+        add({"blocker", key, stream});
+        if (!graphs) return "the fake has no graphs";
+        return not_capturable.count(key) ? "fake: " + key + " synchronises" : "";
+    }
+    void begin_capture(int home, bool all_streams) override {
+        add({"begin_capture", "", home, 0, all_streams ? 1 : 0});
+        capturing_ = true;
+        captured_.clear();
+    }
+    std::uint32_t end_capture(std::string&) override {
+        add({"end_capture", ""});
+        capturing_ = false;
+        graphs_.push_back(std::exchange(captured_, {}));
+        return static_cast<std::uint32_t>(graphs_.size());
+    }
+    // A graph's records are tagged (by the node that ran them) in every phase.
+    void launch_graph(std::uint32_t graph) override {
+        add({"launch_graph", "", -1, 0, graph});
+        for (const Captured& c : graphs_.at(graph - 1)) {
+            const std::size_t before = pending_.size();
+            if (c.warm) {
+                if (warm_ns > 0) record(c.tag, "warm kernel", warm_ns, c.stream, true, true);
+            } else {
+                produce(c.handle, c.stream, c.tag);
+            }
+            for (std::size_t i = before; i < pending_.size(); ++i)
+                graph_records_.insert(pending_[i].start_ns);
+        }
     }
     std::unique_ptr<replay::EnergyMeter> energy_meter(std::string& why) override {
         if (board == nullptr) return replay::Backend::energy_meter(why);
@@ -276,8 +358,37 @@ class FakeBackend : public replay::Backend {
     }
 
   private:
+    struct Captured {
+        std::uint32_t handle;
+        int stream;
+        std::uint64_t tag;
+        bool warm;
+    };
+    void add(Call c) {
+        c.phase = phase_;
+        c.captured = capturing_;
+        if (clock != nullptr) c.host_ns = clock->now;
+        calls.push_back(std::move(c));
+    }
+    void produce(std::uint32_t handle, int stream, std::uint64_t tag) {
+        const std::string& key = keys_.at(handle);
+        if (board != nullptr) board->run(key, 1e-6 * static_cast<double>(handle + 1));
+        if (auto it = per_kernel.find(key); it != per_kernel.end()) {
+            bool first = true;
+            for (const auto& [name, ns] : it->second) {
+                std::string n = name;
+                if (first && phase_ == replay::Phase::Timed && renamed_when_timed.count(key))
+                    n = renamed_when_timed.at(key);
+                first = false;
+                record(tag, n, ns, stream, true, false);
+            }
+            return;
+        }
+        record(tag, "recipe label", 1000 * static_cast<std::int64_t>(handle + 1), stream, false,
+               false);
+    }
     void record(std::uint64_t tag, const std::string& name, std::int64_t ns, int stream,
-                bool per_kernel_record) {
+                bool per_kernel_record, bool warm) {
         replay::TimedActivity a;
         a.tag = tag;
         a.name = name;
@@ -285,12 +396,19 @@ class FakeBackend : public replay::Backend {
         a.end_ns = clock_ + ns;
         a.stream = stream;
         a.per_kernel = per_kernel_record;
+        a.warm_read = warm;
         clock_ += ns + 500;
         pending_.push_back(a);
     }
     std::vector<std::string> keys_;  // handle -> instance key
     std::vector<replay::TimedActivity> pending_;
-    std::int64_t clock_ = 1'000'000;
+    std::int64_t clock_ = 1'000'000;  // the made-up GPU's
+    replay::Phase phase_ = replay::Phase::Plan;
+    bool capturing_ = false;
+    std::vector<Captured> captured_;
+    std::vector<std::vector<Captured>> graphs_;
+    std::set<std::int64_t> graph_records_;  // start times of records a graph launch made
+    int collects_ = 0;
 };
 
 const replay::KernelResult& kernel_named(const replay::Report& r, const std::string& name) {
@@ -555,20 +673,9 @@ int slot_of(const Analysis& a, std::int64_t stream) {
     throw std::runtime_error("no stream " + std::to_string(stream));
 }
 
-TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedGaps) {
-    auto a = two_stream_trace();
-    ASSERT_EQ(a->graph.waits().size(), 1u);
-    const int s7 = slot_of(*a, 7), s8 = slot_of(*a, 8);
-    FakeBackend b;
-    replay::DriverOptions o;
-    o.pace = replay::Pace::Recorded;
-    o.iterations = 2;
-    replay::Timeline timeline;
-    const replay::Report r = replay::replay_sequential(*a, b, o, &timeline);
-
-    EXPECT_EQ(b.of("streams").front().value, 2);
-    // Per iteration, in recorded order: read-in and issue of the relu on 7; stream 8 waits for 7,
-    // then the GEMM; on 7 the copy after a delay of the recorded idle gap (1003 us -> 1050 us).
+// The calls of a replay as lines: "warm 0 key", "issue 0 key #1", "wait 1<-0", "sync",
+// "collect", "phase timed", "launch_graph 1", "begin_capture 0 all", "end_capture".
+std::vector<std::string> call_lines(const FakeBackend& b) {
     std::vector<std::string> got;
     for (const auto& c : b.calls) {
         std::string line = c.what;
@@ -577,38 +684,98 @@ TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedGaps) {
                     (c.what == "issue" ? " #" + std::to_string(c.tag) : "");
         else if (c.what == "wait")
             line += " " + std::to_string(c.stream) + "<-" + std::to_string(c.value);
-        else if (c.what == "delay")
-            line += " " + std::to_string(c.stream) + " " + std::to_string(c.value);
-        else if (c.what != "sync" && c.what != "collect")
+        else if (c.what == "phase")
+            line += c.value == 1 ? " timed" : " plan";
+        else if (c.what == "launch_graph")
+            line += " " + std::to_string(c.value);
+        else if (c.what == "begin_capture")
+            line += " " + std::to_string(c.stream) + (c.value ? " all" : " one");
+        else if (c.what != "sync" && c.what != "collect" && c.what != "end_capture")
             continue;
         got.push_back(line);
     }
+    return got;
+}
+
+TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedLaunchTimes) {
+    auto a = two_stream_trace();
+    ASSERT_EQ(a->graph.waits().size(), 1u);
+    const int s7 = slot_of(*a, 7), s8 = slot_of(*a, 8);
+    FakeBackend b;
+    TestClock clock;
+    b.clock = &clock;
+    replay::DriverOptions o;
+    o.pace = replay::Pace::Recorded;
+    o.iterations = 2;
+    clock.attach(o);
+    replay::Timeline timeline;
+    const replay::Report r = replay::replay_sequential(*a, b, o, &timeline);
+
+    EXPECT_EQ(b.of("streams").front().value, 2);
+    // One untimed pass of the plan, then the timed iterations between the phase changes. Each
+    // pass in recorded order: read-in and issue of the relu on 7; stream 8 waits for 7, then
+    // the GEMM; on 7 the copy.
     const std::string relu_key = relu(1).instance_key();
     const std::string gemm_key = gemm(10).instance_key();
     const std::string copy_key = copy().instance_key();
-    std::vector<std::string> one = {"warm " + std::to_string(s7) + " " + relu_key,
-                                    "issue " + std::to_string(s7) + " " + relu_key + " #1",
-                                    "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
-                                    "warm " + std::to_string(s8) + " " + gemm_key,
-                                    "issue " + std::to_string(s8) + " " + gemm_key + " #2",
-                                    "delay " + std::to_string(s7) + " 47000",
-                                    "warm " + std::to_string(s7) + " " + copy_key,
-                                    "issue " + std::to_string(s7) + " " + copy_key + " #3",
-                                    "sync",
-                                    "collect"};
-    std::vector<std::string> expected = one;
-    expected.insert(expected.end(), one.begin(), one.end());
-    EXPECT_EQ(got, expected);
+    const std::vector<std::string> pass = {
+        "warm " + std::to_string(s7) + " " + relu_key,
+        "issue " + std::to_string(s7) + " " + relu_key + " #1",
+        "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
+        "warm " + std::to_string(s8) + " " + gemm_key,
+        "issue " + std::to_string(s8) + " " + gemm_key + " #2",
+        "warm " + std::to_string(s7) + " " + copy_key,
+        "issue " + std::to_string(s7) + " " + copy_key + " #3",
+        "sync",
+        "collect"};
+    std::vector<std::string> expected = pass;
+    expected.push_back("phase timed");
+    expected.insert(expected.end(), pass.begin(), pass.end());
+    expected.insert(expected.end(), pass.begin(), pass.end());
+    expected.push_back("phase plan");
+    EXPECT_EQ(call_lines(b), expected);
 
-    // One sample per recorded instance and iteration.
+    // Recorded pacing on the host: each timed issue at its recorded launch, counted from the
+    // step's first launch (launches at 105, 135 and 165 us), in every iteration; the untimed pass
+    // runs back to back.
+    std::vector<std::int64_t> timed_at, untimed_at;
+    std::int64_t iteration_start = 0;
+    for (const auto& c : b.calls) {
+        if (c.what == "issue" && c.phase == replay::Phase::Plan) untimed_at.push_back(c.host_ns);
+        if (c.what != "issue" || c.phase != replay::Phase::Timed) continue;
+        if (c.tag == 1) iteration_start = c.host_ns;
+        timed_at.push_back(c.host_ns - iteration_start);
+    }
+    EXPECT_EQ(timed_at, (std::vector<std::int64_t>{0, 30'000, 60'000, 0, 30'000, 60'000}));
+    EXPECT_EQ(untimed_at, (std::vector<std::int64_t>{0, 0, 0}));
+
+    // One sample per recorded instance and timed iteration: the untimed pass gives none.
     for (const auto& k : r.kernels) {
         EXPECT_EQ(k.outcome, KernelOutcome::Replayed) << k.name;
         EXPECT_EQ(k.samples_us.size(), 2u) << k.name;
     }
     EXPECT_EQ(r.mode, "sequential");
-    bool sync_note = false;
-    for (const auto& n : r.notes) sync_note |= n.find("1 recorded host synchronisations") == 0;
+    bool sync_note = false, plan_note = false;
+    for (const auto& n : r.notes) {
+        sync_note |= n.find("1 recorded host synchronisations") == 0;
+        plan_note |= n.find("was issued once untimed before the timed iterations") !=
+                     std::string::npos;
+    }
     EXPECT_TRUE(sync_note);
+    EXPECT_TRUE(plan_note);
+    ASSERT_TRUE(r.timeline.has_value());
+    EXPECT_EQ(r.timeline->issue_path, "direct");
+    EXPECT_TRUE(r.timeline->first_uses.empty());
+    ASSERT_EQ(r.timeline->iterations.size(), 2u);
+    // The recorded step: relu 1000-1003 (stream 7), GEMM 1004-1014 (8), copy 1050-1052 (7).
+    EXPECT_DOUBLE_EQ(r.timeline->recorded.span_us, 52);
+    EXPECT_DOUBLE_EQ(r.timeline->recorded.kernel_us, 15);
+    EXPECT_EQ(r.timeline->recorded.gaps, 1u);
+    EXPECT_DOUBLE_EQ(r.timeline->recorded.max_gap_us, 47);
+    EXPECT_DOUBLE_EQ(r.totals.recorded_span_us, 52);
+    EXPECT_DOUBLE_EQ(r.totals.replayed_span_us, r.timeline->iterations.back().replayed.span_us);
+    EXPECT_DOUBLE_EQ(r.totals.span_ratio, r.timeline->iterations.back().span_ratio);
+    EXPECT_DOUBLE_EQ(r.timeline->iterations.back().issue_host_us, 60);
 
     // The timeline: the last iteration's three replayed activities on their recorded streams,
     // then the three recorded ones; each track starts at 0.
@@ -622,11 +789,299 @@ TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedGaps) {
     }
     EXPECT_EQ(streams, (std::vector<std::int64_t>{7, 8, 7, 7, 8, 7}));
     EXPECT_TRUE(timeline.items[0].replayed && !timeline.items[3].replayed);
+    EXPECT_EQ(timeline.items[0].iteration, 2);
     EXPECT_EQ(replayed_start, 0);
     EXPECT_EQ(recorded_start, 0);
     EXPECT_EQ(timeline.items[3].name, "relu_k");
     EXPECT_DOUBLE_EQ(timeline.items[4].start_us, 4);  // the GEMM 4 us after the relu
     EXPECT_DOUBLE_EQ(timeline.items[4].dur_us, 10);
+}
+
+TEST(Drivers, RecordedPacingNeverWaitsForALaunchAlreadyLate) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    TestClock clock;
+    b.clock = &clock;
+    b.issue_host_ns = 45'000;  // the relu's issue takes longer than its recorded gap
+    replay::DriverOptions o;
+    o.pace = replay::Pace::Recorded;
+    clock.attach(o);
+    replay::replay_sequential(*a, b, o, nullptr);
+    std::vector<std::int64_t> at;
+    std::int64_t start = 0;
+    for (const auto& c : b.calls) {
+        if (c.what != "issue" || c.phase != replay::Phase::Timed) continue;
+        if (c.tag == 1) start = c.host_ns;
+        at.push_back(c.host_ns - start);
+    }
+    // The GEMM (recorded at +30 us) goes out as soon as the relu's issue returns; the copy
+    // (+60 us) waits for its time again: lateness does not accumulate.
+    EXPECT_EQ(at, (std::vector<std::int64_t>{0, 45'000, 90'000}));
+    // Without pacing nothing waits: every issue at once on the test clock.
+    b.calls.clear();
+    b.issue_host_ns = 0;
+    o.pace = replay::Pace::None;
+    replay::replay_sequential(*a, b, o, nullptr);
+    std::set<std::int64_t> none_at;
+    for (const auto& c : b.calls) {
+        if (c.what == "issue") none_at.insert(c.host_ns);
+    }
+    EXPECT_EQ(none_at.size(), 1u) << "pace none must not wait";
+}
+
+TEST(Drivers, SequentialDoesAllItsSetUpBeforeTheTimedPhase) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    b.graphs = true;
+    replay::DriverOptions o;
+    o.iterations = 3;
+    o.graph = true;
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    // In the Timed phase only issues, waits, warm-up reads, graph launches, synchronisation and
+    // collection: nothing prepared, made, asked or captured there.
+    const std::set<std::string> allowed = {"issue",        "wait",    "warm",   "launch_graph",
+                                           "sync",         "collect", "phase",  "first_uses"};
+    bool timed = false;
+    for (const auto& c : b.calls) {
+        timed |= c.phase == replay::Phase::Timed;
+        if (c.phase == replay::Phase::Timed) {
+            EXPECT_TRUE(allowed.count(c.what)) << c.what << " in the Timed phase";
+        }
+    }
+    EXPECT_TRUE(timed);
+    ASSERT_TRUE(r.timeline.has_value());
+    EXPECT_TRUE(r.timeline->first_uses.empty());
+    // first_uses is asked inside the Timed phase, after the last iteration.
+    ASSERT_EQ(b.of("first_uses").size(), 1u);
+    EXPECT_EQ(b.of("first_uses").front().phase, replay::Phase::Timed);
+}
+
+TEST(Drivers, AFirstUseInTheTimedPhaseIsReported) {
+    // A backend that reports what it made late: the report says it, and so do its notes.
+    class LateBackend : public FakeBackend {
+      public:
+        std::vector<std::string> first_uses() override { return {"2 CUDA modules loaded"}; }
+    };
+    auto a = two_stream_trace();
+    LateBackend b;
+    const replay::Report r = replay::replay_sequential(*a, b, replay::DriverOptions{}, nullptr);
+    ASSERT_TRUE(r.timeline.has_value());
+    EXPECT_EQ(r.timeline->first_uses, std::vector<std::string>{"2 CUDA modules loaded"});
+    bool noted = false;
+    for (const auto& n : r.notes) noted |= n.find("2 CUDA modules loaded") != std::string::npos;
+    EXPECT_TRUE(noted);
+}
+
+TEST(Drivers, UntaggedRecordsAreTiedToTheirStepsByStreamOrderAndName) {
+    auto a = two_stream_trace();
+    FakeBackend tagged, untagged;
+    for (FakeBackend* b : {&tagged, &untagged}) {
+        b->per_kernel[gemm(10).instance_key()] = {{"gemm_k", 20000}, {"splitk_reduce", 2000}};
+        b->warm_ns = 700;
+    }
+    untagged.untag_when_timed = true;
+    replay::DriverOptions o;
+    o.iterations = 3;
+    const replay::Report want = replay::replay_sequential(*a, tagged, o, nullptr);
+    const replay::Report got = replay::replay_sequential(*a, untagged, o, nullptr);
+    ASSERT_EQ(got.kernels.size(), want.kernels.size());
+    for (std::size_t k = 0; k < want.kernels.size(); ++k) {
+        EXPECT_EQ(got.kernels[k].samples_us, want.kernels[k].samples_us) << want.kernels[k].name;
+        EXPECT_EQ(got.kernels[k].replayed_names, want.kernels[k].replayed_names);
+    }
+    EXPECT_TRUE(kernel_named(got, "gemm_k").name_match);
+    for (const auto& it : got.timeline->iterations) {
+        EXPECT_EQ(it.unattributed, 0u);
+        // The warm-up reads were recognised as such: three of 700 ns each.
+        EXPECT_DOUBLE_EQ(it.replayed.warm_read_us, 2.1);
+    }
+}
+
+TEST(Drivers, RecordsThatStopMatchingAreLeftOutNotMisattributed) {
+    // One stream: relu, GEMM (two kernels), relu, copy.
+    TraceBuilder t;
+    t.op("aten::relu", 100, 20);
+    t.launch("relu_k", 105, 1000, 3);
+    t.op("aten::mm", 130, 20);
+    t.launch("gemm_k", 135, 1010, 10);
+    t.launch("splitk_reduce", 140, 1021, 1);
+    t.op("aten::relu", 160, 20);
+    t.launch("relu_k", 165, 1030, 4);
+    t.op("aten::copy_", 250, 20);
+    t.launch("Memcpy DtoD (Device -> Device)", 255, 1070, 2, 7, true);
+    const std::vector<Recipe> recipes = {relu(1), gemm(10), gemm(10, true), relu(2), copy()};
+    auto a = analysis_of(t, "mismatch.json",
+                         [&](const std::string&, std::size_t n) { return recipes.at(n); });
+    FakeBackend b;
+    b.untag_when_timed = true;
+    b.per_kernel[relu(1).instance_key()] = {{"relu_k", 3000}};
+    b.per_kernel[relu(2).instance_key()] = {{"relu_k", 4000}};
+    b.per_kernel[gemm(10).instance_key()] = {{"gemm_k", 10000}, {"splitk_reduce", 1000}};
+    b.per_kernel[copy().instance_key()] = {{"Memcpy DtoD (Device -> Device)", 2000}};
+    // In the timed iterations cuBLAS "picked" another GEMM kernel: its records no longer match.
+    b.renamed_when_timed[gemm(10).instance_key()] = "other_gemm_k";
+    replay::DriverOptions o;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    // The relu before it is timed; the GEMM and everything after it on the stream are not: no
+    // record goes to a neighbour.
+    EXPECT_EQ(kernel_named(r, "relu_k").samples_us, (std::vector<double>{3.0, 3.0}));
+    EXPECT_TRUE(kernel_named(r, "gemm_k").samples_us.empty());
+    EXPECT_TRUE(kernel_named(r, "Memcpy DtoD (Device -> Device)").samples_us.empty());
+    EXPECT_EQ(kernel_named(r, "gemm_k").outcome, KernelOutcome::Skipped);
+    ASSERT_EQ(r.timeline->iterations.size(), 2u);
+    EXPECT_EQ(r.timeline->iterations[0].unattributed, 4u);  // GEMM x2, relu, copy
+    // The figures still see every record the iteration ran.
+    EXPECT_EQ(r.timeline->iterations[0].replayed.activities, 5u);
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted |= n.find("could not be tied to their steps") != std::string::npos &&
+                 n.find("'other_gemm_k'") != std::string::npos;
+    EXPECT_TRUE(noted);
+}
+
+TEST(Drivers, GraphsCaptureTheStepOnceAndIssueWhatCannotBeCapturedDirectly) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    b.graphs = true;
+    b.not_capturable.insert(copy().instance_key());
+    b.untag_when_timed = true;  // graph records stay tagged, the direct copy's do not
+    replay::DriverOptions o;
+    o.graph = true;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    const int s7 = slot_of(*a, 7), s8 = slot_of(*a, 8);
+    const std::string relu_key = relu(1).instance_key(), gemm_key = gemm(10).instance_key();
+    const std::string copy_key = copy().instance_key();
+    std::vector<std::string> direct_pass = {
+        "warm " + std::to_string(s7) + " " + relu_key,
+        "issue " + std::to_string(s7) + " " + relu_key + " #1",
+        "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
+        "warm " + std::to_string(s8) + " " + gemm_key,
+        "issue " + std::to_string(s8) + " " + gemm_key + " #2",
+        "warm " + std::to_string(s7) + " " + copy_key,
+        "issue " + std::to_string(s7) + " " + copy_key + " #3",
+        "sync",
+        "collect"};
+    // The relu and the GEMM are captured together (every stream joins from the relu's), the
+    // copy, which cannot be, is issued directly after the graph in every later pass.
+    std::vector<std::string> graph_pass = {
+        "launch_graph 1", "warm " + std::to_string(s7) + " " + copy_key,
+        "issue " + std::to_string(s7) + " " + copy_key + " #3", "sync", "collect"};
+    std::vector<std::string> expected = direct_pass;
+    expected.insert(expected.end(),
+                    {"begin_capture " + std::to_string(s7) + " all",
+                     "warm " + std::to_string(s7) + " " + relu_key,
+                     "issue " + std::to_string(s7) + " " + relu_key + " #1",
+                     "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
+                     "warm " + std::to_string(s8) + " " + gemm_key,
+                     "issue " + std::to_string(s8) + " " + gemm_key + " #2", "end_capture"});
+    for (int pass = 0; pass < 3; ++pass) {  // untimed once, then two timed iterations
+        if (pass == 1) expected.push_back("phase timed");
+        expected.insert(expected.end(), graph_pass.begin(), graph_pass.end());
+    }
+    expected.push_back("phase plan");
+    EXPECT_EQ(call_lines(b), expected);
+    for (const auto& k : r.kernels) EXPECT_EQ(k.samples_us.size(), 2u) << k.name;
+    EXPECT_EQ(r.timeline->issue_path, "graph+direct");
+    bool option = false, noted = false;
+    for (const auto& [k, v] : r.options) option |= k == "issue_path" && v == "graph+direct";
+    for (const auto& n : r.notes)
+        noted |= n.find("not captured") != std::string::npos &&
+                 n.find("synchronises") != std::string::npos;
+    EXPECT_TRUE(option);
+    EXPECT_TRUE(noted);
+}
+
+TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    b.graphs = true;
+    TestClock clock;
+    b.clock = &clock;
+    replay::DriverOptions o;
+    o.graph = true;
+    o.pace = replay::Pace::Recorded;
+    clock.attach(o);
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    EXPECT_EQ(r.timeline->issue_path, "graph per step");
+    // Three graphs of one stream each; the GEMM's wait for stream 7 stays outside its graph.
+    std::vector<std::string> captures;
+    for (const auto& c : b.of("begin_capture"))
+        captures.push_back(std::to_string(c.stream) + (c.value ? " all" : " one"));
+    const int s7 = slot_of(*a, 7), s8 = slot_of(*a, 8);
+    EXPECT_EQ(captures, (std::vector<std::string>{std::to_string(s7) + " one",
+                                                  std::to_string(s8) + " one",
+                                                  std::to_string(s7) + " one"}));
+    for (const auto& c : b.of("wait")) EXPECT_FALSE(c.captured);
+    std::vector<std::int64_t> at;
+    std::int64_t start = -1;
+    for (const auto& c : b.of("launch_graph"))
+        if (c.phase == replay::Phase::Timed) {
+            if (start < 0) start = c.host_ns;
+            at.push_back(c.host_ns - start);
+        }
+    EXPECT_EQ(at, (std::vector<std::int64_t>{0, 30'000, 60'000}));
+    for (const auto& k : r.kernels) EXPECT_EQ(k.samples_us.size(), 1u) << k.name;
+}
+
+TEST(Drivers, AGraphWhoseRecordsCameBackIncompleteGivesNoSample) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    b.graphs = true;
+    b.per_kernel[gemm(10).instance_key()] = {{"gemm_k", 20000}, {"splitk_reduce", 2000}};
+    b.drop_graph_record_in_collect = 2;  // collects: untimed direct, untimed graph, iteration 1
+    replay::DriverOptions o;
+    o.graph = true;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    // The lost record was the relu's (the graph's first): iteration 1 has no sample for it, the
+    // others are whole.
+    EXPECT_EQ(kernel_named(r, "relu_k").samples_us.size(), 1u);
+    EXPECT_EQ(kernel_named(r, "gemm_k").samples_us.size(), 2u);
+    EXPECT_EQ(r.timeline->iterations[0].unattributed, 0u);
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted |= n.find("came back incomplete") != std::string::npos ||
+                 n.find("could not be tied") != std::string::npos;
+    EXPECT_TRUE(noted) << "a step's missing record must be said";
+}
+
+TEST(Drivers, EveryIterationInTheTimelineOnRequest) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    b.warm_ns = 300;
+    replay::DriverOptions o;
+    o.iterations = 3;
+    o.trace_all_iterations = true;
+    replay::Timeline timeline;
+    const replay::Report r = replay::replay_sequential(*a, b, o, &timeline);
+    std::map<int, int> items;  // iteration -> replayed activities (warm-up reads apart)
+    int warm = 0;
+    for (const auto& i : timeline.items) {
+        if (!i.replayed) continue;
+        if (i.warm_read)
+            ++warm;
+        else
+            ++items[i.iteration];
+    }
+    EXPECT_EQ(items, (std::map<int, int>{{1, 3}, {2, 3}, {3, 3}}));
+    EXPECT_EQ(warm, 9);
+    ASSERT_EQ(r.timeline->iterations.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+        const auto& it = r.timeline->iterations[static_cast<std::size_t>(i)];
+        EXPECT_EQ(it.iteration, i + 1);
+        EXPECT_EQ(it.replayed.activities, 3u);
+        EXPECT_DOUBLE_EQ(it.replayed.warm_read_us, 0.9);
+        EXPECT_GT(it.replayed.span_us, 0);
+        EXPECT_NEAR(it.span_ratio, it.replayed.span_us / 52.0, 1e-12);
+    }
+    EXPECT_TRUE(std::isfinite(r.timeline->first_to_last_max_gap));
+    std::ostringstream json;
+    replay::write_replay_trace(json, timeline);
+    for (const char* process : {"\"recorded\"", "\"replayed iteration 1\"",
+                                "\"replayed iteration 3\"", "\"warm_read\""})
+        EXPECT_NE(json.str().find(process), std::string::npos) << process;
 }
 
 TEST(Drivers, SequentialWithoutPacingOrWarmInputs) {
@@ -635,10 +1090,9 @@ TEST(Drivers, SequentialWithoutPacingOrWarmInputs) {
     replay::DriverOptions o;
     o.warm_inputs = false;
     replay::replay_sequential(*a, b, o, nullptr);
-    EXPECT_TRUE(b.of("delay").empty());
     EXPECT_TRUE(b.of("warm").empty());
-    EXPECT_EQ(b.of("issue").size(), 3u);
-    EXPECT_EQ(b.of("wait").size(), 1u);
+    EXPECT_EQ(b.of("issue").size(), 6u);  // the untimed pass and one iteration
+    EXPECT_EQ(b.of("wait").size(), 2u);
 }
 
 TEST(Drivers, SequentialSkipsWhatCannotBePrepared) {
@@ -819,6 +1273,19 @@ TEST(Energy, AKernelTenPercentHungrierAtTheSameSpeedIsFlagged) {
     // Compared on time, the same reports show no change: only the energy moved.
     const replay::Regression on_time = replay::compare_reports(baseline, run(1100), {});
     EXPECT_EQ(on_time.summary.regressed, 0u);
+}
+
+TEST(Drivers, WithoutGraphsEveryStepIsIssuedDirectlyAndTheReportSaysWhy) {
+    auto a = two_stream_trace();
+    FakeBackend b;  // graphs = false: capture_blocker explains
+    replay::DriverOptions o;
+    o.graph = true;
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    EXPECT_TRUE(b.of("begin_capture").empty());
+    EXPECT_EQ(r.timeline->issue_path, "direct");
+    bool noted = false;
+    for (const auto& n : r.notes) noted |= n.find("the fake has no graphs") != std::string::npos;
+    EXPECT_TRUE(noted);
 }
 
 }  // namespace

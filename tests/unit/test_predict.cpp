@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "replay/analysis.h"
 #include "replay/predict.h"
@@ -250,3 +251,45 @@ TEST(Predict, JsonAndTextNameTheModelAndTheScenarios) {
 }
 
 }  // namespace
+
+// The unprofiled step time that examples/capture_trace.py measured beside a capture.
+double unprofiled_step_us(const std::string& timing_json) {
+    std::ifstream in(timing_json);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    const auto key = s.find("\"median_us\"");
+    if (key == std::string::npos) ADD_FAILURE() << timing_json << ": no median_us";
+    return key == std::string::npos ? 0 : std::stod(s.substr(s.find(':', key) + 1));
+}
+
+// Without the profiler's per-op overhead, the predicted step of every bundled eager capture with
+// record_shapes (no Execution Trace) is the unprofiled step time within 25 %. Reached today
+// (mean leaf-op footprint removed per op): H200 BLOOM b1 -21.3 %, BLOOM b4s128 -7.4 %, GPT-2
+// training +19.3 %, Llama decode -2.4 %, Mixtral decode -2.8 %, prefill -8.5 %, compiled MLP
+// (GPU-bound) +9.6 %; H100 BLOOM b1 -2.8 %, Llama decode -10.2 %. Left out: the captures with an
+// Execution Trace (its observer costs ~30 us per op and the estimate leaves +54 % and +74 %) and
+// the CUDA-graph decode (no ops: its profiled replay is 60 % slower for reasons no op explains).
+TEST(Predict, WithoutOverheadMatchesTheUnprofiledStep) {
+    for (const char* capture :
+         {"h200/bloom_b1", "h200/bloom_b4s128", "h200/gpt2_train", "h200/llama_decode",
+          "h200/mixtral_decode", "h200/mixtral_prefill", "h200/mlp_compiled", "h100/bloom_b1",
+          "h100/llama_decode"}) {
+        SCOPED_TRACE(capture);
+        replay::AnalysisOptions o;
+        o.trace_path = trace_path(std::string(capture) + ".json.gz");
+        const auto analysis = replay::analyze(o);
+        const StepPrediction p = replay::predict_step(*analysis, PredictOptions{});
+        // The longest recorded step is the capture's traced step (a second one is its tail).
+        Nanos step = 0, longest = 0;
+        for (const auto& s : p.scenarios)
+            if (!s.what_if && s.overhead_removed)
+                for (const auto& st : s.prediction.steps)
+                    if (st.recorded() > longest) {
+                        longest = st.recorded();
+                        step = st.predicted();
+                    }
+        const double real = unprofiled_step_us(trace_path(std::string(capture) + ".timing.json"));
+        EXPECT_NEAR(static_cast<double>(step) / 1000.0, real, 0.25 * real);
+    }
+}

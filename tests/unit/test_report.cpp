@@ -16,6 +16,7 @@
 #include "replay/report_json.h"
 #include "replay/report_summary.h"
 #include "replay/source.h"
+#include "replay/timeline.h"
 
 namespace {
 
@@ -277,6 +278,75 @@ TEST(Report, JsonRoundTrip) {
     // NaN is written as null, the not-replayable tier as null.
     EXPECT_NE(first.str().find("\"error_pct\": null"), std::string::npos);
     EXPECT_NE(first.str().find("\"tier\": null"), std::string::npos);
+}
+
+TEST(Report, TimelineRoundTrip) {
+    Report r = hand_made();
+    r.mode = "sequential";
+    replay::ReportTimeline t;
+    t.issue_path = "graph+direct";
+    t.recorded.span_us = 33900.5;
+    t.recorded.kernel_us = 2559.0;
+    t.recorded.median_gap_us = 20.5;
+    t.recorded.max_gap_us = 830.25;
+    t.recorded.activities = 1127;
+    t.recorded.gaps = 1126;
+    for (int i = 1; i <= 2; ++i) {
+        replay::TimelineFigures f;
+        f.span_us = 3000.0 + i;
+        f.kernel_us = 2600.125;
+        f.warm_read_us = 310.5;
+        f.median_gap_us = 1.5;
+        f.max_gap_us = 12.0 * i;
+        f.activities = 1127;
+        f.gaps = 1126;
+        replay::IterationResult it = replay::iteration_result(i, f, t.recorded);
+        it.issue_host_us = 45.25;
+        it.unattributed = static_cast<std::size_t>(i - 1);
+        t.iterations.push_back(it);
+    }
+    t.first_to_last_max_gap = 0.5;
+    t.first_uses = {"2 CUDA modules loaded"};
+    r.timeline = t;
+    r.totals.recorded_span_us = 33900.5;
+    r.totals.replayed_span_us = 3002;
+    r.totals.span_ratio = 3002 / 33900.5;
+    replay::finalize_report(r);
+    std::ostringstream first;
+    replay::write_report_json(first, r);
+    const std::string path = temp_path("timeline.json");
+    write_file(path, first.str());
+    const Report back = replay::read_report_json(path);
+    ASSERT_TRUE(back.timeline.has_value());
+    EXPECT_EQ(back.timeline->issue_path, "graph+direct");
+    EXPECT_EQ(back.timeline->recorded.activities, 1127u);
+    ASSERT_EQ(back.timeline->iterations.size(), 2u);
+    EXPECT_EQ(back.timeline->iterations[1].iteration, 2);
+    EXPECT_EQ(back.timeline->iterations[1].unattributed, 1u);
+    EXPECT_EQ(back.timeline->iterations[1].replayed.max_gap_us, 24.0);
+    EXPECT_EQ(back.timeline->first_uses, t.first_uses);
+    EXPECT_EQ(back.totals.span_ratio, r.totals.span_ratio);
+    std::ostringstream second;
+    replay::write_report_json(second, back);
+    EXPECT_EQ(second.str(), first.str());
+    // A report without a timeline (unique mode) has none after reading either; a broken one is
+    // an error that names the field.
+    Report plain = hand_made();
+    replay::finalize_report(plain);
+    std::ostringstream none;
+    replay::write_report_json(none, plain);
+    EXPECT_EQ(none.str().find("\"timeline\""), std::string::npos);
+    std::string broken = first.str();
+    broken.replace(broken.find("\"gaps\": 1126"), 13, "\"gaps\": -1");
+    const std::string bad = temp_path("bad_timeline.json");
+    write_file(bad, broken);
+    try {
+        replay::read_report_json(bad);
+        ADD_FAILURE() << "a negative count was read";
+    } catch (const replay::InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("/timeline/recorded/gaps"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(Report, ReadIgnoresUnknownFields) {

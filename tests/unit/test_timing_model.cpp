@@ -123,5 +123,48 @@ TEST(TimingModel, ModelJsonRoundTripsPredictions) {
     }
 }
 
+// A layer norm's time follows its shape, not its bytes: one block per row, so rows x cols with
+// the same bytes take different times (a power law in each dim, as on the H200). The model on
+// the swept dims must be chosen, predict held-out points well, and survive the JSON.
+TEST(TimingModel, DimsFeaturesWinWhereTheShapeMattersAndRoundTrip) {
+    std::vector<TimingPoint> points;
+    std::mt19937 rng(5);
+    std::normal_distribution<double> noise(0.0, 0.02);
+    for (double rows = 1; rows <= 2048; rows *= 2)
+        for (double cols = 256; cols <= 4352; cols += 256) {
+            TimingPoint p;
+            p.work.bytes = 4 * rows * cols;
+            p.work.elements = rows * cols;
+            p.dims = {rows, cols};
+            p.time_us = 2.0 * std::pow(cols / 256, 0.6) * std::pow(rows, 0.15) * std::exp(noise(rng));
+            points.push_back(p);
+        }
+    FitOptions options;
+    options.dim_names = {"arg0.d1", "arg0.d2"};
+    const KernelTimingModel model = fit_kernel_model(points, options);
+    EXPECT_EQ(model.kind, "log_quadratic");
+    ASSERT_TRUE(model.quadratic);
+    EXPECT_EQ(model.features().back(), "log:arg0.d2");
+    EXPECT_LT(model.dims_quadratic_error.median_pct, 5.0);
+    EXPECT_LT(model.dims_quadratic_error.p90_pct, 15.0);
+    EXPECT_LT(model.dims_quadratic_error.median_pct, model.linear_error.median_pct);
+
+    TimingModelFile file;
+    file.kernels.push_back(model);
+    std::ostringstream text;
+    write_timing_model(text, file);
+    const auto path = std::filesystem::temp_directory_path() / "replay_dims_model.json";
+    std::ofstream(path) << text.str();
+    const TimingModelFile back = read_timing_model(path.string());
+    std::filesystem::remove(path);
+    ASSERT_EQ(back.kernels.size(), 1u);
+    ASSERT_TRUE(back.kernels[0].quadratic);
+    EXPECT_EQ(back.kernels[0].quadratic->features, model.quadratic->features);
+    const auto z = log_features(model.features(), points[40].work, {{"arg0.d1", 8}, {"arg0.d2", 2560}});
+    ASSERT_TRUE(z);
+    EXPECT_NEAR(back.kernels[0].quadratic->predict(*z), model.quadratic->predict(*z), 1e-9 * model.quadratic->predict(*z));
+    EXPECT_FALSE(log_features(model.features(), points[40].work, {{"arg0.d1", 8}}));  // a dim missing
+}
+
 }  // namespace
 }  // namespace replay

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -460,16 +461,29 @@ TEST(CpuBackend, TiersAndEnvironment) {
     backend->set_stream_count(2);
     backend->issue(c.handle, 1, 1);
     backend->stream_wait(0, 1);
-    backend->delay(0, 1000);
     backend->flush_l2();
+    // The gelu's input (an activation of 256 KiB, no recorded reuse) was in cache when recorded:
+    // it is read in first, timed as a warm-up read of its step.
+    backend->warm_inputs(a.handle, 0, 2);
     backend->issue(a.handle, 0, 2);
     backend->synchronize();
     const auto activities = backend->collect();
-    ASSERT_EQ(activities.size(), 2u);
+    ASSERT_EQ(activities.size(), 3u);
     EXPECT_EQ(activities[0].name, "memcpy 1048576 bytes");
     EXPECT_EQ(activities[0].stream, 1);
-    EXPECT_EQ(activities[1].name, "aten::gelu");
+    EXPECT_TRUE(activities[1].warm_read);
+    EXPECT_EQ(activities[1].tag, 2u);
+    EXPECT_EQ(activities[2].name, "aten::gelu");
+    EXPECT_FALSE(activities[2].warm_read);
     EXPECT_LE(activities[0].end_ns, activities[1].start_ns);
+    EXPECT_LE(activities[1].end_ns, activities[2].start_ns);
+
+    // No graphs on the host: the reason, and a capture is refused.
+    EXPECT_NE(backend->capture_blocker(a.handle, 0).find("no graph"), std::string::npos);
+    EXPECT_THROW(backend->begin_capture(0, true), std::logic_error);
+    backend->set_phase(Phase::Timed);
+    EXPECT_TRUE(backend->first_uses().empty());
+    backend->set_phase(Phase::Plan);
 
     const Environment env = backend->environment();
     EXPECT_EQ(env.backend, "cpu");

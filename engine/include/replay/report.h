@@ -98,6 +98,11 @@ struct ReportTotals {
     double gemm_name_match = NAN;       // share of replayed GEMM time whose kernel name matched
     double predicted_total_us = NAN;    // unique mode: sum of count x replayed median
     double sequential_kernel_us = NAN;  // unique mode: kernel time of one sequential pass, when run
+    // Sequential mode: the recorded step's span, the last replayed iteration's, and their ratio
+    // (ReportTimeline has every iteration's figures).
+    double recorded_span_us = NAN;
+    double replayed_span_us = NAN;
+    double span_ratio = NAN;
     double wall_seconds = 0;
 };
 
@@ -160,6 +165,41 @@ struct ReportEnergy {
     std::vector<std::string> notes;
 };
 
+// The shape of a timeline, the recorded step's or one replayed iteration's (timeline_figures()
+// in timeline.h computes it from the activities' intervals).
+struct TimelineFigures {
+    double span_us = NAN;        // first start to last end, warm-up reads included
+    double kernel_us = 0;        // summed durations of the activities (kernels, copies, memsets)
+    double warm_read_us = 0;     // summed durations of the replay's L2 warm-up reads
+    double median_gap_us = NAN;  // between consecutive activities of a stream, warm-up reads out
+    double max_gap_us = NAN;
+    std::size_t activities = 0;
+    std::size_t gaps = 0;
+};
+
+// One replayed iteration of a sequential replay against the recorded step.
+struct IterationResult {
+    int iteration = 0;  // 1-based
+    TimelineFigures replayed;
+    double span_ratio = NAN;        // replayed span / recorded span
+    double stretch = NAN;           // replayed span / (kernel time + warm-up reads): 1 = no idle
+    double median_gap_ratio = NAN;  // replayed median gap / recorded median gap
+    double issue_host_us = NAN;     // host time from the iteration's first issue to its last
+    std::size_t unattributed = 0;   // timed records that could not be tied to a step
+};
+
+struct ReportTimeline {
+    std::string issue_path;  // direct | graph | graph per step, "+direct" when some steps were
+    TimelineFigures recorded;
+    std::vector<IterationResult> iterations;
+    // The first iteration's largest gap over the last one's (lazy set-up inside the first step
+    // shows here); NaN with one iteration.
+    double first_to_last_max_gap = NAN;
+    // What the backend still allocated, created or loaded once the plan was sealed: each line a
+    // first use inside the timed step, which the plan should have done.
+    std::vector<std::string> first_uses;
+};
+
 struct Report {
     std::string schema = "replay.report/1";
     std::string tool_version;
@@ -176,6 +216,7 @@ struct Report {
     std::vector<KernelResult> kernels;
     std::vector<std::string> notes;
     ReportEnergy energy;
+    std::optional<ReportTimeline> timeline;  // sequential mode
 
     std::string input(const std::string& key) const;
     std::string env(const std::string& key) const;

@@ -36,6 +36,20 @@ struct TotalsField {
 // The members of "totals", in the order they are written.
 const std::vector<TotalsField>& totals_fields();
 
+// The numbers of "timeline" (sequential mode), in the order they are written; each >= 0 or null.
+// A figures object: these, then its counts "activities" and "gaps".
+struct FiguresField {
+    const char* name;
+    double TimelineFigures::*member;
+};
+const std::vector<FiguresField>& timeline_figures_fields();
+// An iteration: "iteration", its figures, these, then "unattributed".
+struct IterationField {
+    const char* name;
+    double IterationResult::*member;
+};
+const std::vector<IterationField>& iteration_fields();
+
 // The members that start every kernel entry of report.json and regression.json.
 void write_kernel_identity(JsonWriter& json, const std::string& id, const std::string& name,
                            const std::string& kind, Tier tier);

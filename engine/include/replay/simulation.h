@@ -24,9 +24,11 @@ struct ModelParameters {
     // queued (the GPU's own dispatch gap); also used after a cross-stream wait is satisfied.
     Nanos gpu_gap = 0;
     std::size_t gpu_gap_samples = 0;
-    // Profiler cost of one recorded op (record_shapes, RecordFunction callbacks) on the CPU.
+    // Profiler cost of one recorded op (record_shapes, RecordFunction callbacks) on the CPU: the
+    // mean leaf-op footprint; the footprints' median and 90th percentile show their spread.
     Nanos op_overhead = 0;
     std::size_t op_overhead_samples = 0;
+    Nanos op_footprint_median = 0, op_footprint_high = 0;
     bool op_overhead_calibrated = false;  // given by the user, not estimated
 };
 

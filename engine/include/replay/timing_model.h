@@ -20,8 +20,25 @@ namespace replay {
 // One measured point.
 struct TimingPoint {
     RecipeWork work;
+    std::vector<double> dims;  // the swept dims' values, in FitOptions::dim_names' order
     double time_us = 0;
 };
+
+// log t = c . [1, z_i, z_i z_j (i <= j)] over z, the logs of named features: "log_gflop",
+// "log_mb", "log_melements" (log1p of the work) and "log:<dim>" (log of a recipe dim, e.g.
+// log:m, log:arg0.d1). A power law with bends in log space: a GEMM's tile and wave steps and a
+// layer norm's rows x cols shape show up as cross terms the work alone cannot tell apart.
+// Fitted by ridge least squares on log time, so that every point's relative error counts alike.
+struct LogQuadratic {
+    std::vector<std::string> features;
+    std::vector<double> coefficients;
+    double predict(const std::vector<double>& z) const;
+};
+// The log features `names` of a piece of work and its dims (`dim` gives a dim's value by name,
+// nullopt when the recipe has none); nullopt when one cannot be computed.
+std::optional<std::vector<double>> log_features(
+    const std::vector<std::string>& names, const RecipeWork& work,
+    const std::vector<std::pair<std::string, double>>& dims);
 
 // t = max(floor, c0 + sum_j c_j * basis_j): basis are the work (GFLOP or G-elements) and the
 // bytes (MB), each also as hinges max(0, x - knot) at its quartiles.
@@ -41,20 +58,31 @@ struct KernelTimingModel {
     std::string kernel_id, name, op, dtype, csv;
     std::string family;                       // recipe_family with `masked` fields
     std::vector<std::string> masked;          // the fields the sweep varied
-    std::string kind = "piecewise_linear";    // or "boosted_trees"
+    std::string kind = "piecewise_linear";    // or "boosted_trees", "log_quadratic"
     std::size_t points = 0;
     PiecewiseLinear linear;
     std::optional<BoostedTrees> trees;        // when kind is boosted_trees
-    HeldOutError linear_error, trees_error;   // k-fold cross-validation of each
-    double predict(const RecipeWork& work) const;
-    const HeldOutError& error() const { return kind == "boosted_trees" ? trees_error : linear_error; }
+    std::optional<LogQuadratic> quadratic;    // when kind is log_quadratic
+    // k-fold cross-validation of each candidate: the log-quadratic model on the work alone and
+    // on the work and the swept recipe dims (n/a when the sweep varied model.* dims, which a
+    // recipe does not hold).
+    HeldOutError linear_error, trees_error, work_quadratic_error, dims_quadratic_error;
+    // The features the model needs: the log features of a log_quadratic model, else the work.
+    std::vector<std::string> features() const;
+    // nullopt when the recipe lacks a dim the model needs.
+    std::optional<double> predict(const Recipe& recipe) const;
+    double predict(const RecipeWork& work) const;  // a model of the work alone
+    const HeldOutError& error() const;
 };
 
 struct FitOptions {
     int folds = 5;
-    // The trees are used only when their held-out median error is below this share of the
-    // linear model's and their p90 is no higher.
-    double trees_must_beat = 0.9;
+    // The swept dims that a recipe holds (recipe_dims.h names), in TimingPoint::dims' order.
+    std::vector<std::string> dim_names;
+    // A richer candidate (log-quadratic on the work, then on the work and dims, then trees)
+    // replaces the model chosen so far only when its held-out median error is below this
+    // share of that model's and its p90 is no higher.
+    double richer_must_beat = 0.9;
     BoostedTreesOptions trees;
 };
 

@@ -26,13 +26,27 @@ struct Prepared {
 
 // A replayed GPU activity as the backend observed it (CUPTI record, CUDA event pair or host clock).
 struct TimedActivity {
-    std::uint64_t tag = 0;  // the tag given to issue(): step index of the driver
-    std::string name;       // kernel name (CUPTI) or the recipe's label when names are unknown
+    // The tag given to issue() or warm_inputs(): step index of the driver. In the Timed phase a
+    // backend may leave it 0 (untagged): the driver then ties the record to its issue by stream
+    // order and name (see Phase).
+    std::uint64_t tag = 0;
+    std::string name;  // kernel name (CUPTI) or the recipe's label when names are unknown
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
-    std::int64_t stream = 0;
+    std::int64_t stream = 0;  // the driver's stream index
     bool per_kernel = false;  // true: one record per kernel (CUPTI); false: whole issue
+    bool warm_read = false;   // an L2 warm-up read of warm_inputs(), not the work itself
 };
+
+// Sequential mode's phases. Plan: recipes are prepared, streams made, graphs captured, and the
+// whole plan issued once untimed, so that everything used for the first time (lazy module loads,
+// library heuristics and workspaces, libtorch's first calls, allocations) happens here; collect()
+// tags every record. Timed: the plan is sealed; the driver only issues, waits and launches. A
+// backend may then time without correlation ids (cheaper per issue): its records come back
+// untagged, in the order each stream ran them, and the driver matches them to its issues by the
+// kernel names the same issues produced in the Plan phase. What a backend still allocates or
+// loads in the Timed phase is a first use the plan missed: first_uses() lists it.
+enum class Phase : std::uint8_t { Plan, Timed };
 
 // An input of prepared work as the replay holds it, for cache warming (unique mode's
 // --context recorded).
@@ -99,10 +113,9 @@ class Backend {
     // Evicts the L2 cache (cold runs); a no-op where there is none to flush.
     virtual void flush_l2() = 0;
     // Loads into the L2 cache, on `stream`, the inputs of prepared work that the recording would
-    // still have had there (cached_in_recording); a no-op where there is no cache to model.
-    virtual void warm_inputs(std::uint32_t handle, int stream) = 0;
-    // Sleeps on the device (recorded pacing) for `ns` on `stream`, or waits on the host.
-    virtual void delay(int stream, std::int64_t ns) = 0;
+    // still have had there (cached_in_recording); a no-op where there is no cache to model. Its
+    // time comes back as activities with warm_read set and `tag`.
+    virtual void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) = 0;
 
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
@@ -110,6 +123,28 @@ class Backend {
     // The device's energy counter and power reading (--energy), valid while the backend lives;
     // nullptr with `why` where there is none (the default: the host has no board counter).
     virtual std::unique_ptr<EnergyMeter> energy_meter(std::string& why);
+    // ---- sequential mode's plan (see Phase) ----
+    virtual void set_phase(Phase phase) = 0;
+    // What was allocated, created or loaded since set_phase(Phase::Timed), one line per kind
+    // ("2 device allocations (3.1 MiB)"); empty when nothing was.
+    virtual std::vector<std::string> first_uses() = 0;
+
+    // ---- CUDA graphs ----
+    // Why prepared work cannot be captured into a graph on `stream` (a libtorch op that
+    // synchronises, a copy from pageable memory, a backend without graphs); empty when it can.
+    virtual std::string capture_blocker(std::uint32_t handle, int stream) = 0;
+    // From here to end_capture(), issue(), warm_inputs() and stream_wait() are recorded into a
+    // graph instead of run. `home` is the stream the graph will be launched on; with
+    // `all_streams`, every other stream joins the capture from `home` and rejoins it at the end
+    // (else only `home` is captured).
+    virtual void begin_capture(int home, bool all_streams) = 0;
+    // The captured graph, instantiated and uploaded: a handle for launch_graph(), or 0 with
+    // `why`. Ends the capture in any case.
+    virtual std::uint32_t end_capture(std::string& why) = 0;
+    // Launches a captured graph on its home stream, after everything issued so far on every
+    // stream it captured, and before anything issued after it. Its activities come back tagged
+    // with the tags their issues had when captured.
+    virtual void launch_graph(std::uint32_t graph) = 0;
 };
 
 // Factories; return nullptr with `why` filled when the backend is not available in this build
@@ -127,7 +162,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 2;  // 2: energy_meter()
+inline constexpr std::uint32_t kBackendAbiVersion = 3;  // 3: energy_meter()
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

@@ -3,6 +3,7 @@
 // (what both share), plan.cpp (steps and unique mode's templates), sequential.cpp, unique.cpp.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@
 
 namespace replay {
 
+// Sequential mode's pacing. None: every step as soon as the host gets to it (back to back).
+// Recorded: the host waits until the recorded launch of each step (for an op's kernels, the op's
+// first launch), counted from the recorded step's first launch, before issuing it: the recorded
+// gaps on every stream, and a launch-bound step replays launch-bound as it was recorded.
 enum class Pace { None, Recorded };
 // Unique mode: what runs before each timed run. Recorded: the L2 cache is evicted, the step
 // recorded just before that instance runs (untimed), then the instance's inputs that the
@@ -44,7 +49,18 @@ struct DriverOptions {
     double energy_window_ms = 0;  // 0: the fewest counter periods that time a window to < 1%
     int energy_windows = 5;       // windows per kernel or step: its samples (regress needs >= 5)
     double energy_min_us = 0;     // unique: kernels recorded shorter (median) are not measured
+    // Sequential mode: capture the steps (warm-up reads included) in CUDA graphs once and launch
+    // them per iteration: the whole step as one graph with --pace none, one graph per step with
+    // --pace recorded. Steps that cannot be captured are issued directly (the notes say which).
+    bool graph = false;
+    // Sequential mode: every replayed iteration in the timeline (replay_trace.json), not only the
+    // last.
+    bool trace_all_iterations = false;
     std::function<void(const std::string&)> progress;  // one line of progress, or empty
+    // Recorded pacing's clock, nanoseconds on a monotonic clock, and a wait until a time on it;
+    // empty: the steady clock and a spin (tests drive the pacing with a clock of their own).
+    std::function<std::int64_t()> clock_ns;
+    std::function<void(std::int64_t)> wait_until_ns;
 };
 
 // One group of recorded activities issued by one recipe (an op instance: a GEMM and its split-K
@@ -56,8 +72,13 @@ struct Step {
 };
 std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>& recipes);
 
-// `timeline`, when given, receives the last iteration's replayed activities and the recorded ones
-// (replay_trace.json).
+// Sequential mode runs in phases (backend.h's Phase): the launch plan (every recipe prepared,
+// every wait and recorded offset decided), one untimed pass of the whole plan (first uses: lazy
+// module loads, library heuristics, libtorch's first calls), with `graph` the capture and one
+// untimed launch of the graphs; then the plan is sealed and the timed iterations only launch.
+// The report's timeline has each iteration's span and gaps against the recorded step's.
+// `timeline`, when given, receives the recorded activities and the last iteration's replayed ones
+// (every iteration's with trace_all_iterations) for replay_trace.json.
 Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
                          Timeline* timeline);
 Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOptions& options);

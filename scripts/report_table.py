@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""One line per report.json: mode, share of recorded kernel time replayed, replayed vs recorded
+total, median per-kernel |error|, GEMM name match, failures. For GPU sessions' logs.
+
+Usage: scripts/report_table.py REPORT_OR_DIR...   (a folder means its report.json)
+"""
+import json
+import os
+import sys
+
+
+def num(value, fmt):
+    return "-" if value is None else format(value, fmt)
+
+
+def main(paths):
+    print(f"{'report':<44}{'mode':<11}{'replayed':>9}{'total err':>10}{'med |err|':>10}"
+          f"{'gemm names':>11}{'failed':>7}")
+    status = 0
+    for path in paths:
+        file = os.path.join(path, "report.json") if os.path.isdir(path) else path
+        try:
+            with open(file) as f:
+                report = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"{path:<44}no report ({e})")
+            status = 1
+            continue
+        t = report.get("totals", {})
+        failed = sum(1 for k in report.get("kernels", []) if k.get("disposition") == "failed")
+        print(f"{path[-43:]:<44}{report.get('mode', '?'):<11}"
+              f"{num(t.get('replayed_coverage'), '.4f'):>9}{num(t.get('total_error_pct'), '+.2f'):>10}"
+              f"{num(t.get('median_abs_error_pct'), '.2f'):>10}{num(t.get('gemm_name_match'), '.3f'):>11}"
+              f"{failed:>7}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]) if len(sys.argv) > 1 else print(__doc__) or 2)

@@ -1,0 +1,187 @@
+// The CUDA backend's side of sequential mode's timeline (CTest label `gpu`): a sealed plan that
+// allocates and loads nothing, records that come back untagged in the Timed phase in stream
+// order, and graphs whose kernels are tied to the issues that were captured. Each test skips,
+// with the factory's reason, on a machine without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "replay/backend.h"
+#include "replay/cuda_backend.h"
+#include "replay/recipe.h"
+
+namespace replay {
+namespace {
+
+Recipe gemm_recipe(std::int64_t m, std::int64_t n, std::int64_t k) {
+    GemmRecipe g;
+    g.op = "aten::mm";
+    g.m = m, g.n = n, g.k = k;
+    g.lda = k, g.ldb = n, g.ldc = n;
+    g.a_type = g.b_type = g.c_type = DType::Float16;
+    g.a_reuse_bytes = 1 << 20;  // an activation the recording had in L2: a warm-up read
+    Recipe r;
+    r.tier = Tier::Gemm;
+    r.detail = g;
+    return r;
+}
+
+Recipe copy_recipe(CopyDirection direction, bool pinned, std::int64_t bytes, bool memset) {
+    CopyRecipe c;
+    c.direction = direction;
+    c.host_pinned = pinned;
+    c.bytes = bytes;
+    c.is_memset = memset;
+    Recipe r;
+    r.tier = Tier::Copy;
+    r.detail = c;
+    return r;
+}
+
+// Work records (warm-up reads apart) per tag, in start order.
+std::map<std::uint64_t, std::vector<std::string>> names_by_tag(
+    const std::vector<TimedActivity>& records, bool warm = false) {
+    std::map<std::uint64_t, std::vector<std::string>> out;
+    for (const auto& r : records)
+        if (r.warm_read == warm) out[r.tag].push_back(r.name);
+    return out;
+}
+
+class CudaTimelineTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::string why;
+        backend_ = create_cuda_backend(BackendOptions{}, why);
+        if (!backend_) GTEST_SKIP() << "no CUDA backend: " << why;
+        if (backend_->environment().timing != "cupti") GTEST_SKIP() << "CUPTI unavailable";
+    }
+    std::uint32_t ready(const Recipe& recipe) {
+        const Prepared p = backend_->prepare(recipe);
+        EXPECT_EQ(p.disposition, Disposition::Ready) << p.reason;
+        return p.handle;
+    }
+    std::unique_ptr<Backend> backend_;
+};
+
+TEST_F(CudaTimelineTest, ASealedPlanMakesNothingAndTimesWithoutCorrelationIds) {
+    backend_->set_stream_count(1);
+    const std::uint32_t gemm = ready(gemm_recipe(64, 1024, 1024));
+    const std::uint32_t memset = ready(copy_recipe(CopyDirection::Device, false, 1 << 20, true));
+    constexpr int kSteps = 200;
+    auto pass = [&] {
+        for (int s = 0; s < kSteps; ++s) {
+            const std::uint32_t handle = s % 2 ? memset : gemm;
+            backend_->warm_inputs(handle, 0, static_cast<std::uint64_t>(s) + 1);
+            backend_->issue(handle, 0, static_cast<std::uint64_t>(s) + 1);
+        }
+    };
+    // Plan phase: the first pass makes whatever it needs; its records are tagged.
+    pass();
+    backend_->synchronize();
+    const auto planned = backend_->collect();
+    const auto work = names_by_tag(planned);
+    ASSERT_EQ(work.size(), static_cast<std::size_t>(kSteps));
+    EXPECT_EQ(names_by_tag(planned, true).size(), static_cast<std::size_t>(kSteps / 2));
+
+    backend_->set_phase(Phase::Timed);
+    const auto start = std::chrono::steady_clock::now();
+    pass();
+    const double host_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count();
+    backend_->synchronize();
+    const auto timed = backend_->collect();
+    const auto late = backend_->first_uses();
+    backend_->set_phase(Phase::Plan);
+    std::printf("timed pass: %.2f us of host time per issue (warm-up reads included)\n",
+                host_us / kSteps);
+    for (const auto& line : late) ADD_FAILURE() << "first use after the plan was sealed: " << line;
+    // Untagged, on stream 0, in the order the steps ran: the same names as the tagged pass.
+    std::vector<std::string> expected, got;
+    for (const auto& [tag, names] : work) expected.insert(expected.end(), names.begin(), names.end());
+    for (const auto& r : timed) {
+        EXPECT_EQ(r.tag, 0u);
+        EXPECT_EQ(r.stream, 0);
+        if (r.name.find("l2_touch") == std::string::npos) got.push_back(r.name);
+    }
+    EXPECT_EQ(got, expected);
+}
+
+TEST_F(CudaTimelineTest, GraphKernelsAreTiedToTheIssuesThatWereCaptured) {
+    backend_->set_stream_count(2);
+    const std::uint32_t gemm = ready(gemm_recipe(64, 1024, 1024));
+    const std::uint32_t memset = ready(copy_recipe(CopyDirection::Device, false, 1 << 20, true));
+    for (auto handle : {gemm, memset}) EXPECT_EQ(backend_->capture_blocker(handle, 0), "");
+    // Untimed, step by step: what each issue gives.
+    backend_->issue(gemm, 0, 1);
+    backend_->issue(memset, 1, 2);
+    backend_->synchronize();
+    const auto direct = names_by_tag(backend_->collect());
+
+    backend_->begin_capture(0, true);
+    backend_->warm_inputs(gemm, 0, 1);
+    backend_->issue(gemm, 0, 1);
+    backend_->stream_wait(1, 0);
+    backend_->issue(memset, 1, 2);
+    std::string why;
+    const std::uint32_t graph = backend_->end_capture(why);
+    ASSERT_NE(graph, 0u) << why;
+
+    for (Phase phase : {Phase::Plan, Phase::Timed}) {
+        backend_->set_phase(phase);
+        backend_->launch_graph(graph);
+        backend_->launch_graph(graph);
+        backend_->synchronize();
+        const auto records = backend_->collect();
+        if (phase == Phase::Timed) {
+            for (const auto& line : backend_->first_uses()) ADD_FAILURE() << line;
+            backend_->set_phase(Phase::Plan);
+        }
+        // Per launch (records in start order): the memset starts after the GEMM's last kernel.
+        std::vector<std::int64_t> gemm_ends, memset_starts;
+        for (const auto& r : records) {
+            EXPECT_NE(r.tag, 0u) << r.name << ": a graph's records are tagged in every phase";
+            if (r.tag == 1 && !r.warm_read) {
+                if (gemm_ends.size() == memset_starts.size()) gemm_ends.push_back(0);
+                gemm_ends.back() = std::max(gemm_ends.back(), r.end_ns);
+            }
+            if (r.tag == 2) {
+                memset_starts.push_back(r.start_ns);
+                EXPECT_EQ(r.stream, 1);
+            }
+        }
+        const auto work = names_by_tag(records);
+        ASSERT_EQ(work.size(), 2u);
+        for (const auto& [tag, names] : work) {
+            ASSERT_EQ(names.size(), 2 * direct.at(tag).size()) << "tag " << tag;
+            for (std::size_t i = 0; i < direct.at(tag).size(); ++i)
+                EXPECT_EQ(names[i], direct.at(tag)[i]);
+        }
+        EXPECT_EQ(names_by_tag(records, true).at(1).size(), 2u);  // the warm-up read, twice
+        ASSERT_EQ(memset_starts.size(), 2u);
+        ASSERT_EQ(gemm_ends.size(), 2u);
+        for (std::size_t i = 0; i < 2; ++i)
+            EXPECT_GE(memset_starts[i], gemm_ends[i]) << "the captured wait was lost";
+    }
+}
+
+TEST_F(CudaTimelineTest, PageableCopiesAreNotCaptured) {
+    const std::uint32_t pageable =
+        ready(copy_recipe(CopyDirection::HostToDevice, false, 1 << 16, false));
+    const std::uint32_t pinned =
+        ready(copy_recipe(CopyDirection::HostToDevice, true, 1 << 16, false));
+    EXPECT_NE(backend_->capture_blocker(pageable, 0).find("pageable"), std::string::npos);
+    EXPECT_EQ(backend_->capture_blocker(pinned, 0), "");
+    // A failed trial leaves the stream usable.
+    backend_->issue(pageable, 0, 1);
+    backend_->synchronize();
+    EXPECT_EQ(names_by_tag(backend_->collect()).size(), 1u);
+}
+
+}  // namespace
+}  // namespace replay
