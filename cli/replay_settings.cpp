@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "replay/report_energy.h"
+#include "replay/worker_backend.h"
 
 namespace replay::cli {
 
@@ -143,6 +144,21 @@ void ReplaySettings::add_device_options(CLI::App& app) {
         ->transform(CLI::AsSizeValue(false))
         ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()))
         ->capture_default_str();
+    app.add_option("--isolation", isolation,
+                   "worker: the device work runs in a worker process, so that a device fault "
+                   "(a device-side assert, an illegal address, a crash) or a run past its time "
+                   "limit fails that kernel, the worker is restarted and the replay goes on; "
+                   "none: in this process (a fault ends the replay)")
+        ->check(CLI::IsMember({"worker", "none"}))
+        ->capture_default_str();
+    app.add_option("--kernel-timeout", kernel_timeout_s,
+                   "With --isolation worker: a run that takes longer than max(SECONDS, 1000 x "
+                   "its recorded time) is failed with the reason, the worker restarted and the "
+                   "replay goes on (a wait for queued work: 1000 x the recorded time of all of "
+                   "it); 0: no limit")
+        ->type_name("SECONDS")
+        ->check(CLI::Range(0.0, 1e9))
+        ->capture_default_str();
 }
 
 DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend) const {
@@ -172,6 +188,28 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
 }
 
 std::unique_ptr<Backend> ReplaySettings::make_backend() const {
+    // --energy polls the board's counter between launches: in this process, beside the device.
+    if (isolation == "none" || energy) return make_backend_here();
+    WorkerOptions worker;
+    worker.kernel_timeout_s = kernel_timeout_s;
+    std::string why;
+    // The worker makes the backend: this process never initialises the device, so that it can
+    // start a fresh worker after a fault.
+    auto backend = make_worker_backend(
+        [settings = *this](std::string& why_not) -> std::unique_ptr<Backend> {
+            try {
+                return settings.make_backend_here();
+            } catch (const std::exception& e) {
+                why_not = e.what();
+                return nullptr;
+            }
+        },
+        worker, why);
+    if (backend == nullptr) throw std::runtime_error(why);
+    return backend;
+}
+
+std::unique_ptr<Backend> ReplaySettings::make_backend_here() const {
     BackendOptions options;
     options.device = device;
     options.seed = seed;

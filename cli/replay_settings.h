@@ -38,6 +38,8 @@ struct ReplaySettings {
     int energy_windows = 5;
     double energy_min_us = 0;
     std::string timing_json;  // the real step's timing.json; "": the one beside the trace, if any
+    std::string isolation = "worker";
+    double kernel_timeout_s = 10;
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);
@@ -45,12 +47,14 @@ struct ReplaySettings {
     void add_sweep_options(CLI::App& app);
     DriverOptions driver_options(bool quiet, const Backend& backend) const;
     // The backend asked for; `auto` falls back to the cpu backend, saying why. Throws when none.
+    // With --isolation worker, the backend runs in a worker process (worker_backend.h).
     std::unique_ptr<Backend> make_backend() const;
     // A trace (`analysis`) in the chosen mode, or a signature file (`kernels`) in unique mode.
     Report run(const Analysis* analysis, const SignatureFile* kernels, Backend& backend, bool quiet,
                Timeline* timeline) const;
 
   private:
+    std::unique_ptr<Backend> make_backend_here() const;
     void add_backend_option(CLI::App& app);
     void add_unique_options(CLI::App& app);
     void add_device_options(CLI::App& app);

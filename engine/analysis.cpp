@@ -1,6 +1,7 @@
 #include "replay/analysis.h"
 
 #include <chrono>
+#include <future>
 #include <sstream>
 
 #include "replay/execution_trace.h"
@@ -11,11 +12,15 @@ namespace replay {
 
 std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     auto analysis = std::make_unique<Analysis>();
+    auto stage_done = [&](std::string_view stage) {
+        if (options.on_stage) options.on_stage(stage);
+    };
     const auto start = std::chrono::steady_clock::now();
     analysis->parsed = parse_kineto(options.trace_path, options.parse);
     analysis->parse_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     Trace& trace = analysis->parsed.trace;
+    stage_done("parse");
     if (!options.execution_trace_path.empty()) {
         const ExecutionTrace et = read_execution_trace(options.execution_trace_path);
         const AttachStats s = attach_execution_trace(trace, et);
@@ -37,6 +42,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
             warning << ": is it from the same run?";
             analysis->parsed.warnings.push_back(warning.str());
         }
+        stage_done("execution trace");
     }
     if (!options.shape_log_path.empty()) {
         const ShapeLog log = read_shape_log(options.shape_log_path);
@@ -47,24 +53,30 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
              << s.matched_by_rf_id + s.matched_by_external_id << " ops matched, " << s.unmatched
              << " records unmatched, " << s.shapes_filled << " ops got shapes";
         analysis->notes.push_back(note.str());
+        stage_done("shape log");
     }
-    analysis->graph = KernelGraph::build(trace);
+    // The content hash reads only the activities: it runs beside the graph and the classifier.
+    const unsigned threads = parse_threads(options.parse);
+    auto trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                                 [&trace] { return trace_content_hash(trace); });
+    analysis->graph = KernelGraph::build(trace, threads);
+    stage_done("graph");
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
+        // The rewrite interns names, which the hash reads: the hash (activities only, which the
+        // rewrite leaves alone) is taken first.
+        analysis->trace_hash = trace_hash.get();
         analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
     }
-    analysis->recipes = classify(analysis->graph);
+    analysis->recipes = classify(analysis->graph, options.classify_check);
+    stage_done("classify");
     annotate_reuse(analysis->graph, analysis->recipes);
+    stage_done("reuse");
     analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);
+    stage_done("unique kernels");
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
-    std::string content;
-    for (const auto& a : trace.activities) {
-        content += trace.names.view(a.name);
-        content += ':' + std::to_string(a.dur) + ':' + std::to_string(a.stream) + ';';
-        if (content.size() > (1u << 20))
-            content = hash_hex(content);  // keep the rolling text small
-    }
-    analysis->trace_hash = hash_hex(content);
+    if (trace_hash.valid()) analysis->trace_hash = trace_hash.get();
+    stage_done("trace hash");
     return analysis;
 }
 

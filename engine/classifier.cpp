@@ -1,658 +1,171 @@
 #include "replay/classifier.h"
 
-#include <algorithm>
-#include <array>
-#include <cctype>
-#include <functional>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "classifier_facts.h"
 
 namespace replay {
+
+std::uint32_t NodeRecipes::add(Recipe recipe) {
+    table_.push_back(std::move(recipe));
+    return static_cast<std::uint32_t>(table_.size() - 1);
+}
+
 namespace {
 
-bool contains_nocase(std::string_view text, std::string_view needle) {
-    auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(),
-                          [](char a, char b) { return std::tolower(a) == std::tolower(b); });
-    return it != text.end();
+using namespace classifier_detail;
+
+// The facts of an activity itself and of how the graph linked it; the op chain's come apart.
+Facts activity_facts(const KernelGraph& graph, const GraphNode& node) {
+    const GpuActivity& a = graph.activity(node);
+    Facts f;
+    f.kind = a.kind;
+    f.link = node.link;
+    f.launched = node.launch != kNoIndex;
+    f.activity_name = a.name;
+    f.bytes = a.bytes;
+    f.collective = a.collective;
+    f.collective_dtype = a.collective_dtype;
+    f.in_nelems = a.in_nelems;
+    f.out_nelems = a.out_nelems;
+    f.group_size = a.group_size;
+    return f;
 }
 
-bool contains_any(std::string_view text, std::initializer_list<std::string_view> needles) {
-    for (auto n : needles)
-        if (text.find(n) != std::string_view::npos) return true;
-    return false;
-}
+// Facts of nodes one after the other: what the chain walk asks about a name or a shapes entry is
+// worked out once, and a node launched inside the same op as the one before reuses its chain.
+class FactsOf {
+  public:
+    explicit FactsOf(const KernelGraph& graph)
+        : graph_(graph),
+          trace_(graph.trace()),
+          name_kinds_(trace_.names.size(), 0),
+          shaped_(trace_.op_shapes.size(), -1) {}
 
-constexpr std::array<std::string_view, 6> kGemmOps = {
-    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear", "aten::matmul"};
-bool is_gemm_op(std::string_view name) {
-    return std::find(kGemmOps.begin(), kGemmOps.end(), name) != kGemmOps.end();
-}
-
-bool looks_like_gemm_kernel(std::string_view name) {
-    return contains_any(
-        name,
-        {"gemm",  "Gemm",  "GEMM",  "nvjet",   "cutlass", "xmma",    "wmma",    "cublas", "Cijk_",
-         "sm90_", "sm80_", "sm75_", "ampere_", "volta_",  "turing_", "hopper_", "s16816", "h16816",
-         "s1688", "h1688", "s884",  "h884",    "gemv",    "splitK",  "magma"});
-}
-
-bool is_splitk_reduce(std::string_view name) {
-    return contains_any(name, {"splitKreduce", "splitK_reduce", "reduce_1Block"});
-}
-
-// A CPU op that names a dispatcher operator ("aten::add", "c10d::allreduce_", "vllm::...").
-bool is_dispatcher_op(std::string_view name) {
-    const auto colons = name.find("::");
-    if (colons == std::string_view::npos || colons == 0) return false;
-    return !name.starts_with("autograd::") && !name.starts_with("torch::autograd") &&
-           !name.starts_with("ProfilerStep") && name.find(' ') == std::string_view::npos;
-}
-
-// Kineto's type text for a tensor-list argument (its dims are then per-element lists, or [] when
-// record_shapes could not see the elements).
-bool is_tensor_list_type(std::string_view type) {
-    return type == "TensorList" || type.starts_with("GenericList");
-}
-
-// Everything a rule looks at for one activity.
-struct Context {
-    const KernelGraph& graph;
-    const GraphNode& node;
-    const GpuActivity& activity;
-    std::string_view name;
-    std::vector<std::uint32_t> chain;  // innermost op first
-    std::optional<std::uint32_t> gemm_op;
-    std::optional<std::uint32_t> aten_op;  // innermost dispatcher op
-    const Trace& trace() const { return graph.trace(); }
-    const CpuOp& op(std::uint32_t i) const { return trace().cpu_ops[i]; }
-    std::string_view op_name(std::uint32_t i) const { return trace().names.view(op(i).name); }
-    const OpShapes* shapes(std::uint32_t i) const {
-        return op(i).shapes == kNoIndex ? nullptr : &trace().op_shapes[op(i).shapes];
-    }
-    // The first tensor-list argument recorded without its tensors: Kineto writes a tensor list
-    // as [] (record_shapes has no element shapes); only an Execution Trace carries them.
-    std::optional<std::size_t> unrecorded_tensor_list(std::uint32_t i) const {
-        const OpShapes* s = shapes(i);
-        if (s == nullptr) return std::nullopt;
-        for (std::size_t k = 0; k < s->inputs.size(); ++k) {
-            const OpArgument& in = s->inputs[k];
-            if (is_tensor_list_type(trace().names.view(in.type)) && in.list_ranks.empty()) return k;
+    Facts operator()(const GraphNode& node) {
+        Facts f = activity_facts(graph_, node);
+        if (node.op != last_op_) {
+            last_op_ = node.op;
+            chain_ = Chain{};
+            graph_.visit_op_chain(node, [&](std::uint32_t i) { return add_to_chain(i); });
         }
-        return std::nullopt;
+        f.in_op = chain_.in_op;
+        f.innermost_op = chain_.innermost_op;
+        f.gemm_op = chain_.gemm_op;
+        f.aten_op = chain_.aten_op;
+        f.aten_children = chain_.aten_children;
+        return f;
     }
-    bool has_shapes(std::uint32_t i) const {
-        const OpShapes* s = shapes(i);
-        if (s == nullptr) return false;
-        for (const auto& a : s->inputs)
-            if (!a.dims.empty() || a.type != StringPool::kEmpty) return true;
-        return false;
+
+  private:
+    enum : std::uint8_t { kKnown = 1, kDispatcher = 2, kGemm = 4 };
+    // The op chain's part of the facts.
+    struct Chain {
+        bool in_op = false;
+        NameId innermost_op = 0;
+        std::optional<OpRef> gemm_op, aten_op;
+        std::vector<OpRef> aten_children;
+    };
+    std::uint8_t name_kind(NameId name) {
+        std::uint8_t& k = name_kinds_[name];
+        if (k == 0) {
+            const std::string_view n = trace_.names.view(name);
+            k = kKnown | (is_dispatcher_op(n) ? kDispatcher : 0) | (is_gemm_op(n) ? kGemm : 0);
+        }
+        return k;
     }
+    bool shaped(std::uint32_t shapes) {
+        if (shapes == kNoIndex) return false;
+        if (shaped_[shapes] < 0) shaped_[shapes] = has_shapes(trace_, shapes) ? 1 : 0;
+        return shaped_[shapes] == 1;
+    }
+    // Takes one more op of the chain, innermost first; false once nothing further can change.
+    bool add_to_chain(std::uint32_t i) {
+        const CpuOp& op = trace_.cpu_ops[i];
+        Chain& c = chain_;
+        if (!c.in_op) c.in_op = true, c.innermost_op = op.name;
+        const std::uint8_t kind = name_kind(op.name);
+        if (!c.aten_op && op.category == 0 && (kind & kDispatcher)) {
+            c.aten_op = {op.name, op.shapes};
+            c.aten_children = aten_children_facts(trace_, i);
+        }
+        if (!c.gemm_op && (kind & kGemm) && shaped(op.shapes)) c.gemm_op = {op.name, op.shapes};
+        return !(c.aten_op && c.gemm_op);
+    }
+
+    const KernelGraph& graph_;
+    const Trace& trace_;
+    std::vector<std::uint8_t> name_kinds_;  // per NameId
+    std::vector<std::int8_t> shaped_;       // per op_shapes entry: -1 not yet known
+    std::uint32_t last_op_ = kNoIndex;      // the op whose chain chain_ holds
+    Chain chain_;
 };
 
-TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t first,
-                       std::size_t rank) {
-    TensorSpec t;
-    t.dims.assign(arg.dims.begin() + static_cast<std::ptrdiff_t>(first),
-                  arg.dims.begin() + static_cast<std::ptrdiff_t>(first + rank));
-    if (arg.has_strides && arg.strides.size() >= first + rank)
-        t.strides.assign(arg.strides.begin() + static_cast<std::ptrdiff_t>(first),
-                         arg.strides.begin() + static_cast<std::ptrdiff_t>(first + rank));
-    t.dtype = dtype_from_kineto(trace.names.view(arg.type));
-    t.storage_id = arg.storage_id == kNoId ? -1 : arg.storage_id;
-    t.storage_offset = arg.storage_offset;
-    return t;
-}
-
-AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
-    AtenArgument arg;
-    const std::string_view type = trace.names.view(in.type);
-    arg.type = type;
-    arg.value = trace.names.view(in.concrete);
-    if (!in.list_ranks.empty() || is_tensor_list_type(type)) {
-        arg.kind = ArgKind::TensorList;
-        std::size_t first = 0;
-        for (std::size_t i = 0; i < in.list_ranks.size(); ++i) {
-            TensorSpec t = tensor_from(trace, in, first, in.list_ranks[i]);
-            // Each element has its own storage; the list's single id would alias them all.
-            t.storage_id = i < in.list_storage_ids.size() && in.list_storage_ids[i] != kNoId
-                               ? in.list_storage_ids[i]
-                               : -1;
-            t.storage_offset = 0;
-            arg.tensors.push_back(std::move(t));
-            first += in.list_ranks[i];
+// The facts of one node the straightforward way: the whole op chain as the graph lists it.
+Facts facts_one_by_one(const KernelGraph& graph, const GraphNode& node) {
+    const Trace& trace = graph.trace();
+    Facts f = activity_facts(graph, node);
+    const std::vector<std::uint32_t> chain = graph.op_chain(node);
+    f.in_op = !chain.empty();
+    if (f.in_op) f.innermost_op = trace.cpu_ops[chain.front()].name;
+    for (std::uint32_t i : chain) {
+        const CpuOp& op = trace.cpu_ops[i];
+        const std::string_view name = trace.names.view(op.name);
+        if (!f.aten_op && op.category == 0 && is_dispatcher_op(name)) {
+            f.aten_op = OpRef{op.name, op.shapes};
+            f.aten_children = aten_children_facts(trace, i);
         }
-        // Kineto records no element dtype for lists; the Execution Trace does.
-        const DType element = dtype_from_kineto(trace.names.view(in.element_type));
-        for (auto& t : arg.tensors)
-            if (t.dtype == DType::Unknown)
-                t.dtype = element == DType::Unknown ? DType::Float32 : element;
-    } else if (type == "Scalar" || type == "Int" || type == "Double" || type == "Bool") {
-        arg.kind = ArgKind::Scalar;
-    } else if (type == "ScalarList") {
-        arg.kind = ArgKind::ScalarList;
-    } else if (type == "String" || type == "Device" || type == "str") {
-        arg.kind = ArgKind::String;
-    } else if (!in.dims.empty() || dtype_from_kineto(type) != DType::Unknown) {
-        arg.kind = ArgKind::Tensor;
-        arg.tensors.push_back(tensor_from(trace, in, 0, in.dims.size()));
-    } else if (type.empty()) {
-        arg.kind = ArgKind::None;
+        if (!f.gemm_op && is_gemm_op(name) && has_shapes(trace, op.shapes))
+            f.gemm_op = OpRef{op.name, op.shapes};
     }
-    return arg;
+    return f;
 }
 
-AtenRecipe aten_recipe(const Context& c, std::uint32_t op) {
-    AtenRecipe r;
-    r.op = c.op_name(op);
-    if (const OpShapes* s = c.shapes(op)) {
-        r.schema = c.trace().names.view(s->schema);
-        // "aten::add.Tensor(Tensor self, ...)": the overload sits between the first '.' and '('.
-        const auto paren = r.schema.find('(');
-        const auto dot = r.schema.substr(0, paren).find('.', r.op.size());
-        if (dot != std::string::npos && paren != std::string::npos)
-            r.overload = r.schema.substr(dot + 1, paren - dot - 1);
-        for (const auto& in : s->inputs) r.args.push_back(argument_from(c.trace(), in));
+void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
+    for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
+        const Recipe alone = decide(graph.trace(), facts_one_by_one(graph, graph.nodes()[n]));
+        if (alone == recipes[n]) continue;
+        throw std::logic_error(
+            "classifier: node " + std::to_string(n) + " (" +
+            std::string(graph.trace().names.view(graph.activity(graph.nodes()[n]).name)) +
+            ") classified alone gives rule " + alone.rule + " \"" + alone.reason + "\" (key " +
+            alone.key() + "), its shared decision rule " + recipes[n].rule + " \"" +
+            recipes[n].reason + "\" (key " + recipes[n].key() + ")");
     }
-    return r;
-}
-
-double scalar_or(const AtenArgument* arg, double fallback) {
-    if (arg == nullptr || arg->value.empty()) return fallback;
-    if (arg->value == "True") return 1.0;
-    if (arg->value == "False") return 0.0;
-    try {
-        return std::stod(arg->value);
-    } catch (...) {
-        return fallback;
-    }
-}
-
-// Row-major operand layout from dims and strides of its last two dimensions.
-struct Layout {
-    bool ok = false;
-    bool transposed = false;
-    std::int64_t ld = 0;
-    std::int64_t batch_stride = 0;
-};
-Layout layout_of(const TensorSpec& t) {
-    Layout l;
-    const std::size_t r = t.dims.size();
-    if (r < 2) return l;
-    const auto strides = t.strides.size() == r ? t.strides : t.contiguous_strides();
-    const std::int64_t rows = t.dims[r - 2], cols = t.dims[r - 1];
-    const std::int64_t s0 = strides[r - 2], s1 = strides[r - 1];
-    if (s1 == 1 || cols == 1) {
-        l.ld = std::max<std::int64_t>(s0, std::max<std::int64_t>(cols, 1));
-    } else if (s0 == 1 || rows == 1) {
-        l.transposed = true;
-        l.ld = std::max<std::int64_t>(s1, std::max<std::int64_t>(rows, 1));
-    } else {
-        return l;  // neither dimension is dense: cuBLAS cannot take it without a copy
-    }
-    l.batch_stride = r >= 3 ? strides[r - 3] : 0;
-    l.ok = true;
-    return l;
-}
-
-// GEMM recipe for mm/addmm/bmm/baddbmm/linear/matmul from the recorded argument shapes.
-std::optional<GemmRecipe> gemm_recipe(const AtenRecipe& aten, std::string& why) {
-    auto tensor = [&](std::size_t i) -> const TensorSpec* {
-        if (i >= aten.args.size() || aten.args[i].kind != ArgKind::Tensor ||
-            aten.args[i].tensors.empty())
-            return nullptr;
-        return &aten.args[i].tensors[0];
-    };
-    auto arg = [&](std::size_t i) -> const AtenArgument* {
-        return i < aten.args.size() ? &aten.args[i] : nullptr;
-    };
-    GemmRecipe g;
-    g.op = aten.op;
-    const TensorSpec *a = nullptr, *b = nullptr, *c = nullptr;
-    const std::string& op = aten.op;
-    if (op == "aten::mm" || op == "aten::bmm") {
-        a = tensor(0), b = tensor(1);
-    } else if (op == "aten::addmm" || op == "aten::baddbmm") {
-        c = tensor(0), a = tensor(1), b = tensor(2);
-        g.beta = scalar_or(arg(3), 1.0);
-        g.alpha = scalar_or(arg(4), 1.0);
-    } else if (op == "aten::matmul") {
-        a = tensor(0), b = tensor(1);
-    } else if (op == "aten::linear") {
-        a = tensor(0), b = tensor(1), c = tensor(2);
-    }
-    if (a == nullptr || b == nullptr) {
-        why = "GEMM operands have no recorded shapes";
-        return std::nullopt;
-    }
-    TensorSpec A = *a, B = *b;
-    if (op == "aten::linear") {
-        // y = x W^T + bias: W [N, K] read transposed.
-        if (B.dims.size() != 2) {
-            why = "linear weight is not 2-D";
-            return std::nullopt;
-        }
-        B.dims = {b->dims[1], b->dims[0]};
-        const auto ws = b->strides.size() == 2 ? b->strides : b->contiguous_strides();
-        B.strides = {ws[1], ws[0]};
-        g.beta = c != nullptr ? 1.0 : 0.0;
-    }
-    // Fold leading dims of a >2-D A into M when B is 2-D (linear / matmul on [.., M, K] x [K, N]).
-    if (A.dims.size() > 2 && B.dims.size() == 2) {
-        std::int64_t rows = 1;
-        for (std::size_t i = 0; i + 1 < A.dims.size(); ++i) rows *= A.dims[i];
-        const auto as = A.strides.size() == A.dims.size() ? A.strides : A.contiguous_strides();
-        A.dims = {rows, A.dims.back()};
-        A.strides = {as[as.size() - 2], as.back()};
-    }
-    if (A.dims.size() != B.dims.size() || A.dims.size() < 2 || A.dims.size() > 3) {
-        why = "unsupported GEMM operand ranks";
-        return std::nullopt;
-    }
-    const std::size_t r = A.dims.size();
-    g.m = A.dims[r - 2];
-    g.k = A.dims[r - 1];
-    g.n = B.dims[r - 1];
-    g.batch = r == 3 ? A.dims[0] : 1;
-    if (B.dims[r - 2] != g.k || (r == 3 && B.dims[0] != g.batch)) {
-        why = "GEMM inner dimensions disagree";
-        return std::nullopt;
-    }
-    const Layout la = layout_of(A), lb = layout_of(B);
-    if (!la.ok || !lb.ok) {
-        why = "GEMM operand is not dense in either of its last two dimensions";
-        return std::nullopt;
-    }
-    g.trans_a = la.transposed, g.lda = la.ld, g.stride_a = la.batch_stride;
-    g.trans_b = lb.transposed, g.ldb = lb.ld, g.stride_b = lb.batch_stride;
-    g.ldc = g.n;
-    g.stride_c = r == 3 ? g.m * g.n : 0;
-    g.a_type = a->dtype, g.b_type = b->dtype;
-    g.a_storage = a->storage_id, g.b_storage = b->storage_id;
-    if (c != nullptr) g.c_storage = c->storage_id;
-    g.c_type = a->dtype;
-    g.compute_type = a->dtype == DType::Float64 ? DType::Float64 : DType::Float32;
-    if (c != nullptr) {
-        if (c->dims.size() == 1 && (op == "aten::addmm" || op == "aten::linear")) {
-            g.bias = true;  // 1-D bias broadcast over rows: cuBLASLt's bias epilogue
-            g.bias_type = c->dtype;
-        } else if (op == "aten::baddbmm" || op == "aten::addmm") {
-            g.c_broadcast = c->numel() != g.m * g.n * g.batch;
-        }
-    } else if (op != "aten::addmm" && op != "aten::baddbmm") {
-        g.beta = 0.0;
-    }
-    return g;
-}
-
-// ---- rules -------------------------------------------------------------------------------------
-
-struct Rule {
-    RuleInfo info;
-    std::function<bool(const Context&)> matches;
-    std::function<Recipe(const Context&)> build;
-};
-
-Recipe not_replayable(std::string reason) {
-    Recipe r;
-    r.reason = std::move(reason);
-    return r;
-}
-
-CopyRecipe copy_from(const GpuActivity& a, std::string_view name) {
-    CopyRecipe copy;
-    copy.bytes = std::max<std::int64_t>(a.bytes, 0);
-    copy.is_memset = a.kind == ActivityKind::Memset;
-    copy.host_pinned = name.find("Pinned") != std::string_view::npos;
-    if (copy.is_memset) {
-        copy.direction = CopyDirection::Device;
-    } else if (contains_any(name, {"HtoD", "H2D"})) {
-        copy.direction = CopyDirection::HostToDevice;
-    } else if (contains_any(name, {"DtoH", "D2H"})) {
-        copy.direction = CopyDirection::DeviceToHost;
-    } else if (contains_any(name, {"PtoP", "P2P"})) {
-        copy.direction = CopyDirection::PeerToPeer;
-    } else if (contains_any(name, {"HtoH", "H2H"})) {
-        copy.direction = CopyDirection::HostToHost;
-    } else {
-        copy.direction = CopyDirection::DeviceToDevice;
-    }
-    return copy;
-}
-
-CollectiveRecipe collective_from(const Context& c) {
-    CollectiveRecipe r;
-    const auto& names = c.trace().names;
-    if (c.activity.collective != StringPool::kEmpty)
-        r.collective = names.view(c.activity.collective);
-    for (std::string_view kind :
-         {"AllReduce", "AllGather", "ReduceScatter", "SendRecv", "Broadcast", "AllToAll", "Reduce"})
-        if (r.collective.empty() && c.name.find(kind) != std::string_view::npos)
-            r.collective = kind;
-    if (r.collective.empty()) r.collective = "unknown";
-    r.in_nelems = c.activity.in_nelems;
-    r.out_nelems = c.activity.out_nelems;
-    r.group_size = c.activity.group_size;
-    r.dtype = dtype_from_kineto(names.view(c.activity.collective_dtype));
-    for (auto [suffix, dtype] :
-         {std::pair{"_float", DType::Float32}, std::pair{"_half", DType::Float16},
-          std::pair{"_bf16", DType::BFloat16}, std::pair{"_int8_t", DType::Int8}})
-        if (r.dtype == DType::Unknown && c.name.find(suffix) != std::string_view::npos)
-            r.dtype = dtype;
-    return r;
-}
-
-// Traces from 2021 record dims but no `Input type`; the kernel name still tells the precision.
-DType dtype_from_kernel_name(std::string_view name) {
-    if (contains_any(name, {"bf16", "bfloat16", "BFloat16"})) return DType::BFloat16;
-    if (contains_any(name,
-                     {"hgemm", "_f16", "fp16", "__half", "hsh", "h884", "h1688", "h16816", "Half"}))
-        return DType::Float16;
-    return DType::Float32;
-}
-
-Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
-    AtenRecipe aten = aten_recipe(c, *c.gemm_op);
-    std::string why;
-    auto gemm = gemm_recipe(aten, why);
-    if (!gemm) {
-        Recipe r = not_replayable(why);
-        r.rule = rule;
-        return r;
-    }
-    Recipe r;
-    if (gemm->a_type == DType::Unknown) {
-        const DType inferred = dtype_from_kernel_name(c.name);
-        gemm->a_type = gemm->b_type = gemm->c_type = inferred;
-        if (gemm->bias) gemm->bias_type = inferred;
-        r.reason = std::string("operand dtype not recorded: ") + to_string(inferred) +
-                   " inferred from the kernel name";
-    }
-    r.tier = Tier::Gemm;
-    r.rule = rule;
-    r.issued_with_op = issued_with_op;
-    if (issued_with_op)
-        r.reason = "issued by its GEMM's replay (cuBLASLt split-K / epilogue kernel)";
-    r.detail = std::move(*gemm);
-    return r;
-}
-
-// ---- index lists that Kineto recorded as [] ----------------------------------------------------
-
-// Ops whose argument 1 is `Tensor?[] indices`; Kineto records it as [] (no element shapes).
-bool takes_index_list(std::string_view op) {
-    return op == "aten::index" || op == "aten::_index_put_impl_" || op == "aten::index_put_" ||
-           op == "aten::index_put" || op == "aten::_unsafe_index" ||
-           op == "aten::_unsafe_index_put";
-}
-
-bool index_list_unrecorded(const Context& c) {
-    if (!c.aten_op || !takes_index_list(c.op_name(*c.aten_op))) return false;
-    const OpShapes* s = c.shapes(*c.aten_op);
-    return s != nullptr && s->inputs.size() > 1 && s->inputs[1].list_ranks.empty() &&
-           s->inputs[1].dims.empty();
-}
-
-// The direct children of `op`: Kineto writes an op's children right after it, so the ops near it
-// whose parent it is, in start order.
-std::vector<std::uint32_t> children_of(const Trace& trace, std::uint32_t op) {
-    constexpr std::uint32_t kWindow = 64;
-    const auto end = static_cast<std::uint32_t>(
-        std::min<std::size_t>(trace.cpu_ops.size(), std::size_t{op} + kWindow + 1));
-    std::vector<std::uint32_t> children;
-    for (std::uint32_t j = op > kWindow ? op - kWindow : 0; j < end; ++j)
-        if (trace.cpu_ops[j].parent == op) children.push_back(j);
-    std::sort(children.begin(), children.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return trace.cpu_ops[a].ts < trace.cpu_ops[b].ts;
-    });
-    return children;
-}
-
-// "[1024, 1]" -> {1024, 1}; empty when the text is not a list of integers.
-std::vector<std::int64_t> int_list(std::string_view text) {
-    std::vector<std::int64_t> values;
-    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return values;
-    text = text.substr(1, text.size() - 2);
-    while (!text.empty()) {
-        const auto comma = text.find(',');
-        std::string item(text.substr(0, comma));
-        try {
-            values.push_back(std::stoll(item));
-        } catch (...) {
-            return {};
-        }
-        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    }
-    return values;
-}
-
-// Whether `dims` broadcast to `shape` (numpy rules, aligned at the last dimension).
-bool broadcasts_to(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
-    if (dims.size() > shape.size()) return false;
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-        const std::int64_t d = dims[dims.size() - 1 - i], s = shape[shape.size() - 1 - i];
-        if (d != 1 && d != s) return false;
-    }
-    return true;
-}
-
-// The index tensors of an index op whose Tensor?[] Kineto recorded as []. PyTorch's
-// AdvancedIndex (the path of index and of index_put_ without accumulation) restrides self with an
-// as_strided child to index dims + self's remaining dims, then reshapes each index tensor to
-// [1]*before + its dims + [1]*after: the op's integer reshape/view children are its indices, in
-// order. Empty unless that pattern is there and consistent (the as_strided sizes recorded in
-// Concrete Inputs, the reshape sizes too where recorded; index_put_'s values broadcast to the
-// indexed shape):
-// other paths (index_put_ with accumulate sorts linearized indices) and indices of non-leading
-// dims (a None element before them, which a recipe's tensor list cannot say) stay unknown.
-std::vector<TensorSpec> indices_from_children(const Context& c, std::uint32_t op) {
-    const OpShapes* s = c.shapes(op);
-    if (s == nullptr || s->inputs.empty()) return {};
-    const std::vector<std::int64_t>& self = s->inputs[0].dims;
-    std::vector<TensorSpec> indices;
-    std::vector<std::vector<std::int64_t>> targets;
-    std::optional<std::vector<std::int64_t>> restride;  // the as_strided child's sizes, if recorded
-    for (std::uint32_t child : children_of(c.trace(), op)) {
-        const std::string_view name = c.op_name(child);
-        const OpShapes* cs = c.shapes(child);
-        if (cs == nullptr || cs->inputs.empty()) continue;
-        const OpArgument& in = cs->inputs[0];
-        auto concrete = [&](std::size_t i) {
-            return i < cs->inputs.size() ? int_list(c.trace().names.view(cs->inputs[i].concrete))
-                                         : std::vector<std::int64_t>{};
-        };
-        if (name == "aten::as_strided" && in.dims == self && !restride) {
-            restride = concrete(1);
-            continue;
-        }
-        if (name != "aten::reshape" && name != "aten::view") continue;
-        const DType dtype = dtype_from_kineto(c.trace().names.view(in.type));
-        if (dtype != DType::Int64 && dtype != DType::Int32) continue;
-        indices.push_back(tensor_from(c.trace(), in, 0, in.dims.size()));
-        targets.push_back(concrete(1));
-    }
-    // Without the restride's recorded sizes (traces before Concrete Inputs), x[:, i, j] and
-    // x[i, j] look alike.
-    if (!restride || restride->empty() || indices.empty() || indices.size() > self.size())
-        return {};
-    // The indexed shape: the (broadcast) index dims, then self's dims after the indexed ones.
-    std::vector<std::int64_t> indexed = indices.front().dims;
-    for (const auto& index : indices)
-        if (index.dims != indexed) return {};
-    indexed.insert(indexed.end(), self.begin() + static_cast<std::ptrdiff_t>(indices.size()),
-                   self.end());
-    if (*restride != indexed) return {};
-    const std::size_t after = self.size() - indices.size();
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-        const auto& dims = indices[k].dims;
-        const auto& target = targets[k];
-        if (target.empty()) continue;  // no Concrete Inputs: the restride check stands
-        if (target.size() != dims.size() + after ||
-            !std::equal(dims.begin(), dims.end(), target.begin()) ||
-            !std::all_of(target.begin() + static_cast<std::ptrdiff_t>(dims.size()), target.end(),
-                         [](std::int64_t v) { return v == 1; }))
-            return {};
-    }
-    if (c.op_name(op) != "aten::index" && c.op_name(op) != "aten::_unsafe_index" &&
-        (s->inputs.size() < 3 || !broadcasts_to(s->inputs[2].dims, indexed)))
-        return {};
-    return indices;
-}
-
-bool index_list_from_children(const Context& c) {
-    return index_list_unrecorded(c) && !indices_from_children(c, *c.aten_op).empty();
-}
-
-Recipe index_op_from_children(const Context& c) {
-    const std::uint32_t op = *c.aten_op;
-    AtenRecipe aten = aten_recipe(c, op);
-    AtenArgument& list = aten.args[1];
-    list.kind = ArgKind::TensorList;
-    list.type = "Tensor?[]";
-    list.tensors = indices_from_children(c, op);
-    Recipe r;
-    r.tier = Tier::AtenOp;
-    r.reason = "indices taken from the op's reshape children (Kineto records its Tensor?[] as [])";
-    r.detail = std::move(aten);
-    return r;
-}
-
-const std::vector<Rule>& rules() {
-    static const std::vector<Rule> table = {
-        {{"memcpy",
-          "gpu_memcpy activity: tier 1 cudaMemcpyAsync with the recorded bytes and direction"},
-         [](const Context& c) { return c.activity.kind == ActivityKind::Memcpy; },
-         [](const Context& c) {
-             Recipe r;
-             r.tier = Tier::Copy;
-             r.detail = copy_from(c.activity, c.name);
-             return r;
-         }},
-        {{"memset", "gpu_memset activity: tier 1 cudaMemsetAsync with the recorded bytes"},
-         [](const Context& c) { return c.activity.kind == ActivityKind::Memset; },
-         [](const Context& c) {
-             Recipe r;
-             r.tier = Tier::Copy;
-             r.detail = copy_from(c.activity, c.name);
-             return r;
-         }},
-        {{"nccl-collective", "NCCL/RCCL kernel: tier 4 collective from its args or name"},
-         [](const Context& c) { return contains_nocase(c.name, "nccl"); },
-         [](const Context& c) {
-             Recipe r;
-             r.tier = Tier::Collective;
-             r.detail = collective_from(c);
-             return r;
-         }},
-        {{"triton", "Triton kernel: not replayable without its compiled binary"},
-         [](const Context& c) {
-             return c.name.starts_with("triton_") ||
-                    contains_any(c.name, {"triton_poi", "triton_red", "triton_per", "triton_tem"});
-         },
-         [](const Context&) {
-             return not_replayable("Triton kernel: its binary is not in the trace");
-         }},
-        {{"unlinked", "no runtime launch and no op carry this activity's ids"},
-         [](const Context& c) { return c.chain.empty() && c.node.launch == kNoIndex; },
-         [](const Context& c) { return not_replayable(to_string(c.node.link)); }},
-        {{"gemm-splitk-reduce",
-          "cuBLASLt split-K reduction under a GEMM op: tier 2, issued by its GEMM"},
-         [](const Context& c) { return c.gemm_op && is_splitk_reduce(c.name); },
-         [](const Context& c) { return gemm_or_reason(c, true, "gemm-splitk-reduce"); }},
-        {{"gemm", "GEMM kernel under aten::mm/addmm/bmm/baddbmm/linear/matmul: tier 2 cuBLASLt"},
-         [](const Context& c) { return c.gemm_op && looks_like_gemm_kernel(c.name); },
-         [](const Context& c) { return gemm_or_reason(c, false, "gemm"); }},
-        {{"index-list-from-children",
-          "kernel under aten::index/index_put_ whose Tensor?[] indices Kineto recorded as [] and "
-          "whose own children show them (self restrided, each index reshaped): tier 3 libtorch "
-          "op with those index tensors"},
-         index_list_from_children,
-         index_op_from_children},
-        {{"tensor-list-unrecorded",
-          "kernel under a dispatcher op whose tensor-list argument was recorded without its "
-          "tensors (Kineto writes []; an Execution Trace has them)"},
-         [](const Context& c) {
-             return c.aten_op && c.has_shapes(*c.aten_op) &&
-                    c.unrecorded_tensor_list(*c.aten_op).has_value();
-         },
-         [](const Context& c) {
-             return not_replayable(
-                 "argument " + std::to_string(*c.unrecorded_tensor_list(*c.aten_op)) + " of " +
-                 std::string(c.op_name(*c.aten_op)) +
-                 " is a tensor list recorded without its tensors: give the run's --et");
-         }},
-        {{"aten-op", "kernel under a dispatcher op with recorded shapes: tier 3 libtorch op"},
-         [](const Context& c) { return c.aten_op && c.has_shapes(*c.aten_op); },
-         [](const Context& c) {
-             Recipe r;
-             r.tier = Tier::AtenOp;
-             r.detail = aten_recipe(c, *c.aten_op);
-             return r;
-         }},
-        {{"no-shapes",
-          "kernel under a dispatcher op without recorded shapes (no record_shapes, ET or shape "
-          "log)"},
-         [](const Context& c) { return c.aten_op.has_value(); },
-         [](const Context& c) {
-             // Accurate with or without --et: an Execution Trace of one iteration leaves the
-             // other iterations' ops without shapes.
-             return not_replayable("no shapes for " + std::string(c.op_name(*c.aten_op)) +
-                                   ": record_shapes off, no --et/--shapes entry");
-         }},
-        {{"no-op", "the launch is not inside any recorded dispatcher op"},
-         [](const Context&) { return true; },
-         [](const Context& c) {
-             return not_replayable(c.chain.empty()
-                                       ? std::string(to_string(LinkState::NoOp))
-                                       : "only non-operator ranges enclose the launch (e.g. " +
-                                             std::string(c.op_name(c.chain.front())) + ")");
-         }},
-    };
-    return table;
 }
 
 }  // namespace
 
-const std::vector<RuleInfo>& classifier_rules() {
-    static const std::vector<RuleInfo> infos = [] {
-        std::vector<RuleInfo> v;
-        for (const auto& r : rules()) v.push_back(r.info);
-        return v;
-    }();
-    return infos;
-}
-
-std::vector<Recipe> classify(const KernelGraph& graph) {
-    std::vector<Recipe> recipes;
-    recipes.reserve(graph.nodes().size());
-    for (const GraphNode& node : graph.nodes()) {
-        const GpuActivity& activity = graph.activity(node);
-        Context c{
-            graph, node, activity, graph.trace().names.view(activity.name), graph.op_chain(node),
-            {},    {}};
-        for (std::uint32_t op : c.chain) {
-            const std::string_view name = c.op_name(op);
-            if (!c.aten_op && c.op(op).category == 0 && is_dispatcher_op(name)) c.aten_op = op;
-            // The innermost GEMM op with shapes decides (aten::linear -> aten::addmm picks addmm).
-            if (!c.gemm_op && is_gemm_op(name) && c.has_shapes(op)) c.gemm_op = op;
+NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
+    const Trace& trace = graph.trace();
+    NodeRecipes recipes;
+    recipes.resize_nodes(graph.nodes().size());
+    std::unordered_map<Facts, std::uint32_t, FactsHash> decided;
+    FactsOf facts_of(graph);
+    Facts previous;
+    std::uint32_t entry = kNoIndex;
+    const auto& nodes = graph.nodes();
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+        // Launch order is not activity order: ask for an activity a few nodes ahead.
+        if (n + 8 < nodes.size()) __builtin_prefetch(&graph.activity(nodes[n + 8]));
+        Facts facts = facts_of(nodes[n]);
+        // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
+        if (entry == kNoIndex || !(facts == previous)) {
+            auto [it, inserted] = decided.try_emplace(facts, 0);
+            if (inserted) it->second = recipes.add(decide(trace, facts));
+            entry = it->second;
+            previous = std::move(facts);
         }
-        for (const Rule& rule : rules()) {
-            if (!rule.matches(c)) continue;
-            Recipe recipe = rule.build(c);
-            if (recipe.rule.empty()) recipe.rule = rule.info.id;
-            // A non-GEMM kernel whose innermost op is itself a GEMM op is part of that op's work.
-            if (recipe.tier == Tier::AtenOp && c.aten_op && is_gemm_op(c.op_name(*c.aten_op)) &&
-                c.gemm_op) {
-                recipe = gemm_or_reason(c, true, "gemm-aux");
-                if (recipe.replayable())
-                    recipe.reason = "auxiliary kernel of a GEMM op, issued by the GEMM's replay";
-            }
-            recipes.push_back(std::move(recipe));
-            break;
-        }
+        recipes.assign(n, entry);
     }
+    if (check == ClassifyCheck::EveryActivity) check_one_by_one(graph, recipes);
     return recipes;
 }
-
-double kernel_time_coverage(const KernelGraph& graph, const std::vector<Recipe>& recipes) {
+double kernel_time_coverage(const KernelGraph& graph, const NodeRecipes& recipes) {
     double total = 0, covered = 0;
     for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
         const GpuActivity& a = graph.activity(graph.nodes()[i]);

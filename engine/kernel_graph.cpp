@@ -1,33 +1,152 @@
 #include "replay/kernel_graph.h"
 
 #include <algorithm>
+#include <future>
 #include <map>
-#include <numeric>
-#include <unordered_map>
+#include <span>
+
+#include "id_map.h"
 
 namespace replay {
 namespace {
-
-using ThreadKey = std::pair<std::int64_t, std::int64_t>;  // (pid, tid)
 
 bool contains(const CpuOp& op, Nanos ts) {
     return op.ts <= ts && ts <= op.ts + op.dur;
 }
 
-// Per-thread ops sorted by start (outer first on ties), with parents set by a nesting stack.
-std::map<ThreadKey, std::vector<std::uint32_t>> nest_ops(Trace& trace) {
-    std::map<ThreadKey, std::vector<std::uint32_t>> by_thread;
+// Dense slots for the (pid, tid) pairs of ops and runtime calls. Consecutive events mostly come
+// from one thread, so the last answer is kept.
+class ThreadSlots {
+  public:
+    std::uint32_t slot(std::int64_t pid, std::int64_t tid) {
+        if (last_ != kNoIndex && pid == last_pid_ && tid == last_tid_) return last_;
+        auto it = slots_.try_emplace({pid, tid}, static_cast<std::uint32_t>(slots_.size())).first;
+        last_pid_ = pid, last_tid_ = tid, last_ = it->second;
+        return last_;
+    }
+    std::size_t size() const { return slots_.size(); }
+
+  private:
+    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> slots_;
+    std::int64_t last_pid_ = 0, last_tid_ = 0;
+    std::uint32_t last_ = kNoIndex;
+};
+
+// What the graph builder needs to know about a runtime call's name, worked out once per name.
+enum CallKind : std::uint8_t {
+    kKnown = 1,
+    kGraphLaunch = 2,
+    kHostSync = 4,
+    kStreamWait = 8,
+    kEventRecord = 16
+};
+
+class CallKinds {
+  public:
+    explicit CallKinds(const StringPool& names) : names_(names), kinds_(names.size(), 0) {}
+    std::uint8_t operator()(NameId name) {
+        std::uint8_t& k = kinds_[name];
+        if (k == 0) {
+            const std::string_view n = names_.view(name);
+            k = kKnown;
+            if (n.starts_with("cudaGraphLaunch") || n.starts_with("hipGraphLaunch"))
+                k |= kGraphLaunch;
+            if (n.find("Synchronize") != std::string_view::npos) k |= kHostSync;
+            if (n.starts_with("cudaStreamWaitEvent") || n.starts_with("hipStreamWaitEvent"))
+                k |= kStreamWait;
+            if (n.starts_with("cudaEventRecord") || n.starts_with("hipEventRecord"))
+                k |= kEventRecord;
+        }
+        return k;
+    }
+
+  private:
+    const StringPool& names_;
+    std::vector<std::uint8_t> kinds_;
+};
+
+// Each thread's ops sorted by start (outer first on ties), as segments of one index array.
+struct ThreadOps {
+    std::vector<std::uint32_t> order;
+    std::vector<std::uint32_t> begin;  // per thread slot, and the end after the last
+    std::span<const std::uint32_t> of(std::uint32_t slot) const {
+        if (slot + 1 >= begin.size()) return {};
+        return {order.data() + begin[slot], order.data() + begin[slot + 1]};
+    }
+};
+
+// Sorts one thread's ops by (start, longest first, index). Kineto writes most threads' ops in
+// start order already, or in a few sorted runs: those are merged run by run (each merge reads
+// its runs front to back), anything else is sorted on copied keys (comparing through the op
+// indices would miss the cache each time).
+void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segment) {
+    const auto before = [&](std::uint32_t a, std::uint32_t b) {
+        const CpuOp& x = ops[a];
+        const CpuOp& y = ops[b];
+        if (x.ts != y.ts) return x.ts < y.ts;
+        if (x.dur != y.dur) return x.dur > y.dur;
+        return a < b;
+    };
+    std::vector<std::size_t> runs = {0};  // where each sorted run starts, then the end
+    for (std::size_t i = 1; i < segment.size(); ++i)
+        if (before(segment[i], segment[i - 1])) runs.push_back(i);
+    runs.push_back(segment.size());
+    if (runs.size() <= 2) return;
+    if (8 * runs.size() <= segment.size()) {
+        std::vector<std::uint32_t> buffer(segment.size());
+        std::span<std::uint32_t> from = segment, to = buffer;
+        while (runs.size() > 2) {
+            std::vector<std::size_t> merged = {0};
+            for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
+                const std::size_t mid = runs[r + 1], end = runs[std::min(r + 2, runs.size() - 1)];
+                std::merge(from.begin() + runs[r], from.begin() + mid, from.begin() + mid,
+                           from.begin() + end, to.begin() + runs[r], before);
+                merged.push_back(end);
+            }
+            runs = std::move(merged);
+            std::swap(from, to);
+        }
+        if (from.data() != segment.data()) std::copy(from.begin(), from.end(), segment.begin());
+        return;
+    }
+    struct Key {
+        Nanos ts, dur;
+        std::uint32_t op;
+    };
+    std::vector<Key> keys(segment.size());
+    for (std::size_t i = 0; i < segment.size(); ++i)
+        keys[i] = {ops[segment[i]].ts, ops[segment[i]].dur, segment[i]};
+    std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+        if (x.ts != y.ts) return x.ts < y.ts;
+        if (x.dur != y.dur) return x.dur > y.dur;
+        return x.op < y.op;
+    });
+    for (std::size_t i = 0; i < segment.size(); ++i) segment[i] = keys[i].op;
+}
+
+// Groups ops by thread, sorts each thread's by start and sets CpuOp::parent by a nesting stack.
+ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
+    ThreadOps out;
+    // Counted, then placed: two cheap slot lookups per op instead of a slot array.
+    std::vector<std::uint32_t> count;
+    for (const CpuOp& op : trace.cpu_ops) {
+        const std::uint32_t slot = threads.slot(op.pid, op.tid);
+        if (slot >= count.size()) count.resize(slot + 1, 0);
+        ++count[slot];
+    }
+    out.begin.assign(count.size() + 1, 0);
+    for (std::size_t s = 0; s < count.size(); ++s) out.begin[s + 1] = out.begin[s] + count[s];
+    out.order.resize(trace.cpu_ops.size());
+    std::vector<std::uint32_t> next(out.begin.begin(), out.begin.end() - 1);
     for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i)
-        by_thread[{trace.cpu_ops[i].pid, trace.cpu_ops[i].tid}].push_back(i);
-    for (auto& [key, ops] : by_thread) {
-        std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
-            const CpuOp& x = trace.cpu_ops[a];
-            const CpuOp& y = trace.cpu_ops[b];
-            if (x.ts != y.ts) return x.ts < y.ts;
-            if (x.dur != y.dur) return x.dur > y.dur;
-            return a < b;
-        });
-        std::vector<std::uint32_t> stack;
+        out.order[next[threads.slot(trace.cpu_ops[i].pid, trace.cpu_ops[i].tid)]++] = i;
+
+    std::vector<std::uint32_t> stack;
+    for (std::uint32_t slot = 0; slot + 1 < out.begin.size(); ++slot) {
+        const std::span<std::uint32_t> ops(out.order.data() + out.begin[slot],
+                                           out.begin[slot + 1] - out.begin[slot]);
+        sort_by_start(trace.cpu_ops, ops);
+        stack.clear();
         for (std::uint32_t i : ops) {
             CpuOp& op = trace.cpu_ops[i];
             while (!stack.empty() && !(contains(trace.cpu_ops[stack.back()], op.ts) &&
@@ -38,34 +157,90 @@ std::map<ThreadKey, std::vector<std::uint32_t>> nest_ops(Trace& trace) {
             stack.push_back(i);
         }
     }
-    return by_thread;
+    return out;
 }
 
-// Innermost op on the call's thread whose span holds the call's start.
-std::uint32_t enclosing_op(const Trace& trace, const std::vector<std::uint32_t>& ops, Nanos ts) {
-    auto it = std::upper_bound(ops.begin(), ops.end(), ts,
-                               [&](Nanos t, std::uint32_t i) { return t < trace.cpu_ops[i].ts; });
-    if (it == ops.begin()) return kNoIndex;
-    std::uint32_t candidate = *(it - 1);
-    while (candidate != kNoIndex && !contains(trace.cpu_ops[candidate], ts))
-        candidate = trace.cpu_ops[candidate].parent;
-    return candidate;
+// One node per activity, in activity order, with its launch: the first runtime call carrying the
+// activity's correlation id. The ids are indexed from the activities' side (fewer than the
+// calls'), with how many activities share each.
+std::vector<GraphNode> launched_nodes(const Trace& trace, CallKinds& call_kind) {
+    struct Launch {
+        std::uint32_t call = kNoIndex;
+        std::uint32_t activities : 30 = 0;
+        std::uint32_t graph_launch : 1 = 0;
+        std::uint32_t driver_launch : 1 = 0;
+    };
+    // The ids are scattered over the table: each pass asks for the slot it will need a few
+    // elements ahead, so that the cache misses overlap.
+    constexpr std::size_t kAhead = 16;
+    const auto& activities = trace.activities;
+    const auto& calls = trace.runtime_calls;
+    IdMap<Launch> launches(activities.size());
+    for (std::size_t i = 0; i < activities.size(); ++i) {
+        if (i + kAhead < activities.size()) launches.prefetch(activities[i + kAhead].correlation);
+        if (activities[i].correlation != kNoId)
+            ++launches.at(activities[i].correlation, {}).activities;
+    }
+    for (std::uint32_t i = 0; i < calls.size(); ++i) {
+        if (i + kAhead < calls.size()) launches.prefetch(calls[i + kAhead].correlation);
+        Launch* l = launches.find(calls[i].correlation);
+        if (l == nullptr || l->call != kNoIndex) continue;
+        l->call = i;
+        l->graph_launch = (call_kind(calls[i].name) & kGraphLaunch) != 0;
+        l->driver_launch = calls[i].is_driver;
+    }
+
+    std::vector<GraphNode> nodes(activities.size());
+    for (std::uint32_t i = 0; i < activities.size(); ++i) {
+        if (i + kAhead < activities.size()) launches.prefetch(activities[i + kAhead].correlation);
+        GraphNode& node = nodes[i];
+        node.activity = i;
+        const Launch* l = launches.find(activities[i].correlation);
+        if (l == nullptr || l->call == kNoIndex) continue;
+        node.launch = l->call;
+        node.launch_fanout = l->activities;
+        node.graph_launch = l->graph_launch;
+        node.driver_launch = l->driver_launch;
+    }
+    return nodes;
 }
 
-bool is_host_sync(std::string_view name) {
-    return name.find("Synchronize") != std::string_view::npos;
-}
-
-bool is_graph_launch(std::string_view name) {
-    return name.starts_with("cudaGraphLaunch") || name.starts_with("hipGraphLaunch");
-}
-
-bool is_stream_wait(std::string_view name) {
-    return name.starts_with("cudaStreamWaitEvent") || name.starts_with("hipStreamWaitEvent");
-}
-
-bool is_event_record(std::string_view name) {
-    return name.starts_with("cudaEventRecord") || name.starts_with("hipEventRecord");
+// Orders nodes by (launch time, GPU start, activity index): the order every consumer walks.
+void sort_by_launch(const KernelGraph& graph, std::vector<GraphNode>& nodes) {
+    struct Key {
+        Nanos launch, start;
+        std::uint32_t node;
+    };
+    std::vector<Key> keys(nodes.size());
+    const auto& calls = graph.trace().runtime_calls;
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        if (n + 16 < nodes.size() && nodes[n + 16].launch != kNoIndex)
+            __builtin_prefetch(&calls[nodes[n + 16].launch].ts);
+        keys[n] = {graph.launch_time(nodes[n]), graph.activity(nodes[n]).ts, n};
+    }
+    // Nodes are still in activity order: the node index breaks ties as the activity index would.
+    const auto before = [](const Key& x, const Key& y) {
+        if (x.launch != y.launch) return x.launch < y.launch;
+        if (x.start != y.start) return x.start < y.start;
+        return x.node < y.node;
+    };
+    if (std::is_sorted(keys.begin(), keys.end(), before)) return;
+    std::sort(keys.begin(), keys.end(), before);
+    // nodes[i] = old nodes[keys[i].node], in place, one cycle of the permutation at a time.
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (keys[i].node == i || keys[i].node == kNoIndex) continue;
+        const GraphNode first = nodes[i];
+        for (std::size_t at = i;;) {
+            const std::size_t from = keys[at].node;
+            keys[at].node = kNoIndex;
+            if (from == i) {
+                nodes[at] = first;
+                break;
+            }
+            nodes[at] = nodes[from];
+            at = from;
+        }
+    }
 }
 
 }  // namespace
@@ -82,76 +257,114 @@ const char* to_string(LinkState state) {
     return "?";
 }
 
-KernelGraph KernelGraph::build(Trace& trace) {
+KernelGraph KernelGraph::build(Trace& trace, unsigned threads) {
     KernelGraph graph;
     graph.trace_ = &trace;
-    auto ops_by_thread = nest_ops(trace);
+    // The ops' nesting and the activities' launches are independent: one on a worker thread.
+    ThreadSlots thread_slots;
+    auto nesting = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                              [&] { return nest_ops(trace, thread_slots); });
+    CallKinds call_kind(trace.names);
+    graph.nodes_ = launched_nodes(trace, call_kind);
+    sort_by_launch(graph, graph.nodes_);
+    const ThreadOps thread_ops = nesting.get();
 
-    std::unordered_map<std::int64_t, std::uint32_t> op_by_external;
-    for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
-        const CpuOp& op = trace.cpu_ops[i];
-        if (op.external_id == kNoId || op.category != 0) continue;
-        auto [it, inserted] = op_by_external.emplace(op.external_id, i);
-        // Keep the innermost op when ids repeat (nested ops sharing an id).
-        if (!inserted && trace.cpu_ops[it->second].ts <= op.ts) it->second = i;
-    }
-    std::unordered_map<std::int64_t, std::uint32_t> launch_by_correlation;
-    launch_by_correlation.reserve(trace.runtime_calls.size());
-    for (std::uint32_t i = 0; i < trace.runtime_calls.size(); ++i)
-        if (trace.runtime_calls[i].correlation != kNoId)
-            launch_by_correlation.emplace(trace.runtime_calls[i].correlation, i);
-
-    std::unordered_map<std::uint32_t, std::uint32_t> fanout;
-    graph.nodes_.resize(trace.activities.size());
-    for (std::uint32_t i = 0; i < trace.activities.size(); ++i) {
-        const GpuActivity& a = trace.activities[i];
-        GraphNode& node = graph.nodes_[i];
-        node.activity = i;
-        if (auto it = launch_by_correlation.find(a.correlation);
-            a.correlation != kNoId && it != launch_by_correlation.end()) {
-            node.launch = it->second;
-            ++fanout[node.launch];
-            const RuntimeCall& call = trace.runtime_calls[node.launch];
-            node.graph_launch = is_graph_launch(trace.names.view(call.name));
-            node.driver_launch = call.is_driver;
-            if (auto ops = ops_by_thread.find({call.pid, call.tid}); ops != ops_by_thread.end())
-                node.op = enclosing_op(trace, ops->second, call.ts);
-            if (node.op == kNoIndex && call.external_id != kNoId)
-                if (auto ext = op_by_external.find(call.external_id); ext != op_by_external.end())
-                    node.op = ext->second;
+    // The innermost op on the launching thread whose span holds the launch. Nodes come in launch
+    // order, so each thread's sorted ops are swept once, keeping the chain of the op that
+    // started last (it and its ancestors): an op that ended before one launch cannot hold a
+    // later one and leaves the chain for good, so deep nesting is walked once, not per launch.
+    struct Sweep {
+        std::uint32_t next = 0;            // position in thread_ops.order
+        std::vector<std::uint32_t> chain;  // outermost first
+    };
+    std::vector<Sweep> sweeps(thread_ops.begin.size());
+    for (std::size_t slot = 0; slot < sweeps.size(); ++slot)
+        sweeps[slot].next = thread_ops.begin[slot];
+    std::size_t without_op = 0;
+    for (GraphNode& node : graph.nodes_) {
+        if (node.launch == kNoIndex) {
+            ++without_op;
+            continue;
         }
-        if (node.op == kNoIndex && a.external_id != kNoId)
-            if (auto ext = op_by_external.find(a.external_id); ext != op_by_external.end())
-                node.op = ext->second;
+        const RuntimeCall& call = trace.runtime_calls[node.launch];
+        const std::uint32_t slot = thread_slots.slot(call.pid, call.tid);
+        if (thread_ops.of(slot).empty()) {
+            ++without_op;
+            continue;
+        }
+        Sweep& sweep = sweeps[slot];
+        const std::uint32_t end = thread_ops.begin[slot + 1];
+        for (; sweep.next < end && trace.cpu_ops[thread_ops.order[sweep.next]].ts <= call.ts;
+             ++sweep.next) {
+            // Ops of one thread in start order can lie far apart in the op array.
+            if (sweep.next + 8 < end)
+                __builtin_prefetch(&trace.cpu_ops[thread_ops.order[sweep.next + 8]]);
+            const std::uint32_t op = thread_ops.order[sweep.next];
+            // Its parent is on the chain: it holds the op, so it had not ended at any earlier
+            // launch (those came before the op's start).
+            while (!sweep.chain.empty() && sweep.chain.back() != trace.cpu_ops[op].parent)
+                sweep.chain.pop_back();
+            sweep.chain.push_back(op);
+        }
+        while (!sweep.chain.empty() && !contains(trace.cpu_ops[sweep.chain.back()], call.ts))
+            sweep.chain.pop_back();
+        node.op = sweep.chain.empty() ? kNoIndex : sweep.chain.back();
+        without_op += node.op == kNoIndex;
+    }
+
+    // Nodes without an enclosing op fall back to the innermost cpu_op (latest start) carrying
+    // the launch's External id, then the activity's. Only the ids asked for are indexed.
+    if (without_op > 0) {
+        IdMap<std::uint32_t> by_external(2 * without_op);
+        for (const GraphNode& node : graph.nodes_) {
+            if (node.op != kNoIndex) continue;
+            if (node.launch != kNoIndex && trace.runtime_calls[node.launch].external_id != kNoId)
+                by_external.at(trace.runtime_calls[node.launch].external_id, kNoIndex);
+            if (trace.activities[node.activity].external_id != kNoId)
+                by_external.at(trace.activities[node.activity].external_id, kNoIndex);
+        }
+        for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
+            const CpuOp& op = trace.cpu_ops[i];
+            if (op.category != 0) continue;
+            if (std::uint32_t* found = by_external.find(op.external_id))
+                if (*found == kNoIndex || trace.cpu_ops[*found].ts <= op.ts) *found = i;
+        }
+        for (GraphNode& node : graph.nodes_) {
+            if (node.op != kNoIndex) continue;
+            for (std::int64_t id :
+                 {node.launch != kNoIndex ? trace.runtime_calls[node.launch].external_id : kNoId,
+                  trace.activities[node.activity].external_id}) {
+                if (const std::uint32_t* op = by_external.find(id); op && *op != kNoIndex) {
+                    node.op = *op;
+                    break;
+                }
+            }
+        }
+    }
+
+    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> slot_of;
+    std::vector<std::uint32_t> per_stream;
+    std::uint32_t last_slot = 0;
+    for (GraphNode& node : graph.nodes_) {
         node.link = node.launch == kNoIndex ? LinkState::NoLaunch
                     : node.op == kNoIndex   ? LinkState::NoOp
                                             : LinkState::Linked;
         // An activity with no launch but a known op (external id) is still usable for replay.
         if (node.launch == kNoIndex && node.op != kNoIndex) node.link = LinkState::Linked;
-    }
-    for (auto& node : graph.nodes_)
-        if (node.launch != kNoIndex) node.launch_fanout = fanout[node.launch];
-
-    std::sort(graph.nodes_.begin(), graph.nodes_.end(),
-              [&](const GraphNode& x, const GraphNode& y) {
-                  const Nanos lx = graph.launch_time(x), ly = graph.launch_time(y);
-                  if (lx != ly) return lx < ly;
-                  const GpuActivity& ax = trace.activities[x.activity];
-                  const GpuActivity& ay = trace.activities[y.activity];
-                  if (ax.ts != ay.ts) return ax.ts < ay.ts;
-                  return x.activity < y.activity;
-              });
-
-    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> slot_of;
-    for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n) {
-        GraphNode& node = graph.nodes_[n];
         const GpuActivity& a = trace.activities[node.activity];
-        auto [it, inserted] = slot_of.emplace(std::make_pair(a.device, a.stream),
-                                              static_cast<std::uint32_t>(graph.streams_.size()));
-        if (inserted) graph.streams_.push_back(StreamTrack{a.device, a.stream, {}, 0});
-        node.stream_slot = it->second;
-        graph.streams_[it->second].nodes.push_back(n);
-        graph.streams_[it->second].busy += a.dur;
+        const StreamTrack* last = graph.streams_.empty() ? nullptr : &graph.streams_[last_slot];
+        if (last == nullptr || last->device != a.device || last->stream != a.stream) {
+            auto [it, inserted] =
+                slot_of.try_emplace(std::make_pair(a.device, a.stream),
+                                    static_cast<std::uint32_t>(graph.streams_.size()));
+            if (inserted) {
+                graph.streams_.push_back(StreamTrack{a.device, a.stream, {}, 0});
+                per_stream.push_back(0);
+            }
+            last_slot = it->second;
+        }
+        node.stream_slot = last_slot;
+        ++per_stream[last_slot];
         switch (node.link) {
             case LinkState::Linked:
                 ++graph.stats_.linked;
@@ -165,50 +378,69 @@ KernelGraph KernelGraph::build(Trace& trace) {
         }
         if (node.graph_launch) ++graph.stats_.graph_launched_activities;
     }
-    for (auto& track : graph.streams_)
-        std::stable_sort(track.nodes.begin(), track.nodes.end(),
-                         [&](std::uint32_t x, std::uint32_t y) {
-                             return trace.activities[graph.nodes_[x].activity].ts <
-                                    trace.activities[graph.nodes_[y].activity].ts;
-                         });
+    for (std::size_t s = 0; s < graph.streams_.size(); ++s)
+        graph.streams_[s].nodes.reserve(per_stream[s]);
+    for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n) {
+        StreamTrack& track = graph.streams_[graph.nodes_[n].stream_slot];
+        track.nodes.push_back(n);
+        track.busy += graph.activity(graph.nodes_[n]).dur;
+    }
+    // In GPU start order; a stream runs its work in launch order, so this is mostly sorted.
+    for (auto& track : graph.streams_) {
+        const auto start = [&](std::uint32_t n) { return graph.activity(graph.nodes_[n]).ts; };
+        const auto before = [&](std::uint32_t x, std::uint32_t y) { return start(x) < start(y); };
+        if (!std::is_sorted(track.nodes.begin(), track.nodes.end(), before))
+            std::stable_sort(track.nodes.begin(), track.nodes.end(), before);
+    }
 
+    // Host syncs, event records and stream waits, in time order (index order on equal times).
+    // Every call counts towards the launch statistics.
+    std::vector<std::uint32_t> ordering_calls;
+    for (std::uint32_t i = 0; i < trace.runtime_calls.size(); ++i) {
+        const RuntimeCall& call = trace.runtime_calls[i];
+        const std::uint8_t kind = call_kind(call.name);
+        if (kind & kGraphLaunch) ++graph.stats_.graph_launches;
+        if (call.is_driver) ++graph.stats_.driver_launches;
+        if (kind & (kHostSync | kStreamWait | kEventRecord)) ordering_calls.push_back(i);
+    }
+    std::stable_sort(ordering_calls.begin(), ordering_calls.end(),
+                     [&](std::uint32_t a, std::uint32_t b) {
+                         return trace.runtime_calls[a].ts < trace.runtime_calls[b].ts;
+                     });
     // Per-thread launch order lets us infer which streams an event record / wait pair joins:
     // the record follows the producer stream's last launch, the wait precedes the waiter's next.
-    std::map<ThreadKey, std::vector<std::uint32_t>> launches_by_thread;  // node indices
-    for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n)
-        if (graph.nodes_[n].launch != kNoIndex) {
-            const RuntimeCall& call = trace.runtime_calls[graph.nodes_[n].launch];
-            launches_by_thread[{call.pid, call.tid}].push_back(n);
-        }
-    std::vector<std::uint32_t> calls(trace.runtime_calls.size());
-    std::iota(calls.begin(), calls.end(), 0u);
-    std::sort(calls.begin(), calls.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return trace.runtime_calls[a].ts < trace.runtime_calls[b].ts;
-    });
-    std::map<ThreadKey, std::uint32_t> last_record_producer;  // node before the latest event record
+    std::vector<std::vector<std::uint32_t>> launches_by_thread;  // node indices, per thread slot
+    if (!ordering_calls.empty()) {
+        launches_by_thread.resize(thread_slots.size());
+        for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n)
+            if (graph.nodes_[n].launch != kNoIndex) {
+                const RuntimeCall& call = trace.runtime_calls[graph.nodes_[n].launch];
+                const std::uint32_t slot = thread_slots.slot(call.pid, call.tid);
+                if (slot >= launches_by_thread.size()) launches_by_thread.resize(slot + 1);
+                launches_by_thread[slot].push_back(n);
+            }
+    }
+    std::map<std::uint32_t, std::uint32_t> last_record_producer;  // thread slot -> node
     std::uint32_t next_node = 0;
-    for (std::uint32_t c : calls) {
+    for (std::uint32_t c : ordering_calls) {
         const RuntimeCall& call = trace.runtime_calls[c];
-        const std::string_view name = trace.names.view(call.name);
+        const std::uint8_t kind = call_kind(call.name);
         while (next_node < graph.nodes_.size() &&
                graph.launch_time(graph.nodes_[next_node]) < call.ts)
             ++next_node;
-        if (is_graph_launch(name)) ++graph.stats_.graph_launches;
-        if (call.is_driver) ++graph.stats_.driver_launches;
-        if (is_host_sync(name)) {
+        if (kind & kHostSync) {
             graph.syncs_.push_back(HostSync{c, next_node});
             continue;
         }
-        const ThreadKey thread{call.pid, call.tid};
-        auto launches = launches_by_thread.find(thread);
-        if (launches == launches_by_thread.end()) continue;
-        const auto& mine = launches->second;
+        const std::uint32_t thread = thread_slots.slot(call.pid, call.tid);
+        if (thread >= launches_by_thread.size() || launches_by_thread[thread].empty()) continue;
+        const auto& mine = launches_by_thread[thread];
         auto after = std::lower_bound(
             mine.begin(), mine.end(), call.ts,
             [&](std::uint32_t n, Nanos t) { return graph.launch_time(graph.nodes_[n]) < t; });
-        if (is_event_record(name)) {
+        if (kind & kEventRecord) {
             if (after != mine.begin()) last_record_producer[thread] = *(after - 1);
-        } else if (is_stream_wait(name)) {
+        } else if (kind & kStreamWait) {
             if (after == mine.end()) continue;
             auto producer = last_record_producer.find(thread);
             // roctracer records no hipEventRecord: the event was then most likely recorded
@@ -239,9 +471,10 @@ Nanos KernelGraph::launch_time(const GraphNode& node) const {
 
 std::vector<std::uint32_t> KernelGraph::op_chain(const GraphNode& node) const {
     std::vector<std::uint32_t> chain;
-    for (std::uint32_t op = node.op; op != kNoIndex && chain.size() < 256;
-         op = trace_->cpu_ops[op].parent)
+    visit_op_chain(node, [&](std::uint32_t op) {
         chain.push_back(op);
+        return true;
+    });
     return chain;
 }
 

@@ -1,6 +1,7 @@
 #include "replay/reuse.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -54,9 +55,43 @@ std::vector<Touch> touches_of(const Trace& trace, const OpShapes& shapes) {
     return out;
 }
 
+// The distances of a recipe's recorded inputs, in the order set_distances() takes them.
+template <typename Distance>
+void distances_of(const Recipe& recipe, Distance&& distance, std::vector<std::int64_t>& out) {
+    out.clear();
+    if (const auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
+        for (std::int64_t storage : {g->a_storage, g->b_storage, g->c_storage})
+            out.push_back(distance(storage));
+    } else if (const auto* a = std::get_if<AtenRecipe>(&recipe.detail)) {
+        for (const auto& arg : a->args)
+            for (const auto& t : arg.tensors) out.push_back(distance(t.storage_id));
+    }
+}
+
+void set_distances(Recipe& recipe, const std::vector<std::int64_t>& distances) {
+    std::size_t i = 0;
+    if (auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
+        g->a_reuse_bytes = distances[i++];
+        g->b_reuse_bytes = distances[i++];
+        g->c_reuse_bytes = distances[i++];
+    } else if (auto* a = std::get_if<AtenRecipe>(&recipe.detail)) {
+        for (auto& arg : a->args)
+            for (auto& t : arg.tensors) t.reuse_bytes = distances[i++];
+    }
+}
+
+bool has_storage_ids(const Recipe& recipe) {
+    std::vector<std::int64_t> storages;
+    distances_of(
+        recipe, [](std::int64_t storage) { return storage; }, storages);
+    return std::any_of(storages.begin(), storages.end(), [](std::int64_t s) { return s >= 0; });
+}
+
 }  // namespace
 
-void annotate_reuse(const KernelGraph& graph, std::vector<Recipe>& recipes) {
+void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
+    // Without recorded storage ids (no Execution Trace) every distance stays unknown.
+    if (std::none_of(recipes.table().begin(), recipes.table().end(), has_storage_ids)) return;
     const Trace& trace = graph.trace();
     const auto& nodes = graph.nodes();
     std::unordered_map<std::int64_t, std::int64_t> last_touch;  // storage -> clock of last touch
@@ -73,41 +108,42 @@ void annotate_reuse(const KernelGraph& graph, std::vector<Recipe>& recipes) {
             last_touch[t.storage] = clock;
         }
     };
+    // Nodes sharing a recipe may sit at different distances: each distinct set of distances
+    // gets its own copy of the entry.
+    std::map<std::pair<std::uint32_t, std::vector<std::int64_t>>, std::uint32_t> variants;
+    std::vector<std::int64_t> found, unchanged;
     std::vector<Touch> pending;
     std::uint32_t pending_op = kNoIndex;
     for (std::uint32_t n = 0; n < nodes.size() && n < recipes.size(); ++n) {
         // The innermost op with recorded shapes is the one whose arguments the recipe holds.
-        const OpShapes* shapes = nullptr;
         std::uint32_t op = kNoIndex;
-        for (auto o : graph.op_chain(nodes[n])) {
-            if (trace.cpu_ops[o].shapes != kNoIndex) {
-                shapes = &trace.op_shapes[trace.cpu_ops[o].shapes];
-                op = o;
-                break;
-            }
-        }
-        if (shapes == nullptr) continue;
+        graph.visit_op_chain(nodes[n], [&](std::uint32_t o) {
+            if (trace.cpu_ops[o].shapes == kNoIndex) return true;
+            op = o;
+            return false;
+        });
+        if (op == kNoIndex) continue;
         // The kernels of one op (launched one after the other) all see the memory state from
         // before the op: its touches count from the next op on.
         if (op != pending_op) {
             apply(pending);
             pending.clear();
-            if (swept.insert(op).second) pending = touches_of(trace, *shapes);
+            if (swept.insert(op).second)
+                pending = touches_of(trace, trace.op_shapes[trace.cpu_ops[op].shapes]);
             pending_op = op;
         }
-        std::visit(
-            [&](auto& detail) {
-                using T = std::decay_t<decltype(detail)>;
-                if constexpr (std::is_same_v<T, GemmRecipe>) {
-                    detail.a_reuse_bytes = distance(detail.a_storage);
-                    detail.b_reuse_bytes = distance(detail.b_storage);
-                    detail.c_reuse_bytes = distance(detail.c_storage);
-                } else if constexpr (std::is_same_v<T, AtenRecipe>) {
-                    for (auto& arg : detail.args)
-                        for (auto& t : arg.tensors) t.reuse_bytes = distance(t.storage_id);
-                }
-            },
-            recipes[n].detail);
+        const std::uint32_t entry = recipes.entry(n);
+        distances_of(recipes[n], distance, found);
+        distances_of(
+            recipes[n], [](std::int64_t) { return kReuseUnknown; }, unchanged);
+        if (found == unchanged) continue;
+        auto [it, inserted] = variants.try_emplace({entry, found}, 0);
+        if (inserted) {
+            Recipe variant = recipes[n];
+            set_distances(variant, found);
+            it->second = recipes.add(std::move(variant));
+        }
+        recipes.assign(n, it->second);
     }
 }
 

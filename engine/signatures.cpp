@@ -1,56 +1,154 @@
 #include "replay/signatures.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <unordered_map>
 
 namespace replay {
+namespace {
+
+// FNV-1a, fed piece by piece.
+class Fnv1a {
+  public:
+    void add(std::string_view bytes) {
+        for (unsigned char c : bytes) {
+            h_ ^= c;
+            h_ *= 1099511628211ULL;
+        }
+    }
+    std::string hex() const {
+        char buf[17];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
+        return buf;
+    }
+
+  private:
+    std::uint64_t h_ = 1469598103934665603ULL;
+};
+
+}  // namespace
 
 std::string hash_hex(std::string_view text) {
-    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
-    for (unsigned char c : text) {
-        h ^= c;
-        h *= 1099511628211ULL;
-    }
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-    return buf;
+    Fnv1a h;
+    h.add(text);
+    return h.hex();
 }
 
-std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph,
-                                         const std::vector<Recipe>& recipes) {
-    std::vector<UniqueKernel> kernels;
-    std::unordered_map<std::string, std::size_t> index;
-    std::vector<std::vector<double>> durations;
-    const auto& names = graph.trace().names;
-    for (std::uint32_t n = 0; n < graph.nodes().size(); ++n) {
-        const GpuActivity& a = graph.activity(graph.nodes()[n]);
-        std::string signature = recipes[n].key();
-        signature += '|';
-        signature += names.view(a.name);
-        for (const std::int32_t* dims : {a.grid, a.block}) {
-            for (int i = 0; i < 3; ++i) {
-                signature += '|';
-                signature += std::to_string(dims[i]);
-            }
+std::string trace_content_hash(const Trace& trace) {
+    // The hash of the text "name:dur:stream;" per activity, where the text so far is replaced by
+    // its own hash each time it grows past 1 MiB; computed without building the text.
+    Fnv1a h;
+    std::size_t length = 0;
+    char digits[24];
+    const auto number = [&](std::int64_t value) {
+        const char* end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+        return std::string_view(digits, static_cast<std::size_t>(end - digits));
+    };
+    for (const GpuActivity& a : trace.activities) {
+        const std::string_view name = trace.names.view(a.name);
+        h.add(name);
+        h.add(":");
+        const std::string_view dur = number(a.dur);
+        h.add(dur);
+        h.add(":");
+        const std::string_view stream = number(a.stream);
+        h.add(stream);
+        h.add(";");
+        length += name.size() + dur.size() + stream.size() + 3;
+        if (length > (1u << 20)) {
+            const std::string rolled = h.hex();
+            h = Fnv1a{};
+            h.add(rolled);
+            length = rolled.size();
         }
-        auto [it, inserted] = index.emplace(signature, kernels.size());
-        if (inserted) {
-            UniqueKernel k;
-            k.id = hash_hex(signature);
-            k.kind = a.kind;
-            k.name = names.view(a.name);
-            std::copy(a.grid, a.grid + 3, k.grid);
-            std::copy(a.block, a.block + 3, k.block);
-            k.recipe = recipes[n];
-            kernels.push_back(std::move(k));
-            durations.emplace_back();
-        }
-        kernels[it->second].nodes.push_back(n);
-        durations[it->second].push_back(static_cast<double>(a.dur) / 1000.0);
     }
-    for (std::size_t i = 0; i < kernels.size(); ++i)
-        kernels[i].recorded_us = summarize(std::move(durations[i]));
+    return h.hex();
+}
+
+std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRecipes& recipes) {
+    // The signature text is the recipe's key, the kernel name, grid and block. Nodes are first
+    // grouped by (recipe entry, name, grid, block), which fixes the text; the text, and so the
+    // id, is then built once per group, and groups whose texts coincide (entries that differ
+    // only in what the key leaves out) make one unique kernel.
+    struct Group {
+        std::uint32_t entry = 0;
+        NameId name = 0;
+        std::int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+        bool operator==(const Group& o) const {
+            return entry == o.entry && name == o.name && std::equal(grid, grid + 3, o.grid) &&
+                   std::equal(block, block + 3, o.block);
+        }
+    };
+    struct GroupHash {
+        std::size_t operator()(const Group& g) const {
+            std::uint64_t h = g.entry | std::uint64_t{g.name} << 32;
+            for (const std::int32_t* dims : {g.grid, g.block})
+                for (int i = 0; i < 3; ++i)
+                    h = (h ^ static_cast<std::uint32_t>(dims[i])) * 0x9E3779B97F4A7C15ull;
+            return static_cast<std::size_t>(h ^ (h >> 31));
+        }
+    };
+    std::unordered_map<Group, std::uint32_t, GroupHash> group_index;
+    std::vector<Group> groups;
+    std::vector<std::uint32_t> group_of(graph.nodes().size());
+    for (std::uint32_t n = 0; n < graph.nodes().size(); ++n) {
+        // Launch order is not activity order: ask for an activity a few nodes ahead.
+        if (n + 8 < graph.nodes().size()) __builtin_prefetch(&graph.activity(graph.nodes()[n + 8]));
+        const GpuActivity& a = graph.activity(graph.nodes()[n]);
+        Group g{recipes.entry(n),
+                a.name,
+                {a.grid[0], a.grid[1], a.grid[2]},
+                {a.block[0], a.block[1], a.block[2]}};
+        auto [it, inserted] = group_index.try_emplace(g, static_cast<std::uint32_t>(groups.size()));
+        if (inserted) groups.push_back(g);
+        group_of[n] = it->second;
+    }
+
+    const auto& names = graph.trace().names;
+    std::vector<std::string> entry_key(recipes.table().size());
+    std::unordered_map<std::string, std::uint32_t> kernel_of_signature;
+    std::vector<std::uint32_t> kernel_of_group(groups.size());
+    std::vector<UniqueKernel> kernels;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const Group& g = groups[i];
+        if (entry_key[g.entry].empty()) entry_key[g.entry] = recipes.table()[g.entry].key();
+        std::string signature = entry_key[g.entry];
+        signature += '|';
+        signature += names.view(g.name);
+        for (const std::int32_t* dims : {g.grid, g.block})
+            for (int d = 0; d < 3; ++d) {
+                signature += '|';
+                signature += std::to_string(dims[d]);
+            }
+        auto [it, inserted] = kernel_of_signature.try_emplace(
+            std::move(signature), static_cast<std::uint32_t>(kernels.size()));
+        kernel_of_group[i] = it->second;
+        if (!inserted) continue;
+        UniqueKernel k;
+        k.id = hash_hex(it->first);
+        k.name = names.view(g.name);
+        std::copy(g.grid, g.grid + 3, k.grid);
+        std::copy(g.block, g.block + 3, k.block);
+        kernels.push_back(std::move(k));
+    }
+
+    // Groups come in order of their first node, so kernels do too.
+    for (std::uint32_t n = 0; n < graph.nodes().size(); ++n) {
+        UniqueKernel& k = kernels[kernel_of_group[group_of[n]]];
+        if (k.nodes.empty()) {
+            k.kind = graph.activity(graph.nodes()[n]).kind;
+            k.recipe = recipes[n];
+        }
+        k.nodes.push_back(n);
+    }
+    std::vector<double> durations;
+    for (UniqueKernel& k : kernels) {
+        durations.clear();
+        for (std::uint32_t n : k.nodes)
+            durations.push_back(static_cast<double>(graph.activity(graph.nodes()[n]).dur) / 1000.0);
+        k.recorded_us = summarize(durations);
+    }
     std::stable_sort(kernels.begin(), kernels.end(),
                      [](const UniqueKernel& a, const UniqueKernel& b) {
                          return a.recorded_us.sum > b.recorded_us.sum;

@@ -45,6 +45,10 @@ class ModuleBackend final : public Backend {
         backend_->warm_inputs(handle, stream, tag);
     }
     std::vector<TimedActivity> collect() override { return backend_->collect(); }
+    void set_recorded_ns(std::uint32_t handle, std::int64_t ns) override {
+        backend_->set_recorded_ns(handle, ns);
+    }
+    FaultReport take_faults() override { return backend_->take_faults(); }
     void set_phase(Phase phase) override { backend_->set_phase(phase); }
     std::vector<std::string> first_uses() override { return backend_->first_uses(); }
     std::string capture_blocker(std::uint32_t handle, int stream) override {

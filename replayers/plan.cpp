@@ -10,7 +10,7 @@
 
 namespace replay {
 
-std::vector<Step> plan_steps(const KernelGraph& graph, const std::vector<Recipe>& recipes) {
+std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes) {
     std::vector<Step> steps;
     std::unordered_map<std::uint32_t, std::size_t> last_step_of_op;  // op instance -> step
     const auto& nodes = graph.nodes();

@@ -190,7 +190,7 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
 
 void SequentialReplay::untimed_pass(const char* what) {
     issue_pass(false);
-    backend_.synchronize();
+    session_.synchronize();  // a restart in it re-ran the pass in the new process: nothing to redo
     expected_ = detail::records_by_step(backend_.collect());
     if (options_.progress) options_.progress(what);
 }
@@ -328,6 +328,7 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
         if (issued_[u] != Issued::Yes) continue;  // a failed issue marked its kernels already
         for (std::size_t i = units_[u].first; i < units_[u].last; ++i) {
             const PlannedStep& step = plan_[i];
+            if (!ready(i)) continue;  // in a graph, failed after it was captured: marked so
             if (untied_steps_.count(step.tag)) continue;  // said by tie_untagged
             auto g = groups.find(step.tag);
             const auto& got = g == groups.end() ? kNone : g->second;
@@ -366,7 +367,7 @@ void SequentialReplay::add_to_timeline(const std::vector<TimedActivity>& records
 
 IterationResult SequentialReplay::timed_iteration(int iteration, Timeline* timeline) {
     const std::int64_t host_ns = issue_pass(options_.pace == Pace::Recorded);
-    backend_.synchronize();
+    const bool restarted = session_.synchronize();
     std::vector<TimedActivity> records = backend_.collect();
     std::size_t unattributed = tie_untagged(records, iteration);
     unattributed += attribute(records, iteration);
@@ -381,6 +382,22 @@ IterationResult SequentialReplay::timed_iteration(int iteration, Timeline* timel
     if (timeline != nullptr && (last || options_.trace_all_iterations))
         add_to_timeline(records, iteration, *timeline);
     if (options_.progress) options_.progress("iteration " + std::to_string(iteration) + " done");
+    if (restarted) {
+        // The new process ran this iteration's rest first, one issue at a time where the fault
+        // was looked for: its figures are marked here; the next iterations find the plan issued
+        // untimed again (and the graphs captured again by the backend), as the first did.
+        std::string note = "iteration " + std::to_string(iteration) +
+                           ": the device work moved to a new worker process after a fault; this "
+                           "iteration's timeline includes the fault, the re-run and first uses";
+        if (!last) {
+            note += "; the plan was issued untimed again before iteration " +
+                    std::to_string(iteration + 1);
+            backend_.set_phase(Phase::Plan);
+            untimed_pass("plan: issued again untimed after a worker restart");
+            backend_.set_phase(Phase::Timed);
+        }
+        session_.report().notes.push_back(std::move(note));
+    }
     return result;
 }
 

@@ -68,14 +68,28 @@ Prepared& Session::prepare(const Recipe& recipe) {
         } else {
             it = prepared_.emplace(key, backend_.prepare(recipe)).first;
         }
-        if (it->second.disposition == Disposition::Ready && !it->second.reason.empty())
-            notes_.insert(it->second.reason);
+        if (it->second.disposition == Disposition::Ready) {
+            by_handle_[it->second.handle] = &it->second;
+            if (!it->second.reason.empty()) notes_.insert(it->second.reason);
+        }
     }
     return it->second;
 }
 
 bool Session::try_issue(Prepared& p, const std::vector<std::size_t>& kernels, int stream,
                         std::uint64_t tag) {
+    if (!kernels.empty()) {
+        auto [it, first] = issued_for_.try_emplace(p.handle);
+        if (first) {
+            // The watchdog's measure of the work: its kernels' recorded medians.
+            double recorded_us = 0;
+            for (std::size_t k : kernels) recorded_us += report_.kernels[k].recorded_us.median;
+            backend_.set_recorded_ns(p.handle, static_cast<std::int64_t>(recorded_us * 1000.0));
+        }
+        for (std::size_t k : kernels)
+            if (std::find(it->second.begin(), it->second.end(), k) == it->second.end())
+                it->second.push_back(k);
+    }
     try {
         backend_.issue(p.handle, stream, tag);
         return true;
@@ -85,6 +99,21 @@ bool Session::try_issue(Prepared& p, const std::vector<std::size_t>& kernels, in
         for (std::size_t k : kernels) mark(k, p);
         return false;
     }
+}
+
+bool Session::synchronize() {
+    backend_.synchronize();
+    FaultReport faults = backend_.take_faults();
+    for (const auto& f : faults.failures) {
+        auto p = by_handle_.find(f.handle);
+        if (p == by_handle_.end()) continue;
+        p->second->disposition = Disposition::Failed;
+        p->second->reason = f.reason;
+        if (auto k = issued_for_.find(f.handle); k != issued_for_.end())
+            for (std::size_t kernel : k->second) mark(kernel, *p->second);
+    }
+    for (auto& note : faults.notes) notes_.insert(std::move(note));
+    return faults.restarts > 0;
 }
 
 void Session::mark(std::size_t kernel, const Prepared& p) {

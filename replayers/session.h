@@ -26,6 +26,11 @@ class Session {
     bool try_issue(Prepared& prepared, const std::vector<std::size_t>& kernels, int stream,
                    std::uint64_t tag);
 
+    // Synchronizes the backend, then fails the work it found failed since (a device fault in a
+    // worker process, a run past its time limit) with the kernels issued with it. True when the
+    // backend moved to a new process meanwhile (FaultReport::restarts).
+    bool synchronize();
+
     // Gives the kernel the prepared work's outcome when that is not Ready.
     void mark(std::size_t kernel, const Prepared& prepared);
     void add_sample(std::size_t kernel, const TimedActivity& activity);
@@ -44,6 +49,9 @@ class Session {
     Report report_;
     std::unordered_map<std::string, std::size_t> index_;
     std::unordered_map<std::string, Prepared> prepared_;
+    std::unordered_map<std::uint32_t, Prepared*> by_handle_;  // Ready work, by backend handle
+    // Per handle, the kernels it was issued for (a late failure marks them).
+    std::unordered_map<std::uint32_t, std::vector<std::size_t>> issued_for_;
     std::set<std::string> notes_;
 };
 

@@ -132,11 +132,11 @@ void run_templates(Session& session, const std::vector<Template>& templates,
         };
         bool ok = true;
         for (int w = 0; w < o.warmup && ok; ++w) ok = run_once(static_cast<std::size_t>(w), 0);
-        backend.synchronize();
+        session.synchronize();
         backend.collect();
         for (int r = 0; r < o.runs && ok; ++r)
             ok = run_once(static_cast<std::size_t>(r), static_cast<std::uint64_t>(r) + 1);
-        backend.synchronize();
+        session.synchronize();
         auto groups = detail::by_tag(backend.collect());
         for (int r = 0; r < o.runs; ++r) {
             auto it = groups.find(static_cast<std::uint64_t>(r) + 1);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.h"
 #include "replay/kineto_parser.h"
 
 namespace {
@@ -32,50 +33,15 @@ constexpr double kTargetZst = 700.0;       // MB/s
 constexpr double kTargetParserMiB = 64.0;  // beyond the model
 constexpr double kTargetVsPython = 20.0;
 
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-
-std::uint64_t current_rss() {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    unsigned long long pages = 0, resident = 0;
-    const int n = std::fscanf(f, "%llu %llu", &pages, &resident);
-    std::fclose(f);
-    return n == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
-
-std::uint64_t peak_rss_self() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
-}
-
-double cpu_self() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + usage.ru_stime.tv_sec +
-           usage.ru_stime.tv_usec * 1e-6;
-}
-
-double load_average() {
-    double load = -1;
-    if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-        if (std::fscanf(f, "%lf", &load) != 1) load = -1;
-        std::fclose(f);
-    }
-    return load;
-}
-
-// A heap block of n bytes as glibc malloc holds it (8-byte header, 16-byte granules, 32 minimum).
-std::uint64_t heap(std::uint64_t n) {
-    if (n == 0) return 0;
-    return std::max<std::uint64_t>(32, (n + 8 + 15) / 16 * 16);
-}
+using replay::bench::cpu_seconds;
+using replay::bench::current_rss;
+using replay::bench::heap;
+using replay::bench::load_average;
+using replay::bench::now;
+using replay::bench::peak_rss;
 template <typename T>
 std::uint64_t vec(const std::vector<T>& v) {
-    return heap(v.capacity() * sizeof(T));
+    return replay::bench::heap_of(v);
 }
 
 // The size of the model in memory (what a parser cannot avoid allocating). The big top-level
@@ -135,32 +101,25 @@ struct Result {
 
 // Parses `path` `repeat` times in a forked child; the child's peak RSS covers these parses only.
 Result measure(const std::string& path, int repeat) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-        std::perror("pipe");
-        std::exit(2);
-    }
-    const pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
+    const auto parse = [&] {
         Result r;
         r.rss_before = current_rss();
         try {
             double total = 0;
             r.seconds = 1e30;
             for (int i = 0; i < repeat; ++i) {
-                const double c0 = cpu_self();
+                const double c0 = cpu_seconds();
                 const double t0 = now();
                 replay::ParseResult parsed = replay::parse_kineto(path);
                 const double s = now() - t0;
-                const double c = cpu_self() - c0;
+                const double c = cpu_seconds() - c0;
                 total += s;
                 if (s < r.seconds) r.cpu_seconds = c;
                 r.seconds = std::min(r.seconds, s);
                 if (i == 0) {
                     // Memory figures from the first parse in a fresh process: later ones also see
                     // what malloc kept from the previous parse.
-                    r.peak_rss = peak_rss_self();
+                    r.peak_rss = peak_rss();
                     r.first_seconds = s;
                     r.json_bytes = parsed.stats.json_bytes;
                     r.raw_bytes = parsed.stats.raw_bytes;
@@ -178,21 +137,11 @@ Result measure(const std::string& path, int repeat) {
         } catch (const std::exception& e) {
             std::snprintf(r.error, sizeof r.error, "%s", e.what());
         }
-        const ssize_t n = write(fds[1], &r, sizeof r);
-        _exit(n == static_cast<ssize_t>(sizeof r) ? 0 : 1);
-    }
-    close(fds[1]);
+        return r;
+    };
     Result r;
-    ssize_t got = 0;
-    while (got < static_cast<ssize_t>(sizeof r)) {
-        const ssize_t n = read(fds[0], reinterpret_cast<char*>(&r) + got, sizeof r - got);
-        if (n <= 0) break;
-        got += n;
-    }
-    close(fds[0]);
     int status = 0;
-    waitpid(pid, &status, 0);
-    if (got != static_cast<ssize_t>(sizeof r))
+    if (!replay::bench::run_in_child(parse, r, status))
         std::snprintf(r.error, sizeof r.error, "child died (status %d)", status);
     return r;
 }

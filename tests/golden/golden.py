@@ -10,8 +10,12 @@ Timings (parse seconds, replayed samples and everything derived from them, the m
 out: they are not the program's output but the machine's."""
 import difflib, gzip, json, os, subprocess, sys, tarfile, tempfile
 
-replay, root = sys.argv[1], sys.argv[2]
+replay, root = os.path.abspath(sys.argv[1]), sys.argv[2]
 update = "--update" in sys.argv[3:]
+# The outputs name the --et file as given (./traces/...): run from the root, however it was given
+# (CTest gives an absolute path).
+os.chdir(root)
+root = "."
 data = os.path.join(root, "tests/golden/data")
 traces = os.path.join(root, "traces")
 

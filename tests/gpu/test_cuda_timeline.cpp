@@ -1,12 +1,15 @@
 // The CUDA backend's side of sequential mode's timeline (CTest label `gpu`): a sealed plan that
 // allocates and loads nothing, records that come back untagged in the Timed phase in stream
 // order, and graphs whose kernels are tied to the issues that were captured. Each test skips,
-// with the factory's reason, on a machine without a GPU.
+// with the factory's reason, on a machine without a GPU. With REPLAY_TEST_ISOLATION=worker
+// (CTest test_cuda_timeline_worker) the backend runs in a worker process (worker_backend.h), as
+// `replay` runs it by default; this process then never touches CUDA itself.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "replay/backend.h"
 #include "replay/cuda_backend.h"
 #include "replay/recipe.h"
+#include "replay/worker_backend.h"
 
 namespace replay {
 namespace {
@@ -56,7 +60,13 @@ class CudaTimelineTest : public ::testing::Test {
   protected:
     void SetUp() override {
         std::string why;
-        backend_ = create_cuda_backend(BackendOptions{}, why);
+        const char* isolation = std::getenv("REPLAY_TEST_ISOLATION");
+        if (isolation != nullptr && std::string(isolation) == "worker")
+            backend_ = make_worker_backend(
+                [](std::string& why_not) { return create_cuda_backend(BackendOptions{}, why_not); },
+                WorkerOptions{}, why);
+        else
+            backend_ = create_cuda_backend(BackendOptions{}, why);
         if (!backend_) GTEST_SKIP() << "no CUDA backend: " << why;
         if (backend_->environment().timing != "cupti") GTEST_SKIP() << "CUPTI unavailable";
     }

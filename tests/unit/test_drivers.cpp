@@ -2,9 +2,13 @@
 // made-up timings: what each mode issues, in which order, with which context, and how the timed
 // activities that come back are attributed to the recorded kernels.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,6 +24,7 @@
 #include "replay/energy.h"
 #include "replay/regression.h"
 #include "replay/timeline.h"
+#include "replay/worker_backend.h"
 #include "test_support.h"
 
 namespace {
@@ -133,7 +138,7 @@ std::unique_ptr<Analysis> analysis_of(const TraceBuilder& trace, const std::stri
     auto a = replay::analyze(options);
     for (std::size_t n = 0; n < a->graph.nodes().size(); ++n) {
         const auto name = a->trace().names.view(a->graph.activity(a->graph.nodes()[n]).name);
-        a->recipes[n] = recipe_of(std::string(name), n);
+        a->recipes.assign(n, a->recipes.add(recipe_of(std::string(name), n)));
     }
     a->kernels = replay::unique_kernels(a->graph, a->recipes);
     return a;
@@ -233,6 +238,15 @@ class FakeBackend : public replay::Backend {
     std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> per_kernel;
     std::set<std::string> skip;        // instance keys whose prepare says Skipped
     std::set<std::string> fail_issue;  // instance keys whose issue throws
+    // In a worker process (worker_backend.h): instance keys whose issue kills the process, as
+    // a crash would, or never returns, as a hung kernel would.
+    std::set<std::string> abort_issue;
+    std::set<std::string> hang_issue;
+    std::set<std::string> abort_prepare;
+    std::set<std::string> abort_when_timed;  // ... only when it runs in the Timed phase
+    // Instance keys whose issue poisons the fake device as a device-side assert does a CUDA
+    // context: the issue returns, every later issue and synchronize throws.
+    std::set<std::string> poison_issue;
     std::int64_t warm_ns = 0;          // > 0: warm_inputs gives a record this long
     // Timed phase: records come back untagged, as CUPTI's do without correlation ids.
     bool untag_when_timed = false;
@@ -256,6 +270,7 @@ class FakeBackend : public replay::Backend {
     replay::Prepared prepare(const Recipe& recipe) override {
         const std::string key = recipe.instance_key();
         add({"prepare", key});
+        if (abort_prepare.count(key)) die();
         if (skip.count(key)) return {replay::Disposition::Skipped, "fake cannot run " + key, 0};
         keys_.push_back(key);
         return {replay::Disposition::Ready, "", static_cast<std::uint32_t>(keys_.size() - 1)};
@@ -265,7 +280,12 @@ class FakeBackend : public replay::Backend {
         const std::string& key = keys_.at(handle);
         add({"issue", key, stream, tag});
         if (clock != nullptr) clock->now += issue_host_ns;
+        check_poison();
         if (fail_issue.count(key)) throw std::runtime_error("fake issue failure of " + key);
+        if (abort_issue.count(key)) die();
+        if (hang_issue.count(key))
+            for (;;) pause();
+        if (poison_issue.count(key)) poisoned_ = true;
         if (capturing_) {
             captured_.push_back({handle, stream, tag, false});
             return;
@@ -275,7 +295,10 @@ class FakeBackend : public replay::Backend {
     void stream_wait(int waiter, int producer) override {
         add({"wait", "", waiter, 0, producer});
     }
-    void synchronize() override { add({"sync", ""}); }
+    void synchronize() override {
+        add({"sync", ""});
+        check_poison();
+    }
     void flush_l2() override { add({"flush", ""}); }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         add({"warm", keys_.at(handle), stream, tag});
@@ -358,6 +381,15 @@ class FakeBackend : public replay::Backend {
     }
 
   private:
+    [[noreturn]] static void die() {
+        const rlimit no_core{0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        std::abort();
+    }
+    void check_poison() const {
+        if (poisoned_) throw std::runtime_error("fake device-side assert triggered (710)");
+    }
+    bool poisoned_ = false;
     struct Captured {
         std::uint32_t handle;
         int stream;
@@ -373,6 +405,7 @@ class FakeBackend : public replay::Backend {
     void produce(std::uint32_t handle, int stream, std::uint64_t tag) {
         const std::string& key = keys_.at(handle);
         if (board != nullptr) board->run(key, 1e-6 * static_cast<double>(handle + 1));
+        if (phase_ == replay::Phase::Timed && abort_when_timed.count(key)) die();
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
             bool first = true;
             for (const auto& [name, ns] : it->second) {
@@ -923,14 +956,15 @@ TEST(Drivers, RecordsThatStopMatchingAreLeftOutNotMisattributed) {
     replay::DriverOptions o;
     o.iterations = 2;
     const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
-    // The relu before it is timed; the GEMM and everything after it on the stream are not: no
-    // record goes to a neighbour.
-    EXPECT_EQ(kernel_named(r, "relu_k").samples_us, (std::vector<double>{3.0, 3.0}));
+    // The GEMM is not timed and its records go to no neighbour; matching resumes at the relu
+    // after it (the next issue whose records fit again), and the copy on its own stream is timed.
+    EXPECT_EQ(kernel_named(r, "relu_k").samples_us, (std::vector<double>{3.0, 4.0, 3.0, 4.0}));
     EXPECT_TRUE(kernel_named(r, "gemm_k").samples_us.empty());
-    EXPECT_TRUE(kernel_named(r, "Memcpy DtoD (Device -> Device)").samples_us.empty());
+    EXPECT_EQ(kernel_named(r, "Memcpy DtoD (Device -> Device)").samples_us,
+              (std::vector<double>{2.0, 2.0}));
     EXPECT_EQ(kernel_named(r, "gemm_k").outcome, KernelOutcome::Skipped);
     ASSERT_EQ(r.timeline->iterations.size(), 2u);
-    EXPECT_EQ(r.timeline->iterations[0].unattributed, 4u);  // GEMM x2, relu, copy
+    EXPECT_EQ(r.timeline->iterations[0].unattributed, 2u);  // the GEMM's two records
     // The figures still see every record the iteration ran.
     EXPECT_EQ(r.timeline->iterations[0].replayed.activities, 5u);
     bool noted = false;
@@ -1286,6 +1320,258 @@ TEST(Drivers, WithoutGraphsEveryStepIsIssuedDirectlyAndTheReportSaysWhy) {
     bool noted = false;
     for (const auto& n : r.notes) noted |= n.find("the fake has no graphs") != std::string::npos;
     EXPECT_TRUE(noted);
+}
+
+// ---- a worker process (worker_backend.h) ------------------------------------------------------
+
+// The fake backend `config`, made in a worker process, seen from this one.
+std::unique_ptr<replay::Backend> in_worker(const FakeBackend& config, double kernel_timeout_s = 10,
+                                           int max_restarts = 200) {
+    replay::WorkerOptions options;
+    options.kernel_timeout_s = kernel_timeout_s;
+    options.max_restarts = max_restarts;
+    std::string why;
+    auto backend = replay::make_worker_backend(
+        [config](std::string&) { return std::make_unique<FakeBackend>(config); }, options, why);
+    if (backend == nullptr) throw std::runtime_error("no worker: " + why);
+    return backend;
+}
+
+bool has_note(const replay::Report& r, const std::string& text) {
+    for (const auto& n : r.notes)
+        if (n.find(text) != std::string::npos) return true;
+    return false;
+}
+
+TEST(Worker, RunsTheReplayAsInProcess) {
+    auto a = two_stream_trace();
+    FakeBackend here;
+    const replay::Report expected = replay::replay_sequential(*a, here, {}, nullptr);
+    auto worker = in_worker(FakeBackend{});
+    const replay::Report got = replay::replay_sequential(*a, *worker, {}, nullptr);
+    EXPECT_EQ(got.backend, "fake");
+    ASSERT_EQ(got.kernels.size(), expected.kernels.size());
+    for (std::size_t i = 0; i < got.kernels.size(); ++i) {
+        EXPECT_EQ(got.kernels[i].outcome, expected.kernels[i].outcome) << got.kernels[i].name;
+        EXPECT_EQ(got.kernels[i].samples_us, expected.kernels[i].samples_us) << got.kernels[i].name;
+    }
+    EXPECT_EQ(got.notes, expected.notes);
+}
+
+// two_stream_trace() replayed twice in sequential mode by a worker made from `config`: the
+// kernel `failed` must come out failed with `reason` in its reason, the other two replayed in
+// both iterations (issued before and after it in the batch that faulted: re-run without it).
+void expect_only_failed(const FakeBackend& config, const std::string& failed,
+                        const std::string& reason) {
+    auto a = two_stream_trace();
+    auto worker = in_worker(config);
+    replay::DriverOptions o;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, *worker, o, nullptr);
+    for (const auto& k : r.kernels) {
+        if (k.name == failed) {
+            EXPECT_EQ(k.outcome, KernelOutcome::Failed);
+            EXPECT_NE(k.reason.find(reason), std::string::npos) << k.reason;
+            EXPECT_TRUE(k.samples_us.empty());
+            continue;
+        }
+        EXPECT_EQ(k.outcome, KernelOutcome::Replayed) << k.name;
+        EXPECT_EQ(k.samples_us.size(), 2u) << k.name;
+    }
+    EXPECT_TRUE(has_note(r, "restarted 1 time after a fault"));
+}
+
+TEST(Worker, ACrashFailsTheKernelInFlightAndTheRestIsReplayed) {
+    FakeBackend config;
+    config.abort_issue.insert(gemm(10).instance_key());
+    expect_only_failed(config, "gemm_k",
+                       "the worker process was killed by signal 6 (Aborted) (the work in flight");
+}
+
+TEST(Worker, AStickyFaultIsPinnedOnTheIssueThatCausedIt) {
+    // As on CUDA: the relu poisons the device, the GEMM's issue is the first to see it. The
+    // batch re-run one issue at a time finds the relu.
+    FakeBackend config;
+    config.poison_issue.insert(relu(1).instance_key());
+    expect_only_failed(config, "relu_k",
+                       "fake device-side assert triggered (710) (the work in flight");
+}
+
+TEST(Worker, ACrashWhilePreparingFailsThatRecipeOnly) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.abort_prepare.insert(gemm(10).instance_key());
+    auto worker = in_worker(config);
+    const replay::Report r = replay::replay_sequential(*a, *worker, {}, nullptr);
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    EXPECT_EQ(gemm_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(gemm_k.reason.find("preparing it: the worker process was killed by signal 6"),
+              std::string::npos)
+        << gemm_k.reason;
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(kernel_named(r, "Memcpy DtoD (Device -> Device)").outcome, KernelOutcome::Replayed);
+}
+
+TEST(Worker, UniqueModeLosesOnlyTheTemplateThatFaulted) {
+    auto a = unique_trace();
+    FakeBackend config;
+    config.abort_issue.insert(gemm(11).instance_key());  // the GEMM template's second instance
+    auto worker = in_worker(config);
+    const replay::Report r =
+        replay::replay_unique(*a, *worker, unique_options(replay::Context::Recorded));
+    EXPECT_EQ(kernel_named(r, "gemm_k").outcome, KernelOutcome::Failed);
+    EXPECT_NE(kernel_named(r, "gemm_k").reason.find("signal 6"), std::string::npos);
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(kernel_named(r, "relu_k").samples_us.size(), 3u);
+    const auto& copy_k = kernel_named(r, "Memcpy DtoD (Device -> Device)");
+    EXPECT_EQ(copy_k.outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(copy_k.samples_us.size(), 3u);
+}
+
+TEST(Worker, ARunPastItsTimeLimitIsFailedAndTheRunGoesOn) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.hang_issue.insert(relu(1).instance_key());
+    auto worker = in_worker(config, 0.3);
+    const auto start = std::chrono::steady_clock::now();
+    const replay::Report r = replay::replay_sequential(*a, *worker, {}, nullptr);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& relu_k = kernel_named(r, "relu_k");
+    EXPECT_EQ(relu_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(relu_k.reason.find("time limit of 0.3 s"), std::string::npos) << relu_k.reason;
+    EXPECT_EQ(kernel_named(r, "gemm_k").outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(kernel_named(r, "Memcpy DtoD (Device -> Device)").outcome, KernelOutcome::Replayed);
+    // The hang, then again while the batch ran one issue at a time: two limits, not more.
+    EXPECT_LT(seconds, 5.0);
+}
+
+TEST(Worker, AnIssueThatThrowsFailsWithoutARestart) {
+    auto a = unique_trace();
+    FakeBackend config;
+    config.fail_issue.insert(relu(2).instance_key());
+    auto worker = in_worker(config);
+    const replay::Report r =
+        replay::replay_unique(*a, *worker, unique_options(replay::Context::None));
+    const auto& relu_k = kernel_named(r, "relu_k");
+    EXPECT_EQ(relu_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(relu_k.reason.find("fake issue failure"), std::string::npos) << relu_k.reason;
+    EXPECT_EQ(kernel_named(r, "gemm_k").samples_us.size(), 3u);
+    EXPECT_FALSE(has_note(r, "restarted"));
+}
+
+TEST(Worker, AfterTooManyRestartsTheRestFailsWithTheReason) {
+    auto a = unique_trace();
+    FakeBackend config;
+    config.abort_issue.insert(gemm(10).instance_key());
+    // One restart allowed: the one that finds the GEMM at fault; none is left to go on.
+    auto worker = in_worker(config, 10, 1);
+    const replay::Report r =
+        replay::replay_unique(*a, *worker, unique_options(replay::Context::None));
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed);
+    EXPECT_NE(kernel_named(r, "gemm_k").reason.find("signal 6"), std::string::npos);
+    const auto& copy_k = kernel_named(r, "Memcpy DtoD (Device -> Device)");
+    EXPECT_EQ(copy_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(
+        copy_k.reason.find("restarted 1 time after faults; the rest of the replay was given up"),
+        std::string::npos)
+        << copy_k.reason;
+}
+
+// Graphs, untagged timed records and the plan pass, through a worker: as in-process.
+TEST(Worker, GraphsAndUntaggedRecordsComeBackAsInProcess) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.graphs = true;
+    config.not_capturable.insert(copy().instance_key());
+    config.untag_when_timed = true;
+    config.warm_ns = 300;
+    replay::DriverOptions o;
+    o.graph = true;
+    o.warm_inputs = true;
+    o.iterations = 2;
+    FakeBackend here = config;
+    const replay::Report expected = replay::replay_sequential(*a, here, o, nullptr);
+    auto worker = in_worker(config);
+    const replay::Report got = replay::replay_sequential(*a, *worker, o, nullptr);
+    ASSERT_EQ(got.kernels.size(), expected.kernels.size());
+    for (std::size_t i = 0; i < got.kernels.size(); ++i) {
+        EXPECT_EQ(got.kernels[i].outcome, KernelOutcome::Replayed) << got.kernels[i].name;
+        EXPECT_EQ(got.kernels[i].samples_us, expected.kernels[i].samples_us) << got.kernels[i].name;
+    }
+    EXPECT_EQ(got.timeline->issue_path, "graph+direct");
+    EXPECT_EQ(got.notes, expected.notes);
+    ASSERT_EQ(got.timeline->iterations.size(), 2u);
+    EXPECT_EQ(got.timeline->iterations[1].unattributed, 0u);
+    EXPECT_EQ(got.timeline->iterations[1].replayed.span_us,
+              expected.timeline->iterations[1].replayed.span_us);
+}
+
+// A crash in a timed iteration: the new worker gets the graph captured again (a launch of the
+// old one would fault it), the plan is issued untimed again, and the iteration says so.
+TEST(Worker, ACrashWhileTimedRePlansAndCapturesTheGraphsAgain) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.graphs = true;
+    config.not_capturable.insert(copy().instance_key());
+    config.abort_when_timed.insert(copy().instance_key());
+    replay::DriverOptions o;
+    o.graph = true;
+    o.iterations = 3;
+    std::vector<std::string> progress;
+    o.progress = [&](const std::string& line) { progress.push_back(line); };
+    auto worker = in_worker(config);
+    const replay::Report r = replay::replay_sequential(*a, *worker, o, nullptr);
+    const auto& copy_k = kernel_named(r, "Memcpy DtoD (Device -> Device)");
+    EXPECT_EQ(copy_k.outcome, KernelOutcome::Failed);
+    EXPECT_NE(copy_k.reason.find("signal 6"), std::string::npos) << copy_k.reason;
+    for (const char* name : {"relu_k", "gemm_k"}) {
+        EXPECT_EQ(kernel_named(r, name).outcome, KernelOutcome::Replayed) << name;
+        EXPECT_EQ(kernel_named(r, name).samples_us.size(), 3u) << name;
+    }
+    EXPECT_TRUE(has_note(r, "iteration 1: the device work moved to a new worker process"));
+    EXPECT_TRUE(has_note(r, "issued untimed again before iteration 2"));
+    EXPECT_FALSE(has_note(r, "the capture failed"));
+    EXPECT_NE(std::find(progress.begin(), progress.end(),
+                        "plan: issued again untimed after a worker restart"),
+              progress.end());
+    // The new worker was prepared and captured before it was told the Timed phase.
+    EXPECT_TRUE(r.timeline->first_uses.empty());
+}
+
+TEST(Worker, ACrashInAGraphFailsTheWorkCapturedInIt) {
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.graphs = true;
+    config.not_capturable.insert(copy().instance_key());
+    config.abort_when_timed.insert(gemm(10).instance_key());
+    replay::DriverOptions o;
+    o.graph = true;
+    o.iterations = 2;
+    auto worker = in_worker(config);
+    const replay::Report r = replay::replay_sequential(*a, *worker, o, nullptr);
+    for (const char* name : {"relu_k", "gemm_k"}) {
+        const auto& k = kernel_named(r, name);
+        EXPECT_EQ(k.outcome, KernelOutcome::Failed) << name;
+        EXPECT_NE(k.reason.find("in a CUDA graph: the worker process was killed by signal 6"),
+                  std::string::npos)
+            << k.reason;
+    }
+    const auto& copy_k = kernel_named(r, "Memcpy DtoD (Device -> Device)");
+    EXPECT_EQ(copy_k.outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(copy_k.samples_us.size(), 2u);
+}
+
+TEST(Worker, ABackendThatCannotRunSaysWhy) {
+    std::string why;
+    auto backend = replay::make_worker_backend(
+        [](std::string& why_not) -> std::unique_ptr<replay::Backend> {
+            why_not = "no such device here";
+            return nullptr;
+        },
+        {}, why);
+    EXPECT_EQ(backend, nullptr);
+    EXPECT_EQ(why, "no such device here");
 }
 
 }  // namespace

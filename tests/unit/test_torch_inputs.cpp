@@ -391,6 +391,13 @@ bool has_integer_tensor(const AtenRecipe& r) {
     return false;
 }
 
+AnalysisOptions options_for(const std::string& trace, const std::string& execution_trace) {
+    AnalysisOptions options;
+    options.trace_path = trace;
+    options.execution_trace_path = execution_trace;
+    return options;
+}
+
 // Every Kineto trace under traces/ (tar members extracted), with its Execution Trace when it has
 // one.
 std::vector<AnalysisOptions> bundled_traces(const std::filesystem::path& scratch) {
@@ -408,14 +415,13 @@ std::vector<AnalysisOptions> bundled_traces(const std::filesystem::path& scratch
             for (const auto& member : fs::recursive_directory_iterator(dir))
                 if (member.is_regular_file() &&
                     member.path().string().find(".json") != std::string::npos)
-                    traces.push_back({member.path().string(), "", "", {}, {}});
+                    traces.push_back(options_for(member.path().string(), ""));
             continue;
         }
         if (!name.ends_with(".json.gz") || name.starts_with("linear_et")) continue;
-        AnalysisOptions options{path, "", "", {}, {}};
-        traces.push_back(options);
+        traces.push_back(options_for(path, ""));
         const std::string et = path.substr(0, path.size() - 8) + ".et.json.gz";
-        if (fs::exists(et)) traces.push_back({path, et, "", {}, {}});
+        if (fs::exists(et)) traces.push_back(options_for(path, et));
     }
     return traces;
 }

@@ -2,9 +2,11 @@
 // Every command starts here.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "replay/classifier.h"
@@ -20,13 +22,19 @@ struct AnalysisOptions {
     std::string execution_trace_path;  // --et: PyTorch Execution Trace of the same run
     std::string shape_log_path;        // --shapes: JSONL shape log
     std::optional<DimsRequest> set_dims;  // --set-dims: the trace rewritten to another shape
-    ParseOptions parse;
+    ParseOptions parse;  // parse.threads also bounds the threads of the stages after parsing
+    // EveryActivity: also classify each activity alone and throw if a shared decision differs
+    // (slow; tests and benchmarks).
+    ClassifyCheck classify_check = ClassifyCheck::None;
+    // Called as each stage ends ("parse", "graph", "classify", ...), for benchmarks that time the
+    // stages and sample memory between them.
+    std::function<void(std::string_view stage)> on_stage;
 };
 
 struct Analysis {
     ParseResult parsed;
     KernelGraph graph;
-    std::vector<Recipe> recipes;  // per graph node
+    NodeRecipes recipes;  // recipes[node]: the recipe of graph node `node`
     std::vector<UniqueKernel> kernels;
     double coverage = 0;  // share of recorded kernel time with a recipe
     std::string

@@ -64,7 +64,8 @@ struct GraphStats {
 class KernelGraph {
   public:
     // Also fills CpuOp::parent (time nesting per thread) in `trace`, which must outlive the graph.
-    static KernelGraph build(Trace& trace);
+    // `threads`: how many threads it may use (1: only the calling one).
+    static KernelGraph build(Trace& trace, unsigned threads = 2);
 
     const Trace& trace() const { return *trace_; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }
@@ -76,8 +77,20 @@ class KernelGraph {
     const GpuActivity& activity(const GraphNode& node) const {
         return trace_->activities[node.activity];
     }
-    // The op and its ancestors, innermost first.
+    // The op and its ancestors, innermost first, at most kMaxOpChain of them.
     std::vector<std::uint32_t> op_chain(const GraphNode& node) const;
+    // The same ops, handed to `visit` one by one without building the list; stops early when
+    // `visit` returns false.
+    template <typename Visit>
+    void visit_op_chain(const GraphNode& node, Visit&& visit) const {
+        std::size_t seen = 0;
+        for (std::uint32_t op = node.op; op != kNoIndex && seen < kMaxOpChain;
+             op = trace_->cpu_ops[op].parent, ++seen)
+            if (!visit(op)) return;
+    }
+    // Ops nest deeper than this only in broken traces (or copies of one trace laid over each
+    // other); the chain stops there.
+    static constexpr std::size_t kMaxOpChain = 256;
     // Launch time of a node (the activity's own start when the launch is unknown).
     Nanos launch_time(const GraphNode& node) const;
 

@@ -63,6 +63,7 @@ struct TensorSpec {
     // Elements the storage must hold for these dims/strides (max offset + 1).
     std::int64_t storage_elements() const;
     std::vector<std::int64_t> contiguous_strides() const;
+    bool operator==(const TensorSpec&) const = default;
 };
 
 enum class CopyDirection : std::uint8_t {
@@ -81,6 +82,7 @@ struct CopyRecipe {
     bool host_pinned = false;  // "Pinned" in the activity name; "Pageable" otherwise
     std::int64_t bytes = 0;
     int value = 0;  // memset byte value (not recorded by Kineto: 0)
+    bool operator==(const CopyRecipe&) const = default;
 };
 
 struct GemmRecipe {
@@ -104,6 +106,7 @@ struct GemmRecipe {
     std::int64_t a_reuse_bytes = kReuseUnknown, b_reuse_bytes = kReuseUnknown,
                  c_reuse_bytes = kReuseUnknown;
     double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
+    bool operator==(const GemmRecipe&) const = default;
 };
 
 enum class ArgKind : std::uint8_t { Tensor, TensorList, Scalar, ScalarList, None, String, Other };
@@ -114,6 +117,7 @@ struct AtenArgument {
     std::string type;                 // recorded type text ("c10::Half", "Scalar", "ScalarList")
     std::vector<TensorSpec> tensors;  // one for Tensor, several for TensorList
     std::string value;  // concrete scalar / list text ("1", "0.125", "[1024]", "True")
+    bool operator==(const AtenArgument&) const = default;
 };
 
 struct AtenRecipe {
@@ -122,6 +126,7 @@ struct AtenRecipe {
         overload;  // "" (default) or e.g. "Tensor", "Scalar", "out"; from the schema when known
     std::string schema;  // full schema from the Execution Trace, when given
     std::vector<AtenArgument> args;
+    bool operator==(const AtenRecipe&) const = default;
 };
 
 struct CollectiveRecipe {
@@ -130,6 +135,7 @@ struct CollectiveRecipe {
     std::int64_t in_nelems = -1, out_nelems = -1;
     DType dtype = DType::Unknown;
     int group_size = -1;
+    bool operator==(const CollectiveRecipe&) const = default;
 };
 
 using RecipeDetail =
@@ -152,6 +158,8 @@ struct Recipe {
     // Bytes moved for copies; 0 otherwise.
     double bytes() const;
     double flops() const;
+    // Field by field (doubles by value: a NaN alpha makes two recipes differ).
+    bool operator==(const Recipe&) const = default;
 };
 
 }  // namespace replay

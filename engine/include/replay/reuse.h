@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "replay/classifier.h"
 #include "replay/kernel_graph.h"
 #include "replay/recipe.h"
 
@@ -13,7 +14,8 @@ namespace replay {
 // Sets TensorSpec::reuse_bytes and GemmRecipe::{a,b,c}_reuse_bytes of every recipe whose inputs
 // carry recorded storage ids (Execution Trace): GPU ops are swept in launch order, each touching
 // its inputs' and outputs' bytes (an LRU stack distance, counting a storage touched twice twice,
-// so an upper bound). Inputs without storage ids keep kReuseUnknown.
-void annotate_reuse(const KernelGraph& graph, std::vector<Recipe>& recipes);
+// so an upper bound). Inputs without storage ids keep kReuseUnknown. A node whose distances differ
+// from those of the other nodes sharing its recipe gets an entry of its own.
+void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes);
 
 }  // namespace replay

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "replay/classifier.h"
 #include "replay/kernel_graph.h"
 #include "replay/recipe.h"
 #include "replay/stats.h"  // DurationStats, summarize()
@@ -24,9 +25,11 @@ struct UniqueKernel {
 };
 
 // Sorted by recorded total time, largest first.
-std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph,
-                                         const std::vector<Recipe>& recipes);
+std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRecipes& recipes);
 
 std::string hash_hex(std::string_view text);
+// Content hash of the recorded GPU activities (name, duration, stream of each, in trace order):
+// the same for a trace and its compressed copies.
+std::string trace_content_hash(const Trace& trace);
 
 }  // namespace replay

@@ -84,6 +84,20 @@ struct Environment {
     std::vector<std::string> notes;
 };
 
+// Prepared work found to have failed after issue() returned: a backend that runs the device
+// work elsewhere (worker_backend.h) learns of it when it synchronizes.
+struct IssueFailure {
+    std::uint32_t handle = 0;
+    std::string reason;
+};
+struct FaultReport {
+    std::vector<IssueFailure> failures;
+    std::vector<std::string> notes;  // what the report should say (restarts, faults not pinned)
+    // Times the device work moved to a new process: whatever it ran next was a first use
+    // (sequential mode issues its plan untimed again).
+    int restarts = 0;
+};
+
 struct BackendOptions {
     int device = 0;
     std::uint64_t seed = 0;
@@ -145,6 +159,13 @@ class Backend {
     // stream it captured, and before anything issued after it. Its activities come back tagged
     // with the tags their issues had when captured.
     virtual void launch_graph(std::uint32_t graph) = 0;
+
+    // ---- fault isolation (worker_backend.h) ----
+    // The recorded duration of one issue of prepared work, for a watchdog on its runs.
+    virtual void set_recorded_ns(std::uint32_t /*handle*/, std::int64_t /*ns*/) {}
+    // Failures found since the last call (drivers ask after synchronize()); a backend that
+    // runs in this process reports failures by throwing from issue() instead.
+    virtual FaultReport take_faults() { return {}; }
 };
 
 // Factories; return nullptr with `why` filled when the backend is not available in this build
@@ -162,7 +183,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 3;  // 3: energy_meter()
+inline constexpr std::uint32_t kBackendAbiVersion = 4;  // 4: energy_meter()
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

@@ -1,0 +1,79 @@
+// The classifier's facts, internal to engine/classifier*.cpp: classifier.cpp gathers them for each
+// graph node and decides once per distinct set; classifier_rules.cpp holds the rules that decide.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "replay/classifier.h"
+
+namespace replay::classifier_detail {
+
+// An op of the chain as the rules see it: its name and its recorded shapes.
+struct OpRef {
+    NameId name = 0;
+    std::uint32_t shapes = kNoIndex;
+    bool operator==(const OpRef&) const = default;
+};
+
+// Everything a rule may look at for one activity, and nothing else: ids into the trace's name
+// pool and op_shapes table, never the index of an op, a launch or a node. Activities with equal
+// facts get equal recipes, so classify() decides once per distinct Facts; a rule that needs more
+// adds a field here, and the field takes part in the comparison by itself.
+struct Facts {
+    ActivityKind kind = ActivityKind::Kernel;
+    LinkState link = LinkState::NoLaunch;
+    bool launched = false;  // a runtime call carries the activity's correlation id
+    bool in_op = false;     // some op encloses the launch: the op chain is not empty
+    NameId activity_name = 0;
+    NameId innermost_op = 0;  // name of the chain's first op, when in_op
+    std::int64_t bytes = -1;
+    NameId collective = StringPool::kEmpty, collective_dtype = StringPool::kEmpty;
+    std::int64_t in_nelems = -1, out_nelems = -1;
+    std::int32_t group_size = -1;
+    // The innermost GEMM op with shapes (aten::linear -> aten::addmm picks addmm) and the
+    // innermost dispatcher op of the chain.
+    std::optional<OpRef> gemm_op;
+    std::optional<OpRef> aten_op;
+    // The aten op's direct children in start order, only where the aten op takes a Tensor?[]
+    // that Kineto recorded as [] (index-list-from-children reads the indices off them).
+    std::vector<OpRef> aten_children;
+    bool operator==(const Facts&) const = default;
+};
+
+// Only speeds the lookup up: equality decides, so a field left out here costs time, not results.
+struct FactsHash {
+    std::size_t operator()(const Facts& f) const {
+        std::uint64_t h = 0;
+        const auto mix = [&](std::uint64_t v) {
+            h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+            h ^= h >> 29;
+        };
+        mix(static_cast<std::uint64_t>(f.kind) | static_cast<std::uint64_t>(f.link) << 8 |
+            std::uint64_t{f.launched} << 16 | std::uint64_t{f.in_op} << 17 |
+            std::uint64_t{f.gemm_op.has_value()} << 18 |
+            std::uint64_t{f.aten_op.has_value()} << 19);
+        mix(f.activity_name | std::uint64_t{f.innermost_op} << 32);
+        mix(static_cast<std::uint64_t>(f.bytes));
+        mix(f.collective | std::uint64_t{f.collective_dtype} << 32);
+        mix(static_cast<std::uint64_t>(f.in_nelems) ^
+            static_cast<std::uint64_t>(f.out_nelems) << 1 ^
+            static_cast<std::uint64_t>(f.group_size) << 2);
+        for (const auto& op : {f.gemm_op, f.aten_op})
+            if (op) mix(op->name | std::uint64_t{op->shapes} << 32);
+        for (const OpRef& op : f.aten_children) mix(op.name | std::uint64_t{op.shapes} << 32);
+        return static_cast<std::size_t>(h);
+    }
+};
+
+bool is_gemm_op(std::string_view name);
+bool is_dispatcher_op(std::string_view name);
+bool has_shapes(const Trace& trace, std::uint32_t shapes);
+// Facts::aten_children of the aten op `op` (an index into cpu_ops).
+std::vector<OpRef> aten_children_facts(const Trace& trace, std::uint32_t op);
+// The recipe the rules give an activity with these facts: the first rule that matches builds it.
+Recipe decide(const Trace& trace, const Facts& facts);
+
+}  // namespace replay::classifier_detail
