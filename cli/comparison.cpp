@@ -7,7 +7,7 @@
 
 namespace replay::cli {
 
-void add_statistics_options(CLI::App& app, RegressionOptions& o) {
+void add_statistics_options(CLI::App& app, RegressionOptions& o, bool with_energy) {
     app.add_option("--threshold", o.threshold_pct,
                    "Smallest median change (%) that counts as a change")
         ->capture_default_str();
@@ -16,6 +16,10 @@ void add_statistics_options(CLI::App& app, RegressionOptions& o) {
     app.add_option("--min-change-us", o.min_change_us,
                    "... and the median must move by more than this many microseconds")
         ->capture_default_str();
+    if (with_energy)
+        app.add_flag("--energy", o.energy,
+                     "Compare each kernel's energy per launch (reports made with --energy) with "
+                     "the same statistics instead of its time");
     app.add_option("--alpha", o.alpha,
                    "Significance level of the Mann-Whitney rank test on the per-run samples")
         ->capture_default_str();

@@ -10,8 +10,9 @@
 
 namespace replay::cli {
 
-// --threshold, --k, --min-change-us, --alpha.
-void add_statistics_options(CLI::App& app, RegressionOptions& options);
+// --threshold, --k, --min-change-us, --alpha and, where the command has no --energy of its own
+// (`regress` replays with it and compares energy then), --energy.
+void add_statistics_options(CLI::App& app, RegressionOptions& options, bool with_energy = true);
 
 // A comparison in which no kernel was measured on both sides says nothing: an exit status of 0
 // there would let a wrong baseline pass a CI job. Throws, naming both sides and the notes.

@@ -49,8 +49,10 @@ int run_regress(const RegressState& s) {
         Report current = s.settings.run(analysis.get(), nullptr, *backend, s.load.quiet, nullptr);
         if (const std::string why = why_nothing_was_replayed(current); !why.empty())
             throw std::runtime_error(trace + ": " + why);
+        RegressionOptions options = s.options;
+        options.energy = s.settings.energy;  // --energy replays with it and compares it
         const Regression r =
-            compare_reports(baseline.report, current, s.options, baseline.path, trace);
+            compare_reports(baseline.report, current, options, baseline.path, trace);
         require_something_compared(r);
         const std::filesystem::path dir = std::filesystem::path(trace).filename();
         out.write(dir / "report.json", [&](std::ostream& o) { write_report_json(o, current); });
@@ -95,7 +97,7 @@ Command add_regress_command(CLI::App& app) {
                      "regression.json, regression.md (and report.html with --html)")
         ->capture_default_str();
     s->settings.add_options(*regress, /*with_out=*/false);
-    add_statistics_options(*regress, s->options);
+    add_statistics_options(*regress, s->options, /*with_energy=*/false);
     regress->add_flag("--html", s->html,
                       "Also write report.html per trace: the report and its changes against "
                       "the baseline, with the changed kernels' samples");

@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "replay/report_energy.h"
 #include "replay/worker_backend.h"
 
 namespace replay::cli {
@@ -50,6 +51,50 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
     app.add_flag("--no-sequential-check", no_sequential_check,
                  "unique: skip the sequential pass that the predicted total is compared with");
     add_device_options(app);
+    add_energy_options(app);
+}
+
+void ReplaySettings::add_energy_options(CLI::App& app) {
+    app.add_flag("--energy", energy,
+                 "Measure energy with the board's counter (NVML): unique: joules per launch of "
+                 "each kernel, launched back to back through windows of counter changes, and of "
+                 "the sequential pass's step; sequential: joules per step and the board's power "
+                 "in replay_trace.json. Costs about (windows x window) per kernel. The cpu "
+                 "backend and GPUs without the counter report energy n/a with the reason");
+    app.add_option("--energy-window", energy_window_ms,
+                   "Window length in ms, rounded up to whole counter periods; 0: the fewest "
+                   "periods whose timing uncertainty is below 1% of the window")
+        ->check(CLI::Range(0.0, 600000.0))
+        ->capture_default_str();
+    app.add_option("--energy-windows", energy_windows,
+                   "Windows per kernel or step: the samples of its statistics (regress --energy "
+                   "needs >= 5 per side for the rank test)")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
+    app.add_option("--energy-min-us", energy_min_us,
+                   "unique: measure no energy for kernels whose recorded median is shorter")
+        ->check(CLI::Range(0.0, 1e9))
+        ->capture_default_str();
+    app.add_option("--timing-json", timing_json,
+                   "The real step's timing.json (examples/capture_trace.py) to hold the replayed "
+                   "energy against; default: <trace stem>.timing.json beside the trace, if any")
+        ->check(CLI::ExistingFile);
+}
+
+void ReplaySettings::add_model_energy(Report& report) const {
+    if (!report.energy.requested) return;
+    std::string path = timing_json;
+    if (path.empty()) {
+        const auto beside = timing_file_beside(report.input("trace"));
+        if (!beside) {
+            report.energy.notes.push_back(
+                "no timing.json beside the trace (--timing-json): the real step's energy is n/a");
+            return;
+        }
+        path = *beside;
+    }
+    replay::add_model_energy(report, read_model_timing(path));
+    report.inputs.emplace_back("timing_json", path);
 }
 
 void ReplaySettings::add_sweep_options(CLI::App& app) {
@@ -141,6 +186,10 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     o.warm_inputs = !no_warm_inputs;
     o.nvtx = nvtx;
     o.only = only;
+    o.energy = energy;
+    o.energy_window_ms = energy_window_ms;
+    o.energy_windows = energy_windows;
+    o.energy_min_us = energy_min_us;
     if (!quiet)
         o.progress = [](const std::string& line) {
             std::fprintf(stderr, "replay: %s\n", line.c_str());
@@ -149,7 +198,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
 }
 
 std::unique_ptr<Backend> ReplaySettings::make_backend() const {
-    if (isolation == "none") return make_backend_here();
+    // --energy polls the board's counter between launches: in this process, beside the device.
+    if (isolation == "none" || energy) return make_backend_here();
     WorkerOptions worker;
     worker.kernel_timeout_s = kernel_timeout_s;
     std::string why;
@@ -200,9 +250,12 @@ Report ReplaySettings::run(const Analysis* analysis, const SignatureFile* kernel
         std::fprintf(stderr, "replay: --nvtx: the %s backend has no NVTX ranges\n",
                      backend.environment().backend.c_str());
     const DriverOptions options = driver_options(quiet, backend);
-    if (analysis == nullptr) return replay_unique(*kernels, backend, options);
-    if (mode == "sequential") return replay_sequential(*analysis, backend, options, timeline);
-    return replay_unique(*analysis, backend, options);
+    Report report = analysis == nullptr ? replay_unique(*kernels, backend, options)
+                    : mode == "sequential"
+                        ? replay_sequential(*analysis, backend, options, timeline)
+                        : replay_unique(*analysis, backend, options);
+    add_model_energy(report);
+    return report;
 }
 
 }  // namespace replay::cli

@@ -34,6 +34,11 @@ struct ReplaySettings {
     int device = 0;
     std::uint64_t seed = 0;
     std::int64_t max_tensor_bytes = 0;  // 0: the device's free memory
+    bool energy = false;
+    double energy_window_ms = 0;
+    int energy_windows = 5;
+    double energy_min_us = 0;
+    std::string timing_json;  // the real step's timing.json; "": the one beside the trace, if any
     std::string isolation = "worker";
     double kernel_timeout_s = 10;
     bool nvtx = false;
@@ -56,6 +61,9 @@ struct ReplaySettings {
     void add_backend_option(CLI::App& app);
     void add_unique_options(CLI::App& app);
     void add_device_options(CLI::App& app);
+    void add_energy_options(CLI::App& app);
+    // --energy: the real model's step from its timing.json joins the report.
+    void add_model_energy(Report& report) const;
 };
 
 }  // namespace replay::cli

@@ -72,7 +72,9 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
            "replayed_min_us,replayed_mean_us,replayed_stddev_us,replayed_p95_us,replayed_p99_us,"
            "error_pct,"
            "name_match,gflops_per_s,gb_per_s,flops,bytes,pct_peak_flops,pct_peak_bandwidth,"
-           "reason\n";
+           "reason,"
+           "energy_median_uj,energy_min_uj,energy_max_uj,energy_windows,energy_dynamic_uj,"
+           "energy_power_w,energy_edp_uj_us,energy_pj_per_flop,energy_why\n";
     for (const auto& k : r.kernels) {
         const bool done = was_replayed(k);
         CsvRow row(out);
@@ -96,6 +98,14 @@ void write_kernels_csv(std::ostream& out, const Report& r) {
         peak_share(row, done, k.flops, k.pct_peak_flops);
         peak_share(row, done, k.bytes, k.pct_peak_bandwidth);
         row.text(k.reason);
+        // Empty without --energy; with it, a kernel not measured says why (n/a, never 0).
+        const KernelEnergy& e = k.energy;
+        const bool measured = e.measured();
+        for (double x : {e.uj.median, e.uj.min, e.uj.max, static_cast<double>(e.uj.count),
+                         e.dynamic_uj, e.power_w, e.edp_uj_us, e.pj_per_flop})
+            row.number(measured ? x : NAN);
+        row.text(r.energy.requested && !measured ? (e.why.empty() ? r.energy.probe.why : e.why)
+                                                 : std::string());
     }
 }
 

@@ -27,6 +27,21 @@ struct Measure {
 
 Measure measure(const KernelResult& k, const RegressionOptions& o) {
     Measure m;
+    if (o.energy) {
+        for (double x : k.energy.samples_uj)
+            if (std::isfinite(x)) m.samples.push_back(x);
+        m.has = !m.samples.empty();
+        m.median = m.has ? stats::median(m.samples) : NAN;
+        if (!m.has)
+            m.why_not =
+                "no energy (" + (k.energy.why.empty() ? why_not_replayed(k) : k.energy.why) + ")";
+        else if (!(m.median > 0)) {
+            m.has = false;
+            m.zero = true;
+            m.why_not = "measured at a median energy <= 0 uJ,";
+        }
+        return m;
+    }
     // Replayed runs, or (recorded) the recorded instances when the report carries them.
     for (double x : k.samples_us)
         if (std::isfinite(x)) m.samples.push_back(x);
@@ -90,7 +105,7 @@ void compare_kernel(KernelComparison& c, const Measure& b, const Measure& cur,
     c.threshold_pct = std::max(o.threshold_pct, o.k * c.spread_pct);
     c.change_pct = (cur.median - b.median) / b.median * 100.0;
     const bool beyond = std::fabs(c.change_pct) > c.threshold_pct &&
-                        std::fabs(cur.median - b.median) > o.min_change_us;
+                        (o.energy || std::fabs(cur.median - b.median) > o.min_change_us);
     bool significant = true;
     if (b.samples.size() >= o.min_samples && cur.samples.size() >= o.min_samples) {
         const auto test = stats::mann_whitney(cur.samples, b.samples);
@@ -185,6 +200,18 @@ Regression compare_reports(const Report& baseline, const Report& current,
         r.notes.push_back("replay modes differ (" + baseline.mode + " vs " + current.mode + ")");
     if (!options.recorded && baseline.backend != current.backend)
         r.notes.push_back("backends differ (" + baseline.backend + " vs " + current.backend + ")");
+    if (options.energy) {
+        r.notes.push_back(
+            "energy per launch compared (microjoules in the fields named _us): each kernel's "
+            "energy windows are its samples");
+        for (const auto* side : {&baseline, &current})
+            if (!side->energy.requested || !side->energy.probe.available)
+                r.notes.push_back(std::string("the ") +
+                                  (side == &baseline ? "baseline" : "current") +
+                                  " report has no energy: " +
+                                  (side->energy.requested ? side->energy.probe.why
+                                                          : "it was made without --energy"));
+    }
     if (options.recorded)
         r.notes.push_back(
             "recorded durations compared: each kernel's recorded instances are its samples "

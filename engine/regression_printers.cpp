@@ -82,7 +82,9 @@ void write_regression_json(std::ostream& out, const Regression& r) {
         .field("alpha", r.options.alpha);
     json.field("min_samples", static_cast<std::uint64_t>(r.options.min_samples));
     json.field("min_change_us", r.options.min_change_us);
-    json.field("measure", r.options.recorded ? "recorded" : "replayed");
+    json.field("measure", r.options.energy     ? "energy"
+                          : r.options.recorded ? "recorded"
+                                               : "replayed");
     json.end_object();
     json.key("summary").begin_object();
     write_summary_fields(json, r.summary);
@@ -125,7 +127,10 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
                 : std::string())
         << ", " << s.added << " new, " << s.missing << " missing\n\n";
     out << "baseline `" << md_escape(r.baseline, 200) << "`, current `" << md_escape(r.current, 200)
-        << "`; " << (r.options.recorded ? "recorded" : "replayed")
+        << "`; "
+        << (r.options.energy     ? "energy per launch (uJ in the columns named us)"
+            : r.options.recorded ? "recorded"
+                                 : "replayed")
         << " medians; a change counts beyond max(" << fixed(r.options.threshold_pct, 1) << "%, "
         << fixed(r.options.k, 1) << " x run spread) and " << fixed(r.options.min_change_us, 2)
         << " us, with Mann-Whitney p < " << r.options.alpha << "\n\n";

@@ -192,6 +192,7 @@ void finalize_report(Report& r) {
     t.gemm_name_match = names_known && gemm_all > 0 ? gemm_matched / gemm_all : NAN;
     const bool any = recorded_total > 0 || replayed_total > 0;
     t.predicted_total_us = r.mode == "unique" && any ? predicted : NAN;
+    finalize_energy(r);
 }
 
 }  // namespace replay

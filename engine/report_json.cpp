@@ -17,6 +17,59 @@ void write_pairs(JsonWriter& json, std::string_view name,
     json.end_object();
 }
 
+void write_kernel_energy(JsonWriter& json, const KernelEnergy& e) {
+    json.key("energy").begin_object();
+    json.array("samples_uj", e.samples_uj);
+    json.key("uj");
+    write_duration_stats(json, e.uj);
+    json.field("dynamic_uj", e.dynamic_uj).field("launches", e.launches);
+    json.field("power_w", e.power_w).field("edp_uj_us", e.edp_uj_us);
+    json.field("flops", e.flops).field("pj_per_flop", e.pj_per_flop);
+    json.field("why", e.measured() ? std::string() : e.why);
+    json.end_object();
+}
+
+void write_step_energy(JsonWriter& json, std::string_view name, const StepEnergy& s) {
+    json.key(name).begin_object();
+    json.array("samples_mj", s.samples_mj);
+    json.field("mj", s.mj).field("dynamic_mj", s.dynamic_mj).field("static_mj", s.static_mj);
+    json.field("step_us", s.step_us).field("power_w", s.power_w);
+    json.field("idle_power_w", s.idle_power_w).field("steps", s.steps);
+    json.field("source", s.source).field("gpu", s.gpu);
+    json.end_object();
+}
+
+void write_energy(JsonWriter& json, const ReportEnergy& e) {
+    json.key("energy").begin_object();
+    const EnergyProbe& p = e.probe;
+    json.field("available", p.available).field("why", p.available ? std::string() : p.why);
+    json.field("method", p.method);
+    json.field("counter_period_ms", p.counter_period_ms);
+    json.field("counter_jitter_ms", p.counter_jitter_ms);
+    json.field("counter_read_ms", p.counter_read_ms);
+    json.field("counter_step_mj", p.counter_step_mj);
+    json.field("counter_changes", static_cast<std::uint64_t>(p.counter_changes));
+    json.field("power_period_ms", p.power_period_ms);
+    json.field("idle_power_w", p.idle_power_w).field("idle_window_ms", p.idle_window_ms);
+    json.field("power_limit_w", p.power_limit_w);
+    json.field("window_ms", e.window_ms);
+    json.field("window_updates", static_cast<std::int64_t>(e.window_updates));
+    json.field("windows", static_cast<std::int64_t>(e.windows));
+    json.field("window_rule", e.window_rule).field("min_us", e.min_us);
+    json.key("power_w");
+    write_duration_stats(json, e.power_w);
+    write_step_energy(json, "step", e.step);
+    write_step_energy(json, "model", e.model);
+    json.field("predicted_mj", e.predicted_mj);
+    json.field("predicted_dynamic_mj", e.predicted_dynamic_mj).field("coverage", e.coverage);
+    json.field("predicted_vs_step_pct", e.predicted_vs_step_pct);
+    json.field("step_vs_model_pct", e.step_vs_model_pct);
+    json.field("step_vs_model_dynamic_pct", e.step_vs_model_dynamic_pct);
+    json.field("predicted_vs_model_pct", e.predicted_vs_model_pct);
+    json.array("notes", e.notes);
+    json.end_object();
+}
+
 void write_figures(JsonWriter& json, const TimelineFigures& f) {
     for (const auto& field : timeline_figures_fields()) json.field(field.name, f.*field.member);
     json.field("activities", static_cast<std::uint64_t>(f.activities));
@@ -119,6 +172,8 @@ void write_report_json(std::ostream& out, const Report& r) {
         json.field("activities", static_cast<std::uint64_t>(tr.activities));
         json.field("recorded_us", tr.recorded_us).field("replayed_us", tr.replayed_us);
         json.field("replayed_recorded_us", tr.replayed_recorded_us);
+        if (r.energy.requested)
+            json.field("energy_mj", tr.energy_mj).field("dynamic_energy_mj", tr.dynamic_energy_mj);
     });
     json.objects("kernels", r.kernels, [&](const KernelResult& k) {
         write_kernel_identity(json, k.id, k.name, k.kind, k.tier);
@@ -138,7 +193,9 @@ void write_report_json(std::ostream& out, const Report& r) {
         json.field("flop_dtype", to_string(k.flop_dtype));
         json.field("pct_peak_flops", k.pct_peak_flops);
         json.field("pct_peak_bandwidth", k.pct_peak_bandwidth);
+        if (r.energy.requested) write_kernel_energy(json, k.energy);
     });
+    if (r.energy.requested) write_energy(json, r.energy);
     json.array("notes", r.notes);
     if (r.timeline) write_timeline(json, *r.timeline);
     json.end_object();

@@ -102,9 +102,12 @@ class ReportReader {
                 elements(v, [&](od::value x) { report.tiers.push_back(read_tier_row(x)); });
             else if (key == "kernels")
                 elements(v, [&](od::value x) { report.kernels.push_back(read_kernel(x)); });
+            else if (key == "energy")
+                read_energy(v, report.energy);
             else if (key == "timeline")
                 report.timeline = read_timeline(v);
         });
+        if (report.energy.requested) finalize_energy(report);
         return report;
     }
 
@@ -377,11 +380,77 @@ class ReportReader {
                 k.name_match = boolean(x);
             else if (key == "flop_dtype")
                 k.flop_dtype = dtype_from_name(string(x));
+            else if (key == "energy")
+                read_kernel_energy(x, k.energy);
             for (const auto& [name, member, range] : figures)
                 if (key == name) k.*member = number(x, range);
         });
         if (k.count == 0) k.count = k.recorded_us.count;
         return k;
+    }
+
+    // What regress/compare and the recomputed figures need: the samples and the measured inputs;
+    // the rest (statistics, power, EDP) is derived again by finalize_energy.
+    void read_kernel_energy(od::value v, KernelEnergy& e) {
+        members(v, {"samples_uj", "why"}, [&](const std::string& key, od::value x) {
+            if (key == "samples_uj")
+                elements(x,
+                         [&](od::value s) { e.samples_uj.push_back(number(s, Number::Signed)); });
+            else if (key == "dynamic_uj")
+                e.dynamic_uj = number(x, Number::Signed);
+            else if (key == "launches")
+                e.launches = number(x, Number::NonNegative);
+            else if (key == "flops")
+                e.flops = number(x, Number::NonNegative);
+            else if (key == "why")
+                e.why = string(x);
+        });
+    }
+
+    void read_step_energy(od::value v, StepEnergy& s) {
+        members(v, {"mj"}, [&](const std::string& key, od::value x) {
+            if (key == "samples_mj")
+                elements(x,
+                         [&](od::value y) { s.samples_mj.push_back(number(y, Number::Signed)); });
+            else if (key == "mj")
+                s.mj = number(x, Number::Signed);
+            else if (key == "step_us")
+                s.step_us = number(x, Number::NonNegative);
+            else if (key == "power_w")
+                s.power_w = number(x, Number::NonNegative);
+            else if (key == "idle_power_w")
+                s.idle_power_w = number(x, Number::NonNegative);
+            else if (key == "steps")
+                s.steps = number(x, Number::NonNegative);
+            else if (key == "source")
+                s.source = string(x);
+            else if (key == "gpu")
+                s.gpu = string(x);
+        });
+    }
+
+    void read_energy(od::value v, ReportEnergy& e) {
+        e.requested = true;
+        members(v, {"available", "why"}, [&](const std::string& key, od::value x) {
+            if (key == "available")
+                e.probe.available = boolean(x);
+            else if (key == "why")
+                e.probe.why = string(x);
+            else if (key == "method")
+                e.probe.method = string(x);
+            else if (key == "counter_period_ms")
+                e.probe.counter_period_ms = number(x, Number::NonNegative);
+            else if (key == "power_period_ms")
+                e.probe.power_period_ms = number(x, Number::NonNegative);
+            else if (key == "idle_power_w")
+                e.probe.idle_power_w = number(x, Number::NonNegative);
+            else if (key == "step")
+                read_step_energy(x, e.step);
+            else if (key == "model")
+                read_step_energy(x, e.model);
+            else if (key == "notes")
+                elements(x, [&](od::value y) { e.notes.push_back(string(y)); });
+        });
     }
 
     // Sequential mode's timeline (report_json.h lists its numbers).

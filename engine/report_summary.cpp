@@ -95,6 +95,42 @@ std::string why_nothing_was_replayed(const Report& r) {
     return why;
 }
 
+namespace {
+
+// --energy: the probe, the step and the comparisons, n/a with the reason where they are missing.
+void write_energy_summary(std::ostream& out, const ReportEnergy& e) {
+    if (!e.requested) return;
+    const EnergyProbe& p = e.probe;
+    if (!p.available) {
+        print(out, "  energy                    %12s (%s)\n", "n/a", p.why.c_str());
+        return;
+    }
+    print(out,
+          "  energy counter            %12.1f ms period (jitter %.2f ms), power reading %s; idle "
+          "%.1f W, limit %s\n",
+          p.counter_period_ms, p.counter_jitter_ms,
+          figure("%.1f ms", p.power_period_ms, "unchanged while probed").c_str(), p.idle_power_w,
+          figure("%.0f W", p.power_limit_w, "unknown").c_str());
+    print(out, "  energy windows            %12d x %.1f ms (%s)\n", e.windows, e.window_ms,
+          e.window_rule.c_str());
+    const char* no_step = "no step measured";
+    print(out, "  replayed step             %s, %s dynamic\n",
+          figure("%12.2f mJ", e.step.mj, no_step).c_str(),
+          figure("%.2f mJ", e.step.dynamic_mj, no_step).c_str());
+    if (std::isfinite(e.predicted_mj))
+        print(out,
+              "  sum of count x J/launch   %12.2f mJ, %.2f mJ dynamic (%s vs the step's dynamic; "
+              "kernels with energy: %.1f%% of the recorded time)\n",
+              e.predicted_mj, e.predicted_dynamic_mj,
+              figure("%+.2f%%", e.predicted_vs_step_pct, no_step).c_str(), 100 * e.coverage);
+    print(out, "  real step (timing.json)   %s; replayed step %s\n",
+          figure("%12.2f mJ", e.model.mj, "none").c_str(),
+          figure("%+.2f%%", e.step_vs_model_pct, "not comparable").c_str());
+    for (const auto& note : e.notes) print(out, "    energy: %s\n", note.c_str());
+}
+
+}  // namespace
+
 void write_report_summary(std::ostream& out, const Report& r) {
     const ReportTotals& t = r.totals;
     const bool any = why_nothing_was_replayed(r).empty();
@@ -162,6 +198,7 @@ void write_report_summary(std::ostream& out, const Report& r) {
     if (largest.size() > kShown)
         print(out, "    ... %zu more reasons%s\n", largest.size() - kShown,
               any ? " in report.json" : "");
+    write_energy_summary(out, r.energy);
     if (r.backend == "cpu")
         print(out,
               "  note: the cpu backend times whole ops on the host; its errors against a GPU "

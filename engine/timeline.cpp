@@ -394,6 +394,22 @@ void write_replay_trace(std::ostream& out, const Timeline& t) {
         write_flow(json, "replay", flow, item.device, item.stream, ts, false);
         ++flow;
     }
+    // Perfetto draws "C" events of one name as a counter track of the process: the device of the
+    // last replayed iteration, whose clock (its first activity at 0) the counters are on.
+    if (!t.counters.empty() && !l.steps.empty()) {
+        std::int64_t device = 0;
+        for (const auto& item : t.items)
+            if (item.replayed && item.iteration == l.steps.back().iteration) {
+                device = item.device;
+                break;
+            }
+        for (const auto& c : t.counters) {
+            json.begin_object().field("ph", "C").field("name", c.name).field("pid", device);
+            json.field("ts", c.t_us + l.steps.back().offset_us);
+            json.key("args").begin_object().field("W", c.value).end_object();
+            json.end_object();
+        }
+    }
     json.end_array();
     out << "\n}\n";
 }

@@ -1,5 +1,7 @@
 #include "replay/backend.h"
 
+#include "replay/energy.h"
+
 namespace replay {
 
 const char* to_string(Disposition disposition) {
@@ -12,6 +14,11 @@ const char* to_string(Disposition disposition) {
             return "failed";
     }
     return "?";
+}
+
+std::unique_ptr<EnergyMeter> Backend::energy_meter(std::string& why) {
+    why = "the " + environment().backend + " backend measures no energy (no board energy counter)";
+    return nullptr;
 }
 
 }  // namespace replay

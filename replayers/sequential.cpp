@@ -4,10 +4,12 @@
 // iterations only launch (drivers.h).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "energy_run.h"
 #include "plan.h"
 #include "record_matching.h"
 #include "session.h"
@@ -18,6 +20,9 @@ namespace {
 using detail::LaunchUnit;
 using detail::PlannedStep;
 using detail::Session;
+
+// Launch units per poll of the energy counter while the step loops through the energy windows.
+constexpr std::size_t kUnitsPerPoll = 64;
 
 std::int64_t steady_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -73,8 +78,10 @@ class TimedPhase {
 
 class SequentialReplay {
   public:
-    SequentialReplay(const Analysis& analysis, Session& session, std::vector<PlannedStep> plan)
-        : graph_(analysis.graph),
+    SequentialReplay(const Analysis& analysis, Session& session, std::vector<PlannedStep> plan,
+                     const detail::EnergyRun* energy)
+        : energy_(energy),
+          graph_(analysis.graph),
           session_(session),
           backend_(session.backend()),
           options_(session.options()),
@@ -86,8 +93,15 @@ class SequentialReplay {
     }
 
     void run(Timeline* timeline);
+    // The meter's clock when the last timed iteration started (NaN without --energy).
+    double last_iteration_s() const { return last_iteration_s_; }
 
   private:
+    // --energy: the step looped back to back (no recorded pacing) through the energy windows.
+    void measure_energy();
+    const detail::EnergyRun* energy_;
+    double last_iteration_s_ = NAN;
+
     // ---- issuing ----
     void pre_issue(std::size_t u);
     void launch(std::size_t u);
@@ -425,10 +439,14 @@ void SequentialReplay::run(Timeline* timeline) {
     result.recorded = recorded_;
     {
         TimedPhase timed(backend_);
-        for (int it = 1; it <= std::max(1, options_.iterations); ++it)
+        for (int it = 1; it <= std::max(1, options_.iterations); ++it) {
+            if (energy_ != nullptr && it == std::max(1, options_.iterations))
+                last_iteration_s_ = energy_->now_s();
             result.iterations.push_back(timed_iteration(it, timeline));
+        }
         result.first_uses = backend_.first_uses();
     }
+    measure_energy();
     if (!result.first_uses.empty()) {
         std::string note = "first uses inside the timed iterations (the plan missed them): ";
         for (std::size_t i = 0; i < result.first_uses.size(); ++i)
@@ -446,18 +464,49 @@ void SequentialReplay::run(Timeline* timeline) {
     report.timeline = std::move(result);
 }
 
+void SequentialReplay::measure_energy() {
+    if (energy_ == nullptr || !energy_->available() || units_.empty()) return;
+    if (options_.progress) options_.progress("energy: the step looped through the windows");
+    if (options_.pace == Pace::Recorded)
+        session_.report().energy.notes.push_back(
+            "the step's energy was measured back to back, without the recorded launch times");
+    issued_.assign(units_.size(), Issued::No);
+    warmed_.assign(units_.size(), false);
+    const std::size_t chunk = std::min(kUnitsPerPoll, units_.size());
+    std::size_t next = 0;
+    detail::measure_step_energy(
+        *energy_,
+        [&]() -> double {
+            for (std::size_t i = 0; i < chunk; ++i, ++next) {
+                const std::size_t u = next % units_.size();
+                pre_issue(u);
+                launch(u);
+            }
+            return static_cast<double>(chunk) / static_cast<double>(units_.size());
+        },
+        [&] {
+            backend_.synchronize();
+            backend_.collect();  // untimed
+        },
+        session_.report().energy);
+}
+
 }  // namespace
 
+namespace detail {
+
 Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
-                         Timeline* timeline) {
+                         Timeline* timeline, const EnergyRun* energy, double* last_iteration_s) {
     const auto start = std::chrono::steady_clock::now();
     Session session(backend, analysis.kernels, options);
     detail::add_inputs(session.report(), analysis);
     detail::add_options(session.report(), options, false);
+    if (energy != nullptr) describe_energy_run(*energy, options, session.report().energy);
     const auto kernel_of = detail::kernel_of_nodes(analysis, session);
     SequentialReplay replay(analysis, session,
-                            detail::plan_sequential(analysis, session, kernel_of));
+                            detail::plan_sequential(analysis, session, kernel_of), energy);
     replay.run(timeline);
+    if (last_iteration_s != nullptr) *last_iteration_s = replay.last_iteration_s();
     const KernelGraph& graph = analysis.graph;
     if (!graph.host_syncs().empty())
         session.report().notes.push_back(
@@ -470,6 +519,30 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
     if (!t.iterations.empty()) {
         report.totals.replayed_span_us = t.iterations.back().replayed.span_us;
         report.totals.span_ratio = t.iterations.back().span_ratio;
+    }
+    return report;
+}
+
+}  // namespace detail
+
+Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,
+                         Timeline* timeline) {
+    std::unique_ptr<detail::EnergyRun> energy;
+    ReportEnergy described;  // the report's own copy is filled by the driver
+    if (options.energy) energy = std::make_unique<detail::EnergyRun>(backend, options, described);
+    double origin_s = NAN;
+    Report report =
+        detail::replay_sequential(analysis, backend, options, timeline, energy.get(), &origin_s);
+    if (energy) {
+        const auto samples = energy->finish(report.energy);
+        // On the replayed track's clock: its first activity starts at 0, within a launch's
+        // latency of the host's first issue of the last iteration.
+        if (timeline != nullptr && std::isfinite(origin_s))
+            for (const auto& sample : samples)
+                if (sample.t_s >= origin_s)
+                    timeline->counters.push_back(
+                        {"board power (W)", (sample.t_s - origin_s) * 1e6, sample.value});
+        finalize_energy(report);
     }
     return report;
 }

@@ -59,6 +59,7 @@ Session::Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
     for (const auto& note : env.notes) report_.notes.push_back(note);
     for (const auto& k : kernels) {
         KernelResult r = recorded_result(k);
+        if (const double flops = k.recipe.flops(); flops > 0) r.energy.flops = flops;
         r.outcome = !k.recipe.replayable()    ? KernelOutcome::NotReplayable
                     : k.recipe.issued_with_op ? KernelOutcome::IssuedWithOp
                                               : KernelOutcome::Pending;
@@ -223,6 +224,12 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("trace_iterations", o.trace_all_iterations ? "all" : "last");
     }
     if (o.nvtx) report.options.emplace_back("nvtx", "true");
+    if (o.energy) {  // only then: reports without --energy stay as they were
+        report.options.emplace_back("energy", "true");
+        report.options.emplace_back("energy_window_ms", std::to_string(o.energy_window_ms));
+        report.options.emplace_back("energy_windows", std::to_string(o.energy_windows));
+        if (unique) report.options.emplace_back("energy_min_us", std::to_string(o.energy_min_us));
+    }
 }
 
 void attribute(Session& session, const std::vector<std::size_t>& positions,

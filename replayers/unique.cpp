@@ -1,8 +1,10 @@
 // Unique mode: each unique kernel alone, warmup + timed runs, with the context its recorded
 // instances had (see Context in drivers.h).
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
+#include "energy_run.h"
 #include "plan.h"
 #include "session.h"
 
@@ -13,8 +15,84 @@ using detail::Session;
 using detail::Template;
 
 constexpr int kSequentialCheckPasses = 3;
+// Launches per poll of the counter: about this much device time, so that a change of the counter
+// is seen within about that long.
+constexpr double kPollEveryUs = 1000;
+constexpr int kMaxLaunchesPerPoll = 256;
 
-void run_templates(Session& session, const std::vector<Template>& templates) {
+// The template's launches back to back (cycling through its instances, no context) through the
+// windows; each kernel it re-creates gets the issue's dynamic energy by its recorded share plus
+// the idle power over its own replayed median.
+void measure_template_energy(Session& session, const Template& t,
+                             const std::vector<Prepared*>& work, const detail::EnergyRun& energy) {
+    Report& report = session.report();
+    const DriverOptions& o = session.options();
+    double issue_us = 0, recorded_sum = 0, longest_recorded = 0;
+    std::vector<double> own_us;
+    for (std::size_t j = 0; j < t.positions.size(); ++j) {
+        const KernelResult& k = report.kernels[t.positions[j]];
+        own_us.push_back(k.samples_us.empty() ? NAN : stats::median(k.samples_us));
+        if (std::isfinite(own_us.back())) issue_us += own_us.back();
+        recorded_sum += t.recorded_us[j];
+        longest_recorded = std::max(longest_recorded, k.recorded_us.median);
+    }
+    auto set_why = [&](const std::string& why) {
+        for (auto k : t.positions) report.kernels[k].energy.why = why;
+    };
+    if (longest_recorded < o.energy_min_us) {
+        set_why("recorded median below --energy-min-us " + std::to_string(o.energy_min_us));
+        return;
+    }
+    if (!(issue_us > 0)) {
+        set_why("no replayed time to attribute energy to");
+        return;
+    }
+    const int batch =
+        std::clamp(static_cast<int>(std::ceil(kPollEveryUs / issue_us)), 1, kMaxLaunchesPerPoll);
+    Backend& backend = session.backend();
+    std::size_t next = 0;
+    const std::vector<std::size_t> no_kernels;
+    bool ok = true;
+    const WindowRun run = energy.windows(
+        [&]() -> double {
+            int issued = 0;
+            for (; issued < batch && ok; ++issued)
+                ok = session.try_issue(*work[next++ % work.size()], t.positions, 0, 0);
+            return issued;
+        },
+        [&] {
+            backend.synchronize();
+            backend.collect();  // tag 0: untimed
+        });
+    if (!ok) {
+        set_why("an issue failed during the energy windows");
+        return;
+    }
+    if (!run.failure.empty()) {
+        set_why(run.failure);
+        return;
+    }
+    const double idle = energy.probe().idle_power_w;
+    const std::vector<double> dynamic = dynamic_uj_per_unit(run, idle);
+    for (std::size_t j = 0; j < t.positions.size(); ++j) {
+        KernelEnergy& e = report.kernels[t.positions[j]].energy;
+        const double share = recorded_sum > 0 ? t.recorded_us[j] / recorded_sum
+                                              : 1.0 / static_cast<double>(t.positions.size());
+        const double own = std::isfinite(own_us[j]) ? own_us[j] : issue_us * share;
+        e.samples_uj.clear();
+        std::vector<double> dyn;
+        for (double d : dynamic) {
+            dyn.push_back(d * share);
+            e.samples_uj.push_back(d * share + idle * own);
+        }
+        e.dynamic_uj = stats::median(dyn);
+        e.launches = run.units;
+        e.why.clear();
+    }
+}
+
+void run_templates(Session& session, const std::vector<Template>& templates,
+                   const detail::EnergyRun* energy) {
     Backend& backend = session.backend();
     const DriverOptions& o = session.options();
     backend.set_stream_count(1);
@@ -68,6 +146,11 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
             if (it != groups.end())
                 detail::attribute(session, t.positions, it->second, t.recorded_us);
         }
+        if (energy != nullptr && energy->available() && ok) {
+            std::vector<Prepared*> work;
+            for (const Ready& r : ready) work.push_back(r.work);
+            measure_template_energy(session, t, work, *energy);
+        }
         if (o.progress && (done % 10 == 0 || done == templates.size()))
             o.progress("unique kernels " + std::to_string(done) + "/" +
                        std::to_string(templates.size()));
@@ -109,9 +192,13 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
     Session session(backend, analysis.kernels, options);
     detail::add_inputs(session.report(), analysis);
     detail::add_options(session.report(), options, true);
-    run_templates(session, only_selected(session, detail::plan_unique(
-                                                      analysis, detail::kernel_of_nodes(
-                                                                    analysis, session))));
+    std::unique_ptr<detail::EnergyRun> energy;
+    if (options.energy)
+        energy = std::make_unique<detail::EnergyRun>(backend, options, session.report().energy);
+    run_templates(session,
+                  only_selected(session, detail::plan_unique(
+                                              analysis, detail::kernel_of_nodes(analysis, session))),
+                  energy.get());
     Report report = session.finish("unique", 0);
     if (options.sequential_check && options.only.empty()) {
         if (options.progress) options.progress("sequential pass for comparison");
@@ -120,14 +207,19 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         // clocks); the mean over a few passes is what the prediction should be held against.
         check.iterations = kSequentialCheckPasses;
         check.pace = Pace::None;
-        const Report seq = replay_sequential(analysis, backend, check, nullptr);
+        const Report seq =
+            detail::replay_sequential(analysis, backend, check, nullptr, energy.get(), nullptr);
         report.totals.sequential_kernel_us = seq.totals.replayed_kernel_us;
+        report.energy.step = seq.energy.step;
+        for (const auto& note : seq.energy.notes) report.energy.notes.push_back(note);
         report.notes.push_back("sequential pass (mean of " +
                                std::to_string(kSequentialCheckPasses) +
                                "): " + std::to_string(seq.totals.replayed_kernel_us) +
                                " us replayed kernel time over " +
                                std::to_string(seq.totals.replayed_recorded_us) + " us recorded");
     }
+    if (energy) energy->finish(report.energy);
+    finalize_energy(report);
     report.totals.wall_seconds = detail::seconds_since(start);
     return report;
 }
@@ -156,7 +248,11 @@ Report replay_unique(const SignatureFile& file, Backend& backend, const DriverOp
         "reductions) are not timed; a signature file has no predecessors: --context recorded "
         "evicts L2, then reads in the inputs that the representative instance's reuse distance "
         "(or, without one, the op's signature) says were cached");
-    run_templates(session, only_selected(session, std::move(templates)));
+    std::unique_ptr<detail::EnergyRun> energy;
+    if (options.energy)
+        energy = std::make_unique<detail::EnergyRun>(backend, options, session.report().energy);
+    run_templates(session, only_selected(session, std::move(templates)), energy.get());
+    if (energy) energy->finish(session.report().energy);
     return session.finish("unique", detail::seconds_since(start));
 }
 

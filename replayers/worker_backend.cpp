@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "replay/energy.h"
 #include "worker_process.h"
 #include "worker_wire.h"
 
@@ -145,6 +146,13 @@ class WorkerBackend final : public Backend {
     }
 
     std::vector<TimedActivity> collect() override { return std::exchange(collected_, {}); }
+
+    // The worker process holds the device; a meter would have to cross the wire on every read
+    // while the windows poll it.
+    std::unique_ptr<EnergyMeter> energy_meter(std::string& why) override {
+        why = "energy is measured with --isolation none (the worker process holds the device)";
+        return nullptr;
+    }
 
     void set_recorded_ns(std::uint32_t handle, std::int64_t ns) override {
         work_.at(handle).recorded_ns = ns;

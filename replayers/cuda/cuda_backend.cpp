@@ -16,6 +16,7 @@
 #include "gemm.h"
 #include "nvml.h"
 #include "nvtx_range.h"
+#include "replay/energy.h"
 #include "replay/tensor_budget.h"
 #include "timing.h"
 
@@ -99,6 +100,7 @@ class CudaBackend final : public Backend {
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override;
     void name_next_issue(const std::string& range) override { next_range_ = range; }
     std::vector<TimedActivity> collect() override;
+    std::unique_ptr<EnergyMeter> energy_meter(std::string& why) override;
     void set_phase(Phase phase) override;
     std::vector<std::string> first_uses() override;
     std::string capture_blocker(std::uint32_t handle, int stream) override;
@@ -547,6 +549,14 @@ void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index, std::uint6
         throw;
     }
     timer_->end(mark, stream, kWarmReadLabel);
+}
+
+std::unique_ptr<EnergyMeter> CudaBackend::energy_meter(std::string& why) {
+    if (!nvml_) {
+        why = nvml_note_;
+        return nullptr;
+    }
+    return make_nvml_meter(*nvml_, why);
 }
 
 std::vector<TimedActivity> CudaBackend::collect() {

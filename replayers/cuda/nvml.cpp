@@ -2,6 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
+#include <cmath>
+
+#include "replay/energy.h"
+
 namespace replay::cuda {
 namespace {
 
@@ -35,6 +40,8 @@ struct Nvml::Api {
     nvmlReturn_t (*max_clock_info)(nvmlDevice_t, nvmlClockType_t, unsigned*) = nullptr;
     nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
     nvmlReturn_t (*total_energy)(nvmlDevice_t, unsigned long long*) = nullptr;
+    nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
 };
 
 std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::string& why) {
@@ -60,6 +67,8 @@ std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::
     resolve(library, "nvmlErrorString", api->error_string);
     resolve(library, "nvmlDeviceGetHandleByPciBusId_v2", api->handle_by_pci_bus_id);
     resolve(library, "nvmlDeviceGetTotalEnergyConsumption", api->total_energy);
+    resolve(library, "nvmlDeviceGetPowerUsage", api->power_usage);
+    resolve(library, "nvmlDeviceGetEnforcedPowerLimit", api->power_limit);
 
     auto error = [&](nvmlReturn_t status) -> std::string {
         const char* text = api->error_string != nullptr ? api->error_string(status) : nullptr;
@@ -125,6 +134,61 @@ std::optional<std::uint64_t> Nvml::total_energy_mj() const {
     if (api_->total_energy == nullptr || api_->total_energy(device_, &mj) != NVML_SUCCESS)
         return std::nullopt;
     return static_cast<std::uint64_t>(mj);
+}
+
+std::optional<unsigned> Nvml::power_mw() const {
+    unsigned mw = 0;
+    if (api_->power_usage == nullptr || api_->power_usage(device_, &mw) != NVML_SUCCESS)
+        return std::nullopt;
+    return mw;
+}
+
+std::optional<unsigned> Nvml::power_limit_mw() const {
+    unsigned mw = 0;
+    if (api_->power_limit == nullptr || api_->power_limit(device_, &mw) != NVML_SUCCESS)
+        return std::nullopt;
+    return mw;
+}
+
+namespace {
+
+class NvmlMeter final : public EnergyMeter {
+  public:
+    explicit NvmlMeter(const Nvml& nvml) : nvml_(nvml) {}
+    std::string method() const override { return "nvmlDeviceGetTotalEnergyConsumption"; }
+    std::optional<MeterReading> energy() override {
+        const auto mj = nvml_.total_energy_mj();
+        if (!mj) return std::nullopt;
+        return MeterReading{static_cast<double>(*mj), now_s()};
+    }
+    std::optional<MeterReading> power() override {
+        const auto mw = nvml_.power_mw();
+        if (!mw) return std::nullopt;
+        return MeterReading{*mw / 1000.0, now_s()};
+    }
+    double power_limit_w() const override {
+        const auto mw = nvml_.power_limit_mw();
+        return mw ? *mw / 1000.0 : NAN;
+    }
+
+  private:
+    static double now_s() {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
+    const Nvml& nvml_;
+};
+
+}  // namespace
+
+std::unique_ptr<EnergyMeter> make_nvml_meter(const Nvml& nvml, std::string& why) {
+    if (!nvml.total_energy_mj()) {
+        why =
+            "nvmlDeviceGetTotalEnergyConsumption is not supported on this GPU (Volta or newer "
+            "needed) or by this driver";
+        return nullptr;
+    }
+    return std::make_unique<NvmlMeter>(nvml);
 }
 
 }  // namespace replay::cuda

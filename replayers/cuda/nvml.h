@@ -7,6 +7,10 @@
 #include <optional>
 #include <string>
 
+namespace replay {
+class EnergyMeter;
+}
+
 namespace replay::cuda {
 
 class Nvml {
@@ -24,6 +28,9 @@ class Nvml {
     std::optional<int> max_sm_clock_mhz() const;
     // Energy used by the board since the driver loaded, in millijoules (Volta and newer).
     std::optional<std::uint64_t> total_energy_mj() const;
+    // Board power as the driver last read it, and the enforced limit, in milliwatts.
+    std::optional<unsigned> power_mw() const;
+    std::optional<unsigned> power_limit_mw() const;
 
     struct Api;  // the resolved entry points
 
@@ -33,5 +40,9 @@ class Nvml {
     std::unique_ptr<Api> api_;
     void* device_;
 };
+
+// The board's energy counter and power reading (energy.h) through `nvml`, which must outlive it;
+// nullptr with `why` when this GPU has no energy counter (before Volta) or NVML lacks the calls.
+std::unique_ptr<EnergyMeter> make_nvml_meter(const Nvml& nvml, std::string& why);
 
 }  // namespace replay::cuda

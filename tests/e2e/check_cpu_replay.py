@@ -3,6 +3,7 @@
 file, regress an archived .zst against its own baseline and compare reports; every output is
 validated against its JSON Schema. Then the same under faults: broken baselines, a replay that
 replays nothing, SIGINT in the middle of a write, a full disk, two runs into one folder."""
+import csv
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 replay, root = sys.argv[1], sys.argv[2]
@@ -89,6 +90,19 @@ with tempfile.TemporaryDirectory() as tmp:
     context = json.load(open(os.path.join(uniq, "report.json")))["options"].get("context")
     if context != "none":
         print(f"FAIL --context auto should be none on the cpu backend, was {context}"); failures += 1
+
+    # --energy on the cpu backend: energy n/a with the reason, every figure null (never 0).
+    energy = os.path.join(tmp, "energy")
+    run(bloom, "--mode", "unique", "--energy", "--out", energy, *fast)
+    check_schema(os.path.join(energy, "report.json"), "report.schema.json")
+    e = json.load(open(os.path.join(energy, "report.json")))
+    if e["energy"]["available"] or "cpu backend" not in e["energy"]["why"] or e["energy"]["predicted_mj"] is not None:
+        print(f"FAIL --energy on the cpu backend should be n/a with the reason: {e['energy']}"); failures += 1
+    if any(k["energy"]["samples_uj"] for k in e["kernels"]):
+        print("FAIL the cpu backend reported energy samples"); failures += 1
+    rows = list(csv.DictReader(open(os.path.join(energy, "kernels.csv"))))
+    if not rows or any(r["energy_median_uj"] or "cpu backend" not in r["energy_why"] for r in rows):
+        print("FAIL kernels.csv should say why each kernel has no energy"); failures += 1
 
     # A baseline of another trace has no kernel in common: exit 2, not "ok".
     other = os.path.join(tmp, "other")

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +23,9 @@
 
 #include "replay/analysis.h"
 #include "replay/drivers.h"
+#include "replay/energy.h"
+#include "replay/regression.h"
+#include "replay/timeline.h"
 #include "replay/worker_backend.h"
 #include "replay/ncu_command.h"
 #include "replay/timeline.h"
@@ -142,6 +148,69 @@ std::unique_ptr<Analysis> analysis_of(const TraceBuilder& trace, const std::stri
     return a;
 }
 
+// ---- a simulated board for --energy
+// --------------------------------------------------------------
+
+// A board with an energy counter on a simulated clock: reads cost time, each issue runs for its
+// duration at the idle power plus its dynamic energy, and the counter (whole millijoules) and the
+// power reading change only every `period_s`, as NVML's do (about 100 ms on the H100/H200).
+class SimulatedBoard {
+  public:
+    double idle_w = 60;
+    double period_s = 0.01;
+    double read_s = 20e-6;
+    std::map<std::string, double> dynamic_uj;  // per instance key; default 200 uJ a launch
+
+    void run(const std::string& key, double seconds) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        const auto it = dynamic_uj.find(key);
+        t_ += seconds;
+        dynamic_j_ += (it != dynamic_uj.end() ? it->second : 200.0) * 1e-6;
+        history_.emplace_back(t_, dynamic_j_);
+    }
+    std::optional<replay::MeterReading> energy() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        // A read takes 0.5 to 1.5 x read_s (a fixed pseudo-random sequence): windows differ a
+        // little, as on a real board, so that their samples have no ties.
+        seed_ = seed_ * 6364136223846793005ull + 1442695040888963407ull;
+        t_ += read_s * (0.5 + static_cast<double>(seed_ >> 11) / 9007199254740992.0);
+        return replay::MeterReading{std::floor(joules_at(tick(t_)) * 1000.0), t_};
+    }
+    std::optional<replay::MeterReading> power() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        const double end = tick(t_);
+        const double watts =
+            end >= period_s ? (joules_at(end) - joules_at(end - period_s)) / period_s : idle_w;
+        return replay::MeterReading{watts, t_};
+    }
+
+  private:
+    double tick(double t) const { return std::floor(t / period_s) * period_s; }
+    double joules_at(double t) const {
+        double dynamic = 0;
+        for (const auto& [at, cumulative] : history_)
+            if (at <= t) dynamic = cumulative;
+        return idle_w * t + dynamic;
+    }
+    std::mutex mutex_;
+    double t_ = 1.0;
+    std::uint64_t seed_ = 42;
+    double dynamic_j_ = 0;
+    std::vector<std::pair<double, double>> history_;  // (time, dynamic joules so far)
+};
+
+class BoardMeter final : public replay::EnergyMeter {
+  public:
+    explicit BoardMeter(SimulatedBoard& board) : board_(board) {}
+    std::string method() const override { return "simulated counter"; }
+    std::optional<replay::MeterReading> energy() override { return board_.energy(); }
+    std::optional<replay::MeterReading> power() override { return board_.power(); }
+    double power_limit_w() const override { return 700; }
+
+  private:
+    SimulatedBoard& board_;
+};
+
 // ---- the fake backend -------------------------------------------------------------------------
 
 struct Call {
@@ -193,6 +262,7 @@ class FakeBackend : public replay::Backend {
     TestClock* clock = nullptr;             // when given: stamps calls; each issue advances it
     std::int64_t issue_host_ns = 0;         // by this much
     std::vector<Call> calls;
+    SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
 
     replay::Environment environment() const override {
         replay::Environment e;
@@ -303,6 +373,10 @@ class FakeBackend : public replay::Backend {
                 graph_records_.insert(pending_[i].start_ns);
         }
     }
+    std::unique_ptr<replay::EnergyMeter> energy_meter(std::string& why) override {
+        if (board == nullptr) return replay::Backend::energy_meter(why);
+        return std::make_unique<BoardMeter>(*board);
+    }
 
     std::vector<Call> of(const std::string& what) const {
         std::vector<Call> out;
@@ -335,6 +409,7 @@ class FakeBackend : public replay::Backend {
     }
     void produce(std::uint32_t handle, int stream, std::uint64_t tag) {
         const std::string& key = keys_.at(handle);
+        if (board != nullptr) board->run(key, 1e-6 * static_cast<double>(handle + 1));
         if (phase_ == replay::Phase::Timed && abort_when_timed.count(key)) die();
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
             bool first = true;
@@ -1070,6 +1145,174 @@ TEST(Drivers, SequentialSkipsWhatCannotBePrepared) {
     for (const auto& c : b.of("issue")) EXPECT_NE(c.recipe, gemm(10).instance_key());
     // The wait before the skipped GEMM is not issued either.
     EXPECT_TRUE(b.of("wait").empty());
+}
+
+// ---- energy ------------------------------------------------------------------------------------
+
+replay::DriverOptions energy_options() {
+    replay::DriverOptions o = unique_options(replay::Context::Recorded);
+    o.energy = true;
+    o.energy_window_ms = 20;  // two counter periods of the simulated board
+    o.energy_windows = 5;
+    return o;
+}
+
+TEST(Energy, TheProbeFindsTheBoardsPeriodsAndIdlePower) {
+    SimulatedBoard board;
+    BoardMeter meter(board);
+    const replay::EnergyProbe p = replay::probe_energy(meter);
+    ASSERT_TRUE(p.available) << p.why;
+    EXPECT_NEAR(p.counter_period_ms, 10, 0.05);
+    EXPECT_NEAR(p.power_period_ms, 10, 0.05);
+    EXPECT_NEAR(p.counter_read_ms, 0.02, 0.002);
+    EXPECT_NEAR(p.idle_power_w, 60, 0.2);  // whole millijoules over 120 ms
+    EXPECT_EQ(p.power_limit_w, 700);
+    std::string rule;
+    EXPECT_EQ(replay::updates_per_window(p, 25, rule), 3);  // rounded up to whole periods
+    // Auto: 2 x (jitter + 0.02 ms read), about 0.05 ms, below 1% of the window: one period.
+    EXPECT_EQ(replay::updates_per_window(p, 0, rule), 1);
+}
+
+TEST(Energy, ACounterThatNeverChangesIsNotAvailable) {
+    class Dead final : public replay::EnergyMeter {
+      public:
+        std::string method() const override { return "dead counter"; }
+        std::optional<replay::MeterReading> energy() override {
+            t_ += 0.01;
+            return replay::MeterReading{5, t_};
+        }
+        std::optional<replay::MeterReading> power() override { return std::nullopt; }
+        double power_limit_w() const override { return NAN; }
+        double t_ = 0;
+    } dead;
+    const replay::EnergyProbe p = replay::probe_energy(dead);
+    EXPECT_FALSE(p.available);
+    EXPECT_NE(p.why.find("did not change"), std::string::npos) << p.why;
+}
+
+TEST(Energy, UniqueModeMeasuresJoulesPerLaunchOfEachKernel) {
+    auto a = unique_trace();
+    SimulatedBoard board;
+    const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();
+    const std::string gemm10 = gemm(10).instance_key(), gemm11 = gemm(11).instance_key();
+    board.dynamic_uj = {{relu1, 300}, {relu2, 300}, {gemm10, 900}, {gemm11, 900}};
+    FakeBackend b;
+    b.board = &board;
+    replay::Report r = replay::replay_unique(*a, b, energy_options());
+    ASSERT_TRUE(r.energy.requested);
+    ASSERT_TRUE(r.energy.probe.available) << r.energy.probe.why;
+    EXPECT_EQ(r.energy.window_updates, 2);
+    EXPECT_EQ(r.energy.windows, 5);
+    EXPECT_GT(r.energy.power_w.count, 0u);  // the background sampler ran
+
+    const auto& relu_k = kernel_named(r, "relu_k");
+    ASSERT_TRUE(relu_k.energy.measured()) << relu_k.energy.why;
+    EXPECT_EQ(relu_k.energy.samples_uj.size(), 5u);
+    // Dynamic energy per launch, plus the idle power over its own replayed time (the fake's
+    // whole-issue record: 1 us for the first prepared handle).
+    EXPECT_NEAR(relu_k.energy.dynamic_uj, 300, 300 * 0.02);
+    EXPECT_NEAR(relu_k.energy.uj.median, 300 + 60 * relu_k.replayed_us.median,
+                (300 + 60 * relu_k.replayed_us.median) * 0.02);
+    // The GEMM issue also re-creates the split-K reduction: split by their recorded shares.
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    const auto& reduce = kernel_named(r, "splitk_reduce");
+    ASSERT_TRUE(gemm_k.energy.measured());
+    ASSERT_TRUE(reduce.energy.measured());
+    EXPECT_NEAR(gemm_k.energy.dynamic_uj + reduce.energy.dynamic_uj, 900, 900 * 0.02);
+    // Shares of the first instance's recorded 10 us and 1 us.
+    EXPECT_NEAR(gemm_k.energy.dynamic_uj / reduce.energy.dynamic_uj, 10.0, 0.3);
+    EXPECT_GT(gemm_k.energy.pj_per_flop, 0);  // a GEMM: its work is known
+    EXPECT_TRUE(std::isnan(relu_k.energy.pj_per_flop));
+    EXPECT_NEAR(relu_k.energy.power_w, relu_k.energy.uj.median / relu_k.replayed_us.median, 1e-9);
+    // Per tier and in total: count x energy per launch.
+    double sum = 0;
+    for (const auto& t : r.tiers)
+        if (std::isfinite(t.energy_mj)) sum += t.energy_mj;
+    EXPECT_NEAR(sum, r.energy.predicted_mj, 1e-9);
+    EXPECT_NEAR(
+        r.energy.predicted_mj,
+        (3 * relu_k.energy.uj.median + 2 * gemm_k.energy.uj.median + 2 * reduce.energy.uj.median +
+         kernel_named(r, "Memcpy DtoD (Device -> Device)").energy.uj.median) /
+            1000.0,
+        1e-9);
+}
+
+TEST(Energy, TheSequentialStepIsLoopedThroughTheWindowsAndItsPowerDrawn) {
+    auto a = unique_trace();
+    SimulatedBoard board;
+    FakeBackend b;
+    b.board = &board;
+    replay::DriverOptions o = energy_options();
+    o.iterations = 2;
+    replay::Timeline timeline;
+    const replay::Report r = replay::replay_sequential(*a, b, o, &timeline);
+    ASSERT_TRUE(r.energy.step.measured());
+    EXPECT_EQ(r.energy.step.samples_mj.size(), 5u);
+    // Six issues (a GEMM issues its reduction) of 200 uJ each above idle, and the idle power over
+    // the step's wall time.
+    EXPECT_NEAR(r.energy.step.dynamic_mj, 6 * 0.2, 6 * 0.2 * 0.03);
+    EXPECT_NEAR(r.energy.step.idle_power_w, 60, 0.2);  // the probe's
+    EXPECT_NEAR(r.energy.step.static_mj,
+                r.energy.step.idle_power_w * r.energy.step.step_us / 1000.0, 1e-9);
+    // Unique-mode figures are not predicted from a sequential run.
+    EXPECT_TRUE(std::isnan(r.energy.predicted_mj));
+    ASSERT_FALSE(timeline.counters.empty());
+    for (const auto& c : timeline.counters) {
+        EXPECT_EQ(c.name, "board power (W)");
+        EXPECT_GE(c.t_us, 0);
+        EXPECT_GT(c.value, 0);
+    }
+}
+
+TEST(Energy, WithoutACounterEnergyIsNotAvailableAndSaysWhy) {
+    auto a = unique_trace();
+    FakeBackend b;  // no board: the interface's default
+    const replay::Report r = replay::replay_unique(*a, b, energy_options());
+    ASSERT_TRUE(r.energy.requested);
+    EXPECT_FALSE(r.energy.probe.available);
+    EXPECT_NE(r.energy.probe.why.find("fake backend measures no energy"), std::string::npos)
+        << r.energy.probe.why;
+    for (const auto& k : r.kernels) EXPECT_FALSE(k.energy.measured());
+    EXPECT_TRUE(std::isnan(r.energy.predicted_mj));  // n/a, not 0
+    for (const auto& t : r.tiers) EXPECT_TRUE(std::isnan(t.energy_mj));
+    EXPECT_TRUE(b.of("prepare").size() > 0);  // the replay itself went on
+}
+
+TEST(Energy, AKernelTenPercentHungrierAtTheSameSpeedIsFlagged) {
+    auto a = unique_trace();
+    const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();
+    auto run = [&](double relu_uj) {
+        SimulatedBoard board;
+        board.dynamic_uj = {{relu1, relu_uj}, {relu2, relu_uj}};
+        FakeBackend b;
+        b.board = &board;
+        return replay::replay_unique(*a, b, energy_options());
+    };
+    const replay::Report baseline = run(1000);
+    replay::RegressionOptions options;
+    options.energy = true;
+    // Fresh runs of the same board flag nothing.
+    for (int i = 0; i < 2; ++i) {
+        const replay::Regression same = replay::compare_reports(baseline, run(1000), options);
+        EXPECT_EQ(same.summary.regressed + same.summary.improved, 0u);
+        EXPECT_GT(same.totals.matched, 0u);
+    }
+    const replay::Regression hungrier = replay::compare_reports(baseline, run(1100), options);
+    EXPECT_EQ(hungrier.summary.regressed, 1u);
+    for (const auto& k : hungrier.kernels) {
+        if (k.name == "relu_k") {
+            EXPECT_EQ(k.verdict, replay::Verdict::Regressed)
+                << k.change_pct << "% spread " << k.spread_pct << "% p " << k.p_value << " "
+                << k.note;
+            EXPECT_TRUE(k.rank_test);
+            EXPECT_NEAR(k.change_pct, 10 * 1000 / (1000 + 60 * 1.0), 1.0);
+        } else {
+            EXPECT_NE(k.verdict, replay::Verdict::Regressed) << k.name;
+        }
+    }
+    // Compared on time, the same reports show no change: only the energy moved.
+    const replay::Regression on_time = replay::compare_reports(baseline, run(1100), {});
+    EXPECT_EQ(on_time.summary.regressed, 0u);
 }
 
 TEST(Drivers, WithoutGraphsEveryStepIsIssuedDirectlyAndTheReportSaysWhy) {

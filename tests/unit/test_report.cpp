@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "replay/kernels_csv.h"
 #include "replay/report.h"
+#include "replay/report_energy.h"
 #include "replay/report_json.h"
 #include "replay/report_summary.h"
 #include "replay/source.h"
@@ -658,7 +660,16 @@ TEST(Report, KernelsCsv) {
                                              "bytes",
                                              "pct_peak_flops",
                                              "pct_peak_bandwidth",
-                                             "reason"};
+                                             "reason",
+                                             "energy_median_uj",
+                                             "energy_min_uj",
+                                             "energy_max_uj",
+                                             "energy_windows",
+                                             "energy_dynamic_uj",
+                                             "energy_power_w",
+                                             "energy_edp_uj_us",
+                                             "energy_pj_per_flop",
+                                             "energy_why"};
     EXPECT_EQ(rows[0], header);
     for (const auto& row : rows) EXPECT_EQ(row.size(), header.size());
     // The comma and the quotes in the GEMM's name survive.
@@ -685,3 +696,185 @@ TEST(Report, KernelsCsv) {
 }
 
 }  // namespace
+
+// ---- energy (--energy) --------------------------------------------------------------------------
+
+// hand_made() with energy as a unique run with a working counter measured it: the first GEMM and
+// the aten op have samples, the second GEMM was below --energy-min-us.
+Report with_energy() {
+    Report r = hand_made();
+    r.energy.requested = true;
+    replay::EnergyProbe& p = r.energy.probe;
+    p.available = true;
+    p.method = "nvmlDeviceGetTotalEnergyConsumption";
+    p.counter_period_ms = 100;
+    p.counter_jitter_ms = 0.5;
+    p.counter_read_ms = 0.02;
+    p.power_period_ms = 100;
+    p.idle_power_w = 100;
+    r.energy.window_ms = 200;
+    r.energy.window_updates = 2;
+    r.energy.windows = 5;
+    r.kernels[0].energy.samples_uj = {5000, 5100, 4900, 5050, 4950};
+    r.kernels[0].energy.dynamic_uj = 3900;
+    r.kernels[0].energy.flops = 2.0 * 1024 * 1024 * 1024;
+    r.kernels[1].energy.why = "recorded median below --energy-min-us 6";
+    r.kernels[2].energy.samples_uj = {600, 620, 610, 590, 605};
+    r.kernels[2].energy.dynamic_uj = 300;
+    r.energy.step.samples_mj = {30, 31, 29, 30.5, 29.5};
+    r.energy.step.step_us = 200;
+    r.energy.model.mj = 32;
+    r.energy.model.step_us = 210;
+    r.energy.model.idle_power_w = 100;
+    return r;
+}
+
+TEST(ReportEnergy, FiguresPerKernelPerTierAndPerStep) {
+    Report r = with_energy();
+    replay::finalize_report(r);
+    const auto& g = r.kernels[0].energy;
+    EXPECT_EQ(g.uj.count, 5u);
+    EXPECT_EQ(g.uj.median, 5000);
+    EXPECT_DOUBLE_EQ(g.power_w, 5000 / 11.0);  // uJ / replayed us = W
+    EXPECT_DOUBLE_EQ(g.edp_uj_us, 5000 * 11.0);
+    EXPECT_DOUBLE_EQ(g.pj_per_flop, 5000 * 1e6 / (2.0 * 1024 * 1024 * 1024));
+    EXPECT_TRUE(std::isnan(r.kernels[2].energy.pj_per_flop));  // not a GEMM
+    // Tiers: count x median per launch; the GEMM tier has one measured kernel of its two.
+    for (const auto& t : r.tiers) {
+        if (t.tier == Tier::Gemm) {
+            EXPECT_DOUBLE_EQ(t.energy_mj, 3 * 5000 / 1000.0);
+        } else if (t.tier == Tier::AtenOp) {
+            EXPECT_DOUBLE_EQ(t.energy_mj, 4 * 605 / 1000.0);
+        } else if (t.tier == Tier::Copy) {
+            EXPECT_TRUE(std::isnan(t.energy_mj));  // none measured: n/a
+        }
+    }
+    EXPECT_DOUBLE_EQ(r.energy.predicted_mj, (3 * 5000 + 4 * 605) / 1000.0);
+    EXPECT_DOUBLE_EQ(r.energy.predicted_dynamic_mj, (3 * 3900 + 4 * 300) / 1000.0);
+    // The step: median 30 mJ, of which the idle power over 200 us is 20 mJ.
+    EXPECT_EQ(r.energy.step.mj, 30);
+    EXPECT_DOUBLE_EQ(r.energy.step.static_mj, 20);
+    EXPECT_DOUBLE_EQ(r.energy.step.dynamic_mj, 10);
+    EXPECT_NEAR(r.energy.predicted_vs_step_pct, 29, 1e-9);  // dynamic: 12.9 mJ vs 10 mJ
+    EXPECT_DOUBLE_EQ(r.energy.step_vs_model_pct, (30.0 - 32) / 32 * 100);
+    EXPECT_DOUBLE_EQ(r.energy.step_vs_model_dynamic_pct, (10.0 - 11) / 11 * 100);
+    // The kernels measured had (3 x 10 + 4 x 2) us of the 70 us recorded (copies included).
+    EXPECT_DOUBLE_EQ(r.energy.coverage, 38.0 / 70.0);
+}
+
+TEST(ReportEnergy, JsonAndCsvRoundTrip) {
+    Report r = with_energy();
+    replay::finalize_report(r);
+    std::ostringstream first;
+    replay::write_report_json(first, r);
+    const std::string path = temp_path("energy.json");
+    write_file(path, first.str());
+    const Report back = replay::read_report_json(path);
+    ASSERT_TRUE(back.energy.requested);
+    EXPECT_TRUE(back.energy.probe.available);
+    EXPECT_EQ(back.energy.probe.counter_period_ms, 100);
+    ASSERT_EQ(back.kernels.size(), r.kernels.size());
+    for (std::size_t i = 0; i < r.kernels.size(); ++i) {
+        EXPECT_EQ(back.kernels[i].energy.samples_uj, r.kernels[i].energy.samples_uj);
+        EXPECT_EQ(back.kernels[i].energy.why, r.kernels[i].energy.why);
+        expect_same_double(back.kernels[i].energy.power_w, r.kernels[i].energy.power_w);
+    }
+    EXPECT_EQ(back.energy.step.samples_mj, r.energy.step.samples_mj);
+    expect_same_double(back.energy.predicted_mj, r.energy.predicted_mj);
+    EXPECT_NE(first.str().find("\"why\": \"recorded median below --energy-min-us 6\""),
+              std::string::npos);
+
+    std::ostringstream csv;
+    replay::write_kernels_csv(csv, r);
+    const auto rows = parse_csv(csv.str());
+    const auto& header = rows[0];
+    const auto col = [&](const std::string& name) {
+        return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) -
+                                        header.begin());
+    };
+    ASSERT_LT(col("energy_why"), header.size());
+    EXPECT_EQ(std::stod(rows[1][col("energy_median_uj")]), 5000);
+    EXPECT_EQ(std::stod(rows[1][col("energy_windows")]), 5);
+    EXPECT_EQ(rows[2][col("energy_median_uj")], "");  // not measured: empty, and why
+    EXPECT_EQ(rows[2][col("energy_why")], "recorded median below --energy-min-us 6");
+}
+
+TEST(ReportEnergy, WithoutACounterEveryFigureIsNullAndTheReasonIsGiven) {
+    Report r = hand_made();
+    r.energy.requested = true;
+    r.energy.probe.why = "the cpu backend measures no energy (no board energy counter)";
+    replay::finalize_report(r);
+    std::ostringstream json;
+    replay::write_report_json(json, r);
+    const std::string text = json.str();
+    EXPECT_NE(text.find("\"available\": false"), std::string::npos);
+    EXPECT_NE(text.find("\"predicted_mj\": null"), std::string::npos);
+    EXPECT_NE(text.find("\"energy_mj\": null"), std::string::npos);
+    EXPECT_EQ(text.find("\"energy_mj\": 0"), std::string::npos);  // never 0
+    std::ostringstream csv;
+    replay::write_kernels_csv(csv, r);
+    const auto rows = parse_csv(csv.str());
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+        EXPECT_EQ(rows[i][20], "");  // energy_median_uj
+        EXPECT_EQ(rows[i].back(), r.energy.probe.why);
+    }
+    // A report made without --energy has no energy at all.
+    std::ostringstream plain;
+    replay::write_report_json(plain, hand_made());
+    EXPECT_EQ(plain.str().find("\"energy\""), std::string::npos);
+}
+
+TEST(ReportEnergy, TheRealStepComesFromTheCapturesTimingJson) {
+    const std::string trace = "traces/h200/bloom_b1.json.gz";
+    const auto beside = replay::timing_file_beside(trace);
+    ASSERT_TRUE(beside.has_value());
+    EXPECT_EQ(*beside, "traces/h200/bloom_b1.timing.json");
+    EXPECT_FALSE(replay::timing_file_beside("traces/h200/bloom560m_fp16_b1_s5.json.gz"));
+    const replay::ModelTiming t = replay::read_model_timing(*beside);
+    EXPECT_NEAR(t.median_us, 13571.66, 0.01);
+    ASSERT_TRUE(t.energy.measured());
+    EXPECT_NEAR(t.energy.mj, 1806.217, 0.001);
+    EXPECT_NEAR(t.energy.step_us, 2.002792339999999e6 / 152, 1e-6);
+    EXPECT_EQ(t.energy.gpu, "NVIDIA H200");
+
+    Report r = with_energy();
+    replay::finalize_report(r);
+    replay::add_model_energy(r, t);
+    EXPECT_EQ(r.energy.model.mj, t.energy.mj);
+    EXPECT_DOUBLE_EQ(r.energy.model.static_mj, 127.838 * t.energy.step_us / 1000.0);
+    // Replayed on an H100: the real step is another GPU's, and the report says so.
+    ASSERT_FALSE(r.energy.notes.empty());
+    EXPECT_NE(r.energy.notes.back().find("measured on NVIDIA H200"), std::string::npos);
+
+    const std::string no_energy = temp_path("no_energy.timing.json");
+    write_file(no_energy, R"({"median_us": 10, "energy_note": "NVML not loadable"})");
+    const replay::ModelTiming n = replay::read_model_timing(no_energy);
+    EXPECT_FALSE(n.energy.measured());
+    EXPECT_EQ(n.why_no_energy, "NVML not loadable");
+    const std::string bad = temp_path("bad.timing.json");
+    write_file(bad, R"({"median_us": 10, "energy_mj_per_step": -1})");
+    EXPECT_THROW(replay::read_model_timing(bad), replay::InputError);
+}
+
+TEST(ReportSummary, EnergyIsPrintedOrSaidToBeNotAvailable) {
+    Report none = hand_made();
+    none.energy.requested = true;
+    none.energy.probe.why = "the cpu backend measures no energy (no board energy counter)";
+    replay::finalize_report(none);
+    std::ostringstream a;
+    replay::write_report_summary(a, none);
+    EXPECT_NE(a.str().find("energy                             n/a (the cpu backend measures"),
+              std::string::npos)
+        << a.str();
+    Report measured = with_energy();
+    replay::finalize_report(measured);
+    std::ostringstream b;
+    replay::write_report_summary(b, measured);
+    EXPECT_NE(b.str().find("100.0 ms period"), std::string::npos) << b.str();
+    EXPECT_NE(b.str().find("sum of count x J/launch          17.42 mJ"), std::string::npos)
+        << b.str();
+    EXPECT_EQ(b.str().find("nan"), std::string::npos);
+    std::ostringstream c;
+    replay::write_report_summary(c, hand_made());  // without --energy: no energy lines
+    EXPECT_EQ(c.str().find("energy"), std::string::npos);
+}

@@ -37,6 +37,10 @@ struct RegressionOptions {
     // Compare the recorded durations (recorded_us; samples_us, when present, holds the recorded
     // instances) instead of the replayed ones: `replay compare` on two traces.
     bool recorded = false;
+    // Compare each kernel's energy per launch (--energy reports: the windows' samples, in
+    // microjoules, in the fields named _us) with the same statistics instead of its time; the
+    // absolute floor min_change_us does not apply.
+    bool energy = false;
 };
 
 enum class Verdict : std::uint8_t { Unchanged, Improved, Regressed, New, Missing };

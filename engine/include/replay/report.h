@@ -32,6 +32,25 @@ const char* to_string(KernelOutcome outcome);
 // The inverse of to_string(); nullopt for any other text.
 std::optional<KernelOutcome> kernel_outcome_from_string(std::string_view text);
 
+// Energy per launch of one unique kernel (unique mode with --energy): windows of launches back to
+// back (without the timing's context: an L2 eviction's energy would swamp a short kernel's), each
+// from one change of the board's energy counter to a later one. A launch's energy is its dynamic
+// energy (above the idle power, whatever the gaps between launches) plus the idle power over its
+// own replayed time.
+struct KernelEnergy {
+    std::vector<double> samples_uj;  // per window: energy per launch, microjoules (the driver's)
+    DurationStats uj;                // summary of samples_uj (finalize_report)
+    double dynamic_uj = NAN;         // median over the windows of the energy above idle per launch
+    double launches = 0;             // launches issued back to back for the windows
+    std::string why;                 // requested but not measured: why (energy n/a, never 0)
+    double flops = NAN;              // work per launch (GEMMs), for pj_per_flop
+    // Derived by finalize_report from the median energy and the replayed median time:
+    double power_w = NAN;      // energy / time: the kernel's power while it runs
+    double edp_uj_us = NAN;    // energy-delay product
+    double pj_per_flop = NAN;  // GEMMs
+    bool measured() const { return !samples_uj.empty(); }
+};
+
 struct KernelResult {
     std::string id;  // UniqueKernel::id: stable across runs of the same trace
     std::string name;
@@ -58,6 +77,7 @@ struct KernelResult {
     double gb_per_s = NAN;                 // GEMMs and copies
     double pct_peak_flops = NAN;           // gflops_per_s of the peak TFLOP/s of flop_dtype
     double pct_peak_bandwidth = NAN;       // gb_per_s of the peak memory bandwidth
+    KernelEnergy energy;                      // measured with --energy (report.energy.requested)
 };
 
 struct TierResult {
@@ -67,6 +87,8 @@ struct TierResult {
     double recorded_us = 0;
     double replayed_us = 0;           // over the kernels that were replayed
     double replayed_recorded_us = 0;  // their recorded time, for a like-for-like ratio
+    // --energy: count x energy per launch over the tier's kernels with energy, millijoules
+    double energy_mj = NAN, dynamic_energy_mj = NAN;
 };
 
 struct ReportTotals {
@@ -90,6 +112,65 @@ struct ReportTotals {
     double replayed_span_us = NAN;
     double span_ratio = NAN;
     double wall_seconds = 0;
+};
+
+// What the backend found when it started measuring energy: how often its readings change, how
+// precisely a change is timed, and the idle power. A backend without an energy counter says why.
+struct EnergyProbe {
+    bool available = false;
+    std::string why;                  // not available: what is missing (energy is n/a, never 0)
+    std::string method;               // the counter read
+    double counter_period_ms = NAN;   // median time between changes of the energy counter
+    double counter_jitter_ms = NAN;   // 1.4826 x MAD of that time
+    double counter_read_ms = NAN;     // median time between two reads of the counter
+    double counter_step_mj = NAN;     // smallest change seen
+    std::size_t counter_changes = 0;  // changes seen while probing
+    double power_period_ms = NAN;     // median time between changes of the power reading
+    double power_read_ms = NAN;       // median time between two reads of the power
+    double idle_power_w = NAN;        // the counter over an idle window before the run
+    double idle_window_ms = NAN;
+    double power_limit_w = NAN;
+};
+
+// The energy of one step: a replayed one (sequential mode, or unique mode's sequential pass),
+// measured in windows of the whole step looped back to back, or the real model's
+// (examples/capture_trace.py's timing.json). Static: the idle power over the step's time;
+// dynamic: the rest.
+struct StepEnergy {
+    std::vector<double> samples_mj;  // per window: energy per step (replayed steps only)
+    double mj = NAN;                 // median (replayed) or the measured figure (model)
+    double dynamic_mj = NAN;
+    double static_mj = NAN;
+    double step_us = NAN;       // wall time of one step
+    double power_w = NAN;       // average board power while the steps ran
+    double idle_power_w = NAN;  // the idle power that static_mj is taken from
+    double steps = 0;           // steps measured
+    std::string source;         // model: the timing.json file
+    std::string gpu;            // model: the GPU it was measured on
+    bool measured() const { return std::isfinite(mj); }
+};
+
+// report.json's "energy": present when --energy was given, whether or not energy could be read.
+struct ReportEnergy {
+    bool requested = false;
+    EnergyProbe probe;
+    int window_updates = 0;  // counter changes per window
+    double window_ms = NAN;
+    int windows = 0;          // windows per measurement
+    std::string window_rule;  // how the window length was chosen
+    double min_us = 0;        // --energy-min-us: shorter kernels were not measured
+    DurationStats power_w;    // the background sampler's readings while replaying
+    StepEnergy step;          // the replayed step
+    StepEnergy model;         // the real model's step, from a timing.json
+    // Unique mode: sum over the kernels with energy of count x energy per launch, and the share of
+    // the recorded time those kernels had.
+    double predicted_mj = NAN, predicted_dynamic_mj = NAN, coverage = NAN;
+    // Percent of the second. The sum over kernels counts the idle power over the kernels' own
+    // time only, not over the gaps between them in a step: it is held against the step's dynamic
+    // energy (predicted_*). The replayed and the real step are compared whole and dynamic.
+    double predicted_vs_step_pct = NAN, predicted_vs_model_pct = NAN;
+    double step_vs_model_pct = NAN, step_vs_model_dynamic_pct = NAN;
+    std::vector<std::string> notes;
 };
 
 // The shape of a timeline, the recorded step's or one replayed iteration's (timeline_figures()
@@ -142,6 +223,7 @@ struct Report {
     std::vector<TierResult> tiers;
     std::vector<KernelResult> kernels;
     std::vector<std::string> notes;
+    ReportEnergy energy;
     std::optional<ReportTimeline> timeline;  // sequential mode
 
     std::string input(const std::string& key) const;
@@ -158,7 +240,14 @@ inline bool was_replayed(const KernelResult& kernel) {
 }
 
 // Fills error_pct, replayed_us, name_match-derived totals, tier rows and ReportTotals from the
-// per-kernel samples (shared by every driver so the figures mean the same everywhere).
+// per-kernel samples (shared by every driver so the figures mean the same everywhere), and the
+// energy figures (finalize_energy).
 void finalize_report(Report& report);
+
+// The energy figures derived from the measured ones: per kernel its statistics, power, EDP and
+// pJ/FLOP; per tier and in total the sum of count x energy per launch; static and dynamic step
+// energies; the comparisons between prediction, replayed step and real step. Idempotent
+// (report_energy.cpp).
+void finalize_energy(Report& report);
 
 }  // namespace replay

@@ -61,6 +61,13 @@ struct Timeline {
     std::string trace;                 // the recording's path
     std::vector<DeviceInfo> devices;   // the recording's deviceProperties
     std::vector<std::pair<std::string, std::string>> environment;  // the replaying machine's
+    // A counter track of the last replayed iteration (board power with --energy), on its clock.
+    struct Counter {
+        std::string name;
+        double t_us = 0;
+        double value = 0;
+    };
+    std::vector<Counter> counters;
 };
 
 // Appends a replayed activity of `iteration` as the backend timed it (its clock, nanoseconds), on

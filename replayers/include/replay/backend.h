@@ -13,6 +13,8 @@
 
 namespace replay {
 
+class EnergyMeter;  // energy.h
+
 // A recipe that cannot run is data, not an exception (CUTLASS's Disposition).
 enum class Disposition : std::uint8_t { Ready, Skipped, Failed };
 const char* to_string(Disposition disposition);
@@ -139,6 +141,9 @@ class Backend {
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
 
+    // The device's energy counter and power reading (--energy), valid while the backend lives;
+    // nullptr with `why` where there is none (the default: the host has no board counter).
+    virtual std::unique_ptr<EnergyMeter> energy_meter(std::string& why);
     // ---- sequential mode's plan (see Phase) ----
     virtual void set_phase(Phase phase) = 0;
     // What was allocated, created or loaded since set_phase(Phase::Timed), one line per kind
@@ -185,7 +190,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 4;  // 4: name_next_issue(), device peaks
+inline constexpr std::uint32_t kBackendAbiVersion = 5;  // 5: energy_meter(); 4: name_next_issue(), device peaks
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

@@ -48,6 +48,13 @@ struct DriverOptions {
     // Unique mode: time only the unique kernels with these ids (the rest are skipped, saying
     // so); empty: all. `replay ncu-cmd` profiles one kernel this way.
     std::vector<std::string> only;
+    // --energy: joules per launch (unique; its sequential pass: per step) and per step
+    // (sequential), in windows of the work back to back between changes of the board's energy
+    // counter (energy.h); the report says why where it cannot (the cpu backend: n/a, never 0).
+    bool energy = false;
+    double energy_window_ms = 0;  // 0: the fewest counter periods that time a window to < 1%
+    int energy_windows = 5;       // windows per kernel or step: its samples (regress needs >= 5)
+    double energy_min_us = 0;     // unique: kernels recorded shorter (median) are not measured
     // Sequential mode: capture the steps (warm-up reads included) in CUDA graphs once and launch
     // them per iteration: the whole step as one graph with --pace none, one graph per step with
     // --pace recorded. Steps that cannot be captured are issued directly (the notes say which).

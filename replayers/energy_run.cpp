@@ -1,0 +1,86 @@
+#include "energy_run.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace replay::detail {
+
+EnergyRun::EnergyRun(Backend& backend, const DriverOptions& options, ReportEnergy& energy) {
+    std::string why;
+    meter_ = backend.energy_meter(why);
+    if (!meter_) {
+        probe_.why = why;
+    } else {
+        if (options.progress) options.progress("energy: probing the idle board's counters");
+        probe_ = probe_energy(*meter_);
+    }
+    if (available()) {
+        std::string rule;
+        updates_ = updates_per_window(probe_, options.energy_window_ms, rule);
+        windows_ = std::max(1, options.energy_windows);
+        const double period_ms = std::isfinite(probe_.power_period_ms) ? probe_.power_period_ms
+                                                                       : probe_.counter_period_ms;
+        sampler_ = std::make_unique<PowerSampler>(*meter_, period_ms / 1000.0);
+    }
+    describe_energy_run(*this, options, energy);
+}
+
+EnergyRun::~EnergyRun() = default;
+
+void describe_energy_run(const EnergyRun& run, const DriverOptions& options, ReportEnergy& e) {
+    e.requested = true;
+    e.probe = run.probe();
+    e.min_us = options.energy_min_us;
+    if (!run.available()) return;
+    std::string rule;
+    e.window_updates = updates_per_window(run.probe(), options.energy_window_ms, rule);
+    e.window_rule = rule;
+    e.window_ms = e.window_updates * run.probe().counter_period_ms;
+    e.windows = std::max(1, options.energy_windows);
+}
+
+WindowRun EnergyRun::windows(const std::function<double()>& issue_some,
+                             const std::function<void()>& drain) const {
+    return run_windows(*meter_, probe_, windows_, updates_, issue_some, drain);
+}
+
+double EnergyRun::now_s() const {
+    if (!meter_) return NAN;
+    const auto r = meter_->energy();
+    return r ? r->t_s : NAN;
+}
+
+std::vector<MeterReading> EnergyRun::finish(ReportEnergy& energy) {
+    if (!sampler_) return {};
+    auto samples = sampler_->stop();
+    sampler_.reset();
+    std::vector<double> watts;
+    for (const auto& s : samples) watts.push_back(s.value);
+    energy.power_w = summarize(watts);
+    return samples;
+}
+
+void measure_step_energy(const EnergyRun& run, const std::function<double()>& issue_some,
+                         const std::function<void()>& drain, ReportEnergy& energy) {
+    StepEnergy& step = energy.step;
+    if (!run.available()) return;
+    const WindowRun w = run.windows(issue_some, drain);
+    if (!w.failure.empty()) {
+        energy.notes.push_back("the replayed step's energy is n/a: " + w.failure);
+        return;
+    }
+    const double idle = run.probe().idle_power_w;
+    step.samples_mj.clear();
+    double watts = 0;
+    for (double dyn : dynamic_uj_per_unit(w, idle)) {
+        // The whole step's time is its own: static energy over the step back to back.
+        step.samples_mj.push_back((dyn + idle * w.seconds_per_unit() * 1e6) / 1000.0);
+    }
+    for (const auto& win : w.windows)
+        watts += win.power_w() / static_cast<double>(w.windows.size());
+    step.step_us = w.seconds_per_unit() * 1e6;
+    step.power_w = watts;
+    step.steps = w.units;
+}
+
+}  // namespace replay::detail
