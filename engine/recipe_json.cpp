@@ -42,7 +42,8 @@ std::int64_t get_i64(od::value v, std::int64_t fallback = 0) {
     std::int64_t x;
     if (!v.get_int64().get(x)) return x;
     double d;
-    if (!v.get_double().get(d)) return static_cast<std::int64_t>(d);
+    // A double beyond int64's range (or not finite) has no integer value: converting it is UB.
+    if (!v.get_double().get(d) && d >= -9.2e18 && d <= 9.2e18) return static_cast<std::int64_t>(d);
     return fallback;
 }
 double get_f64(od::value v) {

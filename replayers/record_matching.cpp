@@ -67,13 +67,12 @@ StreamMatch match_in_order(const std::vector<ExpectedIssue>& issues,
     std::size_t i = 0, r = 0;
     while (i < issues.size()) {
         if (fits(issues, i, records, r)) {
-            for (const auto& name : *issues[i].names) {
-                (void)name;
+            const std::size_t count = issues[i].names->size();
+            for (std::size_t k = 0; k < count; ++k, ++r) {
                 records[r]->tag = issues[i].tag;
                 records[r]->warm_read = issues[i].warm_read;
-                ++r;
-                ++m.tied;
             }
+            m.tied += count;
             ++i;
             continue;
         }

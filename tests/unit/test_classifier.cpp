@@ -180,32 +180,44 @@ TEST(Graph, ExecutionTraceFixesOverloads) {
     EXPECT_GT(with_schema, 10u);
 }
 
-// With the Execution Trace, reuse distances separate a layer's weights (first touched in this
-// inference step: from memory) from the activations its producer just wrote (a short distance),
-// which is what unique mode's --context recorded keeps in L2.
-TEST(Reuse, WeightsAreFirstTouchesAndActivationsAreRecent) {
-    auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
-    std::size_t gemms = 0, cold_weights = 0, warm_activations = 0;
-    for (std::size_t n = 0; n < a->recipes.size(); ++n) {
-        const auto& r = a->recipes[n];
-        const auto* g = std::get_if<replay::GemmRecipe>(&r.detail);
+struct ReuseCounts {
+    std::size_t gemms = 0, cold_weights = 0, warm_activations = 0, unknown = 0;
+};
+
+ReuseCounts count_addmm_reuse(const replay::Analysis& a) {
+    ReuseCounts c;
+    for (std::size_t n = 0; n < a.recipes.size(); ++n) {
+        const auto* g = std::get_if<replay::GemmRecipe>(&a.recipes[n].detail);
         if (g == nullptr || g->op != "aten::addmm") continue;
-        ++gemms;
+        ++c.gemms;
         // addmm(bias, input, weight^T): B is the weight, A the activation; a split-K reduction
         // kernel of the same op sees the same state.
-        if (g->b_reuse_bytes == replay::kReuseFirstTouch) ++cold_weights;
-        if (g->a_reuse_bytes >= 0 && g->a_reuse_bytes < (8 << 20)) ++warm_activations;
+        if (g->b_reuse_bytes == replay::kReuseFirstTouch) ++c.cold_weights;
+        if (g->a_reuse_bytes >= 0 && g->a_reuse_bytes < (8 << 20)) ++c.warm_activations;
+        if (g->a_reuse_bytes == replay::kReuseUnknown) ++c.unknown;
     }
-    ASSERT_GT(gemms, 50u);
-    EXPECT_EQ(cold_weights, gemms);
-    EXPECT_EQ(warm_activations, gemms);
-    // Without it nothing is known.
-    auto plain = analyze("h200/bloom560m_fp16_b1_s5.json.gz");
-    for (const auto& r : plain->recipes.table()) {
-        if (const auto* g = std::get_if<replay::GemmRecipe>(&r.detail)) {
-            EXPECT_EQ(g->a_reuse_bytes, replay::kReuseUnknown);
-        }
-    }
+    return c;
+}
+
+// Reuse distances separate a layer's weights (first touched in this inference step: from memory)
+// from the activations its producer just wrote (a short distance), which is what unique mode's
+// --context recorded keeps in L2. The Execution Trace gives them; without it the inferred dataflow
+// must give the same split, and with inference off nothing is known.
+TEST(Reuse, WeightsAreFirstTouchesAndActivationsAreRecent) {
+    const auto with_et =
+        count_addmm_reuse(*analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz"));
+    ASSERT_GT(with_et.gemms, 50u);
+    EXPECT_EQ(with_et.cold_weights, with_et.gemms);
+    EXPECT_EQ(with_et.warm_activations, with_et.gemms);
+
+    const auto inferred = count_addmm_reuse(*analyze("h200/bloom560m_fp16_b1_s5.json.gz"));
+    ASSERT_GT(inferred.gemms, 50u);
+    EXPECT_EQ(inferred.cold_weights, inferred.gemms);
+    EXPECT_EQ(inferred.warm_activations, inferred.gemms);
+
+    const auto blind = count_addmm_reuse(*analyze("h200/bloom560m_fp16_b1_s5.json.gz", "", false));
+    ASSERT_GT(blind.gemms, 0u);
+    EXPECT_EQ(blind.unknown, blind.gemms);
 }
 
 // kernel_signatures.json keeps the reuse distances, so that --kernels replays start each kernel
