@@ -63,19 +63,21 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
         auto groups = detail::by_tag(backend.collect());
         const bool last_iteration = it + 1 == std::max(1, options.iterations);
         for (std::size_t s = 0; s < steps.size(); ++s) {
+            if (prepared[s]->disposition != Disposition::Ready) continue;
             auto g = groups.find(s + 1);
-            if (g == groups.end()) continue;
+            const std::vector<TimedActivity> nothing;
+            const auto& records = g == groups.end() ? nothing : g->second;
             positions.clear();
             recorded_us.clear();
             for (auto n : steps[s].nodes) {
                 positions.push_back(kernel_of[n]);
                 recorded_us.push_back(static_cast<double>(graph.activity(nodes[n]).dur) / 1000.0);
             }
-            detail::attribute(session, positions, g->second, recorded_us);
+            detail::attribute(session, positions, records, recorded_us);
             // On the recorded stream's id (not the replay's stream handle), so that each
             // replayed track sits beside its recorded one.
             if (timeline != nullptr && last_iteration)
-                for (const auto& r : g->second)
+                for (const auto& r : records)
                     timeline->items.push_back({r.name, graph.streams()[steps[s].stream].stream,
                                                static_cast<double>(r.start_ns) / 1000.0,
                                                static_cast<double>(r.end_ns - r.start_ns) / 1000.0,
