@@ -23,6 +23,13 @@ void add_load_options(CLI::App& app, LoadOptions& o, SideFiles side_files) {
                        "JSONL shape log for traces recorded without record_shapes "
                        "(schemas/shape_log.schema.json)" +
                            one);
+        app.add_option("--recipes", o.recipes,
+                       "kernel_signatures.json files or traces of other runs of the same workload "
+                       "whose recipes serve the kernels without an op (cudaGraphLaunch, no "
+                       "record_shapes), matched by name, grid, block and neighbours; repeat "
+                       "for several" +
+                           one)
+            ->allow_extra_args(false);
     }
     app.add_flag("--strict", o.strict,
                  "Treat a malformed event as an error instead of skipping it");
@@ -47,6 +54,7 @@ std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions&
     options.trace_path = path;
     options.execution_trace_path = o.et;
     options.shape_log_path = o.shapes;
+    options.recipe_libraries = o.recipes;
     options.parse.strict = o.strict;
     options.parse.max_event_bytes = o.max_event_bytes;
     if (!o.set_dims.empty()) options.set_dims = parse_set_dims(o.set_dims);

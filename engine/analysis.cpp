@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "replay/execution_trace.h"
+#include "replay/recipe_library.h"
 #include "replay/reuse.h"
 #include "replay/shape_log.h"
 
@@ -54,6 +55,22 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
     }
     analysis->recipes = classify(analysis->graph);
+    // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
+    // then those of the --recipes files.
+    if (!options.recipe_libraries.empty() || analysis->graph.stats().graph_launched_activities > 0) {
+        RecipeLibrary library;
+        for (const auto& path : options.recipe_libraries) library.add_file(path);
+        const LibraryStats s = apply_recipe_library(analysis->graph, analysis->recipes, library);
+        analysis->recipe_libraries = options.recipe_libraries;
+        std::ostringstream note;
+        note << "recipe library: " << s.matched << " of " << s.candidates
+             << " kernels without an op got a recipe (" << s.from_own_trace
+             << " from this trace's eager instances, " << s.by_neighbours
+             << " issues told apart by their neighbours; " << library.size()
+             << " library entries)";
+        if (s.candidates > 0 || !options.recipe_libraries.empty())
+            analysis->notes.push_back(note.str());
+    }
     annotate_reuse(analysis->graph, analysis->recipes);
     analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);

@@ -615,6 +615,11 @@ const std::vector<RuleInfo>& classifier_rules() {
     static const std::vector<RuleInfo> infos = [] {
         std::vector<RuleInfo> v;
         for (const auto& r : rules()) v.push_back(r.info);
+        // Applied after the table (recipe_library.h), to kernels the table left without one.
+        v.push_back({"recipe-library",
+                     "kernel without an op (CUDA graph, no record_shapes): the recipe of the same "
+                     "kernel (name, grid, block, neighbours) in this trace's eager launches or a "
+                     "--recipes file"});
         return v;
     }();
     return infos;

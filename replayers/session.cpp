@@ -163,6 +163,11 @@ void add_inputs(Report& report, const Analysis& analysis) {
     if (!analysis.execution_trace.empty())
         report.inputs.emplace_back("et", analysis.execution_trace);
     if (!analysis.shape_log.empty()) report.inputs.emplace_back("shapes", analysis.shape_log);
+    if (!analysis.recipe_libraries.empty()) {
+        std::string files;
+        for (const auto& f : analysis.recipe_libraries) files += (files.empty() ? "" : ", ") + f;
+        report.inputs.emplace_back("recipes", files);
+    }
     for (const auto& note : analysis.notes) report.notes.push_back(note);
     report.totals.recipe_coverage = analysis.coverage;
 }

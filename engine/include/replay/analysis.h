@@ -21,6 +21,9 @@ struct AnalysisOptions {
     std::string shape_log_path;        // --shapes: JSONL shape log
     std::optional<DimsRequest> set_dims;  // --set-dims: the trace rewritten to another shape
     ParseOptions parse;
+    // --recipes: kernel_signatures.json files or traces of other runs whose recipes serve the
+    // kernels without an op (recipe_library.h)
+    std::vector<std::string> recipe_libraries;
 };
 
 struct Analysis {
@@ -34,6 +37,7 @@ struct Analysis {
     std::vector<std::string> notes;
     std::string execution_trace;  // the --et file, when one was joined
     std::string shape_log;        // the --shapes file, when one was joined
+    std::vector<std::string> recipe_libraries;  // the --recipes files
     std::optional<ShapeRewriteReport> dims_rewrite;  // --set-dims: what was rewritten
     double parse_seconds = 0;
     const Trace& trace() const { return parsed.trace; }
