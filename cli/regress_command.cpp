@@ -28,9 +28,10 @@ struct RegressState {
 };
 
 int run_regress(const RegressState& s) {
-    if ((!s.load.et.empty() || !s.load.shapes.empty() || !s.load.recipes.empty()) &&
+    if ((!s.load.et.empty() || !s.load.shapes.empty() || !s.load.recipes.empty() ||
+         !s.load.inductor_cache.empty()) &&
         s.traces.size() != 1)
-        throw std::runtime_error("--et, --shapes and --recipes apply to a single trace");
+        throw std::runtime_error("--et, --shapes, --recipes and --inductor-cache apply to a single trace");
     auto backend = s.settings.make_backend();
     // Every trace's outputs are committed together at the end: a failure on the third trace
     // leaves the folder as it was.

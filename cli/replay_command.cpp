@@ -1,6 +1,6 @@
 // `replay TRACE --mode sequential|unique --out DIR` and `replay --mode unique --kernels FILE`:
-// replay, write report.json, kernels.csv (and replay_trace.json in sequential mode), print the
-// summary.
+// replay, write report.json, kernels.csv (and replay_trace.json in sequential mode; target.json
+// with --target), print the summary.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +10,7 @@
 #include "replay/kernels_csv.h"
 #include "replay/report_json.h"
 #include "replay/report_summary.h"
+#include "replay/target.h"
 #include "replay_settings.h"
 #include "trace_loader.h"
 
@@ -21,6 +22,7 @@ struct ReplayState {
     LoadOptions load;
     ReplaySettings settings;
     std::string kernel_file;
+    std::string target;  // --target: B's recording of the same workload
 };
 
 int run_replay(const ReplayState& s, const Analysis* analysis) {
@@ -31,6 +33,15 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
         if (settings.mode != "unique")
             throw std::runtime_error("--kernels replays in --mode unique only");
         file = read_signature_file(s.kernel_file);
+    }
+    // Read before the replay: a bad target file stops the run before the GPU time is spent.
+    std::unique_ptr<Analysis> target;
+    if (!s.target.empty()) {
+        if (analysis == nullptr) throw std::runtime_error("--target needs the TRACE replayed");
+        LoadOptions plain;  // B's recorded durations only: its side files are not A's
+        plain.quiet = s.load.quiet;
+        plain.strict = s.load.strict;
+        target = load_trace(s.target, plain);
     }
     auto backend = settings.make_backend();
     // Locked before the replay: a second run into this folder stops now, not after its replay.
@@ -45,12 +56,20 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
     }
     out.write("report.json", [&](std::ostream& o) { write_report_json(o, report); });
     out.write("kernels.csv", [&](std::ostream& o) { write_kernels_csv(o, report); });
+    TargetComparison against;
+    if (target) {
+        against = compare_with_target(report, analysis->kernels, target->kernels, s.target);
+        out.write("target.json", [&](std::ostream& o) { write_target_json(o, against); });
+    } else {
+        out.remove_at_commit("target.json");
+    }
     if (settings.mode == "sequential")
         out.write("replay_trace.json", [&](std::ostream& o) { write_replay_trace(o, timeline); });
     else
         out.remove_at_commit("replay_trace.json");  // an earlier sequential run's, not this one's
     out.commit();
     write_report_summary(std::cout, report);
+    if (target) print_target_summary(std::cout, against);
     if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings.out_dir.c_str());
     return 0;
 }
@@ -66,6 +85,12 @@ Command add_replay_command(CLI::App& app) {
     app.add_option("--kernels", s->kernel_file,
                    "Replay a kernel_signatures.json (from `replay classify`) in unique mode, "
                    "without the trace");
+    app.add_option("--target", s->target,
+                   "A recording of the same workload on the GPU this replay runs on (or the one "
+                   "it stands for): each replayed kernel is compared with that recording's kernel "
+                   "(by id, name + grid + block, or a GEMM's recipe) and target.json gives the "
+                   "prediction error per kernel and in total, and whether each GEMM ran the kernel "
+                   "cuBLAS picked there");
     return {&app, [s, &app] {
                 if (s->trace.empty() && s->kernel_file.empty()) {
                     std::cerr << app.help();

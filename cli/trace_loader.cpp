@@ -30,6 +30,11 @@ void add_load_options(CLI::App& app, LoadOptions& o, SideFiles side_files) {
                        "for several" +
                            one)
             ->allow_extra_args(false);
+        app.add_option("--inductor-cache", o.inductor_cache,
+                       "torch.compile's cache folder of the run (TORCHINDUCTOR_CACHE_DIR) or a "
+                       ".tar[.gz] of it: its Triton kernels' binaries, launch metadata and wrapper "
+                       "code replay the trace's Triton kernels (tier triton)" +
+                           one);
     }
     app.add_flag("--strict", o.strict,
                  "Treat a malformed event as an error instead of skipping it");
@@ -55,6 +60,7 @@ std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions&
     options.execution_trace_path = o.et;
     options.shape_log_path = o.shapes;
     options.recipe_libraries = o.recipes;
+    options.inductor_cache = o.inductor_cache;
     options.parse.strict = o.strict;
     options.parse.max_event_bytes = o.max_event_bytes;
     if (!o.set_dims.empty()) options.set_dims = parse_set_dims(o.set_dims);

@@ -16,6 +16,7 @@ struct LoadOptions {
     std::string et;      // --et: Execution Trace of the same run
     std::string shapes;  // --shapes: JSONL shape log
     std::vector<std::string> recipes;  // --recipes: recipe libraries (recipe_library.h)
+    std::string inductor_cache;        // --inductor-cache: Triton binaries (inductor_cache.h)
     std::string set_dims;  // --set-dims batch=N,seq=N
     bool strict = false;
     bool quiet = false;

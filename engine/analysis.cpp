@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "replay/execution_trace.h"
+#include "replay/inductor_cache.h"
 #include "replay/recipe_library.h"
 #include "replay/reuse.h"
 #include "replay/shape_log.h"
@@ -68,8 +69,19 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
              << " from this trace's eager instances, " << s.by_neighbours
              << " issues told apart by their neighbours; " << library.size()
              << " library entries)";
-        if (s.candidates > 0 || !options.recipe_libraries.empty())
+        if (s.matched > 0 || !options.recipe_libraries.empty())
             analysis->notes.push_back(note.str());
+    }
+    if (!options.inductor_cache.empty()) {
+        const InductorCache cache = read_inductor_cache(options.inductor_cache);
+        const InductorStats s = apply_inductor_cache(analysis->graph, analysis->recipes, cache);
+        analysis->inductor_cache = options.inductor_cache;
+        std::ostringstream note;
+        note << "inductor cache " << options.inductor_cache << ": " << s.matched << " of "
+             << s.triton_kernels << " Triton launches got a compiled variant ("
+             << cache.variants.size() << " variants, " << cache.calls.size() << " call sites)";
+        for (const auto& why : s.unmatched_reasons) note << "; " << why;
+        analysis->notes.push_back(note.str());
     }
     annotate_reuse(analysis->graph, analysis->recipes);
     analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);

@@ -408,14 +408,14 @@ std::vector<AnalysisOptions> bundled_traces(const std::filesystem::path& scratch
             for (const auto& member : fs::recursive_directory_iterator(dir))
                 if (member.is_regular_file() &&
                     member.path().string().find(".json") != std::string::npos)
-                    traces.push_back({member.path().string(), "", "", {}, {}, {}});
+                    traces.push_back({member.path().string(), "", "", {}, {}, {}, {}});
             continue;
         }
         if (!name.ends_with(".json.gz") || name.starts_with("linear_et")) continue;
-        AnalysisOptions options{path, "", "", {}, {}, {}};
+        AnalysisOptions options{path, "", "", {}, {}, {}, {}};
         traces.push_back(options);
         const std::string et = path.substr(0, path.size() - 8) + ".et.json.gz";
-        if (fs::exists(et)) traces.push_back({path, et, "", {}, {}, {}});
+        if (fs::exists(et)) traces.push_back({path, et, "", {}, {}, {}, {}});
     }
     return traces;
 }

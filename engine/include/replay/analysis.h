@@ -24,6 +24,8 @@ struct AnalysisOptions {
     // --recipes: kernel_signatures.json files or traces of other runs whose recipes serve the
     // kernels without an op (recipe_library.h)
     std::vector<std::string> recipe_libraries;
+    // --inductor-cache: torch.compile's cache folder (or a tar of it) for the Triton kernels
+    std::string inductor_cache;
 };
 
 struct Analysis {
@@ -38,6 +40,7 @@ struct Analysis {
     std::string execution_trace;  // the --et file, when one was joined
     std::string shape_log;        // the --shapes file, when one was joined
     std::vector<std::string> recipe_libraries;  // the --recipes files
+    std::string inductor_cache;                 // the --inductor-cache folder or tar
     std::optional<ShapeRewriteReport> dims_rewrite;  // --set-dims: what was rewritten
     double parse_seconds = 0;
     const Trace& trace() const { return parsed.trace; }
