@@ -7,11 +7,16 @@
 # time whose replayed kernel had the recorded name), and the kernels that failed with their
 # reasons (a timing record that is not the kernel's own fails it: item 6).
 #
-# Usage: scripts/gpu_recipes.sh OUT_DIR [GPU_DIR]   (GPU_DIR: traces/h200 by default)
+# With TARGET_DIR (the captures of the GPU this runs on, e.g. traces/h100 when GPU_DIR is
+# traces/h200), the eager Llama decode of GPU_DIR is also replayed with --target: target.json and
+# the printed lines give the error against this GPU's own recording and the GEMM names it picked.
+#
+# Usage: scripts/gpu_recipes.sh OUT_DIR [GPU_DIR [TARGET_DIR]]   (GPU_DIR: traces/h200)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_recipes.sh OUT_DIR [GPU_DIR]}"
 traces="${2:-traces/h200}"
+target_dir="${3:-}"
 mkdir -p "$out"
 build=build-gpu
 replay="$build/cli/replay"
@@ -73,3 +78,9 @@ done
 # the cache (its Triton kernels' reason says what to pass).
 run llama_eager "$traces/llama_decode.json.gz" sequential
 run mlp_no_cache "$traces/mlp_compiled.json.gz" unique
+if [ -n "$target_dir" ]; then
+  run llama_cross "$traces/llama_decode.json.gz" sequential --target "$target_dir/llama_decode.json.gz"
+  grep -A4 "against the target" "$out/llama_cross_sequential.txt"
+  run llama_cross "$traces/llama_decode.json.gz" unique --target "$target_dir/llama_decode.json.gz"
+  grep -A4 "against the target" "$out/llama_cross_unique.txt"
+fi
