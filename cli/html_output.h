@@ -7,8 +7,7 @@
 
 namespace replay::cli {
 
-// What writes report.html into an output folder. Without `input.report_json` the page reads
-// the report as write_report_json() writes it, so that what it shows is what report.json says.
+// What writes report.html into an output folder.
 Fill html_page(HtmlReportInput input, HtmlReportOptions options = {});
 
 }  // namespace replay::cli

@@ -30,8 +30,10 @@ struct RegressState {
 };
 
 int run_regress(const RegressState& s) {
-    if ((!s.load.et.empty() || !s.load.shapes.empty()) && s.traces.size() != 1)
-        throw std::runtime_error("--et and --shapes apply to a single trace");
+    if ((!s.load.et.empty() || !s.load.shapes.empty() || !s.load.recipes.empty() ||
+         !s.load.inductor_cache.empty()) &&
+        s.traces.size() != 1)
+        throw std::runtime_error("--et, --shapes, --recipes and --inductor-cache apply to a single trace");
     auto backend = s.settings.make_backend();
     // Every trace's outputs are committed together at the end: a failure on the third trace
     // leaves the folder as it was.

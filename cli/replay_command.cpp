@@ -1,6 +1,6 @@
 // `replay TRACE --mode sequential|unique --out DIR` and `replay --mode unique --kernels FILE`:
-// replay, write report.json, kernels.csv (and replay_trace.json in sequential mode), print the
-// summary.
+// replay, write report.json, kernels.csv (and replay_trace.json in sequential mode; target.json
+// with --target), print the summary.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -12,6 +12,7 @@
 #include "replay/report_json.h"
 #include "replay/report_summary.h"
 #include "replay/tensor_budget.h"
+#include "replay/target.h"
 #include "replay_settings.h"
 #include "trace_loader.h"
 
@@ -24,6 +25,7 @@ struct ReplayState {
     ReplaySettings settings;
     std::string kernel_file;
     bool html = false;
+    std::string target;  // --target: B's recording of the same workload
 };
 
 int run_replay(const ReplayState& s, Analysis* analysis) {
@@ -34,6 +36,15 @@ int run_replay(const ReplayState& s, Analysis* analysis) {
         if (settings.mode != "unique")
             throw std::runtime_error("--kernels replays in --mode unique only");
         file = read_signature_file(s.kernel_file);
+    }
+    // Read before the replay: a bad target file stops the run before the GPU time is spent.
+    std::unique_ptr<Analysis> target;
+    if (!s.target.empty()) {
+        if (analysis == nullptr) throw std::runtime_error("--target needs the TRACE replayed");
+        LoadOptions plain;  // B's recorded durations only: its side files are not A's
+        plain.quiet = s.load.quiet;
+        plain.strict = s.load.strict;
+        target = load_trace(s.target, plain);
     }
     auto backend = settings.make_backend();
     if (analysis != nullptr) {
@@ -59,6 +70,13 @@ int run_replay(const ReplayState& s, Analysis* analysis) {
     }
     out.write("report.json", [&](std::ostream& o) { write_report_json(o, report); });
     out.write("kernels.csv", [&](std::ostream& o) { write_kernels_csv(o, report); });
+    TargetComparison against;
+    if (target) {
+        against = compare_with_target(report, analysis->kernels, target->kernels, s.target);
+        out.write("target.json", [&](std::ostream& o) { write_target_json(o, against); });
+    } else {
+        out.remove_at_commit("target.json");
+    }
     if (settings.mode == "sequential")
         out.write("replay_trace.json", [&](std::ostream& o) { write_replay_trace(o, timeline); });
     else
@@ -68,9 +86,12 @@ int run_replay(const ReplayState& s, Analysis* analysis) {
         page.report = &report;
         if (settings.mode == "sequential") page.timeline = &timeline;
         out.write("report.html", html_page(std::move(page)));
+    } else {
+        out.remove_at_commit("report.html");  // an earlier --html run's, not this one's
     }
     out.commit();
     write_report_summary(std::cout, report);
+    if (target) print_target_summary(std::cout, against);
     if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings.out_dir.c_str());
     return 0;
 }
@@ -89,6 +110,12 @@ Command add_replay_command(CLI::App& app) {
     app.add_flag("--html", s->html,
                  "Also write report.html: one self-contained page of the report (see `replay "
                  "report`)");
+    app.add_option("--target", s->target,
+                   "A recording of the same workload on the GPU this replay runs on (or the one "
+                   "it stands for): each replayed kernel is compared with that recording's kernel "
+                   "(by id, name + grid + block, or a GEMM's recipe) and target.json gives the "
+                   "prediction error per kernel and in total, and whether each GEMM ran the kernel "
+                   "cuBLAS picked there");
     return {&app, [s, &app] {
                 if (s->trace.empty() && s->kernel_file.empty()) {
                     std::cerr << app.help();

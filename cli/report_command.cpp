@@ -33,7 +33,6 @@ int run_report(const ReportState& s) {
     HtmlReportInput input;
     const Report report = read_report_json(report_path.string());
     input.report = &report;
-    input.report_json = read_all(report_path.string());
     Timeline timeline;
     const fs::path trace_path = report_path.parent_path() / "replay_trace.json";
     HtmlReportOptions options;

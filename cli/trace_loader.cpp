@@ -27,6 +27,18 @@ void add_load_options(CLI::App& app, LoadOptions& o, SideFiles side_files) {
                      "Without --et, do not infer parameters and producer -> consumer buffers from "
                      "the trace: reuse buffers by size and role (as before the inference; for "
                      "comparing the two)");
+        app.add_option("--recipes", o.recipes,
+                       "kernel_signatures.json files or traces of other runs of the same workload "
+                       "whose recipes serve the kernels without an op (cudaGraphLaunch, no "
+                       "record_shapes), matched by name, grid, block and neighbours; repeat "
+                       "for several" +
+                           one)
+            ->allow_extra_args(false);
+        app.add_option("--inductor-cache", o.inductor_cache,
+                       "torch.compile's cache folder of the run (TORCHINDUCTOR_CACHE_DIR) or a "
+                       ".tar[.gz] of it: its Triton kernels' binaries, launch metadata and wrapper "
+                       "code replay the trace's Triton kernels (tier triton)" +
+                           one);
     }
     app.add_flag("--strict", o.strict,
                  "Treat a malformed event as an error instead of skipping it");
@@ -52,6 +64,8 @@ std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions&
     options.execution_trace_path = o.et;
     options.shape_log_path = o.shapes;
     options.infer_dataflow = !o.no_dataflow;
+    options.recipe_libraries = o.recipes;
+    options.inductor_cache = o.inductor_cache;
     options.parse.strict = o.strict;
     options.parse.max_event_bytes = o.max_event_bytes;
     if (!o.set_dims.empty()) options.set_dims = parse_set_dims(o.set_dims);

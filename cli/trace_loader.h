@@ -1,4 +1,4 @@
-// The one way every command reads a trace: the same options (--et, --shapes, --strict, --quiet,
+// The one way every command reads a trace: the same options (--et, --shapes, --recipes, --strict, --quiet,
 // --max-event-bytes),
 // the same progress line and the same parse warnings on stderr.
 #pragma once
@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "replay/analysis.h"
 
@@ -14,6 +15,8 @@ namespace replay::cli {
 struct LoadOptions {
     std::string et;      // --et: Execution Trace of the same run
     std::string shapes;  // --shapes: JSONL shape log
+    std::vector<std::string> recipes;  // --recipes: recipe libraries (recipe_library.h)
+    std::string inductor_cache;        // --inductor-cache: Triton binaries (inductor_cache.h)
     std::string set_dims;  // --set-dims batch=N,seq=N
     bool strict = false;
     bool quiet = false;

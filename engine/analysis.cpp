@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "replay/execution_trace.h"
+#include "replay/inductor_cache.h"
+#include "replay/recipe_library.h"
 #include "replay/reuse.h"
 #include "replay/shape_log.h"
 
@@ -101,6 +103,33 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
     analysis->recipes = classify(analysis->graph, options.classify_check);
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
+    // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
+    // then those of the --recipes files.
+    if (!options.recipe_libraries.empty() || analysis->graph.stats().graph_launched_activities > 0) {
+        RecipeLibrary library;
+        for (const auto& path : options.recipe_libraries) library.add_file(path);
+        const LibraryStats s = apply_recipe_library(analysis->graph, analysis->recipes, library);
+        analysis->recipe_libraries = options.recipe_libraries;
+        std::ostringstream note;
+        note << "recipe library: " << s.matched << " of " << s.candidates
+             << " kernels without an op got a recipe (" << s.from_own_trace
+             << " from this trace's eager instances, " << s.by_neighbours
+             << " issues told apart by their neighbours; " << library.size()
+             << " library entries)";
+        if (s.matched > 0 || !options.recipe_libraries.empty())
+            analysis->notes.push_back(note.str());
+    }
+    if (!options.inductor_cache.empty()) {
+        const InductorCache cache = read_inductor_cache(options.inductor_cache);
+        const InductorStats s = apply_inductor_cache(analysis->graph, analysis->recipes, cache);
+        analysis->inductor_cache = options.inductor_cache;
+        std::ostringstream note;
+        note << "inductor cache " << options.inductor_cache << ": " << s.matched << " of "
+             << s.triton_kernels << " Triton launches got a compiled variant ("
+             << cache.variants.size() << " variants, " << cache.calls.size() << " call sites)";
+        for (const auto& why : s.unmatched_reasons) note << "; " << why;
+        analysis->notes.push_back(note.str());
+    }
     stage_done("classify");
     annotate_reuse(analysis->graph, analysis->recipes);
     stage_done("reuse");

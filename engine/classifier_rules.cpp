@@ -552,13 +552,18 @@ const std::vector<Rule>& rules() {
              r.detail = collective_from(c);
              return r;
          }},
-        {{"triton", "Triton kernel: not replayable without its compiled binary"},
+        {{"triton",
+          "Triton kernel: tier triton from its compiled binary in --inductor-cache, else not "
+          "replayable"},
          [](const Context& c) {
              return c.name.starts_with("triton_") ||
                     contains_any(c.name, {"triton_poi", "triton_red", "triton_per", "triton_tem"});
          },
          [](const Context&) {
-             return not_replayable("Triton kernel: its binary is not in the trace");
+             return not_replayable(
+                 "Triton kernel: its binary is not in the trace; pass torch.compile's cache "
+                 "folder of the run (TORCHINDUCTOR_CACHE_DIR, or a .tar.gz of it) as "
+                 "--inductor-cache");
          }},
         {{"unlinked", "no runtime launch and no op carry this activity's ids"},
          [](const Context& c) { return !c.in_op && !c.launched; },
@@ -648,6 +653,11 @@ const std::vector<RuleInfo>& classifier_rules() {
     static const std::vector<RuleInfo> infos = [] {
         std::vector<RuleInfo> v;
         for (const auto& r : classifier_detail::rules()) v.push_back(r.info);
+        // Applied after the table (recipe_library.h), to kernels the table left without one.
+        v.push_back({"recipe-library",
+                     "kernel without an op (CUDA graph, no record_shapes): the recipe of the same "
+                     "kernel (name, grid, block, neighbours) in this trace's eager launches or a "
+                     "--recipes file"});
         return v;
     }();
     return infos;

@@ -14,9 +14,9 @@ namespace replay {
 namespace {
 
 struct TierTotals {
-    std::array<double, 5> time_us{};
-    std::array<std::size_t, 5> activities{};
-    std::array<std::size_t, 5> unique{};
+    std::array<double, 6> time_us{};
+    std::array<std::size_t, 6> activities{};
+    std::array<std::size_t, 6> unique{};
 };
 
 TierTotals tier_totals(const Analysis& a) {
@@ -30,9 +30,10 @@ TierTotals tier_totals(const Analysis& a) {
     return t;
 }
 
-constexpr std::array<const char*, 5> kTierLabels = {
-    "not replayable", "tier 1 copy/memset (CUDA runtime)", "tier 2 GEMM (cuBLASLt)",
-    "tier 3 dispatcher op (libtorch)", "tier 4 collective (NCCL)"};
+constexpr std::array<const char*, 6> kTierLabels = {
+    "not replayable",           "tier 1 copy/memset (CUDA runtime)", "tier 2 GEMM (cuBLASLt)",
+    "tier 3 dispatcher op (libtorch)", "tier 4 collective (NCCL)",  "triton (Inductor cache)"};
+constexpr std::size_t kTriton = static_cast<std::size_t>(Tier::Triton);
 
 std::string shorten(std::string_view name, std::size_t width) {
     if (name.size() <= width) return std::string(name);
@@ -104,8 +105,9 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
            "share\n";
     double all = 0;
     for (double x : tiers.time_us) all += x;
-    for (std::size_t i = 1; i <= 5; ++i) {
-        const std::size_t tier = i % 5;  // tiers 1..4 first, "not replayable" last
+    for (std::size_t i = 1; i <= 6; ++i) {
+        const std::size_t tier = i % 6;  // tiers 1..4, triton, "not replayable" last
+        if (tier == kTriton && tiers.activities[tier] == 0) continue;  // only with --inductor-cache
         out << "  " << std::left << std::setw(38) << kTierLabels[tier] << std::right
             << std::setw(11) << tiers.activities[tier] << std::setw(9) << tiers.unique[tier]
             << std::setw(15) << std::setprecision(1) << tiers.time_us[tier] << std::setw(7)
@@ -204,7 +206,8 @@ void write_inspect_json(std::ostream& out, const Analysis& a, int top) {
     json.end_object();
     const TierTotals tiers = tier_totals(a);
     json.key("tiers").begin_array();
-    for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t i = 0; i < 6; ++i) {
+        if (i == kTriton && tiers.activities[i] == 0) continue;
         json.begin_object();
         if (i == 0)
             json.key("tier").null();

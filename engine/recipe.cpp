@@ -47,6 +47,8 @@ const char* to_string(Tier tier) {
             return "3";
         case Tier::Collective:
             return "4";
+        case Tier::Triton:
+            return "triton";
     }
     return "?";
 }
@@ -208,6 +210,15 @@ std::string Recipe::key() const {
             } else if constexpr (std::is_same_v<T, CollectiveRecipe>) {
                 out << '|' << d.collective << '|' << d.in_nelems << '|' << d.out_nelems << '|'
                     << to_string(d.dtype) << '|' << d.group_size;
+            } else if constexpr (std::is_same_v<T, TritonRecipe>) {
+                out << '|' << d.kernel << '|' << d.variant << "|w" << d.num_warps << "|g"
+                    << d.grid[0] << ',' << d.grid[1] << ',' << d.grid[2];
+                for (const auto& a : d.args) {
+                    if (a.pointer)
+                        out << "|p" << a.bytes;
+                    else
+                        out << "|i" << a.bits << '=' << a.value;
+                }
             }
         },
         detail);
@@ -224,6 +235,9 @@ std::string Recipe::instance_key() const {
         for (const auto& arg : a->args)
             for (const auto& t : arg.tensors)
                 out += std::to_string(t.storage_id) + "+" + std::to_string(t.storage_offset) + ",";
+    } else if (const auto* t = std::get_if<TritonRecipe>(&detail)) {
+        out += "|b";  // the wrapper's buffers: one launch's in-place buffer is not another's
+        for (const auto& a : t->args) out += a.buffer + ",";
     }
     return out;
 }

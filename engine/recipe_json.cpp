@@ -109,6 +109,7 @@ Recipe read_recipe(od::value v) {
         if (k == "tier") {
             const auto t = get_i64(x, 0);
             r.tier = t >= 1 && t <= 4 ? static_cast<Tier>(t) : Tier::NotReplayable;
+            // A Triton recipe (tier 5) needs its cubin, which stays in the Inductor cache.
         } else if (k == "rule")
             r.rule = get_str(x);
         else if (k == "reason")
@@ -321,6 +322,23 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                 json.field("kind", "collective").field("collective", d.collective);
                 json.field("in_nelems", d.in_nelems).field("out_nelems", d.out_nelems);
                 json.field("dtype", to_string(d.dtype)).field("group_size", d.group_size);
+            } else if constexpr (std::is_same_v<T, TritonRecipe>) {
+                json.field("kind", "triton").field("kernel", d.kernel).field("variant", d.variant);
+                json.field("source", d.source).field("num_warps", d.num_warps);
+                json.field("shared_bytes", d.shared_bytes);
+                json.key("grid").begin_array();
+                for (auto g : d.grid) json.value(static_cast<std::int64_t>(g));
+                json.end_array();
+                json.key("args").begin_array();
+                for (const auto& a : d.args) {
+                    json.begin_object();
+                    if (a.pointer)
+                        json.field("buffer", a.buffer).field("bytes", a.bytes);
+                    else
+                        json.field("bits", a.bits).field("value", a.value);
+                    json.end_object();
+                }
+                json.end_array();
             }
         },
         recipe.detail);

@@ -308,8 +308,8 @@ Regression compare_reports(const Report& baseline, const Report& current,
             " samples on a side: without the rank test none of them is flagged (changes beyond "
             "the threshold are counted as inconclusive)");
 
-    std::vector<TierComparison> tiers(5);
-    std::vector<bool> present(5, false);
+    std::vector<TierComparison> tiers(6);
+    std::vector<bool> present(6, false);
     for (std::size_t i = 0; i < tiers.size(); ++i) tiers[i].tier = static_cast<Tier>(i);
     for (const auto& c : r.kernels) {
         const auto t = static_cast<std::size_t>(c.tier) % tiers.size();

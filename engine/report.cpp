@@ -48,6 +48,8 @@ const char* tier_label(Tier tier) {
             return "dispatcher op";
         case Tier::Collective:
             return "collective";
+        case Tier::Triton:
+            return "triton";
     }
     return "?";
 }
@@ -132,8 +134,8 @@ void finalize_report(Report& r) {
 
     fill_roofline(r);
 
-    // Tier rows, tiers 0..4 in order, only those present.
-    std::vector<TierResult> tiers(5);
+    // Tier rows, tiers 0..5 in order, only those present.
+    std::vector<TierResult> tiers(6);
     for (std::size_t i = 0; i < tiers.size(); ++i) tiers[i].tier = static_cast<Tier>(i);
     for (const auto& k : r.kernels) {
         auto& t = tiers[static_cast<std::size_t>(k.tier) % tiers.size()];

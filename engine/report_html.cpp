@@ -237,8 +237,7 @@ void write_report_html(std::ostream& out, const HtmlReportInput& in,
         out << "<h2 id=\"timeline\">Timeline</h2>";
         html::gantt_chart(out, *in.timeline, index, options.timeline_items);
     }
-    const html::EnergyFields energy = html::find_energy_fields(in.report_json);
-    if (!energy.empty()) html::energy_section(out, energy, r);
+    if (html::has_energy(r)) html::energy_section(out, r);
     kernel_table(out, r);
     out << "<h2 id=\"environment\">Environment</h2>";
     pairs_table(out, "environment-table", r.environment);

@@ -39,19 +39,10 @@ void distribution_chart(std::ostream& out, const KernelComparison& change,
                         const std::vector<double>& baseline, const std::vector<double>& current,
                         std::size_t max_per_side);
 
-// Energy and power figures of a report, found by their names (energy, power, joule, watt) in its
-// JSON wherever the schema does not know them: in "totals" and at the top level, and per kernel
-// (a number, or statistics of which the median is taken).
-struct EnergyFields {
-    std::vector<std::pair<std::string, double>> totals;
-    std::vector<std::string> kernel_columns;  // the per-kernel field names, first seen first
-    std::map<std::string, std::map<std::string, double>> kernels;  // kernel id -> column -> value
-    std::string why;  // energy.probe.why: asked for, but not measured
-    bool empty() const { return totals.empty() && kernels.empty() && why.empty(); }
-};
-EnergyFields find_energy_fields(const std::string& report_json);
-// The energy section: the totals as cards, the kernels with energy figures as a table and a bar
-// chart of the largest (first column).
-void energy_section(std::ostream& out, const EnergyFields& energy, const Report& report);
+// Whether the report asked for energy (--energy), measured or not.
+bool has_energy(const Report& report);
+// The energy section: the step and the sum over kernels as cards, the kernels measured as a table
+// and a bar chart of the largest; why energy is n/a when it could not be read.
+void energy_section(std::ostream& out, const Report& report);
 
 }  // namespace replay::html

@@ -265,8 +265,8 @@ class ReportReader {
         if (auto e = v.is_null().get(is_null)) fail(at, e, "unreadable value");
         if (is_null) return Tier::NotReplayable;
         std::uint64_t t = 0;
-        if (v.get_uint64().get(t) || t < 1 || t > 4)
-            fail(at, "expected a tier: 1 to 4, or null when not replayable");
+        if (v.get_uint64().get(t) || t < 1 || t > 5)
+            fail(at, "expected a tier: 1 to 5 (triton), or null when not replayable");
         return static_cast<Tier>(t);
     }
 

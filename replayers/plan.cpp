@@ -13,6 +13,7 @@ namespace replay {
 std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes) {
     std::vector<Step> steps;
     std::unordered_map<std::uint32_t, std::size_t> last_step_of_op;  // op instance -> step
+    std::unordered_map<std::uint32_t, std::size_t> last_step_of_stream;  // stream slot -> step
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
         const Recipe& r = recipes[n];
@@ -20,6 +21,14 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
         const std::uint32_t op = nodes[n].op;
         auto previous = op == kNoIndex ? last_step_of_op.end() : last_step_of_op.find(op);
         const bool same_op = previous != last_step_of_op.end();
+        // A kernel without an op that its issue launches after the first (a graph kernel given
+        // an eager issue's recipe: recipe_library.h) goes with the issue before it on its stream.
+        if (r.issued_with_op && op == kNoIndex) {
+            if (auto s = last_step_of_stream.find(nodes[n].stream_slot);
+                s != last_step_of_stream.end() && nodes[steps[s->second].issue_node].op == kNoIndex)
+                steps[s->second].nodes.push_back(n);
+            continue;
+        }
         if (r.issued_with_op || (same_op && r.tier == Tier::AtenOp &&
                                  recipes[steps[previous->second].issue_node].key() == r.key())) {
             if (same_op) steps[previous->second].nodes.push_back(n);
@@ -30,6 +39,7 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
         step.nodes.push_back(n);
         step.stream = static_cast<int>(nodes[n].stream_slot);
         if (op != kNoIndex) last_step_of_op[op] = steps.size();
+        last_step_of_stream[nodes[n].stream_slot] = steps.size();
         steps.push_back(std::move(step));
     }
     return steps;

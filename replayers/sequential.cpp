@@ -338,10 +338,13 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
             auto e = expected_.find(step.tag);
             const std::size_t expected = e == expected_.end() ? 0 : e->second.work.size();
             if (got.size() != expected) {
+                const std::string what = std::to_string(got.size()) + " records, " +
+                                         std::to_string(expected) + " expected";
                 miscounted_.add("iteration " + std::to_string(iteration) + ", " +
-                                step_name(step) + ": " + std::to_string(got.size()) +
-                                " records, " +
-                                std::to_string(expected) + " expected");
+                                step_name(step) + ": " + what);
+                // Not a sample, and not silently skipped either (record_match.h).
+                for (std::size_t k : step.kernels)
+                    session_.add_miss(k, "its issue brought back " + what);
                 dropped += got.size();
                 continue;
             }

@@ -5,6 +5,8 @@
 
 #include "replay/ncu_command.h"
 
+#include "replay/record_match.h"
+
 namespace replay::detail {
 namespace {
 
@@ -155,9 +157,24 @@ void Session::add_sample(std::size_t kernel, const TimedActivity& a) {
     if (r.outcome == KernelOutcome::Pending) r.outcome = KernelOutcome::Replayed;
 }
 
+void Session::add_miss(std::size_t kernel, const std::string& reason) {
+    Misses& m = misses_[kernel];
+    if (m.count++ == 0) m.first_reason = reason;
+}
+
 Report Session::finish(const char* mode, double seconds) {
     report_.mode = mode;
     report_.totals.wall_seconds = seconds;
+    for (const auto& [kernel, m] : misses_) {
+        KernelResult& k = report_.kernels[kernel];
+        if (k.outcome == KernelOutcome::Pending) {
+            k.outcome = KernelOutcome::Failed;
+            k.reason = "its timing record is missing: " + m.first_reason;
+        } else if (k.outcome == KernelOutcome::Replayed) {
+            k.reason = std::to_string(m.count) + " of its issues came back without its own timing " +
+                       "record, not counted: " + m.first_reason;
+        }
+    }
     for (auto& k : report_.kernels)
         if (k.outcome == KernelOutcome::Pending) {
             k.outcome = KernelOutcome::Skipped;
@@ -201,6 +218,11 @@ void add_inputs(Report& report, const Analysis& analysis) {
         report.inputs.emplace_back("et", analysis.execution_trace);
     if (!analysis.shape_log.empty()) report.inputs.emplace_back("shapes", analysis.shape_log);
     report.inputs.emplace_back("dataflow", dataflow_label(analysis));
+    if (!analysis.recipe_libraries.empty()) {
+        std::string files;
+        for (const auto& f : analysis.recipe_libraries) files += (files.empty() ? "" : ", ") + f;
+        report.inputs.emplace_back("recipes", files);
+    }
     for (const auto& note : analysis.notes) report.notes.push_back(note);
     report.totals.recipe_coverage = analysis.coverage;
 }
@@ -234,30 +256,26 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
 
 void attribute(Session& session, const std::vector<std::size_t>& positions,
                const std::vector<TimedActivity>& recs, const std::vector<double>& recorded_us) {
-    if (recs.empty() || positions.empty()) return;
-    if (recs.front().per_kernel) {
-        // Same name first (cuBLAS may add or drop a helper kernel), then what is left in order.
-        std::vector<bool> used(recs.size(), false);
-        std::vector<std::ptrdiff_t> match(positions.size(), -1);
-        for (std::size_t i = 0; i < positions.size(); ++i)
-            for (std::size_t j = 0; j < recs.size(); ++j)
-                if (!used[j] && recs[j].name == session.report().kernels[positions[i]].name) {
-                    match[i] = static_cast<std::ptrdiff_t>(j);
-                    used[j] = true;
-                    break;
-                }
-        std::size_t next = 0;
+    if (positions.empty()) return;
+    if (recs.empty() ? session.per_kernel_timing() : recs.front().per_kernel) {
+        std::vector<ExpectedActivity> expected;
+        expected.reserve(positions.size());
+        for (std::size_t p : positions) {
+            const KernelResult& k = session.report().kernels[p];
+            expected.push_back({k.name, k.kind == "memcpy"   ? ActivityKind::Memcpy
+                                        : k.kind == "memset" ? ActivityKind::Memset
+                                                             : ActivityKind::Kernel});
+        }
+        const auto matches = match_records(expected, recs);
         for (std::size_t i = 0; i < positions.size(); ++i) {
-            if (match[i] < 0) {
-                while (next < recs.size() && used[next]) ++next;
-                if (next == recs.size()) continue;
-                match[i] = static_cast<std::ptrdiff_t>(next);
-                used[next] = true;
-            }
-            session.add_sample(positions[i], recs[static_cast<std::size_t>(match[i])]);
+            if (matches[i].record == RecordMatch::kNone)
+                session.add_miss(positions[i], matches[i].reason);
+            else
+                session.add_sample(positions[i], recs[matches[i].record]);
         }
         return;
     }
+    if (recs.empty()) return;
     // Whole-issue timing: split by the recorded shares so sums stay comparable.
     double total = 0;
     for (double d : recorded_us) total += d;

@@ -34,6 +34,10 @@ class Session {
     // Gives the kernel the prepared work's outcome when that is not Ready.
     void mark(std::size_t kernel, const Prepared& prepared);
     void add_sample(std::size_t kernel, const TimedActivity& activity);
+    // An issue of the kernel came back without a timing record of its own (record_match.h).
+    void add_miss(std::size_t kernel, const std::string& reason);
+    // Whether the backend times each kernel apart (CUPTI): an issue without records is a miss.
+    bool per_kernel_timing() const { return report_.env("timing") == "cupti"; }
 
     // The iteration that NVTX ranges name from now on (DriverOptions::nvtx).
     void set_iteration(int iteration) { iteration_ = iteration; }
@@ -57,6 +61,11 @@ class Session {
     std::unordered_map<std::uint32_t, std::vector<std::size_t>> issued_for_;
     std::set<std::string> notes_;
     int iteration_ = 1;
+    struct Misses {
+        std::size_t count = 0;
+        std::string first_reason;
+    };
+    std::unordered_map<std::size_t, Misses> misses_;  // by kernel index
 };
 
 // Groups timed activities by tag, each group in start order.
@@ -72,8 +81,9 @@ void add_inputs(Report& report, const Analysis& analysis);
 void add_options(Report& report, const DriverOptions& options, bool unique);
 
 // Matches one issue's timed activities to the recorded kernels it re-creates (`positions`, with
-// their recorded durations): per-kernel records by name then in order, a whole-issue record split
-// by the recorded shares.
+// their recorded durations): per-kernel records by match_records (a record that is not the kernel's
+// own is a miss, never a sample), a whole-issue record split by the recorded shares. `records` may
+// be empty: nothing came back for the issue.
 void attribute(Session& session, const std::vector<std::size_t>& positions,
                const std::vector<TimedActivity>& records, const std::vector<double>& recorded_us);
 

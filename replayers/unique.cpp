@@ -11,6 +11,8 @@
 namespace replay {
 namespace {
 
+const std::vector<TimedActivity> kNothing;  // an issue that nothing came back for
+
 using detail::Session;
 using detail::Template;
 
@@ -137,14 +139,16 @@ void run_templates(Session& session, const std::vector<Template>& templates,
         for (int w = 0; w < o.warmup && ok; ++w) ok = run_once(static_cast<std::size_t>(w), 0);
         session.synchronize();
         backend.collect();
+        int issued = 0;
         for (int r = 0; r < o.runs && ok; ++r)
-            ok = run_once(static_cast<std::size_t>(r), static_cast<std::uint64_t>(r) + 1);
+            if ((ok = run_once(static_cast<std::size_t>(r), static_cast<std::uint64_t>(r) + 1)))
+                ++issued;
         session.synchronize();
         auto groups = detail::by_tag(backend.collect());
-        for (int r = 0; r < o.runs; ++r) {
+        for (int r = 0; r < issued; ++r) {
             auto it = groups.find(static_cast<std::uint64_t>(r) + 1);
-            if (it != groups.end())
-                detail::attribute(session, t.positions, it->second, t.recorded_us);
+            detail::attribute(session, t.positions, it != groups.end() ? it->second : kNothing,
+                              t.recorded_us);
         }
         if (energy != nullptr && energy->available() && ok) {
             std::vector<Prepared*> work;

@@ -59,6 +59,17 @@ void encode_detail(Encoder& e, const CollectiveRecipe& c) {
     e.u8(static_cast<std::uint8_t>(c.dtype)).i64(c.group_size);
 }
 
+void encode_detail(Encoder& e, const TritonRecipe& t) {
+    // The compiled image travels too: the worker launches it without the cache folder.
+    e.str(t.kernel).str(t.variant).str(t.source).str(t.cubin);
+    e.i64(t.num_warps).i64(t.shared_bytes).i64(t.grid[0]).i64(t.grid[1]).i64(t.grid[2]);
+    e.u32(static_cast<std::uint32_t>(t.args.size()));
+    for (const auto& a : t.args) {
+        e.u8(a.pointer).i64(a.bits).i64(a.value).i64(a.bytes).str(a.buffer);
+        e.u8(static_cast<std::uint8_t>(a.dtype));
+    }
+}
+
 void encode_detail(Encoder&, const std::monostate&) {}
 
 CopyRecipe decode_copy(Decoder& d) {
@@ -125,6 +136,27 @@ CollectiveRecipe decode_collective(Decoder& d) {
     c.dtype = static_cast<DType>(d.u8());
     c.group_size = static_cast<int>(d.i64());
     return c;
+}
+
+TritonRecipe decode_triton(Decoder& d) {
+    TritonRecipe t;
+    t.kernel = d.str();
+    t.variant = d.str();
+    t.source = d.str();
+    t.cubin = d.str();
+    t.num_warps = static_cast<int>(d.i64());
+    t.shared_bytes = static_cast<int>(d.i64());
+    for (auto& g : t.grid) g = static_cast<std::int32_t>(d.i64());
+    t.args.resize(d.count());
+    for (auto& a : t.args) {
+        a.pointer = d.u8() != 0;
+        a.bits = static_cast<int>(d.i64());
+        a.value = d.i64();
+        a.bytes = d.i64();
+        a.buffer = d.str();
+        a.dtype = static_cast<DType>(d.u8());
+    }
+    return t;
 }
 
 }  // namespace
@@ -256,6 +288,9 @@ Recipe decode_recipe(Decoder& d) {
             break;
         case 4:
             r.detail = decode_collective(d);
+            break;
+        case 5:
+            r.detail = decode_triton(d);
             break;
         default:
             throw WireError("worker message: unknown recipe kind");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <map>
 #include <stdexcept>
 #include <variant>
 
@@ -19,6 +20,7 @@
 #include "replay/energy.h"
 #include "replay/tensor_budget.h"
 #include "timing.h"
+#include "triton_launcher.h"
 
 namespace replay {
 namespace cuda {
@@ -68,7 +70,17 @@ struct AtenLaunch {
     std::string label;
 };
 
-using Launch = std::variant<CopyLaunch, GemmEntry, AtenLaunch>;
+struct TritonLaunch {
+    std::shared_ptr<const TritonKernel> kernel;  // one loaded module per compiled variant
+    std::int32_t grid[3] = {1, 1, 1};
+    int threads = 0;
+    int shared_bytes = 0;
+    std::vector<std::uint64_t> args;  // device pointers and integers, by value
+    std::vector<int> arg_bytes;       // 4 or 8 per argument
+    std::string label;                // the kernel's name, as the trace has it
+};
+
+using Launch = std::variant<CopyLaunch, GemmEntry, AtenLaunch, TritonLaunch>;
 
 Prepared skipped(std::string reason) {
     return {Disposition::Skipped, std::move(reason), 0};
@@ -114,6 +126,7 @@ class CudaBackend final : public Backend {
     Prepared prepare_copy(const CopyRecipe& recipe);
     Prepared prepare_gemm(const GemmRecipe& recipe);
     Prepared prepare_aten(const AtenRecipe& recipe);
+    Prepared prepare_triton(const TritonRecipe& recipe);
     // `inputs`: the work's inputs; those the recording had in L2 become its warm-up reads.
     std::uint32_t add(Launch launch, const std::vector<InputRegion>& inputs);
     const Launch& launch_at(std::uint32_t handle) const;
@@ -156,6 +169,7 @@ class CudaBackend final : public Backend {
     std::string aten_why_;
     bool aten_tried_ = false;
 
+    std::map<std::string, std::shared_ptr<const TritonKernel>> triton_kernels_;  // by variant
     std::vector<Launch> launches_;  // handle h is launches_[h - 1]
     std::vector<std::vector<TouchList>> warm_reads_;  // per handle, decided when prepared
     std::uint64_t fills_ = 0;
@@ -256,6 +270,8 @@ Prepared CudaBackend::prepare(const Recipe& recipe) {
                     return prepare_aten(detail);
                 } else if constexpr (std::is_same_v<T, CollectiveRecipe>) {
                     return skipped("collectives (tier 4) are not replayed by the CUDA backend");
+                } else if constexpr (std::is_same_v<T, TritonRecipe>) {
+                    return prepare_triton(detail);
                 } else {
                     return skipped(recipe.reason.empty() ? "no replay recipe" : recipe.reason);
                 }
@@ -404,6 +420,53 @@ Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
             add(AtenLaunch{p.handle, aten_->label(p.handle)}, aten_->inputs(p.handle))};
 }
 
+Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
+    if (t.cubin.empty()) return skipped("Triton kernel " + t.kernel + ": no compiled image");
+    auto& kernel = triton_kernels_[t.variant];
+    if (!kernel) {
+        std::string why;
+        kernel = TritonKernel::load(t.cubin, t.kernel, t.shared_bytes, why);
+        if (!kernel) {
+            triton_kernels_.erase(t.variant);
+            return skipped(why);
+        }
+    }
+    TritonLaunch launch;
+    launch.kernel = kernel;
+    std::copy(std::begin(t.grid), std::end(t.grid), launch.grid);
+    launch.threads = t.num_warps * 32;
+    launch.shared_bytes = t.shared_bytes;
+    launch.label = t.kernel;
+    // One buffer per wrapper buffer the launch names (an in-place kernel passes one twice).
+    std::map<std::string, void*> buffers;
+    std::string why;
+    for (const auto& a : t.args) {
+        launch.arg_bytes.push_back(a.pointer || a.bits == 64 ? 8 : 4);
+        if (!a.pointer) {
+            launch.args.push_back(static_cast<std::uint64_t>(a.value));
+            continue;
+        }
+        void* data = nullptr;
+        if (a.bytes > 0) {
+            auto [it, added] = buffers.emplace(a.buffer, nullptr);
+            if (added) {
+                const std::optional<FillType> fill = fill_type(a.dtype);
+                const std::size_t size = fill ? element_size(a.dtype) : 1;
+                const auto elements = (static_cast<std::size_t>(a.bytes) + size - 1) / size;
+                it->second = buffer(MemoryKind::Device, 2000 + static_cast<int>(buffers.size()),
+                                    fill, elements, size, why);
+                if (it->second == nullptr) return skipped(why);
+                // Integers (indices, offsets) are zeros: always in range.
+                if (!fill) REPLAY_CUDA_CALL(cudaMemsetAsync(it->second, 0, elements, setup_stream_.get()));
+            }
+            data = it->second;
+        }
+        launch.args.push_back(reinterpret_cast<std::uintptr_t>(data));
+    }
+    REPLAY_CUDA_CALL(cudaStreamSynchronize(setup_stream_.get()));
+    return {Disposition::Ready, "", add(std::move(launch), {})};
+}
+
 std::uint32_t CudaBackend::add(Launch launch, const std::vector<InputRegion>& inputs) {
     // Which inputs the step reads into L2 first is decided here, once: warming a step is then
     // one launch with its ranges as arguments.
@@ -472,6 +535,8 @@ void CudaBackend::run(const Launch& launch, int stream_index, cudaStream_t strea
         gemm->launch.run(blas_context_, stream, workspace_at(stream_index));
     } else if (const auto* aten = std::get_if<AtenLaunch>(&launch)) {
         aten_->run(aten->runner_handle, stream);
+    } else if (const auto* t = std::get_if<TritonLaunch>(&launch)) {
+        t->kernel->launch(t->grid, t->threads, t->shared_bytes, t->args, t->arg_bytes, stream);
     }
 }
 

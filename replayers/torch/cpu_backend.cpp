@@ -119,6 +119,9 @@ class CpuBackend final : public Backend {
             case Tier::Collective:
                 result.reason = "collectives need several processes";
                 return result;
+            case Tier::Triton:
+                result.reason = "Triton kernels run only on a GPU (the CUDA backend)";
+                return result;
             case Tier::NotReplayable:
                 result.reason = recipe.reason.empty() ? "not replayable" : recipe.reason;
                 return result;

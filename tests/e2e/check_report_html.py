@@ -124,24 +124,37 @@ def blank_seconds():
 
 
 def with_energy(report_dir, into):
-    """A copy of a replay's folder whose report.json has energy as issue 11's --energy writes it
-    (the cpu backend measures none): the page is then made by `replay report`."""
+    """A copy of a replay's folder whose report.json has energy as --energy on a GPU writes it
+    (schemas/report.schema.json; the cpu backend measures none): the page is then made by
+    `replay report`."""
     shutil.copytree(report_dir, into)
     path = os.path.join(into, "report.json")
     report = json.load(open(path))
-    report["energy"] = {"requested": True,
-                        "probe": {"available": True, "method": "nvmlDeviceGetTotalEnergyConsumption",
-                                  "idle_power_w": 70.5, "counter_period_ms": 20.0},
-                        "step": {"mj": 41.5, "dynamic_mj": 30.25, "static_mj": 11.25, "power_w": 310.0,
-                                 "samples_mj": [41.0, 42.0]},
-                        "predicted_mj": None}
+
+    def stats(xs):
+        xs = sorted(xs)
+        mid = xs[len(xs) // 2]
+        return {"count": len(xs), "min": xs[0], "median": mid, "mean": sum(xs) / len(xs),
+                "max": xs[-1], "sum": sum(xs), "stddev": 0.0, "p95": xs[-1], "p99": xs[-1]}
+
+    def step(mj):
+        return {"samples_mj": [mj - 0.5, mj + 0.5], "mj": mj, "dynamic_mj": mj * 0.7,
+                "static_mj": mj * 0.3, "step_us": 1000.0, "power_w": 310.0, "idle_power_w": 70.5,
+                "steps": 40, "source": "", "gpu": ""}
+
+    report["energy"] = {"available": True, "why": "", "method": "nvmlDeviceGetTotalEnergyConsumption",
+                        "counter_period_ms": 20.0, "power_period_ms": 100.0, "idle_power_w": 70.5,
+                        "window_ms": 200.0, "windows": 2, "step": step(41.5),
+                        "model": {"samples_mj": [], "mj": None, "dynamic_mj": None,
+                                  "static_mj": None, "step_us": None, "power_w": None,
+                                  "idle_power_w": None, "steps": 0, "source": "", "gpu": ""},
+                        "predicted_mj": 38.0, "notes": []}
     for i, k in enumerate(report["kernels"]):
         if k.get("disposition") == "replayed":
             uj = 10.0 + i
-            k["energy"] = {"uj": {"count": 3, "min": uj, "median": uj, "mean": uj, "max": uj,
-                                  "sum": 3 * uj, "stddev": 0, "p95": uj, "p99": uj},
-                           "dynamic_uj": uj * 0.7, "power_w": 300.0 + i, "samples_uj": [uj] * 3,
-                           "pj_per_flop": None}
+            k["energy"] = {"samples_uj": [uj] * 3, "uj": stats([uj] * 3), "dynamic_uj": uj * 0.7,
+                           "launches": 1000, "power_w": 300.0 + i, "edp_uj_us": uj * 2,
+                           "flops": None, "pj_per_flop": None, "why": ""}
     json.dump(report, open(path, "w"))
     return into
 

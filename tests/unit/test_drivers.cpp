@@ -665,6 +665,20 @@ TEST(Drivers, PerKernelRecordsAreMatchedByName) {
     EXPECT_EQ(kernel_named(r, "splitk_reduce").samples_us, (std::vector<double>{2.0, 2.0}));
 }
 
+TEST(Drivers, ARecordThatIsNotTheKernelsOwnFailsTheKernel) {
+    auto a = unique_trace();
+    FakeBackend b;
+    // The GEMM's issue came back with its workspace memset only: never a 0.3 us GEMM sample.
+    for (auto storage : {10, 11}) b.per_kernel[gemm(storage).instance_key()] = {{"Memset (Device)", 300}};
+    const replay::Report r =
+        replay::replay_unique(*a, b, unique_options(replay::Context::None, 0, 2));
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    EXPECT_EQ(gemm_k.outcome, KernelOutcome::Failed);
+    EXPECT_TRUE(gemm_k.samples_us.empty());
+    EXPECT_NE(gemm_k.reason.find("Memset (Device)"), std::string::npos) << gemm_k.reason;
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed);
+}
+
 TEST(Drivers, AFailingIssueMarksItsKernelsFailedAndTheRunGoesOn) {
     auto a = unique_trace();
     FakeBackend b;

@@ -167,56 +167,38 @@ TEST(ReportHtml, ChangedKernelsWithTheirSamples) {
     EXPECT_EQ(charts(page(in, few)).at("distribution")[0], std::make_pair(10, 10));
 }
 
-TEST(ReportHtml, EnergyWhereTheReportHasIt) {
-    const auto r = report(1.0);
+// --energy's figures (report.h: ReportEnergy, KernelEnergy): the step and the sum over kernels as
+// cards, the kernels measured in a table and a chart; a figure that is NaN (null in report.json)
+// is left out, never shown as 0.
+TEST(ReportHtml, EnergyOfTheReport) {
+    auto r = report(1.0);
     replay::HtmlReportInput in;
     in.report = &r;
-    in.report_json = R"({"schema":"replay.report/1","totals":{"energy_j":1.25,"wall_seconds":3},
-        "kernels":[{"id":"g1","energy_uj":{"count":3,"median":812.5},"avg_power_w":301.0},
-                   {"id":"a1","energy_uj":{"count":3,"median":40},"samples_us":[1]},
-                   {"id":"c1","gb_per_s":3}]})";
-    const std::string html = page(in);
-    const auto c = charts(html);
-    ASSERT_EQ(c.count("energy"), 1u);
-    EXPECT_EQ(c.at("energy")[0], std::make_pair(2, 2));  // the two kernels with energy
-    EXPECT_NE(html.find("id=\"energy\""), std::string::npos);
-    EXPECT_NE(html.find(">1.25</div><div class=\"k\">energy_j<"), std::string::npos);
-    EXPECT_NE(html.find("<th>energy_uj</th><th>avg_power_w</th>"), std::string::npos);
-    EXPECT_NE(html.find(">812.5<"), std::string::npos);
-    // A report without such fields has no energy section.
-    in.report_json = R"({"totals":{"wall_seconds":3},"kernels":[{"id":"g1","gb_per_s":1}]})";
-    EXPECT_EQ(page(in).find("id=\"energy\""), std::string::npos);
-}
+    EXPECT_EQ(page(in).find("id=\"energy\""), std::string::npos);  // not asked for
 
-// The layout issue 11's --energy gives report.json: an "energy" object at the top (probe, step,
-// model, predicted figures) and one per kernel (statistics, derived figures, per-window samples);
-// NaN is written as null. Nested figures are flattened by path, nulls and samples left out.
-TEST(ReportHtml, EnergyObjectsOfTheEnergyReport) {
-    const auto r = report(1.0);
-    replay::HtmlReportInput in;
-    in.report = &r;
-    in.report_json = R"({"totals":{"wall_seconds":3},
-        "energy":{"requested":true,"probe":{"available":true,"idle_power_w":71.5},
-                  "step":{"mj":12.5,"dynamic_mj":8,"samples_mj":[12,13]},"predicted_mj":null},
-        "tiers":[{"tier":1,"energy_mj":4.5}],
-        "kernels":[{"id":"g1","energy":{"uj":{"count":3,"median":812.5},"dynamic_uj":600,
-                                         "power_w":301.0,"samples_uj":[800,812,830],
-                                         "pj_per_flop":null}},
-                   {"id":"a1","energy":{"uj":{"count":3,"median":40},"dynamic_uj":null}}]})";
+    r.energy.requested = true;
+    r.energy.probe.available = true;
+    r.energy.probe.idle_power_w = 71.5;
+    r.energy.step.mj = 12.5;
+    r.energy.step.dynamic_mj = 8;
+    r.kernels[0].energy.samples_uj = {800, 812.5, 830};
+    r.kernels[0].energy.dynamic_uj = 600;
+    r.kernels[1].energy.samples_uj = {40, 40, 40};
+    replay::finalize_report(r);
     const std::string html = page(in);
     const auto c = charts(html);
     ASSERT_EQ(c.count("energy"), 1u);
-    EXPECT_EQ(c.at("energy")[0], std::make_pair(2, 2));
-    EXPECT_NE(html.find(">12.5</div><div class=\"k\">energy.step.mj<"), std::string::npos);
-    EXPECT_NE(html.find(">71.5</div><div class=\"k\">energy.probe.idle_power_w<"),
-              std::string::npos);
-    EXPECT_EQ(html.find("predicted_mj"), std::string::npos);  // null: no figure, not a 0
-    EXPECT_EQ(html.find("samples"), std::string::npos);
-    EXPECT_NE(html.find("<th>energy.uj</th><th>energy.dynamic_uj</th><th>energy.power_w</th>"),
-              std::string::npos);
+    EXPECT_EQ(c.at("energy")[0], std::make_pair(2, 2));  // the two kernels measured
+    EXPECT_NE(html.find(">12.5</div><div class=\"k\">replayed step, mJ<"), std::string::npos);
+    EXPECT_NE(html.find(">71.5</div><div class=\"k\">idle power, W<"), std::string::npos);
+    EXPECT_EQ(html.find("sum over kernels, mJ"), std::string::npos);  // NaN: no figure, not a 0
+    EXPECT_NE(html.find(">812.5<"), std::string::npos);
+
     // Asked for and not readable: the section says why, with no figures.
-    in.report_json = R"({"energy":{"requested":true,"probe":{"available":false,
-        "why":"the cpu backend has no energy counter"},"step":{"mj":null}},"kernels":[]})";
+    auto na_report = report(1.0);
+    na_report.energy.requested = true;
+    na_report.energy.probe.why = "the cpu backend has no energy counter";
+    in.report = &na_report;
     const std::string na = page(in);
     EXPECT_NE(na.find("Energy n/a: the cpu backend has no energy counter"), std::string::npos);
     EXPECT_EQ(charts(na).count("energy"), 0u);

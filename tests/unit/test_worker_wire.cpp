@@ -55,6 +55,26 @@ TEST(WorkerWire, RecipesOfBundledTracesRoundTripExactly) {
     EXPECT_GT(with_storage, 0u);  // storage ids (from the Execution Traces) crossed too
 }
 
+// Triton launches from --inductor-cache cross with their compiled image: the worker has no cache.
+TEST(WorkerWire, TritonRecipesCrossWithTheirImage) {
+    AnalysisOptions options;
+    options.trace_path = testing::trace_path("h200/mlp_compiled.json.gz");
+    options.inductor_cache = testing::trace_path("h200/mlp_compiled.inductor.tar.gz");
+    const auto a = analyze(options);
+    std::size_t triton = 0;
+    for (const Recipe& r : a->recipes.table()) {
+        const auto* t = std::get_if<TritonRecipe>(&r.detail);
+        if (t == nullptr) continue;
+        ASSERT_FALSE(t->cubin.empty());
+        const std::string bytes = encoded(r);
+        Decoder d(bytes);
+        ASSERT_EQ(d.command(), Command::Prepare);
+        EXPECT_EQ(detail::decode_recipe(d), r);
+        ++triton;
+    }
+    EXPECT_GT(triton, 0u);
+}
+
 TEST(WorkerWire, EnvironmentAndActivitiesRoundTrip) {
     Environment env;
     env.backend = "cuda";

@@ -32,6 +32,11 @@ struct AnalysisOptions {
     // stages and sample memory between them.
     std::function<void(std::string_view stage)> on_stage;
     bool infer_dataflow = true;  // false: storage ids only from an Execution Trace
+    // --recipes: kernel_signatures.json files or traces of other runs whose recipes serve the
+    // kernels without an op (recipe_library.h)
+    std::vector<std::string> recipe_libraries;
+    // --inductor-cache: torch.compile's cache folder (or a tar of it) for the Triton kernels
+    std::string inductor_cache;
 };
 
 struct Analysis {
@@ -50,6 +55,8 @@ struct Analysis {
     std::vector<std::string> notes;
     std::string execution_trace;  // the --et file, when one was joined
     std::string shape_log;        // the --shapes file, when one was joined
+    std::vector<std::string> recipe_libraries;  // the --recipes files
+    std::string inductor_cache;                 // the --inductor-cache folder or tar
     std::optional<ShapeRewriteReport> dims_rewrite;  // --set-dims: what was rewritten
     double parse_seconds = 0;
     const Trace& trace() const { return parsed.trace; }

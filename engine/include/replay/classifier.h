@@ -37,6 +37,9 @@ class NodeRecipes {
     // Building: a new table entry, and which entry a node has.
     std::uint32_t add(Recipe recipe);
     void assign(std::size_t node, std::uint32_t entry) { entry_[node] = entry; }
+    // A decision made for one node after the shared one (recipe library, inductor cache): the
+    // node gets an entry of its own.
+    void set(std::size_t node, Recipe recipe) { entry_[node] = add(std::move(recipe)); }
     void resize_nodes(std::size_t nodes) { entry_.resize(nodes, 0); }
 
   private:

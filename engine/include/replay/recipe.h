@@ -16,7 +16,8 @@ enum class Tier : std::uint8_t {
     Copy = 1,
     Gemm = 2,
     AtenOp = 3,
-    Collective = 4
+    Collective = 4,
+    Triton = 5  // a Triton kernel launched from its compiled binary (--inductor-cache)
 };
 const char* to_string(Tier tier);
 
@@ -138,8 +139,31 @@ struct CollectiveRecipe {
     bool operator==(const CollectiveRecipe&) const = default;
 };
 
-using RecipeDetail =
-    std::variant<std::monostate, CopyRecipe, GemmRecipe, AtenRecipe, CollectiveRecipe>;
+// An argument of a Triton kernel, one per PTX parameter (Triton's trailing scratch pointers too).
+struct TritonArgument {
+    bool pointer = false;
+    int bits = 64;             // integers: 32 or 64
+    std::int64_t value = 0;    // integers
+    std::int64_t bytes = 0;    // pointers: the buffer's size; 0: a null pointer
+    std::string buffer;        // pointers: the wrapper's buffer (arguments naming one share it)
+    DType dtype = DType::Unknown;  // pointers: the pointee (random floats; integers are zeros)
+    bool operator==(const TritonArgument&) const = default;
+};
+
+struct TritonRecipe {
+    std::string kernel;   // the entry's name
+    std::string variant;  // the cache folder (hash) of the compiled variant
+    std::string source;   // the --inductor-cache folder or tar
+    std::string cubin;    // the compiled image (not written to JSON: it stays in the cache)
+    int num_warps = 0;
+    int shared_bytes = 0;
+    std::int32_t grid[3] = {1, 1, 1};
+    std::vector<TritonArgument> args;
+    bool operator==(const TritonRecipe&) const = default;
+};
+
+using RecipeDetail = std::variant<std::monostate, CopyRecipe, GemmRecipe, AtenRecipe,
+                                  CollectiveRecipe, TritonRecipe>;
 
 struct Recipe {
     Tier tier = Tier::NotReplayable;

@@ -18,9 +18,6 @@ namespace replay {
 
 struct HtmlReportInput {
     const Report* report = nullptr;  // required: the report shown (compare: the current side)
-    // The same report as report.json text: fields that the typed Report does not hold (energy,
-    // from backends that measure it) are shown where present. Empty: none.
-    std::string report_json;
     const Timeline* timeline = nullptr;      // sequential mode: recorded and replayed activities
     const Report* baseline = nullptr;        // regress / compare / --baseline
     const Regression* regression = nullptr;  // with `baseline`

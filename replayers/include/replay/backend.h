@@ -190,7 +190,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 5;  // 5: energy_meter(); 4: name_next_issue(), device peaks
+inline constexpr std::uint32_t kBackendAbiVersion = 6;  // 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {
@@ -199,7 +199,7 @@ constexpr std::uint32_t backend_abi_layout() {
          {sizeof(BackendOptions), sizeof(Prepared), sizeof(TimedActivity), sizeof(InputRegion),
           sizeof(Environment), sizeof(Recipe), sizeof(RecipeDetail), sizeof(CopyRecipe),
           sizeof(GemmRecipe), sizeof(AtenRecipe), sizeof(AtenArgument), sizeof(TensorSpec),
-          sizeof(CollectiveRecipe), sizeof(std::string), sizeof(std::vector<std::string>)}) {
+          sizeof(CollectiveRecipe), sizeof(TritonRecipe), sizeof(TritonArgument), sizeof(std::string), sizeof(std::vector<std::string>)}) {
         hash = (hash ^ static_cast<std::uint32_t>(size)) * 16777619u;
     }
     return hash;

@@ -1,0 +1,100 @@
+// torch.compile's Inductor cache folder (TORCHINDUCTOR_CACHE_DIR, as a folder or a .tar[.gz]):
+// the Triton kernels a compiled step launches, each compiled variant's cubin and launch metadata
+// (triton/<hash>/<kernel>.{cubin,json,ptx}), and the generated wrapper code whose call sites
+// (`<kernel>.run(buf1, 67108864, stream=...)`) and allocations (`empty_strided_cuda(...)`) say
+// which buffers and sizes each launch takes. Enough to launch the recorded kernels through the
+// driver API, without Python.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "replay/classifier.h"
+#include "replay/kernel_graph.h"
+#include "replay/recipe.h"
+
+namespace replay {
+
+// A parameter of a PTX kernel entry.
+struct PtxParam {
+    bool pointer = false;
+    int bits = 64;  // .u32/.s32: 32, .u64/.s64/pointers: 64, .f32: 32, ...
+    bool floating = false;
+};
+
+struct PtxEntry {
+    std::string name;
+    std::vector<PtxParam> params;
+    int reqntid = 0;  // threads per block the kernel requires (0: not stated)
+};
+
+// The `.entry` declarations of a PTX text, in order. Throws InputError (named by `file`) for an
+// entry whose parameter list does not close.
+std::vector<PtxEntry> parse_ptx_entries(std::string_view ptx, const std::string& file);
+
+// One compiled variant of a Triton kernel (one folder under triton/).
+struct TritonVariant {
+    std::string name;
+    std::string hash;  // the folder's name
+    std::string cubin;
+    std::vector<PtxParam> params;
+    int num_warps = 0;
+    int shared_bytes = 0;
+    std::int64_t global_scratch_bytes = 0;  // per program; 0: a null pointer is passed
+    std::int64_t profile_scratch_bytes = 0;
+    int arch = 0;
+    bool preferred = false;  // the autotuner's pick (a .best_config names its hash)
+};
+
+// An argument of a call site: a buffer (by name) or an integer literal.
+struct CallArgument {
+    std::string buffer;      // non-empty: a tensor argument
+    std::int64_t value = 0;  // otherwise an integer
+};
+
+struct TritonCallSite {
+    std::string kernel;
+    std::vector<CallArgument> args;
+};
+
+// A buffer of the wrapper: its allocation's bytes (after following reinterpret_tensor aliases)
+// and its element type.
+struct WrapperBuffer {
+    std::int64_t bytes = -1;  // -1: not found
+    DType dtype = DType::Unknown;
+};
+
+struct InductorCache {
+    std::string source;  // the folder or tar it was read from
+    std::vector<TritonVariant> variants;
+    std::vector<TritonCallSite> calls;  // in the wrapper's order
+    std::map<std::string, WrapperBuffer> buffers;
+    // Per kernel, its Python signature's runtime arguments (constexprs left out), with the
+    // pointee type of pointers ("*fp16") or the integer type ("i32").
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> signatures;
+    // Variants of `kernel` that run with `block_threads` threads per block, preferred first.
+    std::vector<const TritonVariant*> variants_of(std::string_view kernel, int block_threads) const;
+};
+
+// Reads a cache folder or a .tar / .tar.gz of one. Throws InputError.
+InductorCache read_inductor_cache(const std::string& path);
+
+// The wrapper code's call sites, buffers and kernel signatures (exposed for tests).
+void parse_wrapper_code(std::string_view python, InductorCache& cache);
+
+struct InductorStats {
+    std::size_t triton_kernels = 0;  // Triton launches in the trace
+    std::size_t matched = 0;
+    std::vector<std::string> unmatched_reasons;  // one per distinct reason
+};
+
+// Gives the trace's Triton kernels (rule triton) recipes of tier triton from the cache: variant
+// by name and block, arguments from the k-th call site of the kernel for its k-th launch.
+InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipes,
+                                   const InductorCache& cache);
+
+}  // namespace replay

@@ -1,0 +1,75 @@
+// Recipes for kernels that have no op: kernels launched by cudaGraphLaunch, or recorded without
+// record_shapes, keep a name, grid, block and stream. A recipe library holds the recipes of the
+// same kernels where they were launched eagerly (this trace's own eager instances, then other
+// traces or kernel_signatures.json files of the same workload) and gives them to such kernels by
+// name + grid + block, with the recorded neighbours deciding when several recipes fit.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "replay/classifier.h"
+#include "replay/kernel_graph.h"
+#include "replay/recipe.h"
+
+namespace replay {
+
+// A kernel as a graph launch knows it.
+struct LaunchShape {
+    std::string name;
+    std::array<std::int32_t, 3> grid{0, 0, 0};
+    std::array<std::int32_t, 3> block{0, 0, 0};
+    bool operator==(const LaunchShape&) const = default;
+    std::string text() const;  // "name grid[x,y,z] block[x,y,z]"
+};
+
+// One op issue as a library holds it: the recipe of its first kernel and the kernels the issue
+// launched (the first included), with the kernels recorded just before and after it.
+struct LibraryEntry {
+    std::vector<LaunchShape> kernels;
+    std::vector<Recipe> recipes;  // per kernel; storage ids and reuse distances forgotten
+    std::string before;           // name of the kernel before it on its stream ("" at the start)
+    std::string after;            // name of the kernel after the issue
+    std::string source;           // the file (or "this trace") it came from
+    std::size_t seen = 1;         // instances folded into this entry
+};
+
+class RecipeLibrary {
+  public:
+    // The replayable op issues of an analysed trace, one entry per distinct issue and neighbours.
+    void add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
+                   const std::string& source);
+    // A kernel_signatures.json file or a trace (told by content). Throws InputError.
+    void add_file(const std::string& path);
+    // Single-kernel entries (a signature file's unique kernels have no neighbours).
+    void add_kernel(const LaunchShape& kernel, const Recipe& recipe, const std::string& source);
+
+    bool empty() const { return entries_.empty(); }
+    std::size_t size() const { return entries_.size(); }
+    const std::vector<LibraryEntry>& entries() const { return entries_; }
+
+  private:
+    void add(LibraryEntry entry);
+    std::vector<LibraryEntry> entries_;
+    std::unordered_map<std::string, std::size_t> index_;  // identity of an entry -> entries_
+};
+
+struct LibraryStats {
+    std::size_t candidates = 0;  // kernels without a recipe that a library could serve
+    std::size_t matched = 0;     // kernels that got one (issuing kernels and their companions)
+    std::size_t by_neighbours = 0;  // matches where several recipes fit and neighbours decided
+    std::size_t from_own_trace = 0;
+};
+
+// Gives recipes to the graph's kernels that have none because no op with shapes encloses them
+// (rules no-op, unlinked, no-shapes): this trace's own eager instances first, then `library`.
+// Matched kernels get rule "recipe-library" and the source in the recipe's reason; the kernels
+// an issue launches after its first are marked issued_with_op (timed with its issue).
+LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes,
+                                  const RecipeLibrary& library);
+
+}  // namespace replay

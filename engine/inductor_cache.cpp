@@ -1,0 +1,490 @@
+#include "replay/inductor_cache.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include "replay/input_error.h"
+#include "replay/source.h"
+
+namespace replay {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::uint64_t kMaxCacheBytes = 1ull << 30;  // a cache of one compiled model is MBs
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char by) {
+    std::vector<std::string_view> out;
+    std::size_t depth = 0, start = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '(' || c == '[' || c == '{') ++depth;
+        if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+        if (c == by && depth == 0) {
+            out.push_back(trim(s.substr(start, i - start)));
+            start = i + 1;
+        }
+    }
+    if (const auto last = trim(s.substr(start)); !last.empty()) out.push_back(last);
+    return out;
+}
+
+std::optional<std::int64_t> integer(std::string_view s) {
+    s = trim(s);
+    if (s.empty()) return std::nullopt;
+    std::int64_t v = 0;
+    bool negative = s.front() == '-';
+    if (negative) s.remove_prefix(1);
+    if (s.empty()) return std::nullopt;
+    for (char c : s) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+        v = v * 10 + (c - '0');
+    }
+    return negative ? -v : v;
+}
+
+std::vector<std::int64_t> integers(std::string_view tuple) {
+    std::vector<std::int64_t> out;
+    for (auto part : split(tuple, ','))
+        if (auto v = integer(part)) out.push_back(*v);
+    return out;
+}
+
+DType dtype_of_torch(std::string_view name) {
+    static const std::pair<const char*, DType> kNames[] = {
+        {"float16", DType::Float16}, {"half", DType::Float16},     {"bfloat16", DType::BFloat16},
+        {"float32", DType::Float32}, {"float", DType::Float32},    {"float64", DType::Float64},
+        {"int64", DType::Int64},     {"int32", DType::Int32},      {"int16", DType::Int16},
+        {"int8", DType::Int8},       {"uint8", DType::UInt8},      {"bool", DType::Bool}};
+    for (const auto& [n, d] : kNames)
+        if (name == n) return d;
+    return DType::Unknown;
+}
+
+DType dtype_of_triton(std::string_view pointee) {  // "fp16", "bf16", "fp32", "i64", ...
+    static const std::pair<const char*, DType> kNames[] = {
+        {"fp16", DType::Float16}, {"bf16", DType::BFloat16}, {"fp32", DType::Float32},
+        {"fp64", DType::Float64}, {"i64", DType::Int64},     {"i32", DType::Int32},
+        {"i16", DType::Int16},    {"i8", DType::Int8},       {"u8", DType::UInt8},
+        {"i1", DType::Bool}};
+    for (const auto& [n, d] : kNames)
+        if (pointee == n) return d;
+    return DType::Unknown;
+}
+
+std::int64_t allocation_bytes(const std::vector<std::int64_t>& sizes,
+                              const std::vector<std::int64_t>& strides, DType dtype) {
+    const std::int64_t elements = view_extent(sizes, strides);
+    const std::size_t size = element_size(dtype);
+    return size == 0 ? -1 : elements * static_cast<std::int64_t>(size);
+}
+
+// A number member of Triton's metadata JSON (flat enough for a scan).
+std::optional<std::int64_t> json_number(std::string_view json, std::string_view key) {
+    const std::string quoted = "\"" + std::string(key) + "\":";
+    const auto at = json.find(quoted);
+    if (at == std::string_view::npos) return std::nullopt;
+    std::size_t i = at + quoted.size();
+    while (i < json.size() && json[i] == ' ') ++i;
+    std::size_t end = i;
+    while (end < json.size() && (std::isdigit(static_cast<unsigned char>(json[end])) || json[end] == '-'))
+        ++end;
+    return integer(json.substr(i, end - i));
+}
+
+std::string json_string(std::string_view json, std::string_view key) {
+    const std::string quoted = "\"" + std::string(key) + "\": \"";
+    const auto at = json.find(quoted);
+    if (at == std::string_view::npos) return {};
+    const auto start = at + quoted.size();
+    const auto end = json.find('"', start);
+    return end == std::string_view::npos ? std::string{} : std::string(json.substr(start, end - start));
+}
+
+// ---- reading the folder or the tar --------------------------------------------------------------
+
+using Files = std::map<std::string, std::string>;  // relative path -> content
+
+bool wanted(const std::string& path) {
+    for (const char* ext : {".cubin", ".ptx", ".json", ".py", ".best_config"})
+        if (path.ends_with(ext)) return true;
+    return false;
+}
+
+Files read_folder(const std::string& root) {
+    Files files;
+    std::uint64_t total = 0;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+        if (!e.is_regular_file()) continue;
+        const std::string rel = fs::relative(e.path(), root).generic_string();
+        if (!wanted(rel)) continue;
+        total += e.file_size();
+        if (total > kMaxCacheBytes)
+            throw InputError(root, 0, "an Inductor cache of more than 1 GiB of kernels and code");
+        std::ifstream in(e.path(), std::ios::binary);
+        files[rel] = std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return files;
+}
+
+std::uint64_t octal(std::string_view field) {
+    std::uint64_t v = 0;
+    for (char c : field) {
+        if (c < '0' || c > '7') break;
+        v = v * 8 + static_cast<std::uint64_t>(c - '0');
+    }
+    return v;
+}
+
+// ustar with GNU long names and pax paths: what Python's tarfile and GNU tar write.
+Files read_tar(const std::string& path) {
+    const std::string bytes = read_all(path);  // gzip and zstd by content
+    Files files;
+    std::string long_name;
+    for (std::size_t at = 0; at + 512 <= bytes.size();) {
+        const std::string_view header(bytes.data() + at, 512);
+        if (header.find_first_not_of('\0') == std::string_view::npos) break;  // the end blocks
+        const std::uint64_t size = octal(header.substr(124, 12));
+        const char type = header[156];
+        const std::size_t data = at + 512;
+        if (data + size > bytes.size())
+            throw InputError(path, at, "a tar member runs past the end of the archive");
+        const std::string_view content(bytes.data() + data, size);
+        std::string name(header.substr(0, 100).data(), strnlen(header.data(), 100));
+        if (header.substr(257, 5) == "ustar") {
+            const std::string prefix(header.data() + 345, strnlen(header.data() + 345, 155));
+            if (!prefix.empty()) name = prefix + "/" + name;
+        }
+        if (!long_name.empty()) name = std::exchange(long_name, {});
+        if (type == 'L') {
+            long_name = std::string(content.data(), strnlen(content.data(), content.size()));
+        } else if (type == 'x') {
+            const auto p = content.find(" path=");
+            if (p != std::string_view::npos) {
+                const auto end = content.find('\n', p);
+                long_name = std::string(content.substr(p + 6, end - p - 6));
+            }
+        } else if ((type == '0' || type == '\0') && wanted(name)) {
+            files[name] = std::string(content);
+        }
+        at = data + (size + 511) / 512 * 512;
+    }
+    if (files.empty()) throw InputError(path, 0, "no Triton kernels or wrapper code in this tar");
+    return files;
+}
+
+std::string folder_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? std::string{} : path.substr(0, slash);
+}
+
+std::string base_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::vector<PtxEntry> parse_ptx_entries(std::string_view ptx, const std::string& file) {
+    std::vector<PtxEntry> out;
+    for (std::size_t at = ptx.find(".entry"); at != std::string_view::npos;
+         at = ptx.find(".entry", at + 6)) {
+        PtxEntry e;
+        std::size_t i = at + 6;
+        while (i < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[i]))) ++i;
+        const std::size_t name_end = ptx.find_first_of("( \t\n", i);
+        if (name_end == std::string_view::npos) break;
+        e.name = std::string(ptx.substr(i, name_end - i));
+        const std::size_t open = ptx.find('(', name_end);
+        const std::size_t close = ptx.find(')', open);
+        if (open == std::string_view::npos || close == std::string_view::npos)
+            throw InputError(file, at, "a PTX .entry whose parameter list does not close");
+        for (auto decl : split(ptx.substr(open + 1, close - open - 1), ',')) {
+            if (decl.find(".param") == std::string_view::npos) continue;
+            PtxParam p;
+            p.pointer = decl.find(".ptr") != std::string_view::npos;
+            for (const auto& [type, bits, floating] :
+                 {std::tuple{".u64", 64, false}, {".s64", 64, false}, {".b64", 64, false},
+                  {".u32", 32, false}, {".s32", 32, false}, {".b32", 32, false},
+                  {".f32", 32, true}, {".f64", 64, true}, {".u16", 16, false},
+                  {".s16", 16, false}, {".u8", 8, false}, {".s8", 8, false}})
+                if (decl.find(type) != std::string_view::npos) {
+                    p.bits = bits;
+                    p.floating = floating;
+                    break;
+                }
+            e.params.push_back(p);
+        }
+        const auto body = ptx.find('{', close);
+        const auto reqntid = ptx.find(".reqntid", close);
+        if (reqntid != std::string_view::npos && reqntid < body)
+            e.reqntid = static_cast<int>(integer(split(ptx.substr(reqntid + 8, ptx.find('\n', reqntid) - reqntid - 8), ',').front()).value_or(0));
+        out.push_back(std::move(e));
+        at = close;
+    }
+    return out;
+}
+
+void parse_wrapper_code(std::string_view python, InductorCache& cache) {
+    const std::string text(python);
+    // bufN = empty_strided_cuda((4096, 16384), (16384, 1), torch.float16)
+    static const std::regex alloc(
+        R"((\w+) = empty_strided_cuda\(\(([^)]*)\), \(([^)]*)\), torch\.(\w+)\))");
+    // bufM = reinterpret_tensor(bufN, ...): the same allocation
+    static const std::regex alias(R"((\w+) = reinterpret_tensor\((\w+),)");
+    // assert_size_stride(arg0_1, (16384, 4096), (4096, 1)) and rand_strided(..., dtype=torch.x)
+    static const std::regex input(R"(assert_size_stride\((\w+), \(([^)]*)\), \(([^)]*)\)\))");
+    static const std::regex input_dtype(
+        R"((\w+) = rand_strided\(\(([^)]*)\), \(([^)]*)\), device='cuda[^']*', dtype=torch\.(\w+)\))");
+    static const std::regex call(R"((triton_\w+)\.run\(([^)]*)\))");
+    static const std::regex signature(R"('signature': \{([^}]*)\})");
+    static const std::regex jit_def(R"(@triton\.jit\s*\ndef (\w+)\()");
+
+    std::unordered_map<std::string, std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>
+        input_shapes;
+    std::unordered_map<std::string, std::string> aliases;
+    for (std::sregex_iterator it(text.begin(), text.end(), alloc), end; it != end; ++it) {
+        const auto& m = *it;
+        const DType d = dtype_of_torch(m[4].str());
+        cache.buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
+    }
+    for (std::sregex_iterator it(text.begin(), text.end(), input), end; it != end; ++it)
+        input_shapes[(*it)[1].str()] = {integers((*it)[2].str()), integers((*it)[3].str())};
+    for (std::sregex_iterator it(text.begin(), text.end(), input_dtype), end; it != end; ++it) {
+        const auto& m = *it;
+        const DType d = dtype_of_torch(m[4].str());
+        cache.buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
+    }
+    for (const auto& [name, shape] : input_shapes)
+        if (!cache.buffers.count(name)) cache.buffers[name] = {view_extent(shape.first, shape.second), DType::Unknown};
+    for (std::sregex_iterator it(text.begin(), text.end(), alias), end; it != end; ++it)
+        aliases[(*it)[1].str()] = (*it)[2].str();
+    for (const auto& [name, target] : aliases) {
+        std::string root = target;
+        for (int hops = 0; hops < 64 && aliases.count(root); ++hops) root = aliases[root];
+        if (auto b = cache.buffers.find(root); b != cache.buffers.end())
+            cache.buffers[name] = b->second;
+    }
+    for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) {
+        TritonCallSite site;
+        site.kernel = (*it)[1].str();
+        const std::string args = (*it)[2].str();  // split() returns views into it
+        for (auto arg : split(args, ',')) {
+            if (arg.find('=') != std::string_view::npos) continue;  // stream=stream0
+            CallArgument a;
+            if (auto v = integer(arg))
+                a.value = *v;
+            else
+                a.buffer = std::string(arg);
+            site.args.push_back(std::move(a));
+        }
+        cache.calls.push_back(std::move(site));
+    }
+    // A kernel's definition: the signature in the decorator just before `@triton.jit def name(`.
+    for (std::sregex_iterator it(text.begin(), text.end(), jit_def), end; it != end; ++it) {
+        const std::string name = (*it)[1].str();
+        const std::string before = text.substr(0, static_cast<std::size_t>(it->position()));
+        std::smatch sig;
+        std::string last;
+        for (std::sregex_iterator s(before.begin(), before.end(), signature), e; s != e; ++s)
+            last = (*s)[1].str();
+        if (last.empty() || cache.signatures.count(name)) continue;
+        std::vector<std::pair<std::string, std::string>> params;
+        for (auto entry : split(last, ',')) {
+            const auto colon = entry.find(':');
+            if (colon == std::string_view::npos) continue;
+            auto unquote = [](std::string_view s) {
+                s = trim(s);
+                if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"')) s = s.substr(1, s.size() - 2);
+                return std::string(s);
+            };
+            const std::string type = unquote(entry.substr(colon + 1));
+            if (type == "constexpr") continue;
+            params.emplace_back(unquote(entry.substr(0, colon)), type);
+        }
+        cache.signatures[name] = std::move(params);
+    }
+}
+
+std::vector<const TritonVariant*> InductorCache::variants_of(std::string_view kernel,
+                                                             int block_threads) const {
+    std::vector<const TritonVariant*> out;
+    for (const auto& v : variants)
+        if (v.name == kernel && v.num_warps * 32 == block_threads) out.push_back(&v);
+    std::stable_sort(out.begin(), out.end(), [](const TritonVariant* a, const TritonVariant* b) {
+        return a->preferred > b->preferred;
+    });
+    return out;
+}
+
+InductorCache read_inductor_cache(const std::string& path) {
+    std::error_code ec;
+    const Files files = fs::is_directory(path, ec) ? read_folder(path) : read_tar(path);
+    InductorCache cache;
+    cache.source = path;
+    std::set<std::string> preferred;
+    for (const auto& [name, content] : files) {
+        if (name.ends_with(".best_config")) {
+            const std::string hash = json_string(content, "triton_cache_hash");
+            if (!hash.empty()) preferred.insert(hash);
+        } else if (name.ends_with(".py")) {
+            parse_wrapper_code(content, cache);
+        }
+    }
+    for (const auto& [name, content] : files) {
+        if (!name.ends_with(".json") || base_of(name).starts_with("__grp__")) continue;
+        const std::string folder = folder_of(name);
+        if (base_of(folder_of(folder)) != "triton") continue;
+        TritonVariant v;
+        v.name = json_string(content, "name");
+        if (v.name.empty()) continue;
+        v.hash = base_of(folder);
+        const auto cubin = files.find(folder + "/" + v.name + ".cubin");
+        const auto ptx = files.find(folder + "/" + v.name + ".ptx");
+        if (cubin == files.end() || ptx == files.end()) continue;
+        v.cubin = cubin->second;
+        for (const auto& e : parse_ptx_entries(ptx->second, path + ":" + ptx->first))
+            if (e.name == v.name) v.params = e.params;
+        v.num_warps = static_cast<int>(json_number(content, "num_warps").value_or(0));
+        v.shared_bytes = static_cast<int>(json_number(content, "shared").value_or(0));
+        v.global_scratch_bytes = json_number(content, "global_scratch_size").value_or(0);
+        v.profile_scratch_bytes = json_number(content, "profile_scratch_size").value_or(0);
+        v.arch = static_cast<int>(json_number(content, "arch").value_or(0));
+        v.preferred = preferred.count(v.hash) > 0;
+        cache.variants.push_back(std::move(v));
+    }
+    if (cache.variants.empty())
+        throw InputError(path, 0,
+                         "no compiled Triton kernel (triton/<hash>/<kernel>.{cubin,json,ptx}) in "
+                         "this Inductor cache");
+    return cache;
+}
+
+InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipes,
+                                   const InductorCache& cache) {
+    InductorStats stats;
+    std::set<std::string> reasons;
+    std::unordered_map<std::string, std::size_t> launches;  // kernel -> launches seen so far
+    const auto& nodes = graph.nodes();
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        if (recipes[n].rule != "triton") continue;
+        ++stats.triton_kernels;
+        const GpuActivity& a = graph.activity(nodes[n]);
+        const std::string name(graph.trace().names.view(a.name));
+        const std::size_t launch = launches[name]++;
+        auto fail = [&](const std::string& why) {
+            Recipe unmatched = recipes[n];
+            unmatched.reason = why;
+            recipes.set(n, std::move(unmatched));
+            if (reasons.insert(why).second) stats.unmatched_reasons.push_back(why);
+        };
+        const auto variants = cache.variants_of(name, a.block[0] * a.block[1] * a.block[2]);
+        if (variants.empty()) {
+            fail("Triton kernel " + name + ": no variant with " +
+                 std::to_string(a.block[0] * a.block[1] * a.block[2]) +
+                 " threads per block in the Inductor cache " + cache.source);
+            continue;
+        }
+        std::vector<const TritonCallSite*> sites;
+        for (const auto& c : cache.calls)
+            if (c.kernel == name) sites.push_back(&c);
+        if (sites.empty()) {
+            fail("Triton kernel " + name + ": no call site in the Inductor cache's wrapper code");
+            continue;
+        }
+        // The wrapper runs once per step: the k-th launch is the k-th call site, step after step.
+        const TritonCallSite& site = *sites[launch % sites.size()];
+        const TritonVariant& v = *variants.front();
+        if (v.params.size() < site.args.size()) {
+            fail("Triton kernel " + name + ": its PTX entry takes " +
+                 std::to_string(v.params.size()) + " parameters, the call site passes " +
+                 std::to_string(site.args.size()));
+            continue;
+        }
+        const auto sig = cache.signatures.find(name);
+        TritonRecipe t;
+        t.kernel = name;
+        t.variant = v.hash;
+        t.source = cache.source;
+        t.cubin = v.cubin;
+        t.num_warps = v.num_warps;
+        t.shared_bytes = v.shared_bytes;
+        for (int i = 0; i < 3; ++i) t.grid[i] = std::max(1, a.grid[i]);
+        const std::int64_t programs =
+            static_cast<std::int64_t>(t.grid[0]) * t.grid[1] * t.grid[2];
+        // Elements of the launch (xnumel x rnumel ...): sizes a pointer whose buffer is unknown.
+        std::int64_t numel = 1;
+        for (const auto& arg : site.args)
+            if (arg.buffer.empty() && arg.value > 0) numel *= arg.value;
+        std::string missing;
+        for (std::size_t i = 0; i < v.params.size(); ++i) {
+            TritonArgument arg;
+            arg.pointer = v.params[i].pointer;
+            arg.bits = v.params[i].bits;
+            if (i < site.args.size()) {
+                const CallArgument& c = site.args[i];
+                if (arg.pointer != !c.buffer.empty()) {
+                    missing = "argument " + std::to_string(i) + " is a " +
+                              (arg.pointer ? "pointer" : "number") + " in the PTX entry";
+                    break;
+                }
+                if (arg.pointer) {
+                    arg.buffer = c.buffer;
+                    if (sig != cache.signatures.end() && i < sig->second.size() &&
+                        sig->second[i].second.starts_with("*"))
+                        arg.dtype = dtype_of_triton(sig->second[i].second.substr(1));
+                    const auto b = cache.buffers.find(c.buffer);
+                    if (arg.dtype == DType::Unknown && b != cache.buffers.end())
+                        arg.dtype = b->second.dtype;
+                    if (b != cache.buffers.end() && b->second.bytes > 0)
+                        arg.bytes = b->second.bytes;
+                    else  // a buffer the wrapper does not allocate: one element per index
+                        arg.bytes = numel * static_cast<std::int64_t>(
+                                                std::max<std::size_t>(element_size(arg.dtype), 4));
+                } else {
+                    arg.value = c.value;
+                }
+            } else if (arg.pointer) {
+                // Triton's trailing scratch pointers: per program, or null when none is needed.
+                const bool global = i == site.args.size();
+                const std::int64_t per = global ? v.global_scratch_bytes : v.profile_scratch_bytes;
+                arg.bytes = per * programs;
+                arg.buffer = "scratch" + std::to_string(i);
+            } else {
+                missing = "parameter " + std::to_string(i) + " is a number no call site passes";
+                break;
+            }
+            t.args.push_back(std::move(arg));
+        }
+        if (!missing.empty()) {
+            fail("Triton kernel " + name + ": " + missing);
+            continue;
+        }
+        Recipe r;
+        r.tier = Tier::Triton;
+        r.rule = "triton";
+        r.reason = "variant " + v.hash.substr(0, 12) + " (" + std::to_string(v.num_warps) +
+                   " warps) of " + cache.source;
+        r.detail = std::move(t);
+        recipes.set(n, std::move(r));
+        ++stats.matched;
+    }
+    return stats;
+}
+
+}  // namespace replay

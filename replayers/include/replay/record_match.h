@@ -1,0 +1,41 @@
+// Which timing record of one issue belongs to which recorded kernel it re-creates. A record only
+// ever times an activity of its own kind (a memset never times a GEMM), and a kernel record times
+// a kernel when it carries that kernel's name, or when it is the one kernel record left for the
+// one kernel left (cuBLAS's heuristics may pick another kernel than the recording's). What has no
+// record of its own is a miss with a reason, never a sample of something else.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "replay/backend.h"
+#include "replay/trace_model.h"
+
+namespace replay {
+
+// A recorded activity that an issue re-creates.
+struct ExpectedActivity {
+    std::string name;
+    ActivityKind kind = ActivityKind::Kernel;
+};
+
+struct RecordMatch {
+    static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+    std::size_t record = kNone;  // index into the issue's records; kNone: a miss
+    bool same_name = false;
+    std::string reason;  // why it missed, when it did
+};
+
+// The kind of a record from its name as CUPTI and Kineto write it ("Memcpy HtoD (...)",
+// "Memset (Device)"); everything else is a kernel.
+ActivityKind record_kind(const std::string& name);
+
+// One match per expected activity, for per-kernel records (TimedActivity::per_kernel) of one
+// issue in start order. Same kind and name first; then, per kind, the records left are paired in
+// order with the activities left when their counts agree (another kernel name: reported as a
+// mismatch); when they disagree, memcpys and memsets still pair in order and the kernels miss.
+std::vector<RecordMatch> match_records(const std::vector<ExpectedActivity>& expected,
+                                       const std::vector<TimedActivity>& records);
+
+}  // namespace replay

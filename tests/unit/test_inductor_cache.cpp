@@ -1,0 +1,147 @@
+// torch.compile's Inductor cache on the bundled compiled-MLP capture: PTX entries, variants by
+// block size, call sites and buffer sizes from the wrapper code, and the trace's Triton kernels
+// given tier triton from it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "replay/analysis.h"
+#include "replay/inductor_cache.h"
+#include "replay/input_error.h"
+#include "test_support.h"
+
+namespace {
+
+using replay::testing::trace_path;
+
+const std::string kTar = "h200/mlp_compiled.inductor.tar.gz";
+constexpr const char* kKernel = "triton_poi_fused_gelu_view_0";
+
+TEST(InductorCache, PtxEntriesListPointersIntegersAndTheBlock) {
+    const std::string ptx = R"(
+.version 8.7
+.target sm_90a
+.visible .entry triton_poi_fused_gelu_view_0(
+	.param .u64 .ptr .global .align 1 triton_poi_fused_gelu_view_0_param_0,
+	.param .u32 triton_poi_fused_gelu_view_0_param_1,
+	.param .u64 .ptr .global .align 1 triton_poi_fused_gelu_view_0_param_2,
+	.param .u64 .ptr .global .align 1 triton_poi_fused_gelu_view_0_param_3
+)
+.reqntid 128
+{
+	ret;
+}
+.visible .entry other(.param .s64 other_param_0, .param .f32 other_param_1)
+{ ret; }
+)";
+    const auto entries = replay::parse_ptx_entries(ptx, "test.ptx");
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0].name, kKernel);
+    ASSERT_EQ(entries[0].params.size(), 4u);
+    EXPECT_TRUE(entries[0].params[0].pointer);
+    EXPECT_FALSE(entries[0].params[1].pointer);
+    EXPECT_EQ(entries[0].params[1].bits, 32);
+    EXPECT_TRUE(entries[0].params[3].pointer);
+    EXPECT_EQ(entries[0].reqntid, 128);
+    ASSERT_EQ(entries[1].params.size(), 2u);
+    EXPECT_EQ(entries[1].params[0].bits, 64);
+    EXPECT_TRUE(entries[1].params[1].floating);
+    EXPECT_EQ(entries[1].reqntid, 0);
+    EXPECT_THROW(replay::parse_ptx_entries(".entry broken(.param .u32 x", "bad.ptx"),
+                 replay::InputError);
+}
+
+TEST(InductorCache, TheBundledTarHasBothVariantsAndTheWrappersCallSites) {
+    const auto cache = replay::read_inductor_cache(trace_path(kTar));
+    ASSERT_EQ(cache.variants.size(), 2u);
+    // The autotuner's pick (its .best_config names the hash) runs 4 warps: 128 threads.
+    const auto v128 = cache.variants_of(kKernel, 128);
+    ASSERT_EQ(v128.size(), 1u);
+    EXPECT_EQ(v128.front()->num_warps, 4);
+    EXPECT_TRUE(v128.front()->preferred);
+    EXPECT_EQ(v128.front()->hash, "ZJJ7YKRXLTH3YKIQZD5QFJNHDWXBARYACMTXHI7P2IEN5CQQL4BQ");
+    EXPECT_EQ(v128.front()->params.size(), 4u);
+    EXPECT_FALSE(v128.front()->cubin.empty());
+    EXPECT_EQ(cache.variants_of(kKernel, 256).front()->num_warps, 8);
+    EXPECT_TRUE(cache.variants_of(kKernel, 64).empty());
+    // Two call sites, each in place on a [4096, 16384] fp16 buffer (a reinterpret of bufN).
+    std::size_t sites = 0;
+    for (const auto& c : cache.calls)
+        if (c.kernel == kKernel) {
+            ++sites;
+            ASSERT_EQ(c.args.size(), 2u);
+            EXPECT_EQ(c.args[1].value, 67108864);
+            const auto b = cache.buffers.find(c.args[0].buffer);
+            ASSERT_NE(b, cache.buffers.end()) << c.args[0].buffer;
+            EXPECT_EQ(b->second.bytes, 4096LL * 16384 * 2);
+            EXPECT_EQ(b->second.dtype, replay::DType::Float16);
+        }
+    EXPECT_EQ(sites, 2u);
+    const auto sig = cache.signatures.find(kKernel);
+    ASSERT_NE(sig, cache.signatures.end());
+    ASSERT_EQ(sig->second.size(), 2u);  // XBLOCK is a constexpr
+    EXPECT_EQ(sig->second[0].second, "*fp16");
+}
+
+TEST(InductorCache, BufferSizesFollowAllocationsAliasesAndInputs) {
+    replay::InductorCache cache;
+    replay::parse_wrapper_code(R"(
+        assert_size_stride(arg2_1, (8, 512, 4096), (2097152, 4096, 1))
+        buf0 = empty_strided_cuda((4096, 16384), (16384, 1), torch.bfloat16)
+        buf1 = reinterpret_tensor(buf0, (8, 512, 16384), (8388608, 16384, 1), 0); del buf0  # reuse
+        buf3 = reinterpret_tensor(buf1, (4096, 16384), (16384, 1), 0); del buf1  # reuse
+        triton_red_fused_sum_1.run(buf3, arg2_1, 4096, 16384, stream=stream0)
+    arg2_1 = rand_strided((8, 512, 4096), (2097152, 4096, 1), device='cuda:0', dtype=torch.float32)
+)",
+                               cache);
+    EXPECT_EQ(cache.buffers.at("buf3").bytes, 4096LL * 16384 * 2);
+    EXPECT_EQ(cache.buffers.at("buf3").dtype, replay::DType::BFloat16);
+    EXPECT_EQ(cache.buffers.at("arg2_1").bytes, 8LL * 512 * 4096 * 4);
+    ASSERT_EQ(cache.calls.size(), 1u);
+    EXPECT_EQ(cache.calls[0].args.size(), 4u);
+    EXPECT_EQ(cache.calls[0].args[3].value, 16384);
+}
+
+TEST(InductorCache, TheCompiledMlpsTritonKernelsGetTierTriton) {
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/mlp_compiled.json.gz");
+    const auto without = replay::analyze(o);
+    EXPECT_LT(without->coverage, 0.95);
+    bool told = false;
+    for (const auto& k : without->kernels)
+        if (k.name == kKernel) told = k.recipe.reason.find("--inductor-cache") != std::string::npos;
+    EXPECT_TRUE(told);
+
+    o.inductor_cache = trace_path(kTar);
+    const auto with = replay::analyze(o);
+    EXPECT_DOUBLE_EQ(with->coverage, 1.0);
+    std::size_t triton = 0;
+    for (const auto& k : with->kernels) {
+        if (k.recipe.tier != replay::Tier::Triton) continue;
+        triton += k.recorded_us.count;
+        const auto& t = std::get<replay::TritonRecipe>(k.recipe.detail);
+        EXPECT_EQ(t.num_warps, 4);  // recorded block: 128 threads
+        EXPECT_EQ(t.grid[0], 65536);
+        ASSERT_EQ(t.args.size(), 4u);
+        EXPECT_EQ(t.args[0].bytes, 4096LL * 16384 * 2);
+        EXPECT_EQ(t.args[1].value, 67108864);
+        EXPECT_EQ(t.args[1].bits, 32);
+        EXPECT_EQ(t.args[2].bytes, 0);  // no global scratch: a null pointer
+    }
+    EXPECT_EQ(triton, 2u);
+}
+
+TEST(InductorCache, AFolderReadsLikeItsTar) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("replay_inductor_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string cmd = "tar xzf " + trace_path(kTar) + " -C " + dir.string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const auto cache = replay::read_inductor_cache((dir / "mlp_compiled.inductor").string());
+    EXPECT_EQ(cache.variants.size(), 2u);
+    EXPECT_EQ(cache.variants_of(kKernel, 128).size(), 1u);
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,93 @@
+// Which timing record belongs to which re-created activity: a record of another kind or another
+// kernel's name never becomes a kernel's sample (a memset of a GEMM's launch once stood in for
+// the GEMM, 0.8 us instead of 700).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "replay/record_match.h"
+
+namespace {
+
+using replay::ActivityKind;
+using replay::ExpectedActivity;
+using replay::RecordMatch;
+using replay::TimedActivity;
+
+std::vector<TimedActivity> records(const std::vector<std::string>& names) {
+    std::vector<TimedActivity> out;
+    std::int64_t t = 0;
+    for (const auto& n : names) {
+        out.push_back({1, n, t, t + 1000, 0, true});
+        t += 2000;
+    }
+    return out;
+}
+
+const ExpectedActivity kGemm{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", ActivityKind::Kernel};
+
+TEST(RecordMatch, RecordKindsFollowCuptiAndKinetoNames) {
+    EXPECT_EQ(replay::record_kind("Memset (Device)"), ActivityKind::Memset);
+    EXPECT_EQ(replay::record_kind("Memcpy HtoD (Pinned -> Device)"), ActivityKind::Memcpy);
+    EXPECT_EQ(replay::record_kind("void at::native::vectorized_elementwise_kernel<4>"),
+              ActivityKind::Kernel);
+}
+
+TEST(RecordMatch, AMemsetNeverTimesAKernel) {
+    // The GEMM's own record went missing; the launch's workspace memset is all that came back.
+    const auto m = replay::match_records({kGemm}, records({"Memset (Device)"}));
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_EQ(m[0].record, RecordMatch::kNone);
+    EXPECT_NE(m[0].reason.find("no kernel record of its own"), std::string::npos) << m[0].reason;
+    EXPECT_NE(m[0].reason.find("Memset (Device)"), std::string::npos) << m[0].reason;
+}
+
+TEST(RecordMatch, NothingBackIsAMissWithAReason) {
+    const auto m = replay::match_records({kGemm}, {});
+    EXPECT_EQ(m[0].record, RecordMatch::kNone);
+    EXPECT_NE(m[0].reason.find("no timing record came back"), std::string::npos) << m[0].reason;
+}
+
+TEST(RecordMatch, TheOnlyKernelRecordOfALaunchTimesTheOnlyKernelAsAMismatch) {
+    // cuBLAS on another GPU picked another tile: the one kernel that ran is the GEMM.
+    const auto m =
+        replay::match_records({kGemm}, records({"Memset (Device)", "sm90_xmma_gemm_other_tile"}));
+    EXPECT_EQ(m[0].record, 1u);
+    EXPECT_FALSE(m[0].same_name);
+}
+
+TEST(RecordMatch, AnotherKernelNameAmongSeveralFailsTheKernel) {
+    // Two kernels came back, neither with the recorded name: which one is the GEMM is a guess.
+    const auto m = replay::match_records(
+        {kGemm}, records({"gemv2T_kernel_val", "splitKreduce_kernel"}));
+    EXPECT_EQ(m[0].record, RecordMatch::kNone);
+    EXPECT_NE(m[0].reason.find("none can be told apart"), std::string::npos) << m[0].reason;
+    EXPECT_NE(m[0].reason.find("gemv2T_kernel_val"), std::string::npos) << m[0].reason;
+}
+
+TEST(RecordMatch, NamesDecideBeforeOrderAndLeftoversPairOneToOne) {
+    const std::vector<ExpectedActivity> expected = {
+        {"splitKreduce_kernel", ActivityKind::Kernel},
+        kGemm,
+        {"Memcpy HtoD (Pageable -> Device)", ActivityKind::Memcpy},
+    };
+    const auto m = replay::match_records(
+        expected, records({"Memcpy HtoD (Pinned -> Device)", kGemm.name, "splitKreduce_kernel"}));
+    EXPECT_EQ(m[0].record, 2u);
+    EXPECT_TRUE(m[0].same_name);
+    EXPECT_EQ(m[1].record, 1u);
+    EXPECT_TRUE(m[1].same_name);
+    // A copy times a copy whatever host memory the replay chose.
+    EXPECT_EQ(m[2].record, 0u);
+    EXPECT_FALSE(m[2].same_name);
+}
+
+TEST(RecordMatch, AKernelRecordNeverTimesACopy) {
+    const auto m = replay::match_records({{"Memset (Device)", ActivityKind::Memset}},
+                                         records({"fill_kernel"}));
+    EXPECT_EQ(m[0].record, RecordMatch::kNone);
+    EXPECT_NE(m[0].reason.find("no memset record"), std::string::npos) << m[0].reason;
+}
+
+}  // namespace
