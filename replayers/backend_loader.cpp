@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "replay/forwarding_backend.h"
+
 namespace replay {
 namespace {
 
@@ -21,48 +23,24 @@ std::string dl_error_text() {
     return text != nullptr ? text : "unknown dlopen error";
 }
 
-// A backend made by a module, owning that module: the backend is destroyed first (member order),
-// so the module's code is still there for its destructor.
-class ModuleBackend final : public Backend {
+// A backend made by a module, owning that module: the backend is destroyed first, so that the
+// module's code is still there for its destructor.
+class ModuleBackend final : public ForwardingBackend {
   public:
     ModuleBackend(std::shared_ptr<const BackendModule> module, std::unique_ptr<Backend> backend)
-        : module_(std::move(module)), backend_(std::move(backend)) {}
+        : ForwardingBackend(std::move(backend)), module_(std::move(module)) {}
+    ~ModuleBackend() override { release_inner(); }
+    ModuleBackend(const ModuleBackend&) = delete;
+    ModuleBackend& operator=(const ModuleBackend&) = delete;
 
     Environment environment() const override {
-        Environment env = backend_->environment();
+        Environment env = ForwardingBackend::environment();
         env.notes.push_back("backend module " + module_->path().string());
         return env;
     }
-    Prepared prepare(const Recipe& recipe) override { return backend_->prepare(recipe); }
-    void set_stream_count(int count) override { backend_->set_stream_count(count); }
-    void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
-        backend_->issue(handle, stream, tag);
-    }
-    void stream_wait(int waiter, int producer) override { backend_->stream_wait(waiter, producer); }
-    void synchronize() override { backend_->synchronize(); }
-    void flush_l2() override { backend_->flush_l2(); }
-    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
-        backend_->warm_inputs(handle, stream, tag);
-    }
-    std::vector<TimedActivity> collect() override { return backend_->collect(); }
-    void set_recorded_ns(std::uint32_t handle, std::int64_t ns) override {
-        backend_->set_recorded_ns(handle, ns);
-    }
-    FaultReport take_faults() override { return backend_->take_faults(); }
-    void set_phase(Phase phase) override { backend_->set_phase(phase); }
-    std::vector<std::string> first_uses() override { return backend_->first_uses(); }
-    std::string capture_blocker(std::uint32_t handle, int stream) override {
-        return backend_->capture_blocker(handle, stream);
-    }
-    void begin_capture(int home, bool all_streams) override {
-        backend_->begin_capture(home, all_streams);
-    }
-    std::uint32_t end_capture(std::string& why) override { return backend_->end_capture(why); }
-    void launch_graph(std::uint32_t graph) override { backend_->launch_graph(graph); }
 
   private:
     std::shared_ptr<const BackendModule> module_;
-    std::unique_ptr<Backend> backend_;
 };
 
 }  // namespace

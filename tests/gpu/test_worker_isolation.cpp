@@ -16,6 +16,7 @@
 #include "replay/analysis.h"
 #include "replay/cuda_backend.h"
 #include "replay/drivers.h"
+#include "replay/forwarding_backend.h"
 #include "replay/worker_backend.h"
 
 namespace replay {
@@ -26,47 +27,27 @@ enum class Fault { None, Assert, Hang };
 
 // The CUDA backend, with a failing device assert or a spinning kernel launched right after the
 // issue of the work whose instance key is `key`.
-class FaultAfterIssue final : public Backend {
+class FaultAfterIssue final : public ForwardingBackend {
   public:
     FaultAfterIssue(std::unique_ptr<Backend> inner, std::string key, Fault fault)
-        : inner_(std::move(inner)), key_(std::move(key)), fault_(fault) {}
+        : ForwardingBackend(std::move(inner)), key_(std::move(key)), fault_(fault) {}
 
-    Environment environment() const override { return inner_->environment(); }
     Prepared prepare(const Recipe& recipe) override {
-        Prepared p = inner_->prepare(recipe);
+        Prepared p = inner().prepare(recipe);
         if (p.disposition == Disposition::Ready && recipe.instance_key() == key_)
             target_ = p.handle;
         return p;
     }
-    void set_stream_count(int count) override { inner_->set_stream_count(count); }
     void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
-        inner_->issue(handle, stream, tag);
+        inner().issue(handle, stream, tag);
         if (target_ != handle) return;
         if (fault_ == Fault::Assert)
             testing::launch_device_assert();
         else
             testing::launch_device_spin(120);
     }
-    void stream_wait(int waiter, int producer) override { inner_->stream_wait(waiter, producer); }
-    void synchronize() override { inner_->synchronize(); }
-    void flush_l2() override { inner_->flush_l2(); }
-    void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
-        inner_->warm_inputs(handle, stream, tag);
-    }
-    std::vector<TimedActivity> collect() override { return inner_->collect(); }
-    void set_phase(Phase phase) override { inner_->set_phase(phase); }
-    std::vector<std::string> first_uses() override { return inner_->first_uses(); }
-    std::string capture_blocker(std::uint32_t handle, int stream) override {
-        return inner_->capture_blocker(handle, stream);
-    }
-    void begin_capture(int home, bool all_streams) override {
-        inner_->begin_capture(home, all_streams);
-    }
-    std::uint32_t end_capture(std::string& why) override { return inner_->end_capture(why); }
-    void launch_graph(std::uint32_t graph) override { inner_->launch_graph(graph); }
 
   private:
-    std::unique_ptr<Backend> inner_;
     std::string key_;
     Fault fault_;
     std::optional<std::uint32_t> target_;

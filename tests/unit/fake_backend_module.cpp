@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "replay/backend.h"
+#include "replay/energy.h"
 
 namespace {
 
@@ -27,7 +28,13 @@ class FakeBackend final : public replay::Backend {
     void warm_inputs(std::uint32_t, int, std::uint64_t) override {}
     std::vector<replay::TimedActivity> collect() override { return {}; }
     void set_phase(replay::Phase) override {}
-    std::vector<std::string> first_uses() override { return {}; }
+    // What reached the backend through the loader's wrapper, for the tests to read back.
+    std::vector<std::string> first_uses() override { return {"named: " + named_}; }
+    void name_next_issue(const std::string& range) override { named_ = range; }
+    std::unique_ptr<replay::EnergyMeter> energy_meter(std::string& why) override {
+        why = "asked the fake module's backend";
+        return nullptr;
+    }
     std::string capture_blocker(std::uint32_t, int) override { return "a fake backend has no graphs"; }
     void begin_capture(int, bool) override {}
     std::uint32_t end_capture(std::string& why) override {
@@ -35,6 +42,9 @@ class FakeBackend final : public replay::Backend {
         return 0;
     }
     void launch_graph(std::uint32_t) override {}
+
+  private:
+    std::string named_;
 };
 
 // Device -1 stands for a machine the backend cannot run on.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "replay/backend_loader.h"
+#include "replay/energy.h"
 #include "test_support.h"
 
 namespace replay {
@@ -97,6 +98,19 @@ TEST(BackendLoader, BackendKeepsItsModuleLoaded) {
     EXPECT_EQ(backend->prepare(Recipe{}).reason, "a fake backend runs nothing");
     backend.reset();
     EXPECT_TRUE(watch.expired()) << "the module outlived its last backend";
+}
+
+// Every Backend method reaches the module's backend: a default of Backend answering instead made
+// --energy and --nvtx do nothing on the loaded CUDA backend.
+TEST(BackendLoader, EveryCallReachesTheModulesBackend) {
+    auto module = BackendModule::load("libreplay_backend_fake.so", {kFakeModules});
+    std::string why;
+    auto backend = create_backend(module, BackendOptions{}, why);
+    ASSERT_NE(backend, nullptr) << why;
+    backend->name_next_issue("k1 gemm (iteration 2)");
+    EXPECT_EQ(backend->first_uses(), std::vector<std::string>{"named: k1 gemm (iteration 2)"});
+    EXPECT_EQ(backend->energy_meter(why), nullptr);
+    EXPECT_EQ(why, "asked the fake module's backend");
 }
 
 TEST(BackendLoader, BackendThatCannotRunHereSaysWhy) {
