@@ -13,8 +13,10 @@
 namespace replay {
 
 std::string dataflow_label(const Analysis& analysis) {
-    return std::string(to_string(analysis.dataflow.source)) +
-           (analysis.dataflow_dropped ? "-fallback" : "");
+    std::string label = to_string(analysis.dataflow.source);
+    if (analysis.library_storage_kernels > 0 && !analysis.dataflow_dropped)
+        label = analysis.dataflow.source == DataflowSource::None ? "library" : label + "+library";
+    return label + (analysis.dataflow_dropped ? "-fallback" : "");
 }
 
 bool fit_dataflow(Analysis& analysis, std::int64_t budget_bytes, const std::string& budget_what) {
@@ -115,7 +117,9 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
              << " kernels without an op got a recipe (" << s.from_own_trace
              << " from this trace's eager instances, " << s.by_neighbours
              << " issues told apart by their neighbours; " << library.size()
-             << " library entries)";
+             << " library entries; " << s.with_storages
+             << " with the buffers of the eager instance matched, in recorded order)";
+        analysis->library_storage_kernels = s.with_storages;
         if (s.matched > 0 || !options.recipe_libraries.empty())
             analysis->notes.push_back(note.str());
     }

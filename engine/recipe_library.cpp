@@ -1,5 +1,6 @@
 #include "replay/recipe_library.h"
 
+#include <algorithm>
 #include <string_view>
 #include <unordered_map>
 
@@ -38,6 +39,35 @@ Recipe without_storages(Recipe r) {
             }
     }
     return r;
+}
+
+// An instance's own storage ids, moved into another source's range; reuse distances are forgotten
+// (they are recomputed along the trace that takes the recipe).
+Recipe with_storages(Recipe r, std::int64_t offset) {
+    auto move = [offset](std::int64_t& id) {
+        if (id >= 0) id += offset;
+    };
+    if (auto* g = std::get_if<GemmRecipe>(&r.detail)) {
+        move(g->a_storage), move(g->b_storage), move(g->c_storage);
+        g->a_reuse_bytes = g->b_reuse_bytes = g->c_reuse_bytes = kReuseUnknown;
+    } else if (auto* a = std::get_if<AtenRecipe>(&r.detail)) {
+        for (auto& arg : a->args)
+            for (auto& t : arg.tensors) {
+                move(t.storage_id);
+                t.reuse_bytes = kReuseUnknown;
+            }
+    }
+    return r;
+}
+
+bool has_storages(const Recipe& r) {
+    if (const auto* g = std::get_if<GemmRecipe>(&r.detail))
+        return g->a_storage >= 0 || g->b_storage >= 0 || g->c_storage >= 0;
+    if (const auto* a = std::get_if<AtenRecipe>(&r.detail))
+        for (const auto& arg : a->args)
+            for (const auto& t : arg.tensors)
+                if (t.storage_id >= 0) return true;
+    return false;
 }
 
 std::string_view op_of(const Recipe& r) {
@@ -130,7 +160,9 @@ void RecipeLibrary::add(LibraryEntry entry) {
     // One entry per distinct issue and neighbours: a decode step repeats each layer's issues.
     const std::string id = identity(entry);
     if (auto it = index_.find(id); it != index_.end()) {
-        ++entries_[it->second].seen;
+        LibraryEntry& kept = entries_[it->second];
+        ++kept.seen;
+        for (auto& instance : entry.instances) kept.instances.push_back(std::move(instance));
         return;
     }
     index_.emplace(id, entries_.size());
@@ -148,7 +180,7 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
 }
 
 void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
-                              const std::string& source) {
+                              const std::string& source, std::int64_t storage_offset) {
     const auto& nodes = graph.nodes();
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
@@ -167,10 +199,14 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
                    (recipes[t[end]].issued_with_op || recipes[t[end]].key() == r.key()))
                 ++end;
             LibraryEntry e;
+            std::vector<Recipe> instance;
             for (std::size_t k = at; k < end; ++k) {
                 e.kernels.push_back(shape_of(graph, t[k]));
                 e.recipes.push_back(without_storages(recipes[t[k]]));
+                instance.push_back(with_storages(recipes[t[k]], storage_offset));
             }
+            if (std::any_of(instance.begin(), instance.end(), has_storages))
+                e.instances.push_back(std::move(instance));
             e.before = at > 0 ? shape_of(graph, t[at - 1]).name : "";
             e.after = end < t.size() ? shape_of(graph, t[end]).name : "";
             e.source = source;
@@ -201,7 +237,8 @@ void RecipeLibrary::add_file(const std::string& path) {
     AnalysisOptions options;
     options.trace_path = path;
     const auto analysis = analyze(options);
-    add_graph(analysis->graph, analysis->recipes, path);
+    // Storage ids of each trace in a range of their own, above any id a trace records.
+    add_graph(analysis->graph, analysis->recipes, path, ++traces_ << 40);
 }
 
 LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes,
@@ -211,6 +248,7 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     own.add_graph(graph, recipes, "this trace");
     const Matcher own_matcher(own);
     const Matcher library_matcher(library);
+    std::unordered_map<const LibraryEntry*, std::size_t> uses;  // matches so far, per entry
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
@@ -228,11 +266,17 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
                 ++at;
                 continue;
             }
+            const std::vector<Recipe>* instance = nullptr;
+            if (!e->instances.empty()) {
+                std::size_t& n = uses[e];
+                instance = &e->instances[n++ % e->instances.size()];
+            }
             const std::string how =
                 ambiguous ? "name, grid, block and the kernels recorded around it"
                           : "name, grid and block";
             for (std::size_t k = 0; k < e->kernels.size(); ++k) {
-                Recipe r = e->recipes[k];
+                Recipe r = instance != nullptr ? (*instance)[k] : e->recipes[k];
+                if (instance != nullptr && has_storages(r)) ++stats.with_storages;
                 r.rule = kRule;
                 r.issued_with_op = k > 0 || r.issued_with_op;
                 r.reason = "recipe of " + std::string(op_of(r)) + " from " + e->source +

@@ -56,6 +56,9 @@ struct Analysis {
     std::string execution_trace;  // the --et file, when one was joined
     std::string shape_log;        // the --shapes file, when one was joined
     std::vector<std::string> recipe_libraries;  // the --recipes files
+    // Kernels without an op that took the storage ids of the eager instance they were matched
+    // to (recipe_library.h): their buffers follow that instance's dataflow.
+    std::size_t library_storage_kernels = 0;
     std::string inductor_cache;                 // the --inductor-cache folder or tar
     std::optional<ShapeRewriteReport> dims_rewrite;  // --set-dims: what was rewritten
     double parse_seconds = 0;

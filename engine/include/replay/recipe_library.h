@@ -32,6 +32,10 @@ struct LaunchShape {
 struct LibraryEntry {
     std::vector<LaunchShape> kernels;
     std::vector<Recipe> recipes;  // per kernel; storage ids and reuse distances forgotten
+    // Per instance folded into the entry, in recorded order: its kernels' recipes with the
+    // instance's own storage ids (renumbered apart from other sources'; reuse distances
+    // forgotten). Empty for kernel_signatures.json entries, which have no storage ids.
+    std::vector<std::vector<Recipe>> instances;
     std::string before;           // name of the kernel before it on its stream ("" at the start)
     std::string after;            // name of the kernel after the issue
     std::string source;           // the file (or "this trace") it came from
@@ -41,8 +45,9 @@ struct LibraryEntry {
 class RecipeLibrary {
   public:
     // The replayable op issues of an analysed trace, one entry per distinct issue and neighbours.
+    // `storage_offset` is added to the trace's storage ids, so that two sources' ids stay apart.
     void add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
-                   const std::string& source);
+                   const std::string& source, std::int64_t storage_offset = 0);
     // A kernel_signatures.json file or a trace (told by content). Throws InputError.
     void add_file(const std::string& path);
     // Single-kernel entries (a signature file's unique kernels have no neighbours).
@@ -55,6 +60,7 @@ class RecipeLibrary {
   private:
     void add(LibraryEntry entry);
     std::vector<LibraryEntry> entries_;
+    std::int64_t traces_ = 0;  // traces added by add_file: each gets its own storage-id range
     std::unordered_map<std::string, std::size_t> index_;  // identity of an entry -> entries_
 };
 
@@ -63,12 +69,16 @@ struct LibraryStats {
     std::size_t matched = 0;     // kernels that got one (issuing kernels and their companions)
     std::size_t by_neighbours = 0;  // matches where several recipes fit and neighbours decided
     std::size_t from_own_trace = 0;
+    std::size_t with_storages = 0;  // matched kernels that took an instance's storage ids
 };
 
 // Gives recipes to the graph's kernels that have none because no op with shapes encloses them
 // (rules no-op, unlinked, no-shapes): this trace's own eager instances first, then `library`.
 // Matched kernels get rule "recipe-library" and the source in the recipe's reason; the kernels
-// an issue launches after its first are marked issued_with_op (timed with its issue).
+// an issue launches after its first are marked issued_with_op (timed with its issue). The n-th
+// match of an entry takes the storage ids of its n-th recorded instance (cycling): a CUDA graph
+// replaying an eager step launches the same issues in the same order, so each layer's kernels get
+// that layer's buffers instead of sharing one set (which would keep every weight in L2).
 LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes,
                                   const RecipeLibrary& library);
 
