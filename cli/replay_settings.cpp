@@ -63,7 +63,8 @@ void ReplaySettings::add_energy_options(CLI::App& app) {
                  "backend and GPUs without the counter report energy n/a with the reason");
     app.add_option("--energy-window", energy_window_ms,
                    "Window length in ms, rounded up to whole counter periods; 0: the fewest "
-                   "periods whose timing uncertainty is below 1% of the window")
+                   "periods whose timing uncertainty is below 1% of the window; never fewer "
+                   "than 4 periods")
         ->check(CLI::Range(0.0, 600000.0))
         ->capture_default_str();
     app.add_option("--energy-windows", energy_windows,

@@ -160,6 +160,9 @@ class SimulatedBoard {
     double period_s = 0.01;
     double read_s = 20e-6;
     std::map<std::string, double> dynamic_uj;  // per instance key; default 200 uJ a launch
+    // Added in every other counter period (as the H100's counter alternated under a steady load
+    // of short kernels: 213 W, 162 W, 213 W, ...): a window of one period is noise.
+    double alternating_w = 0;
 
     void run(const std::string& key, double seconds) {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -190,7 +193,8 @@ class SimulatedBoard {
         double dynamic = 0;
         for (const auto& [at, cumulative] : history_)
             if (at <= t) dynamic = cumulative;
-        return idle_w * t + dynamic;
+        const auto period_index = static_cast<long long>(std::floor(t / period_s + 1e-9));
+        return idle_w * t + dynamic + alternating_w * period_s * static_cast<double>(period_index / 2);
     }
     std::mutex mutex_;
     double t_ = 1.0;
@@ -1166,7 +1170,7 @@ TEST(Drivers, SequentialSkipsWhatCannotBePrepared) {
 replay::DriverOptions energy_options() {
     replay::DriverOptions o = unique_options(replay::Context::Recorded);
     o.energy = true;
-    o.energy_window_ms = 20;  // two counter periods of the simulated board
+    o.energy_window_ms = 40;  // four counter periods of the simulated board (the fewest)
     o.energy_windows = 5;
     return o;
 }
@@ -1182,9 +1186,24 @@ TEST(Energy, TheProbeFindsTheBoardsPeriodsAndIdlePower) {
     EXPECT_NEAR(p.idle_power_w, 60, 0.2);  // whole millijoules over 120 ms
     EXPECT_EQ(p.power_limit_w, 700);
     std::string rule;
-    EXPECT_EQ(replay::updates_per_window(p, 25, rule), 3);  // rounded up to whole periods
-    // Auto: 2 x (jitter + 0.02 ms read), about 0.05 ms, below 1% of the window: one period.
-    EXPECT_EQ(replay::updates_per_window(p, 0, rule), 1);
+    EXPECT_EQ(replay::updates_per_window(p, 45, rule), 5);  // rounded up to whole periods
+    // Auto: 2 x (jitter + 0.02 ms read), about 0.05 ms, below 1% of one period; but never fewer
+    // than kMinWindowPeriods.
+    EXPECT_EQ(replay::updates_per_window(p, 0, rule), replay::kMinWindowPeriods);
+    EXPECT_NE(rule.find("raised to the minimum"), std::string::npos) << rule;
+}
+
+TEST(Energy, AWindowIsNeverASingleCounterPeriod) {
+    // The H100's probe in scripts/gpu_energy.sh's run: --energy-window 100 was one period.
+    replay::EnergyProbe h100;
+    h100.available = true;
+    h100.counter_period_ms = 100.3;
+    h100.counter_jitter_ms = 1.13;
+    h100.counter_read_ms = 2.42;
+    std::string rule;
+    EXPECT_EQ(replay::updates_per_window(h100, 100, rule), replay::kMinWindowPeriods);
+    EXPECT_EQ(replay::updates_per_window(h100, 600, rule), 6);
+    EXPECT_EQ(replay::updates_per_window(h100, 0, rule), 8);  // 2 x 3.55 ms below 1% of 802 ms
 }
 
 TEST(Energy, ACounterThatNeverChangesIsNotAvailable) {
@@ -1215,7 +1234,7 @@ TEST(Energy, UniqueModeMeasuresJoulesPerLaunchOfEachKernel) {
     replay::Report r = replay::replay_unique(*a, b, energy_options());
     ASSERT_TRUE(r.energy.requested);
     ASSERT_TRUE(r.energy.probe.available) << r.energy.probe.why;
-    EXPECT_EQ(r.energy.window_updates, 2);
+    EXPECT_EQ(r.energy.window_updates, 4);
     EXPECT_EQ(r.energy.windows, 5);
     EXPECT_GT(r.energy.power_w.count, 0u);  // the background sampler ran
 
@@ -1327,6 +1346,38 @@ TEST(Energy, AKernelTenPercentHungrierAtTheSameSpeedIsFlagged) {
     // Compared on time, the same reports show no change: only the energy moved.
     const replay::Regression on_time = replay::compare_reports(baseline, run(1100), {});
     EXPECT_EQ(on_time.summary.regressed, 0u);
+}
+
+TEST(Energy, AHungrierKernelIsFlaggedOnABoardWhosePeriodsAlternate) {
+    // scripts/gpu_energy.sh on an H100 asked for windows of one counter period: one period's
+    // energy differed from the next by up to 2x, the windows' spread set regress's threshold
+    // (3 x spread) beyond 10%, and a doctored baseline 10% lower was not flagged. Asked again
+    // for one period, the windows now span kMinWindowPeriods.
+    auto a = unique_trace();
+    const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();
+    auto run = [&](double relu_uj) {
+        SimulatedBoard board;
+        board.alternating_w = 300;  // +30% of the kernel's power in every other period
+        board.dynamic_uj = {{relu1, relu_uj}, {relu2, relu_uj}};
+        FakeBackend b;
+        b.board = &board;
+        replay::DriverOptions o = energy_options();
+        o.energy_window_ms = 10;  // one period asked for
+        return replay::replay_unique(*a, b, o);
+    };
+    const replay::Report baseline = run(1000);
+    ASSERT_EQ(baseline.energy.window_updates, replay::kMinWindowPeriods);
+    replay::RegressionOptions options;
+    options.energy = true;
+    const replay::Regression same = replay::compare_reports(baseline, run(1000), options);
+    EXPECT_EQ(same.summary.regressed + same.summary.improved, 0u);
+    const replay::Regression hungrier = replay::compare_reports(baseline, run(1100), options);
+    EXPECT_EQ(hungrier.summary.regressed, 1u);
+    for (const auto& k : hungrier.kernels) {
+        if (k.name != "relu_k") continue;
+        EXPECT_EQ(k.verdict, replay::Verdict::Regressed)
+            << k.change_pct << "% spread " << k.spread_pct << "% p " << k.p_value;
+    }
 }
 
 TEST(Drivers, WithoutGraphsEveryStepIsIssuedDirectlyAndTheReportSaysWhy) {

@@ -43,9 +43,12 @@ struct ProbeOptions {
 // `why` when the counter does not change.
 EnergyProbe probe_energy(EnergyMeter& meter, const ProbeOptions& options = {});
 
+// The fewest counter periods a window spans, whatever --energy-window asks for.
+inline constexpr int kMinWindowPeriods = 4;
+
 // The window's length in counter changes: `window_ms` rounded up to whole counter periods, or, for
 // 0, the fewest periods whose timing uncertainty (jitter plus a read, at each end) is below 1% of
-// the window; never fewer than 1.
+// the window; never fewer than kMinWindowPeriods (`rule` says when it was raised).
 int updates_per_window(const EnergyProbe& probe, double window_ms, std::string& rule);
 
 struct EnergyWindow {
