@@ -2,11 +2,13 @@
 // replay, write report.json, kernels.csv (and replay_trace.json in sequential mode), print the
 // summary.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
 #include "output_files.h"
+#include "rank_run.h"
 #include "replay/kernels_csv.h"
 #include "replay/report_json.h"
 #include "replay/report_summary.h"
@@ -21,11 +23,19 @@ struct ReplayState {
     LoadOptions load;
     ReplaySettings settings;
     std::string kernel_file;
+    std::optional<RankEnv> rank;  // one of several processes, started by a launcher
 };
 
 int run_replay(const ReplayState& s, const Analysis* analysis) {
     const bool quiet = s.load.quiet;
-    const ReplaySettings& settings = s.settings;
+    ReplaySettings settings = s.settings;
+    if (s.rank) {
+        if (analysis == nullptr)
+            throw std::runtime_error("several ranks replay traces, not --kernels files");
+        settings.distributed =
+            distributed_options(*s.rank, *analysis, settings.collective_timeout);
+        settings.out_dir += "/rank" + std::to_string(s.rank->rank);
+    }
     SignatureFile file;
     if (analysis == nullptr) {
         if (settings.mode != "unique")
@@ -50,7 +60,23 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
     else
         out.remove_at_commit("replay_trace.json");  // an earlier sequential run's, not this one's
     out.commit();
+    if (s.rank) {
+        // Every rank takes part in the gathering; rank 0 writes the merged report beside the
+        // ranks' folders.
+        const std::string merged = s.settings.out_dir + "/collectives.json";
+        if (s.rank->rank == 0) {
+            std::ofstream file(merged);
+            gather_collectives(*s.rank, *analysis, report, *backend, &file);
+            if (!file) throw std::runtime_error("cannot write " + merged);
+            if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", merged.c_str());
+        } else {
+            gather_collectives(*s.rank, *analysis, report, *backend, nullptr);
+        }
+    }
     write_report_summary(std::cout, report);
+    if (s.rank)
+        if (const std::string why = failed_collective(report); !why.empty())
+            throw std::runtime_error(why);
     if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings.out_dir.c_str());
     return 0;
 }
@@ -75,8 +101,12 @@ Command add_replay_command(CLI::App& app) {
                     throw std::runtime_error(
                         "give either a TRACE or --kernels FILE, not both (--kernels replays the "
                         "unique kernels of a signature file, without the trace)");
+                s->rank = launched_rank();
+                std::string trace = s->trace;
+                if (s->rank && !trace.empty())
+                    trace = rank_trace_path(trace, s->rank->rank, s->rank->world_size);
                 std::unique_ptr<Analysis> analysis;
-                if (!s->trace.empty()) analysis = load_trace(s->trace, s->load);
+                if (!trace.empty()) analysis = load_trace(trace, s->load);
                 return run_replay(*s, analysis.get());
             }};
 }

@@ -46,6 +46,12 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                  "consumers', so consumers would read activations from memory)");
     app.add_flag("--no-sequential-check", no_sequential_check,
                  "unique: skip the sequential pass that the predicted total is compared with");
+    app.add_option("--collective-timeout", collective_timeout,
+                   "several ranks (started by torchrun, mpirun or srun): seconds that the "
+                   "rendezvous and every collective may wait for the other ranks before the "
+                   "replay stops with an error naming the rank and the op")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
     add_device_options(app);
 }
 
@@ -127,6 +133,7 @@ std::unique_ptr<Backend> ReplaySettings::make_backend() const {
     options.seed = seed;
     options.use_cupti = !no_cupti;
     options.max_tensor_bytes = max_tensor_bytes;
+    options.distributed = distributed;
     std::string why_cuda, why_cpu;
     if (backend == "cuda" || backend == "auto") {
         auto b = make_cuda_backend(options, why_cuda);

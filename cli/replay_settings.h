@@ -33,6 +33,8 @@ struct ReplaySettings {
     int device = 0;
     std::uint64_t seed = 0;
     std::int64_t max_tensor_bytes = 0;  // 0: the device's free memory
+    int collective_timeout = 60;        // seconds; every rendezvous and collective (several ranks)
+    DistributedOptions distributed;     // set by the replay command when a launcher started it
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);

@@ -55,6 +55,10 @@ class ModuleBackend final : public Backend {
     }
     std::uint32_t end_capture(std::string& why) override { return backend_->end_capture(why); }
     void launch_graph(std::uint32_t graph) override { backend_->launch_graph(graph); }
+    bool runs_collectives() const override { return backend_->runs_collectives(); }
+    std::vector<std::string> all_gather_text(const std::string& mine) override {
+        return backend_->all_gather_text(mine);
+    }
 
   private:
     std::shared_ptr<const BackendModule> module_;

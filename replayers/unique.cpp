@@ -1,6 +1,10 @@
 // Unique mode: each unique kernel alone, warmup + timed runs, with the context its recorded
 // instances had (see Context in drivers.h).
+#include <map>
+#include <sstream>
+
 #include "plan.h"
+#include "replay/ranks.h"
 #include "session.h"
 
 namespace replay {
@@ -69,6 +73,33 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
     }
 }
 
+// Each rank's unique collectives differ (an all_to_all's sizes do), but every rank must run the
+// same collectives in the same order: the positions in the recorded order are rank 0's first
+// instance of each of its unique collectives, and every rank times its own collective at each.
+std::vector<Template> collective_templates(const Analysis& analysis, Session& session) {
+    const std::vector<CollectiveCall> calls = collective_schedule(analysis);
+    std::map<std::string, std::size_t> first;  // instance key -> position
+    std::string mine;
+    for (std::size_t i = 0; i < calls.size(); ++i)
+        if (first.emplace(analysis.recipes[calls[i].node].instance_key(), i).second)
+            mine += std::to_string(i) + " ";
+    const std::vector<std::string> all = session.backend().all_gather_text(mine);
+    std::vector<Template> templates;
+    std::istringstream chosen(all.front());
+    for (std::size_t i; chosen >> i;) {
+        if (i >= calls.size())
+            throw std::runtime_error("rank 0 times collective #" + std::to_string(i + 1) +
+                                     " of its trace; this rank's trace records " +
+                                     std::to_string(calls.size()));
+        const CollectiveCall& c = calls[i];
+        templates.push_back(Template{{analysis.recipes[c.node]},
+                                     {},
+                                     {session.kernel_index(c.kernel_id)},
+                                     {c.recorded_us}});
+    }
+    return templates;
+}
+
 }  // namespace
 
 Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOptions& options) {
@@ -78,6 +109,7 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
     detail::add_options(session.report(), options, true);
     run_templates(session,
                   detail::plan_unique(analysis, detail::kernel_of_nodes(analysis, session)));
+    if (backend.runs_collectives()) run_templates(session, collective_templates(analysis, session));
     Report report = session.finish("unique", 0);
     if (options.sequential_check) {
         if (options.progress) options.progress("sequential pass for comparison");
