@@ -16,7 +16,6 @@ std::optional<RankEnv> launched_rank() {
 
 DistributedOptions distributed_options(const RankEnv& env, const Analysis& analysis,
                                        int timeout_seconds) {
-    check_rank_trace(analysis.trace(), env);
     DistributedOptions o;
     o.rank = env.rank;
     o.world_size = env.world_size;
@@ -24,7 +23,14 @@ DistributedOptions distributed_options(const RankEnv& env, const Analysis& analy
     o.master_port = env.master_port;
     o.timeout_ms = timeout_seconds * 1000;
     o.trace = analysis.trace().source;
-    o.run_identity = run_identity(analysis);
+    try {
+        check_rank_trace(analysis.trace(), env);
+        o.run_identity = run_identity(analysis);
+    } catch (const std::runtime_error& e) {
+        // Published instead of an identity, so that every rank stops naming this one, instead of
+        // waiting for it at the rendezvous.
+        o.run_identity = std::string(kRankTraceProblem) + e.what();
+    }
     for (const CollectiveCall& c : collective_schedule(analysis))
         o.schedule.push_back(c.op + " " + std::to_string(c.recipe.in_nelems) + " " +
                              std::to_string(c.recipe.out_nelems) + " " +

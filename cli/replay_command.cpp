@@ -43,6 +43,11 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
         file = read_signature_file(s.kernel_file);
     }
     auto backend = settings.make_backend();
+    if (s.rank && !backend->runs_collectives())
+        throw std::runtime_error("rank " + std::to_string(s.rank->rank) + ": the " +
+                                 backend->environment().backend +
+                                 " backend does not run collectives: replay several ranks with "
+                                 "--backend cpu (c10d Gloo)");
     // Locked before the replay: a second run into this folder stops now, not after its replay.
     OutputFolder out(settings.out_dir);
     Timeline timeline;
@@ -61,6 +66,12 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
         out.remove_at_commit("replay_trace.json");  // an earlier sequential run's, not this one's
     out.commit();
     if (s.rank) {
+        // A failed collective broke the group: gathering the results would wait for the rank
+        // that is gone.
+        if (const std::string why = failed_collective(report); !why.empty()) {
+            write_report_summary(std::cout, report);
+            throw std::runtime_error(why);
+        }
         // Every rank takes part in the gathering; rank 0 writes the merged report beside the
         // ranks' folders.
         const std::string merged = s.settings.out_dir + "/collectives.json";
@@ -74,9 +85,6 @@ int run_replay(const ReplayState& s, const Analysis* analysis) {
         }
     }
     write_report_summary(std::cout, report);
-    if (s.rank)
-        if (const std::string why = failed_collective(report); !why.empty())
-            throw std::runtime_error(why);
     if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings.out_dir.c_str());
     return 0;
 }

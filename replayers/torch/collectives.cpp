@@ -52,6 +52,13 @@ std::string first_difference(const std::string& a, const std::string& b) {
     }
 }
 
+// libtorch's messages carry a C++ backtrace after their first line.
+std::string first_line(const std::exception& e) {
+    std::string why = e.what();
+    if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+    return why;
+}
+
 // Element i's share when n elements are cut into `parts` nearly equal parts.
 std::int64_t share(std::int64_t n, int parts, int i) {
     return n / parts + (i < n % parts ? 1 : 0);
@@ -114,7 +121,7 @@ Communicator::Communicator(const DistributedOptions& options) : state_(std::make
         throw std::runtime_error(s.who() + ": the rendezvous at " + where + " did not gather " +
                                  std::to_string(options.world_size) + " ranks within " +
                                  std::to_string(options.timeout_ms / 1000) +
-                                 " s (a rank did not start or died): " + e.what());
+                                 " s (a rank did not start or died): " + first_line(e));
     }
     std::string schedule;
     for (const auto& line : options.schedule) schedule += line + "\n";
@@ -124,23 +131,42 @@ Communicator::Communicator(const DistributedOptions& options) : state_(std::make
     s.store->set("replay/identity/" + me, bytes_of(options.trace + "\n" + options.run_identity));
     s.store->set("replay/schedule/" + me, bytes_of(schedule));
     std::vector<std::pair<std::string, std::string>> identities;  // trace, identity
-    try {
-        for (int r = 0; r < options.world_size; ++r) {
-            const std::string text = text_of(s.store->get("replay/identity/" + std::to_string(r)));
+    for (int r = 0; r < options.world_size; ++r) {
+        const std::string peer = std::to_string(r);
+        try {
+            const std::string text = text_of(s.store->get("replay/identity/" + peer));
             const auto nl = text.find('\n');
             identities.emplace_back(text.substr(0, nl),
                                     nl == std::string::npos ? "" : text.substr(nl + 1));
             std::vector<ScheduleLine> lines;
-            for (const auto& line :
-                 split_lines(text_of(s.store->get("replay/schedule/" + std::to_string(r)))))
+            for (const auto& line : split_lines(text_of(s.store->get("replay/schedule/" + peer))))
                 lines.push_back(parse_line(line));
             s.schedules.push_back(std::move(lines));
+        } catch (const std::exception& e) {
+            throw std::runtime_error(s.who() + ": rank " + peer +
+                                     " did not publish its trace's identity within " +
+                                     std::to_string(options.timeout_ms / 1000) +
+                                     " s (it failed to load its trace, or died): " + first_line(e));
         }
-    } catch (const std::exception& e) {
-        throw std::runtime_error(s.who() + ": a rank did not publish its trace's identity within " +
-                                 std::to_string(options.timeout_ms / 1000) + " s: " + e.what());
+    }
+    // Rank 0 holds the store: it waits until every rank has read what it needs, so that a rank
+    // about to stop with the message below does not see the store vanish first.
+    s.store->set("replay/checked/" + me, bytes_of("1"));
+    if (options.rank == 0) {
+        std::vector<std::string> keys;
+        for (int r = 0; r < options.world_size; ++r)
+            keys.push_back("replay/checked/" + std::to_string(r));
+        try {
+            s.store->wait(keys, s.timeout);
+        } catch (const std::exception& e) {
+            throw std::runtime_error(s.who() + ": not every rank read the run's identities within " +
+                                     std::to_string(options.timeout_ms / 1000) + " s: " + first_line(e));
+        }
     }
     // Every rank checks every rank, so that all of them stop with the same message.
+    for (const auto& [trace, identity] : identities)
+        if (identity.starts_with(kRankTraceProblem))
+            throw std::runtime_error(identity.substr(std::string_view(kRankTraceProblem).size()));
     for (int r = 1; r < options.world_size; ++r) {
         const auto& [trace, identity] = identities[static_cast<std::size_t>(r)];
         if (identity != identities[0].second)
@@ -222,7 +248,7 @@ Prepared Communicator::prepare(const CollectiveRecipe& recipe) {
         s.group(size);
     } catch (const std::exception& e) {
         p.disposition = Disposition::Failed;
-        p.reason = s.who() + ": " + op + ": " + e.what();
+        p.reason = s.who() + ": " + op + ": " + first_line(e);
         return p;
     }
     o.label = op + " " + std::to_string(recipe.in_nelems) + " x " + to_string(recipe.dtype) +
@@ -271,9 +297,8 @@ void Communicator::run(std::uint32_t handle) {
         for (auto& work : works) work->wait(s.timeout);
         if (o.op == "reduce_scatter") (void)o.out.view({o.group_size, -1}).sum(0);
     } catch (const std::exception& e) {
-        std::string why = e.what();
-        if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
-        s.broken = what + " failed";
+        const std::string why = first_line(e);
+        s.broken = what + " failed: " + why;
         throw std::runtime_error(what + " failed within the " +
                                  std::to_string(s.o.timeout_ms / 1000) +
                                  " s timeout: a peer died or replays another trace: " + why);
@@ -287,8 +312,16 @@ std::vector<std::string> Communicator::all_gather_text(const std::string& mine) 
     const std::string round = std::to_string(++s.exchanges);
     s.store->set("replay/text/" + round + "/" + std::to_string(s.o.rank), bytes_of(mine));
     std::vector<std::string> all;
-    for (int r = 0; r < s.o.world_size; ++r)
-        all.push_back(text_of(s.store->get("replay/text/" + round + "/" + std::to_string(r))));
+    for (int r = 0; r < s.o.world_size; ++r) {
+        try {
+            all.push_back(text_of(s.store->get("replay/text/" + round + "/" + std::to_string(r))));
+        } catch (const std::exception& e) {
+            throw std::runtime_error(s.who() + ": rank " + std::to_string(r) +
+                                     " did not send its results within " +
+                                     std::to_string(s.o.timeout_ms / 1000) +
+                                     " s (it stopped or died): " + first_line(e));
+        }
+    }
     return all;
 }
 

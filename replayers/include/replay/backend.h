@@ -85,6 +85,7 @@ struct Environment {
 // One rank of a multi-process replay (ranks.h): the backend joins the others through a TCPStore
 // at master_addr:master_port and runs tier-4 recipes as c10d collectives. world_size 1: no
 // collectives run.
+inline constexpr const char* kRankTraceProblem = "!problem: ";
 struct DistributedOptions {
     int rank = 0;
     int world_size = 1;
@@ -92,7 +93,9 @@ struct DistributedOptions {
     int master_port = 29500;
     int timeout_ms = 60000;    // every rendezvous and every collective waits at most this long
     std::string trace;         // this rank's trace file, named in errors
-    std::string run_identity;  // ranks.h run_identity(); every rank's must equal rank 0's
+    // ranks.h run_identity(); every rank's must equal rank 0's. kRankTraceProblem and a message:
+    // this rank's trace is not its own (check_rank_trace); every rank stops with the message.
+    std::string run_identity;
     // One line per recorded collective in issue order: "op in_nelems out_nelems group_size"; peers
     // size an all_to_all's splits from each other's lines.
     std::vector<std::string> schedule;
