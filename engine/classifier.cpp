@@ -318,37 +318,6 @@ CopyRecipe copy_from(const GpuActivity& a, std::string_view name) {
     return copy;
 }
 
-std::int64_t elements_of(const OpArgument& a) {
-    std::int64_t n = 1;
-    for (std::int64_t d : a.dims) n *= d;
-    return n;
-}
-
-// Traces before PyTorch 2.1 have no collective args on the kernel; the `nccl:<op>` annotation
-// around it records the input's dims and dtype, and c10d's *_base_ ops (output, input) both sizes.
-// The kernel's name says less (an all_to_all runs as SendRecv, in int8).
-void collective_from_ops(const Context& c, CollectiveRecipe& r) {
-    const auto& names = c.trace().names;
-    for (std::uint32_t op : c.chain) {
-        const std::string_view name = c.op_name(op);
-        const OpShapes* s = c.shapes(op);
-        if (s == nullptr || s->inputs.empty()) continue;
-        if (name.starts_with("nccl:") && r.in_nelems < 0 && !s->inputs[0].dims.empty()) {
-            if (c.activity.collective == StringPool::kEmpty) r.collective = name.substr(5);
-            r.in_nelems = r.out_nelems = elements_of(s->inputs[0]);
-            if (const DType t = dtype_from_kineto(names.view(s->inputs[0].type));
-                t != DType::Unknown)
-                r.dtype = t;
-        } else if (name.starts_with("c10d::") && name.find("_base_") != std::string_view::npos &&
-                   s->inputs.size() >= 2 && !s->inputs[0].dims.empty() &&
-                   !s->inputs[1].dims.empty()) {
-            r.out_nelems = elements_of(s->inputs[0]);
-            r.in_nelems = elements_of(s->inputs[1]);
-        }
-    }
-    if (r.group_size < 0 && r.in_nelems >= 0) r.group_size = c.trace().meta.world_size;
-}
-
 CollectiveRecipe collective_from(const Context& c) {
     CollectiveRecipe r;
     const auto& names = c.trace().names;
@@ -363,7 +332,6 @@ CollectiveRecipe collective_from(const Context& c) {
     r.out_nelems = c.activity.out_nelems;
     r.group_size = c.activity.group_size;
     r.dtype = dtype_from_kineto(names.view(c.activity.collective_dtype));
-    if (r.in_nelems < 0) collective_from_ops(c, r);
     for (auto [suffix, dtype] :
          {std::pair{"_float", DType::Float32}, std::pair{"_half", DType::Float16},
           std::pair{"_bf16", DType::BFloat16}, std::pair{"_int8_t", DType::Int8}})

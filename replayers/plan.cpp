@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "replay/ranks.h"
 #include "session.h"
 
 namespace replay {
@@ -66,7 +67,10 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
     std::vector<PlannedStep> plan;
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = steps[s];
-        Prepared& prepared = session.prepare(analysis.recipes[step.issue_node]);
+        const Recipe& recorded = analysis.recipes[step.issue_node];
+        Prepared& prepared = session.prepare(recorded.tier == Tier::Collective
+                                                 ? collective_recipe(analysis, step.issue_node)
+                                                 : recorded);
         PlannedStep p;
         for (auto n : step.nodes) {
             p.kernels.push_back(kernel_of[n]);

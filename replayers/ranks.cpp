@@ -55,7 +55,42 @@ bool natural_less(const std::string& a, const std::string& b) {
     return a.size() - i < b.size() - j;
 }
 
+std::int64_t elements_of(const OpArgument& a) {
+    std::int64_t n = 1;
+    for (std::int64_t d : a.dims) n *= d;
+    return n;
+}
+
 }  // namespace
+
+Recipe collective_recipe(const Analysis& analysis, std::uint32_t node) {
+    Recipe recipe = analysis.recipes[node];
+    auto* r = std::get_if<CollectiveRecipe>(&recipe.detail);
+    if (r == nullptr || r->in_nelems >= 0) return recipe;
+    const Trace& t = analysis.trace();
+    const GpuActivity& a = t.activities[analysis.graph.nodes()[node].activity];
+    for (std::uint32_t i : analysis.graph.op_chain(analysis.graph.nodes()[node])) {
+        const CpuOp& op = t.cpu_ops[i];
+        if (op.shapes == kNoIndex) continue;
+        const OpShapes& s = t.op_shapes[op.shapes];
+        const std::string_view name = t.names.view(op.name);
+        if (s.inputs.empty() || s.inputs[0].dims.empty()) continue;
+        if (name.starts_with("nccl:") && r->in_nelems < 0) {
+            // The kernel's name says less: an all_to_all runs as SendRecv, in int8.
+            if (a.collective == StringPool::kEmpty) r->collective = name.substr(5);
+            r->in_nelems = r->out_nelems = elements_of(s.inputs[0]);
+            if (const DType d = dtype_from_kineto(t.names.view(s.inputs[0].type));
+                d != DType::Unknown)
+                r->dtype = d;
+        } else if (name.starts_with("c10d::") && name.find("_base_") != std::string_view::npos &&
+                   s.inputs.size() >= 2 && !s.inputs[1].dims.empty()) {
+            r->out_nelems = elements_of(s.inputs[0]);
+            r->in_nelems = elements_of(s.inputs[1]);
+        }
+    }
+    if (r->group_size < 0 && r->in_nelems >= 0) r->group_size = t.meta.world_size;
+    return recipe;
+}
 
 std::optional<RankEnv> discover_rank(const GetEnv& getenv) {
     struct Launcher {
@@ -151,7 +186,7 @@ std::vector<CollectiveCall> collective_schedule(const Analysis& analysis) {
     for (const UniqueKernel& k : analysis.kernels) {
         if (k.recipe.tier != Tier::Collective) continue;
         for (std::uint32_t node : k.nodes) {
-            const Recipe& recipe = analysis.recipes[node];
+            const Recipe recipe = collective_recipe(analysis, node);
             const auto* c = std::get_if<CollectiveRecipe>(&recipe.detail);
             if (c == nullptr) continue;
             const GpuActivity& a = analysis.trace().activities[graph.nodes()[node].activity];

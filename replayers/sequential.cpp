@@ -390,7 +390,7 @@ void SequentialReplay::run(Timeline* timeline) {
     result.recorded = recorded_;
     {
         TimedPhase timed(backend_);
-        for (int it = 1; it <= std::max(1, options_.iterations); ++it)
+        for (int it = 1; it <= std::max(1, options_.iterations) && session_.stopped().empty(); ++it)
             result.iterations.push_back(timed_iteration(it, timeline));
         result.first_uses = backend_.first_uses();
     }

@@ -83,6 +83,8 @@ bool Session::try_issue(Prepared& p, const std::vector<std::size_t>& kernels, in
     } catch (const std::exception& e) {
         p.disposition = Disposition::Failed;
         p.reason = e.what();
+        // Several ranks: only a collective throws from issue(), and its group is broken.
+        if (backend_.runs_collectives() && stopped_.empty()) stopped_ = e.what();
         for (std::size_t k : kernels) mark(k, p);
         return false;
     }

@@ -30,6 +30,8 @@ class Session {
     void mark(std::size_t kernel, const Prepared& prepared);
     void add_sample(std::size_t kernel, const TimedActivity& activity);
 
+    // Why the replay stopped early (a collective failed: every later one would too); "" if not.
+    const std::string& stopped() const { return stopped_; }
     std::size_t kernel_index(const std::string& id) const { return index_.at(id); }
     Report& report() { return report_; }
     Backend& backend() { return backend_; }
@@ -45,6 +47,7 @@ class Session {
     std::unordered_map<std::string, std::size_t> index_;
     std::unordered_map<std::string, Prepared> prepared_;
     std::set<std::string> notes_;
+    std::string stopped_;
 };
 
 // Groups timed activities by tag, each group in start order.

@@ -21,6 +21,7 @@ void run_templates(Session& session, const std::vector<Template>& templates) {
     backend.set_stream_count(1);
     std::size_t done = 0;
     for (const Template& t : templates) {
+        if (!session.stopped().empty()) break;
         ++done;
         struct Ready {
             Prepared* work;
@@ -81,7 +82,7 @@ std::vector<Template> collective_templates(const Analysis& analysis, Session& se
     std::map<std::string, std::size_t> first;  // instance key -> position
     std::string mine;
     for (std::size_t i = 0; i < calls.size(); ++i)
-        if (first.emplace(analysis.recipes[calls[i].node].instance_key(), i).second)
+        if (first.emplace(collective_recipe(analysis, calls[i].node).instance_key(), i).second)
             mine += std::to_string(i) + " ";
     const std::vector<std::string> all = session.backend().all_gather_text(mine);
     std::vector<Template> templates;
@@ -92,7 +93,7 @@ std::vector<Template> collective_templates(const Analysis& analysis, Session& se
                                      " of its trace; this rank's trace records " +
                                      std::to_string(calls.size()));
         const CollectiveCall& c = calls[i];
-        templates.push_back(Template{{analysis.recipes[c.node]},
+        templates.push_back(Template{{collective_recipe(analysis, c.node)},
                                      {},
                                      {session.kernel_index(c.kernel_id)},
                                      {c.recorded_us}});

@@ -49,6 +49,11 @@ std::string run_identity(const Analysis& analysis);
 // this rank of a world of this size.
 void check_rank_trace(const Trace& trace, const RankEnv& env);
 
+// Node `node`'s recipe; for a collective whose kernel args record no message size (PyTorch before
+// 2.1), with the sizes and dtype of the `nccl:<op>` annotation around it (the input) and c10d's
+// *_base_ op (output, input), and the recorded world as its group.
+Recipe collective_recipe(const Analysis& analysis, std::uint32_t node);
+
 // A recorded collective on one rank, in that rank's issue order.
 struct CollectiveCall {
     std::uint32_t node = 0;       // graph node of its kernel
