@@ -95,7 +95,7 @@ void gather_collectives(const RankEnv& env, const Analysis& analysis, const Repo
     }
     JsonWriter w(*rank0_out);
     w.begin_object();
-    w.field("schema", "replay-collectives/1");
+    w.field("schema", "replay.collectives/1");
     w.field("mode", report.mode);
     w.field("world_size", env.world_size);
     w.field("busbw", "nccl-tests: algbw x 2(n-1)/n all_reduce, (n-1)/n all_gather, "

@@ -4,7 +4,7 @@ traces/public/param/dlrm_kineto.tar.gz replayed by 8 `replay` processes that a p
 (scripts/launch_ranks.py, torchrun's environment) starts, in sequential and unique mode; then a rank
 whose trace is from another run, and a rank killed mid-replay: every other rank must stop with one
 error naming the rank (or the op) well within the collective timeout, never hang."""
-import json, os, re, shutil, sys, tarfile, tempfile
+import json, os, re, shutil, subprocess, sys, tarfile, tempfile
 
 replay, root = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(root, "scripts"))
@@ -53,6 +53,10 @@ try:
             collectives = [k for k in report["kernels"] if k["tier"] == 4]
             check(collectives and all(k["samples_us"] for k in collectives),
                   f"{mode}: rank {r} replayed all {len(collectives)} of its unique collectives")
+        r = subprocess.run([sys.executable, os.path.join(root, "tests/tools/validate_schema.py"),
+                            os.path.join(out, "collectives.json"),
+                            os.path.join(root, "schemas/collectives.schema.json")], capture_output=True, text=True)
+        check(r.returncode == 0, f"{mode}: collectives.json matches its schema {r.stdout[-300:]}{r.stderr[-300:]}")
         merged = json.load(open(os.path.join(out, "collectives.json")))
         ops = [c["op"] for c in merged["collectives"]]
         check(merged["world_size"] == 8 and ops.count("all_to_all") == 5 and ops.count("all_reduce") == 3,
