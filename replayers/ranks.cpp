@@ -112,6 +112,9 @@ std::optional<RankEnv> discover_rank(const GetEnv& getenv) {
         if (const char* addr = getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0')
             env.master_addr = addr;
         env.master_port = env_int(getenv, "MASTER_PORT", env.master_port);
+        if (const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE"))
+            env.agent_store = std::string_view(agent) == "True";
+        if (env.agent_store) ++env.master_port;
         if (env.world_size < 1 || env.rank < 0 || env.rank >= env.world_size)
             throw std::invalid_argument(std::string(l.name) + " set " + l.rank + "=" +
                                         std::to_string(env.rank) + " outside " + l.size + "=" +

@@ -31,6 +31,12 @@ TEST(DiscoverRank, Torchrun) {
     EXPECT_EQ(env->local_rank, 1);
     EXPECT_EQ(env->master_addr, "node7");
     EXPECT_EQ(env->master_port, 29123);
+    EXPECT_FALSE(env->agent_store);
+    auto elastic = discover_rank(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"},
+                                         {"TORCHELASTIC_USE_AGENT_STORE", "True"}}));
+    ASSERT_TRUE(elastic);
+    EXPECT_TRUE(elastic->agent_store);
+    EXPECT_EQ(elastic->master_port, 29501);  // beside torchrun's own store
 }
 
 TEST(DiscoverRank, MpirunAndSrunWithDefaultRendezvous) {

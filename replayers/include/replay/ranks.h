@@ -25,6 +25,10 @@ struct RankEnv {
     int local_rank = 0;
     std::string master_addr = "127.0.0.1";
     int master_port = 29500;
+    // torchrun's agent already serves its own TCPStore at MASTER_ADDR:MASTER_PORT
+    // (TORCHELASTIC_USE_AGENT_STORE=True), from a Python torch whose store protocol may not be
+    // this libtorch's: the replay's store is then rank 0's at MASTER_PORT + 1.
+    bool agent_store = false;
 };
 
 using GetEnv = std::function<const char*(const char*)>;
