@@ -2,12 +2,14 @@
 // replay, write report.json, kernels.csv (and replay_trace.json in sequential mode; target.json
 // with --target), print the summary.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
 #include "html_output.h"
 #include "output_files.h"
+#include "rank_run.h"
 #include "replay/kernels_csv.h"
 #include "replay/report_json.h"
 #include "replay/report_summary.h"
@@ -26,11 +28,19 @@ struct ReplayState {
     std::string kernel_file;
     bool html = false;
     std::string target;  // --target: B's recording of the same workload
+    std::optional<RankEnv> rank;  // one of several processes, started by a launcher
 };
 
 int run_replay(const ReplayState& s, Analysis* analysis) {
     const bool quiet = s.load.quiet;
-    const ReplaySettings& settings = s.settings;
+    ReplaySettings settings = s.settings;
+    if (s.rank) {
+        if (analysis == nullptr)
+            throw std::runtime_error("several ranks replay traces, not --kernels files");
+        settings.distributed =
+            distributed_options(*s.rank, *analysis, settings.collective_timeout);
+        settings.out_dir += "/rank" + std::to_string(s.rank->rank);
+    }
     SignatureFile file;
     if (analysis == nullptr) {
         if (settings.mode != "unique")
@@ -47,6 +57,11 @@ int run_replay(const ReplayState& s, Analysis* analysis) {
         target = load_trace(s.target, plain);
     }
     auto backend = settings.make_backend();
+    if (s.rank && !backend->runs_collectives())
+        throw std::runtime_error("rank " + std::to_string(s.rank->rank) + ": the " +
+                                 backend->environment().backend +
+                                 " backend does not run collectives: replay several ranks with "
+                                 "--backend cpu (c10d Gloo)");
     if (analysis != nullptr) {
         // Distinct buffers for every inferred parameter must fit beside the activations.
         const std::int64_t device = backend->environment().total_memory;
@@ -90,6 +105,25 @@ int run_replay(const ReplayState& s, Analysis* analysis) {
         out.remove_at_commit("report.html");  // an earlier --html run's, not this one's
     }
     out.commit();
+    if (s.rank) {
+        // A failed collective broke the group: gathering the results would wait for the rank
+        // that is gone.
+        if (const std::string why = failed_collective(report); !why.empty()) {
+            write_report_summary(std::cout, report);
+            throw std::runtime_error(why);
+        }
+        // Every rank takes part in the gathering; rank 0 writes the merged report beside the
+        // ranks' folders.
+        const std::string merged = s.settings.out_dir + "/collectives.json";
+        if (s.rank->rank == 0) {
+            std::ofstream file(merged);
+            gather_collectives(*s.rank, *analysis, report, *backend, &file);
+            if (!file) throw std::runtime_error("cannot write " + merged);
+            if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", merged.c_str());
+        } else {
+            gather_collectives(*s.rank, *analysis, report, *backend, nullptr);
+        }
+    }
     write_report_summary(std::cout, report);
     if (target) print_target_summary(std::cout, against);
     if (!quiet) std::fprintf(stderr, "replay: wrote %s\n", settings.out_dir.c_str());
@@ -125,8 +159,12 @@ Command add_replay_command(CLI::App& app) {
                     throw std::runtime_error(
                         "give either a TRACE or --kernels FILE, not both (--kernels replays the "
                         "unique kernels of a signature file, without the trace)");
+                s->rank = launched_rank();
+                std::string trace = s->trace;
+                if (s->rank && !trace.empty())
+                    trace = rank_trace_path(trace, s->rank->rank, s->rank->world_size);
                 std::unique_ptr<Analysis> analysis;
-                if (!s->trace.empty()) analysis = load_trace(s->trace, s->load);
+                if (!trace.empty()) analysis = load_trace(trace, s->load);
                 return run_replay(*s, analysis.get());
             }};
 }

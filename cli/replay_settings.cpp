@@ -50,6 +50,12 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                  "consumers', so consumers would read activations from memory)");
     app.add_flag("--no-sequential-check", no_sequential_check,
                  "unique: skip the sequential pass that the predicted total is compared with");
+    app.add_option("--collective-timeout", collective_timeout,
+                   "several ranks (started by torchrun, mpirun or srun): seconds that the "
+                   "rendezvous and every collective may wait for the other ranks before the "
+                   "replay stops with an error naming the rank and the op")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
     add_device_options(app);
     add_energy_options(app);
 }
@@ -150,7 +156,8 @@ void ReplaySettings::add_device_options(CLI::App& app) {
                    "worker: the device work runs in a worker process, so that a device fault "
                    "(a device-side assert, an illegal address, a crash) or a run past its time "
                    "limit fails that kernel, the worker is restarted and the replay goes on; "
-                   "none: in this process (a fault ends the replay)")
+                   "none: in this process (a fault ends the replay). Several ranks always "
+                   "replay in this process")
         ->check(CLI::IsMember({"worker", "none"}))
         ->capture_default_str();
     app.add_option("--kernel-timeout", kernel_timeout_s,
@@ -200,7 +207,11 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
 
 std::unique_ptr<Backend> ReplaySettings::make_backend() const {
     // --energy polls the board's counter between launches: in this process, beside the device.
-    if (isolation == "none" || energy) return make_backend_here();
+    // Several ranks: the backend joins its peers' c10d group when it is made, and a worker
+    // restarted after a fault would have to rejoin a group whose other ranks are inside a
+    // collective. The group lives in this process instead: a crash ends this rank, and its peers
+    // fail their next collective at once, naming it.
+    if (isolation == "none" || energy || distributed.world_size > 1) return make_backend_here();
     WorkerOptions worker;
     worker.kernel_timeout_s = kernel_timeout_s;
     std::string why;
@@ -226,6 +237,7 @@ std::unique_ptr<Backend> ReplaySettings::make_backend_here() const {
     options.seed = seed;
     options.use_cupti = !no_cupti;
     options.max_tensor_bytes = max_tensor_bytes;
+    options.distributed = distributed;
     std::string why_cuda, why_cpu;
     if (backend == "cuda" || backend == "auto") {
         auto b = make_cuda_backend(options, why_cuda);

@@ -43,6 +43,8 @@ struct ReplaySettings {
     double kernel_timeout_s = 10;
     bool nvtx = false;
     std::vector<std::string> only;  // unique mode: these unique-kernel ids alone
+    int collective_timeout = 60;        // seconds; every rendezvous and collective (several ranks)
+    DistributedOptions distributed;     // set by the replay command when a launcher started it
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);

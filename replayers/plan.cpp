@@ -6,18 +6,20 @@
 #include <string>
 #include <unordered_map>
 
+#include "replay/ranks.h"
 #include "session.h"
 
 namespace replay {
 
-std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes) {
+std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes,
+                             bool collectives) {
     std::vector<Step> steps;
     std::unordered_map<std::uint32_t, std::size_t> last_step_of_op;  // op instance -> step
     std::unordered_map<std::uint32_t, std::size_t> last_step_of_stream;  // stream slot -> step
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
         const Recipe& r = recipes[n];
-        if (!r.replayable() || r.tier == Tier::Collective) continue;
+        if (!r.replayable() || (r.tier == Tier::Collective && !collectives)) continue;
         const std::uint32_t op = nodes[n].op;
         auto previous = op == kNoIndex ? last_step_of_op.end() : last_step_of_op.find(op);
         const bool same_op = previous != last_step_of_op.end();
@@ -70,11 +72,15 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
     for (std::size_t n = 0; n < nodes.size(); ++n)
         origin = n == 0 ? graph.launch_time(nodes[n]) : std::min(origin, graph.launch_time(nodes[n]));
 
-    const std::vector<Step> steps = plan_steps(graph, analysis.recipes);
+    const std::vector<Step> steps =
+        plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
     std::vector<PlannedStep> plan;
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = steps[s];
-        Prepared& prepared = session.prepare(analysis.recipes[step.issue_node]);
+        const Recipe& recorded = analysis.recipes[step.issue_node];
+        Prepared& prepared = session.prepare(recorded.tier == Tier::Collective
+                                                 ? collective_recipe(analysis, step.issue_node)
+                                                 : recorded);
         PlannedStep p;
         for (auto n : step.nodes) {
             p.kernels.push_back(kernel_of[n]);

@@ -442,7 +442,8 @@ void SequentialReplay::run(Timeline* timeline) {
     result.recorded = recorded_;
     {
         TimedPhase timed(backend_);
-        for (int it = 1; it <= std::max(1, options_.iterations); ++it) {
+        for (int it = 1; it <= std::max(1, options_.iterations) && session_.stopped().empty();
+             ++it) {
             if (energy_ != nullptr && it == std::max(1, options_.iterations))
                 last_iteration_s_ = energy_->now_s();
             result.iterations.push_back(timed_iteration(it, timeline));
@@ -469,6 +470,14 @@ void SequentialReplay::run(Timeline* timeline) {
 
 void SequentialReplay::measure_energy() {
     if (energy_ == nullptr || !energy_->available() || units_.empty()) return;
+    if (backend_.runs_collectives()) {
+        // The windows loop the step as many times as this rank's timing says: ranks would issue
+        // different numbers of collectives and wait on each other until the timeout.
+        session_.report().energy.notes.push_back(
+            "the step's energy is not measured with several ranks (its collectives would not "
+            "match across ranks)");
+        return;
+    }
     if (options_.progress) options_.progress("energy: the step looped through the windows");
     if (options_.pace == Pace::Recorded)
         session_.report().energy.notes.push_back(

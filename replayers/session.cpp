@@ -65,9 +65,11 @@ Session::Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
         r.outcome = !k.recipe.replayable()    ? KernelOutcome::NotReplayable
                     : k.recipe.issued_with_op ? KernelOutcome::IssuedWithOp
                                               : KernelOutcome::Pending;
-        if (k.recipe.tier == Tier::Collective) {
+        if (k.recipe.tier == Tier::Collective && !backend.runs_collectives()) {
             r.outcome = KernelOutcome::Skipped;
-            r.reason = "collectives need every rank: multi-process NCCL replay is not implemented";
+            r.reason =
+                "collectives need every rank: start one replay per rank with torchrun, mpirun or "
+                "srun";
         }
         if (k.kind == ActivityKind::Kernel) report_.totals.recorded_kernel_us += k.recorded_us.sum;
         index_[k.id] = report_.kernels.size();
@@ -79,7 +81,7 @@ Prepared& Session::prepare(const Recipe& recipe) {
     const std::string key = recipe.instance_key();
     auto it = prepared_.find(key);
     if (it == prepared_.end()) {
-        if (recipe.tier == Tier::Collective) {
+        if (recipe.tier == Tier::Collective && !backend_.runs_collectives()) {
             it = prepared_
                      .emplace(key, Prepared{Disposition::Skipped, "collectives need every rank", 0})
                      .first;
@@ -118,6 +120,8 @@ bool Session::try_issue(Prepared& p, const std::vector<std::size_t>& kernels, in
     } catch (const std::exception& e) {
         p.disposition = Disposition::Failed;
         p.reason = e.what();
+        // Several ranks: only a collective throws from issue(), and its group is broken.
+        if (backend_.runs_collectives() && stopped_.empty()) stopped_ = e.what();
         for (std::size_t k : kernels) mark(k, p);
         return false;
     }

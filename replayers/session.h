@@ -42,6 +42,8 @@ class Session {
     // The iteration that NVTX ranges name from now on (DriverOptions::nvtx).
     void set_iteration(int iteration) { iteration_ = iteration; }
 
+    // Why the replay stopped early (a collective failed: every later one would too); "" if not.
+    const std::string& stopped() const { return stopped_; }
     std::size_t kernel_index(const std::string& id) const { return index_.at(id); }
     Report& report() { return report_; }
     Backend& backend() { return backend_; }
@@ -66,6 +68,7 @@ class Session {
         std::string first_reason;
     };
     std::unordered_map<std::size_t, Misses> misses_;  // by kernel index
+    std::string stopped_;
 };
 
 // Groups timed activities by tag, each group in start order.

@@ -2,10 +2,13 @@
 // instances had (see Context in drivers.h).
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "energy_run.h"
 #include "plan.h"
+#include "replay/ranks.h"
 #include "session.h"
 
 namespace replay {
@@ -100,6 +103,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     backend.set_stream_count(1);
     std::size_t done = 0;
     for (const Template& t : templates) {
+        if (!session.stopped().empty()) break;
         ++done;
         struct Ready {
             Prepared* work;
@@ -189,6 +193,33 @@ std::vector<Template> only_selected(Session& session, std::vector<Template> temp
     return kept;
 }
 
+// Each rank's unique collectives differ (an all_to_all's sizes do), but every rank must run the
+// same collectives in the same order: the positions in the recorded order are rank 0's first
+// instance of each of its unique collectives, and every rank times its own collective at each.
+std::vector<Template> collective_templates(const Analysis& analysis, Session& session) {
+    const std::vector<CollectiveCall> calls = collective_schedule(analysis);
+    std::map<std::string, std::size_t> first;  // instance key -> position
+    std::string mine;
+    for (std::size_t i = 0; i < calls.size(); ++i)
+        if (first.emplace(collective_recipe(analysis, calls[i].node).instance_key(), i).second)
+            mine += std::to_string(i) + " ";
+    const std::vector<std::string> all = session.backend().all_gather_text(mine);
+    std::vector<Template> templates;
+    std::istringstream chosen(all.front());
+    for (std::size_t i; chosen >> i;) {
+        if (i >= calls.size())
+            throw std::runtime_error("rank 0 times collective #" + std::to_string(i + 1) +
+                                     " of its trace; this rank's trace records " +
+                                     std::to_string(calls.size()));
+        const CollectiveCall& c = calls[i];
+        templates.push_back(Template{{collective_recipe(analysis, c.node)},
+                                     {},
+                                     {session.kernel_index(c.kernel_id)},
+                                     {c.recorded_us}});
+    }
+    return templates;
+}
+
 }  // namespace
 
 Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOptions& options) {
@@ -203,6 +234,13 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
                   only_selected(session, detail::plan_unique(
                                               analysis, detail::kernel_of_nodes(analysis, session))),
                   energy.get());
+    // Collectives after the kernels, on every rank alike. --only times the selected kernels of
+    // this rank's trace, which other ranks' selections need not match: a collective that one rank
+    // skips would leave the others waiting, so with --only none runs (only_selected marked them).
+    // Nor are they measured for energy: the windows size their batches from this rank's times, so
+    // ranks would issue different numbers of collectives.
+    if (backend.runs_collectives() && options.only.empty())
+        run_templates(session, collective_templates(analysis, session), nullptr);
     Report report = session.finish("unique", 0);
     if (options.sequential_check && options.only.empty()) {
         if (options.progress) options.progress("sequential pass for comparison");

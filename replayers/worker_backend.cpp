@@ -159,6 +159,12 @@ class WorkerBackend final : public Backend {
     }
     FaultReport take_faults() override { return std::exchange(faults_, {}); }
 
+    // Several ranks replay in their own process (ReplaySettings::make_backend): a worker restarted
+    // after a fault could not rejoin a c10d group whose other ranks are inside a collective. So a
+    // worker never runs collectives, and its text is its own.
+    bool runs_collectives() const override { return false; }
+    std::vector<std::string> all_gather_text(const std::string& mine) override { return {mine}; }
+
     void set_phase(Phase phase) override {
         phase_ = phase;
         if (dead_.empty()) send_phase();

@@ -6,4 +6,4 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config python3 python3-jsonschema zstd \
-  libsimdjson-dev libzstd-dev zlib1g-dev libcli11-dev libyaml-cpp-dev libgtest-dev libbenchmark-dev libtorch-dev
+  libsimdjson-dev libzstd-dev zlib1g-dev libcli11-dev libyaml-cpp-dev libgtest-dev libbenchmark-dev libtorch-dev libgloo-dev

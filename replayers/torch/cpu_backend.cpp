@@ -17,6 +17,7 @@
 #include <utility>
 #include <variant>
 
+#include "collectives.h"
 #include "replay/backend.h"
 #include "replay/tensor_budget.h"
 #include "replay/torch_ops.h"
@@ -71,7 +72,10 @@ class CpuBackend final : public Backend {
   public:
     explicit CpuBackend(const BackendOptions& options)
         : runner_(TorchDevice{TorchDevice::Kind::Cpu, 0}, options.seed, options.dataflow),
-          max_tensor_bytes_(options.max_tensor_bytes) {}
+          max_tensor_bytes_(options.max_tensor_bytes) {
+        if (options.distributed.world_size > 1)
+            comm_ = std::make_unique<Communicator>(options.distributed);
+    }
 
     Environment environment() const override {
         Environment env;
@@ -87,6 +91,7 @@ class CpuBackend final : public Backend {
         env.notes.push_back("timings are whole ops on the host clock, including dispatch overhead");
         if (auto blas = blas_note(); !blas.empty()) env.notes.push_back(std::move(blas));
         for (auto& note : runner_.notes()) env.notes.push_back(std::move(note));
+        if (comm_) env.notes.push_back("collectives: " + comm_->description());
         if (failed_runs_ > 0)
             env.notes.push_back(std::to_string(failed_runs_) +
                                 " issued runs failed; first: " + first_failure_);
@@ -117,6 +122,12 @@ class CpuBackend final : public Backend {
                     return runner_.prepare(*aten);
                 break;
             case Tier::Collective:
+                if (const auto* c = std::get_if<CollectiveRecipe>(&recipe.detail);
+                    c != nullptr && comm_) {
+                    result = comm_->prepare(*c);
+                    result.handle |= kCollectiveHandle;
+                    return result;
+                }
                 result.reason = "collectives need several processes";
                 return result;
             case Tier::Triton:
@@ -136,6 +147,15 @@ class CpuBackend final : public Backend {
     }  // one host thread runs every stream in issue order
 
     void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
+        if (handle & kCollectiveHandle) {
+            // A failed collective is fatal to the replay: it throws to the driver.
+            const std::uint32_t h = handle & ~kCollectiveHandle;
+            const std::int64_t start = now_ns();
+            comm_->run(h);
+            activities_.push_back(
+                TimedActivity{tag, comm_->label(h), start, now_ns(), stream, false, false});
+            return;
+        }
         const std::int64_t start = now_ns();
         const std::string error = runner_.run(handle);
         const std::int64_t end = now_ns();
@@ -195,7 +215,14 @@ class CpuBackend final : public Backend {
 
     std::vector<TimedActivity> collect() override { return std::exchange(activities_, {}); }
 
+    bool runs_collectives() const override { return comm_ != nullptr; }
+    std::vector<std::string> all_gather_text(const std::string& mine) override {
+        return comm_ ? comm_->all_gather_text(mine) : std::vector<std::string>{mine};
+    }
+
   private:
+    static constexpr std::uint32_t kCollectiveHandle = 0x80000000u;
+    std::unique_ptr<Communicator> comm_;
     TorchOpRunner runner_;
     std::int64_t max_tensor_bytes_ = 0;
     std::vector<TimedActivity> activities_;

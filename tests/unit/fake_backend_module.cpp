@@ -42,6 +42,10 @@ class FakeBackend final : public replay::Backend {
         return 0;
     }
     void launch_graph(std::uint32_t) override {}
+    bool runs_collectives() const override { return true; }
+    std::vector<std::string> all_gather_text(const std::string& mine) override {
+        return {"fake rank 0", mine};
+    }
 
   private:
     std::string named_;

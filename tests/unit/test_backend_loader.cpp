@@ -111,6 +111,8 @@ TEST(BackendLoader, EveryCallReachesTheModulesBackend) {
     EXPECT_EQ(backend->first_uses(), std::vector<std::string>{"named: k1 gemm (iteration 2)"});
     EXPECT_EQ(backend->energy_meter(why), nullptr);
     EXPECT_EQ(why, "asked the fake module's backend");
+    EXPECT_TRUE(backend->runs_collectives());
+    EXPECT_EQ(backend->all_gather_text("mine"), (std::vector<std::string>{"fake rank 0", "mine"}));
 }
 
 TEST(BackendLoader, BackendThatCannotRunHereSaysWhy) {

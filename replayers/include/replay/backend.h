@@ -102,7 +102,27 @@ struct FaultReport {
     int restarts = 0;
 };
 
+// One rank of a multi-process replay (ranks.h): the backend joins the others through a TCPStore
+// at master_addr:master_port and runs tier-4 recipes as c10d collectives. world_size 1: no
+// collectives run.
+inline constexpr const char* kRankTraceProblem = "!problem: ";
+struct DistributedOptions {
+    int rank = 0;
+    int world_size = 1;
+    std::string master_addr = "127.0.0.1";
+    int master_port = 29500;
+    int timeout_ms = 60000;    // every rendezvous and every collective waits at most this long
+    std::string trace;         // this rank's trace file, named in errors
+    // ranks.h run_identity(); every rank's must equal rank 0's. kRankTraceProblem and a message:
+    // this rank's trace is not its own (check_rank_trace); every rank stops with the message.
+    std::string run_identity;
+    // One line per recorded collective in issue order: "op in_nelems out_nelems group_size"; peers
+    // size an all_to_all's splits from each other's lines.
+    std::vector<std::string> schedule;
+};
+
 struct BackendOptions {
+    DistributedOptions distributed;
     int device = 0;
     std::uint64_t seed = 0;
     bool dataflow = true;  // reuse one buffer per recorded storage id where known
@@ -173,6 +193,12 @@ class Backend {
     // Failures found since the last call (drivers ask after synchronize()); a backend that
     // runs in this process reports failures by throwing from issue() instead.
     virtual FaultReport take_faults() { return {}; }
+
+    // ---- several ranks (DistributedOptions) ----
+    // Whether prepare() takes tier-4 recipes: true once the backend has joined its peers.
+    virtual bool runs_collectives() const { return false; }
+    // Every rank's `mine`, by rank (through the rendezvous store); {mine} for a single process.
+    virtual std::vector<std::string> all_gather_text(const std::string& mine) { return {mine}; }
 };
 
 // Factories; return nullptr with `why` filled when the backend is not available in this build
@@ -190,7 +216,9 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-inline constexpr std::uint32_t kBackendAbiVersion = 6;  // 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks
+// 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
+// 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks
+inline constexpr std::uint32_t kBackendAbiVersion = 7;
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {
@@ -199,7 +227,8 @@ constexpr std::uint32_t backend_abi_layout() {
          {sizeof(BackendOptions), sizeof(Prepared), sizeof(TimedActivity), sizeof(InputRegion),
           sizeof(Environment), sizeof(Recipe), sizeof(RecipeDetail), sizeof(CopyRecipe),
           sizeof(GemmRecipe), sizeof(AtenRecipe), sizeof(AtenArgument), sizeof(TensorSpec),
-          sizeof(CollectiveRecipe), sizeof(TritonRecipe), sizeof(TritonArgument), sizeof(std::string), sizeof(std::vector<std::string>)}) {
+          sizeof(CollectiveRecipe), sizeof(TritonRecipe), sizeof(TritonArgument),
+          sizeof(DistributedOptions), sizeof(std::string), sizeof(std::vector<std::string>)}) {
         hash = (hash ^ static_cast<std::uint32_t>(size)) * 16777619u;
     }
     return hash;

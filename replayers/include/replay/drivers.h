@@ -76,7 +76,9 @@ struct Step {
     std::vector<std::uint32_t> nodes;  // graph nodes this issue re-creates, in launch order
     int stream = 0;                    // stream slot
 };
-std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes);
+// Collectives are steps only when the backend runs them (several ranks, Backend::runs_collectives).
+std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes,
+                             bool collectives = false);
 
 // Sequential mode runs in phases (backend.h's Phase): the launch plan (every recipe prepared,
 // every wait and recorded offset decided), one untimed pass of the whole plan (first uses: lazy

@@ -50,6 +50,10 @@ class ForwardingBackend : public Backend {
         inner_->set_recorded_ns(handle, ns);
     }
     FaultReport take_faults() override { return inner_->take_faults(); }
+    bool runs_collectives() const override { return inner_->runs_collectives(); }
+    std::vector<std::string> all_gather_text(const std::string& mine) override {
+        return inner_->all_gather_text(mine);
+    }
 
   protected:
     Backend& inner() { return *inner_; }
