@@ -89,7 +89,7 @@ class Matcher {
             if (!(e.kernels.front() == first) || at + e.kernels.size() > track.size()) continue;
             bool all = true;
             for (std::size_t k = 1; k < e.kernels.size() && all; ++k)
-                all = wants_library(recipes[track[at + k]]) &&
+                all = wants_library(recipes.decision(track[at + k])) &&
                       shape_of(graph, track[at + k]) == e.kernels[k];
             if (!all) continue;
             const std::size_t next = at + e.kernels.size();
@@ -153,7 +153,7 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
-            const Recipe& r = recipes[t[at]];
+            const Recipe& r = recipes.decision(t[at]);
             if (!r.replayable() || r.tier == Tier::Collective || r.issued_with_op ||
                 r.rule == kRule) {
                 ++at;
@@ -164,12 +164,13 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             const std::uint32_t op = nodes[t[at]].op;
             std::size_t end = at + 1;
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
-                   (recipes[t[end]].issued_with_op || recipes[t[end]].key() == r.key()))
+                   (recipes.decision(t[end]).issued_with_op ||
+                    recipes.decision(t[end]).key() == r.key()))
                 ++end;
             LibraryEntry e;
             for (std::size_t k = at; k < end; ++k) {
                 e.kernels.push_back(shape_of(graph, t[k]));
-                e.recipes.push_back(without_storages(recipes[t[k]]));
+                e.recipes.push_back(recipes.decision(t[k]));  // a decision has no storage ids
             }
             e.before = at > 0 ? shape_of(graph, t[at - 1]).name : "";
             e.after = end < t.size() ? shape_of(graph, t[end]).name : "";
@@ -214,7 +215,7 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
-            if (!wants_library(recipes[t[at]]) ||
+            if (!wants_library(recipes.decision(t[at])) ||
                 graph.activity(graph.nodes()[t[at]]).kind != ActivityKind::Kernel) {
                 ++at;
                 continue;

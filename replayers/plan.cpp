@@ -16,7 +16,7 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
     std::unordered_map<std::uint32_t, std::size_t> last_step_of_stream;  // stream slot -> step
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        const Recipe& r = recipes[n];
+        const Recipe& r = recipes.decision(n);
         if (!r.replayable() || r.tier == Tier::Collective) continue;
         const std::uint32_t op = nodes[n].op;
         auto previous = op == kNoIndex ? last_step_of_op.end() : last_step_of_op.find(op);
@@ -30,7 +30,7 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
             continue;
         }
         if (r.issued_with_op || (same_op && r.tier == Tier::AtenOp &&
-                                 recipes[steps[previous->second].issue_node].key() == r.key())) {
+                                 recipes.decision(steps[previous->second].issue_node).key() == r.key())) {
             if (same_op) steps[previous->second].nodes.push_back(n);
             continue;  // an auxiliary kernel whose op was not issued stays unreplayed
         }
@@ -74,7 +74,7 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
     std::vector<PlannedStep> plan;
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = steps[s];
-        Prepared& prepared = session.prepare(analysis.recipes[step.issue_node]);
+        Prepared& prepared = session.prepare(analysis.recipes.recipe(step.issue_node));
         PlannedStep p;
         for (auto n : step.nodes) {
             p.kernels.push_back(kernel_of[n]);
@@ -86,7 +86,7 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
         }
         p.step = s;
         p.nodes = step.nodes;
-        p.label = step_label(analysis.recipes[step.issue_node]);
+        p.label = step_label(analysis.recipes.decision(step.issue_node));
         p.prepared = &prepared;
         p.stream = step.stream;
         p.tag = s + 1;
@@ -140,14 +140,14 @@ std::vector<Template> plan_unique(const Analysis& analysis,
     std::vector<std::optional<Recipe>> predecessor(steps.size());
     for (std::size_t s = 0; s < steps.size(); ++s) {
         if (auto it = last_on_stream.find(steps[s].stream); it != last_on_stream.end())
-            predecessor[s] = analysis.recipes[steps[it->second].issue_node];
+            predecessor[s] = analysis.recipes.recipe(steps[it->second].issue_node);
         last_on_stream[steps[s].stream] = s;
     }
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = steps[s];
         std::vector<std::size_t> positions;
         for (auto n : step.nodes) positions.push_back(kernel_of[n]);
-        const Recipe& recipe = analysis.recipes[step.issue_node];
+        const Recipe recipe = analysis.recipes.recipe(step.issue_node);
         if (auto it = template_of.find(positions); it != template_of.end()) {
             Template& t = templates[it->second];
             if (t.instances.size() < kMaxInstances &&

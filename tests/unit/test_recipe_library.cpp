@@ -36,7 +36,7 @@ std::string op_of(const replay::Recipe& r) {
 std::vector<const replay::Recipe*> stream_recipes(const Analysis& a) {
     std::vector<const replay::Recipe*> out;
     for (const auto& track : a.graph.streams())
-        for (auto n : track.nodes) out.push_back(&a.recipes[n]);
+        for (auto n : track.nodes) out.push_back(&a.recipes.decision(n));
     return out;
 }
 
