@@ -31,13 +31,15 @@ std::uint64_t decision_hash(const Recipe& r) {
             mix(static_cast<std::uint64_t>(arg.kind));
             text(arg.value);
             for (const auto& t : arg.tensors) {
-                mix(static_cast<std::uint64_t>(t.dtype) ^ static_cast<std::uint64_t>(t.storage_offset) << 8);
+                mix(static_cast<std::uint64_t>(t.dtype) ^
+                    static_cast<std::uint64_t>(t.storage_offset) << 8);
                 for (std::int64_t d : t.dims) mix(static_cast<std::uint64_t>(d));
             }
         }
     } else if (const auto* c = std::get_if<CollectiveRecipe>(&r.detail)) {
         text(c->collective);
-        mix(static_cast<std::uint64_t>(c->in_nelems) ^ static_cast<std::uint64_t>(c->out_nelems) << 1);
+        mix(static_cast<std::uint64_t>(c->in_nelems) ^ static_cast<std::uint64_t>(c->out_nelems)
+                                                           << 1);
     } else if (const auto* t = std::get_if<TritonRecipe>(&r.detail)) {
         text(t->kernel);
         text(t->variant);
@@ -97,8 +99,8 @@ void NodeRecipes::share(std::size_t node, std::size_t from) {
 void NodeRecipes::set_reuse(std::size_t node, std::span<const std::int64_t> distances) {
     // The kernels of one op come one after the other and see the same distances: one run.
     const auto last = slots(last_reuse_run_, reuse_pool_);
-    if (last_reuse_run_ == kNone || !std::equal(last.begin(), last.end(), distances.begin(),
-                                                distances.end()))
+    if (last_reuse_run_ == kNone ||
+        !std::equal(last.begin(), last.end(), distances.begin(), distances.end()))
         last_reuse_run_ = add_run(reuse_pool_, distances);
     reuse_at_[node] = last_reuse_run_;
 }

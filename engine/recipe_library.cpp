@@ -27,16 +27,10 @@ LaunchShape shape_of(const KernelGraph& graph, std::uint32_t node) {
 // Storage ids and reuse distances belong to the run that recorded them: another run's (or another
 // part of this one's) would share buffers that the graph's kernels never shared.
 Recipe without_storages(Recipe r) {
-    if (auto* g = std::get_if<GemmRecipe>(&r.detail)) {
-        g->a_storage = g->b_storage = g->c_storage = -1;
-        g->a_reuse_bytes = g->b_reuse_bytes = g->c_reuse_bytes = kReuseUnknown;
-    } else if (auto* a = std::get_if<AtenRecipe>(&r.detail)) {
-        for (auto& arg : a->args)
-            for (auto& t : arg.tensors) {
-                t.storage_id = -1;
-                t.reuse_bytes = kReuseUnknown;
-            }
-    }
+    visit_tensor_slots(r, [](std::int64_t& storage, std::int64_t& reuse) {
+        storage = -1;
+        reuse = kReuseUnknown;
+    });
     return r;
 }
 

@@ -29,8 +29,9 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
                 steps[s->second].nodes.push_back(n);
             continue;
         }
-        if (r.issued_with_op || (same_op && r.tier == Tier::AtenOp &&
-                                 recipes.decision(steps[previous->second].issue_node).key() == r.key())) {
+        if (r.issued_with_op ||
+            (same_op && r.tier == Tier::AtenOp &&
+             recipes.decision(steps[previous->second].issue_node).key() == r.key())) {
             if (same_op) steps[previous->second].nodes.push_back(n);
             continue;  // an auxiliary kernel whose op was not issued stays unreplayed
         }

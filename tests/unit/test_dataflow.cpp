@@ -230,13 +230,14 @@ TEST(Dataflow, FallsBackToReuseByShapeOverBudget) {
     EXPECT_EQ(replay::dataflow_label(*a), "inferred");
     const auto recipe = [&] { return a->recipes.recipe(0); };
     ASSERT_TRUE(std::holds_alternative<replay::GemmRecipe>(recipe().detail)) << recipe().reason;
-    EXPECT_GE(std::get<replay::GemmRecipe>(recipe().detail).b_storage, 0);  // the layer's own weight
-    EXPECT_EQ(std::get<replay::GemmRecipe>(recipe().detail).b_reuse_bytes, replay::kReuseFirstTouch);
+    const auto gemm = [&] { return std::get<replay::GemmRecipe>(recipe().detail); };
+    EXPECT_GE(gemm().b_storage, 0);  // the layer's own weight buffer
+    EXPECT_EQ(gemm().b_reuse_bytes, replay::kReuseFirstTouch);
     EXPECT_FALSE(replay::fit_dataflow(*a, 1 << 30, "the test's budget"));
     EXPECT_TRUE(replay::fit_dataflow(*a, 16, "the test's budget"));
     EXPECT_EQ(replay::dataflow_label(*a), "inferred-fallback");
-    EXPECT_EQ(std::get<replay::GemmRecipe>(recipe().detail).b_storage, -1);
-    EXPECT_EQ(std::get<replay::GemmRecipe>(recipe().detail).b_reuse_bytes, replay::kReuseUnknown);
+    EXPECT_EQ(gemm().b_storage, -1);
+    EXPECT_EQ(gemm().b_reuse_bytes, replay::kReuseUnknown);
     EXPECT_NE(a->notes.back().find("reused by shape"), std::string::npos);
 }
 

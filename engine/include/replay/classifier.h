@@ -23,10 +23,10 @@ struct RuleInfo {
 // The rules in the order they are tried (for `--help`-style listings and the schema docs).
 const std::vector<RuleInfo>& classifier_rules();
 
-// The recipe of every graph node, in two parts: the decision (the recipe without recorded storage
-// ids and reuse distances), kept once in a table shared by every node decided alike, and the
-// node's own storage ids and reuse distances beside it. With dataflow every op instance has storages
-// of its own, so a table of whole recipes would hold one entry per activity again.
+// The recipe of every graph node, in two parts: the decision (the recipe without recorded
+// storage ids and reuse distances), kept once in a table shared by every node decided alike, and
+// the node's own storage ids and reuse distances beside it. With dataflow every op instance has
+// storages of its own, so a table of whole recipes would hold one entry per activity again.
 class NodeRecipes {
   public:
     // The shared decision of node `node` (an index into KernelGraph::nodes()): everything but its
@@ -47,6 +47,8 @@ class NodeRecipes {
     std::uint32_t entry(std::size_t node) const { return entry_[node]; }
     // The distinct decisions (about one per distinct set of classifier facts).
     const std::vector<Recipe>& table() const { return table_; }
+    // Values held for the nodes' storage ids and reuse distances (runs with their lengths).
+    std::size_t pooled_values() const { return storage_pool_.size() + reuse_pool_.size(); }
 
     void resize_nodes(std::size_t nodes);
     // Gives node `node` this recipe: its decision joins the table (an equal entry is shared),
