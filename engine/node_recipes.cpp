@@ -1,6 +1,7 @@
 // NodeRecipes: the shared decisions and, beside them, each node's storage ids and reuse distances.
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 #include "replay/classifier.h"
 
@@ -51,6 +52,8 @@ std::uint64_t decision_hash(const Recipe& r) {
 
 std::uint32_t NodeRecipes::add_run(std::vector<std::int64_t>& pool,
                                    std::span<const std::int64_t> values) {
+    if (pool.size() + values.size() + 1 >= kNone)
+        throw std::length_error("NodeRecipes: more than 2^32 storage ids and reuse distances");
     const auto at = static_cast<std::uint32_t>(pool.size());
     pool.push_back(static_cast<std::int64_t>(values.size()));
     pool.insert(pool.end(), values.begin(), values.end());
