@@ -112,7 +112,7 @@ class PointRecipes {
         Recipe recipe = kernel_.recipe;
         if (model_dims_) {
             rewriter_->apply(analysis_->parsed.trace, model);
-            recipe = classify(analysis_->graph)[kernel_.nodes.front()];
+            recipe = classify(analysis_->graph).recipe(kernel_.nodes.front());
         }
         return own.empty() ? with_dims(recipe, {}) : with_dims(recipe, own);
     }

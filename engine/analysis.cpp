@@ -23,7 +23,7 @@ bool fit_dataflow(Analysis& analysis, std::int64_t budget_bytes, const std::stri
     if (analysis.dataflow.source != DataflowSource::Inferred || analysis.dataflow_dropped ||
         budget_bytes <= 0 || analysis.dataflow.persistent_bytes <= budget_bytes)
         return false;
-    drop_storage_ids(analysis.recipes.mutable_table());
+    analysis.recipes.drop_storage_ids();
     for (auto& kernel : analysis.kernels) {
         std::vector<Recipe> one{kernel.recipe};
         drop_storage_ids(one);

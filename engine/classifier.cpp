@@ -10,11 +10,6 @@
 
 namespace replay {
 
-std::uint32_t NodeRecipes::add(Recipe recipe) {
-    table_.push_back(std::move(recipe));
-    return static_cast<std::uint32_t>(table_.size() - 1);
-}
-
 namespace {
 
 using namespace classifier_detail;
@@ -128,13 +123,14 @@ Facts facts_one_by_one(const KernelGraph& graph, const GraphNode& node) {
 void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
     for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
         const Recipe alone = decide(graph.trace(), facts_one_by_one(graph, graph.nodes()[n]));
-        if (alone == recipes[n]) continue;
+        const Recipe shared = recipes.recipe(n);
+        if (alone == shared) continue;
         throw std::logic_error(
             "classifier: node " + std::to_string(n) + " (" +
             std::string(graph.trace().names.view(graph.activity(graph.nodes()[n]).name)) +
             ") classified alone gives rule " + alone.rule + " \"" + alone.reason + "\" (key " +
-            alone.key() + "), its shared decision rule " + recipes[n].rule + " \"" +
-            recipes[n].reason + "\" (key " + recipes[n].key() + ")");
+            alone.instance_key() + "), its shared decision rule " + shared.rule + " \"" +
+            shared.reason + "\" (key " + shared.instance_key() + ")");
     }
 }
 
@@ -144,23 +140,26 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
     const Trace& trace = graph.trace();
     NodeRecipes recipes;
     recipes.resize_nodes(graph.nodes().size());
-    std::unordered_map<Facts, std::uint32_t, FactsHash> decided;
+    // Facts name op_shapes entries, which dataflow makes per op instance: a node decided alike
+    // shares the first such node's decision and storage ids; NodeRecipes::set() keeps the
+    // decision once for all instances whose recipes differ only in storage ids.
+    std::unordered_map<Facts, std::uint32_t, FactsHash> decided;  // facts -> first node
     FactsOf facts_of(graph);
     Facts previous;
-    std::uint32_t entry = kNoIndex;
+    std::uint32_t first = kNoIndex;
     const auto& nodes = graph.nodes();
-    for (std::size_t n = 0; n < nodes.size(); ++n) {
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
         // Launch order is not activity order: ask for an activity a few nodes ahead.
         if (n + 8 < nodes.size()) __builtin_prefetch(&graph.activity(nodes[n + 8]));
         Facts facts = facts_of(nodes[n]);
         // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
-        if (entry == kNoIndex || !(facts == previous)) {
-            auto [it, inserted] = decided.try_emplace(facts, 0);
-            if (inserted) it->second = recipes.add(decide(trace, facts));
-            entry = it->second;
+        if (first == kNoIndex || !(facts == previous)) {
+            auto [it, inserted] = decided.try_emplace(facts, n);
+            if (inserted) recipes.set(n, decide(trace, facts));
+            first = it->second;
             previous = std::move(facts);
         }
-        recipes.assign(n, entry);
+        if (first != n) recipes.share(n, first);
     }
     if (check == ClassifyCheck::EveryActivity) check_one_by_one(graph, recipes);
     return recipes;
@@ -171,7 +170,7 @@ double kernel_time_coverage(const KernelGraph& graph, const NodeRecipes& recipes
         const GpuActivity& a = graph.activity(graph.nodes()[i]);
         if (a.kind != ActivityKind::Kernel) continue;
         total += static_cast<double>(a.dur);
-        if (recipes[i].replayable()) covered += static_cast<double>(a.dur);
+        if (recipes.decision(i).replayable()) covered += static_cast<double>(a.dur);
     }
     return total > 0 ? covered / total : 0.0;
 }

@@ -601,15 +601,11 @@ std::string describe(const DataflowSummary& s) {
 }
 
 void drop_storage_ids(std::vector<Recipe>& recipes) {
-    for (Recipe& r : recipes) {
-        if (auto* g = std::get_if<GemmRecipe>(&r.detail)) {
-            g->a_storage = g->b_storage = g->c_storage = -1;
-            g->a_reuse_bytes = g->b_reuse_bytes = g->c_reuse_bytes = kReuseUnknown;
-        } else if (auto* a = std::get_if<AtenRecipe>(&r.detail)) {
-            for (auto& arg : a->args)
-                for (auto& t : arg.tensors) t.storage_id = -1, t.reuse_bytes = kReuseUnknown;
-        }
-    }
+    for (Recipe& r : recipes)
+        visit_tensor_slots(r, [](std::int64_t& storage, std::int64_t& reuse) {
+            storage = -1;
+            reuse = kReuseUnknown;
+        });
 }
 
 }  // namespace replay

@@ -382,13 +382,13 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
     std::unordered_map<std::string, std::size_t> launches;  // kernel -> launches seen so far
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        if (recipes[n].rule != "triton") continue;
+        if (recipes.decision(n).rule != "triton") continue;
         ++stats.triton_kernels;
         const GpuActivity& a = graph.activity(nodes[n]);
         const std::string name(graph.trace().names.view(a.name));
         const std::size_t launch = launches[name]++;
         auto fail = [&](const std::string& why) {
-            Recipe unmatched = recipes[n];
+            Recipe unmatched = recipes.recipe(n);
             unmatched.reason = why;
             recipes.set(n, std::move(unmatched));
             if (reasons.insert(why).second) stats.unmatched_reasons.push_back(why);

@@ -60,7 +60,7 @@ std::map<std::string, std::pair<std::size_t, double>> reasons(const Analysis& a)
     std::map<std::string, std::pair<std::size_t, double>> out;
     const auto& nodes = a.graph.nodes();
     for (std::size_t n = 0; n < nodes.size() && n < a.recipes.size(); ++n) {
-        const Recipe& recipe = a.recipes[n];
+        const Recipe& recipe = a.recipes.decision(n);
         if (recipe.replayable()) continue;
         auto& slot = out[recipe.rule + ": " + shorten(recipe.reason, 90)];
         slot.first += 1;

@@ -16,7 +16,7 @@ namespace {
 
 // The one place that reads a node's tier (the classifier's per-node recipes).
 Tier tier_of(const Analysis& analysis, std::uint32_t node) {
-    return analysis.recipes[node].tier;
+    return analysis.recipes.decision(node).tier;
 }
 
 std::string lower(std::string_view text) {

@@ -28,16 +28,10 @@ LaunchShape shape_of(const KernelGraph& graph, std::uint32_t node) {
 // Storage ids and reuse distances belong to the run that recorded them: another run's (or another
 // part of this one's) would share buffers that the graph's kernels never shared.
 Recipe without_storages(Recipe r) {
-    if (auto* g = std::get_if<GemmRecipe>(&r.detail)) {
-        g->a_storage = g->b_storage = g->c_storage = -1;
-        g->a_reuse_bytes = g->b_reuse_bytes = g->c_reuse_bytes = kReuseUnknown;
-    } else if (auto* a = std::get_if<AtenRecipe>(&r.detail)) {
-        for (auto& arg : a->args)
-            for (auto& t : arg.tensors) {
-                t.storage_id = -1;
-                t.reuse_bytes = kReuseUnknown;
-            }
-    }
+    visit_tensor_slots(r, [](std::int64_t& storage, std::int64_t& reuse) {
+        storage = -1;
+        reuse = kReuseUnknown;
+    });
     return r;
 }
 
@@ -119,7 +113,7 @@ class Matcher {
             if (!(e.kernels.front() == first) || at + e.kernels.size() > track.size()) continue;
             bool all = true;
             for (std::size_t k = 1; k < e.kernels.size() && all; ++k)
-                all = wants_library(recipes[track[at + k]]) &&
+                all = wants_library(recipes.decision(track[at + k])) &&
                       shape_of(graph, track[at + k]) == e.kernels[k];
             if (!all) continue;
             const std::size_t next = at + e.kernels.size();
@@ -185,7 +179,7 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
-            const Recipe& r = recipes[t[at]];
+            const Recipe& r = recipes.decision(t[at]);
             if (!r.replayable() || r.tier == Tier::Collective || r.issued_with_op ||
                 r.rule == kRule) {
                 ++at;
@@ -196,14 +190,15 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             const std::uint32_t op = nodes[t[at]].op;
             std::size_t end = at + 1;
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
-                   (recipes[t[end]].issued_with_op || recipes[t[end]].key() == r.key()))
+                   (recipes.decision(t[end]).issued_with_op ||
+                    recipes.decision(t[end]).key() == r.key()))
                 ++end;
             LibraryEntry e;
             std::vector<Recipe> instance;
             for (std::size_t k = at; k < end; ++k) {
                 e.kernels.push_back(shape_of(graph, t[k]));
-                e.recipes.push_back(without_storages(recipes[t[k]]));
-                instance.push_back(with_storages(recipes[t[k]], storage_offset));
+                e.recipes.push_back(recipes.decision(t[k]));  // a decision has no storage ids
+                instance.push_back(with_storages(recipes.recipe(t[k]), storage_offset));
             }
             if (std::any_of(instance.begin(), instance.end(), has_storages))
                 e.instances.push_back(std::move(instance));
@@ -252,7 +247,7 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
-            if (!wants_library(recipes[t[at]]) ||
+            if (!wants_library(recipes.decision(t[at])) ||
                 graph.activity(graph.nodes()[t[at]]).kind != ActivityKind::Kernel) {
                 ++at;
                 continue;

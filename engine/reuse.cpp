@@ -1,7 +1,6 @@
 #include "replay/reuse.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -55,43 +54,14 @@ std::vector<Touch> touches_of(const Trace& trace, const OpShapes& shapes) {
     return out;
 }
 
-// The distances of a recipe's recorded inputs, in the order set_distances() takes them.
-template <typename Distance>
-void distances_of(const Recipe& recipe, Distance&& distance, std::vector<std::int64_t>& out) {
-    out.clear();
-    if (const auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
-        for (std::int64_t storage : {g->a_storage, g->b_storage, g->c_storage})
-            out.push_back(distance(storage));
-    } else if (const auto* a = std::get_if<AtenRecipe>(&recipe.detail)) {
-        for (const auto& arg : a->args)
-            for (const auto& t : arg.tensors) out.push_back(distance(t.storage_id));
-    }
-}
-
-void set_distances(Recipe& recipe, const std::vector<std::int64_t>& distances) {
-    std::size_t i = 0;
-    if (auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
-        g->a_reuse_bytes = distances[i++];
-        g->b_reuse_bytes = distances[i++];
-        g->c_reuse_bytes = distances[i++];
-    } else if (auto* a = std::get_if<AtenRecipe>(&recipe.detail)) {
-        for (auto& arg : a->args)
-            for (auto& t : arg.tensors) t.reuse_bytes = distances[i++];
-    }
-}
-
-bool has_storage_ids(const Recipe& recipe) {
-    std::vector<std::int64_t> storages;
-    distances_of(
-        recipe, [](std::int64_t storage) { return storage; }, storages);
-    return std::any_of(storages.begin(), storages.end(), [](std::int64_t s) { return s >= 0; });
-}
-
 }  // namespace
 
 void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
-    // Without recorded storage ids (no Execution Trace) every distance stays unknown.
-    if (std::none_of(recipes.table().begin(), recipes.table().end(), has_storage_ids)) return;
+    // Without recorded storage ids (no Execution Trace, no dataflow) every distance stays unknown.
+    bool any_storage = false;
+    for (std::size_t n = 0; n < recipes.size() && !any_storage; ++n)
+        for (std::int64_t s : recipes.storages(n)) any_storage = any_storage || s >= 0;
+    if (!any_storage) return;
     const Trace& trace = graph.trace();
     const auto& nodes = graph.nodes();
     std::unordered_map<std::int64_t, std::int64_t> last_touch;  // storage -> clock of last touch
@@ -108,10 +78,8 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
             last_touch[t.storage] = clock;
         }
     };
-    // Nodes sharing a recipe may sit at different distances: each distinct set of distances
-    // gets its own copy of the entry.
-    std::map<std::pair<std::uint32_t, std::vector<std::int64_t>>, std::uint32_t> variants;
-    std::vector<std::int64_t> found, unchanged;
+    // Nodes sharing storages may sit at different distances: each node keeps its own.
+    std::vector<std::int64_t> found;
     std::vector<Touch> pending;
     std::uint32_t pending_op = kNoIndex;
     for (std::uint32_t n = 0; n < nodes.size() && n < recipes.size(); ++n) {
@@ -132,18 +100,13 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
                 pending = touches_of(trace, trace.op_shapes[trace.cpu_ops[op].shapes]);
             pending_op = op;
         }
-        const std::uint32_t entry = recipes.entry(n);
-        distances_of(recipes[n], distance, found);
-        distances_of(
-            recipes[n], [](std::int64_t) { return kReuseUnknown; }, unchanged);
-        if (found == unchanged) continue;
-        auto [it, inserted] = variants.try_emplace({entry, found}, 0);
-        if (inserted) {
-            Recipe variant = recipes[n];
-            set_distances(variant, found);
-            it->second = recipes.add(std::move(variant));
+        found.clear();
+        bool known = false;
+        for (std::int64_t storage : recipes.storages(n)) {
+            found.push_back(distance(storage));
+            known = known || found.back() != kReuseUnknown;
         }
-        recipes.assign(n, it->second);
+        if (known) recipes.set_reuse(n, found);
     }
 }
 

@@ -138,7 +138,7 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRec
         UniqueKernel& k = kernels[kernel_of_group[group_of[n]]];
         if (k.nodes.empty()) {
             k.kind = graph.activity(graph.nodes()[n]).kind;
-            k.recipe = recipes[n];
+            k.recipe = recipes.recipe(n);  // the first instance's storage ids
         }
         k.nodes.push_back(n);
     }

@@ -118,8 +118,8 @@ void explain_recovered_lists(const KernelGraph& graph, const TensorListSummary& 
         const std::uint32_t entry = recipes.entry(n);
         if (explained[entry]) continue;
         explained[entry] = true;
-        Recipe& r = recipes.mutable_table()[entry];
-        r.reason = r.reason.empty() ? *it->second : *it->second + "; " + r.reason;
+        const std::string& reason = recipes.table()[entry].reason;
+        recipes.set_reason(entry, reason.empty() ? *it->second : *it->second + "; " + reason);
     }
 }
 

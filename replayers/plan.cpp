@@ -18,7 +18,7 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
     std::unordered_map<std::uint32_t, std::size_t> last_step_of_stream;  // stream slot -> step
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        const Recipe& r = recipes[n];
+        const Recipe& r = recipes.decision(n);
         if (!r.replayable() || (r.tier == Tier::Collective && !collectives)) continue;
         const std::uint32_t op = nodes[n].op;
         auto previous = op == kNoIndex ? last_step_of_op.end() : last_step_of_op.find(op);
@@ -31,8 +31,9 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
                 steps[s->second].nodes.push_back(n);
             continue;
         }
-        if (r.issued_with_op || (same_op && r.tier == Tier::AtenOp &&
-                                 recipes[steps[previous->second].issue_node].key() == r.key())) {
+        if (r.issued_with_op ||
+            (same_op && r.tier == Tier::AtenOp &&
+             recipes.decision(steps[previous->second].issue_node).key() == r.key())) {
             if (same_op) steps[previous->second].nodes.push_back(n);
             continue;  // an auxiliary kernel whose op was not issued stays unreplayed
         }
@@ -77,7 +78,7 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
     std::vector<PlannedStep> plan;
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = steps[s];
-        const Recipe& recorded = analysis.recipes[step.issue_node];
+        const Recipe recorded = analysis.recipes.recipe(step.issue_node);
         Prepared& prepared = session.prepare(recorded.tier == Tier::Collective
                                                  ? collective_recipe(analysis, step.issue_node)
                                                  : recorded);
@@ -92,7 +93,7 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
         }
         p.step = s;
         p.nodes = step.nodes;
-        p.label = step_label(analysis.recipes[step.issue_node]);
+        p.label = step_label(analysis.recipes.decision(step.issue_node));
         p.prepared = &prepared;
         p.stream = step.stream;
         p.tag = s + 1;
@@ -146,14 +147,14 @@ std::vector<Template> plan_unique(const Analysis& analysis,
     std::vector<std::optional<Recipe>> predecessor(steps.size());
     for (std::size_t s = 0; s < steps.size(); ++s) {
         if (auto it = last_on_stream.find(steps[s].stream); it != last_on_stream.end())
-            predecessor[s] = analysis.recipes[steps[it->second].issue_node];
+            predecessor[s] = analysis.recipes.recipe(steps[it->second].issue_node);
         last_on_stream[steps[s].stream] = s;
     }
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = steps[s];
         std::vector<std::size_t> positions;
         for (auto n : step.nodes) positions.push_back(kernel_of[n]);
-        const Recipe& recipe = analysis.recipes[step.issue_node];
+        const Recipe recipe = analysis.recipes.recipe(step.issue_node);
         if (auto it = template_of.find(positions); it != template_of.end()) {
             Template& t = templates[it->second];
             if (t.instances.size() < kMaxInstances &&

@@ -64,7 +64,7 @@ std::int64_t elements_of(const OpArgument& a) {
 }  // namespace
 
 Recipe collective_recipe(const Analysis& analysis, std::uint32_t node) {
-    Recipe recipe = analysis.recipes[node];
+    Recipe recipe = analysis.recipes.recipe(node);
     auto* r = std::get_if<CollectiveRecipe>(&recipe.detail);
     if (r == nullptr || r->in_nelems >= 0) return recipe;
     const Trace& t = analysis.trace();

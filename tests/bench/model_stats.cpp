@@ -103,8 +103,11 @@ void engine_rows(const Analysis& a, std::vector<Row>& rows) {
     Row recipes = vector_row("Analysis::recipes table (Recipe)", a.recipes.table());
     for (const auto& r : a.recipes.table()) recipes.bytes += heap_of(r);
     rows.push_back(recipes);
-    rows.push_back({"Analysis::recipes per-node entry", a.recipes.size(), sizeof(std::uint32_t),
-                    a.recipes.size() * sizeof(std::uint32_t), 0});
+    // Per node: its entry and where its storage ids and reuse distances start in the pools.
+    rows.push_back({"Analysis::recipes per-node entry", a.recipes.size(), 3 * sizeof(std::uint32_t),
+                    a.recipes.size() * 3 * sizeof(std::uint32_t), 0});
+    rows.push_back({"Analysis::recipes storage/reuse pools", a.recipes.pooled_values(),
+                    sizeof(std::int64_t), a.recipes.pooled_values() * sizeof(std::int64_t), 0});
     Row kernels = vector_row("Analysis::kernels (UniqueKernel)", a.kernels);
     for (const auto& k : a.kernels)
         kernels.bytes += heap_of(k.id) + heap_of(k.name) + heap_of(k.nodes) + heap_of(k.recipe);

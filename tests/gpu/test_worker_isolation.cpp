@@ -78,10 +78,10 @@ class WorkerIsolation : public ::testing::Test {
         const auto steps = plan_steps(analysis_->graph, analysis_->recipes);
         std::vector<const Step*> gemms;
         for (const auto& s : steps)
-            if (analysis_->recipes[s.issue_node].tier == Tier::Gemm) gemms.push_back(&s);
+            if (analysis_->recipes.decision(s.issue_node).tier == Tier::Gemm) gemms.push_back(&s);
         ASSERT_FALSE(gemms.empty());
         const Step& target = *gemms[gemms.size() / 2];
-        key_ = analysis_->recipes[target.issue_node].instance_key();
+        key_ = analysis_->recipes.recipe(target.issue_node).instance_key();
         for (const auto& k : analysis_->kernels)
             for (auto n : k.nodes)
                 if (n == target.issue_node) {
@@ -89,7 +89,7 @@ class WorkerIsolation : public ::testing::Test {
                     // Unique mode replays a few instances of each kernel, the first ones: with
                     // the dataflow inferred, each layer's GEMM has buffers of its own, so the
                     // middle one is not among them.
-                    first_key_ = analysis_->recipes[k.nodes.front()].instance_key();
+                    first_key_ = analysis_->recipes.recipe(k.nodes.front()).instance_key();
                 }
         ASSERT_FALSE(target_id_.empty());
     }

@@ -207,8 +207,8 @@ TEST(TensorLists, RecoveredFromParametersWhenTheBlocksMatch) {
     EXPECT_EQ(list.list_ranks.size(), 2u);
     EXPECT_EQ(list.dims, (std::vector<std::int64_t>{8, 4, 8}));
     ASSERT_EQ(a->recipes.size(), 2u);
-    EXPECT_TRUE(a->recipes[1].replayable()) << a->recipes[1].reason;
-    EXPECT_NE(a->recipes[1].reason.find("tensor lists recovered"), std::string::npos);
+    EXPECT_TRUE(a->recipes.decision(1).replayable()) << a->recipes.decision(1).reason;
+    EXPECT_NE(a->recipes.decision(1).reason.find("tensor lists recovered"), std::string::npos);
 }
 
 TEST(TensorLists, LeftAloneWhenTheBlocksDisagree) {
@@ -219,7 +219,7 @@ TEST(TensorLists, LeftAloneWhenTheBlocksDisagree) {
     EXPECT_TRUE(a->tensor_lists.ops.empty());
     EXPECT_EQ(a->tensor_lists.unrecovered, 1u);
     ASSERT_GT(a->recipes.size(), 1u);
-    EXPECT_FALSE(a->recipes[1].replayable());
+    EXPECT_FALSE(a->recipes.decision(1).replayable());
 }
 
 TEST(Dataflow, FallsBackToReuseByShapeOverBudget) {
@@ -228,15 +228,16 @@ TEST(Dataflow, FallsBackToReuseByShapeOverBudget) {
     options.trace_path = file.path();
     auto a = replay::analyze(options);
     EXPECT_EQ(replay::dataflow_label(*a), "inferred");
-    const auto* gemm = std::get_if<replay::GemmRecipe>(&a->recipes[0].detail);
-    ASSERT_NE(gemm, nullptr) << a->recipes[0].reason;
-    EXPECT_GE(gemm->b_storage, 0);  // the layer's own weight buffer
-    EXPECT_EQ(gemm->b_reuse_bytes, replay::kReuseFirstTouch);
+    const auto recipe = [&] { return a->recipes.recipe(0); };
+    ASSERT_TRUE(std::holds_alternative<replay::GemmRecipe>(recipe().detail)) << recipe().reason;
+    const auto gemm = [&] { return std::get<replay::GemmRecipe>(recipe().detail); };
+    EXPECT_GE(gemm().b_storage, 0);  // the layer's own weight buffer
+    EXPECT_EQ(gemm().b_reuse_bytes, replay::kReuseFirstTouch);
     EXPECT_FALSE(replay::fit_dataflow(*a, 1 << 30, "the test's budget"));
     EXPECT_TRUE(replay::fit_dataflow(*a, 16, "the test's budget"));
     EXPECT_EQ(replay::dataflow_label(*a), "inferred-fallback");
-    EXPECT_EQ(gemm->b_storage, -1);
-    EXPECT_EQ(gemm->b_reuse_bytes, replay::kReuseUnknown);
+    EXPECT_EQ(gemm().b_storage, -1);
+    EXPECT_EQ(gemm().b_reuse_bytes, replay::kReuseUnknown);
     EXPECT_NE(a->notes.back().find("reused by shape"), std::string::npos);
 }
 

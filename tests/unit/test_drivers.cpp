@@ -142,7 +142,7 @@ std::unique_ptr<Analysis> analysis_of(const TraceBuilder& trace, const std::stri
     auto a = replay::analyze(options);
     for (std::size_t n = 0; n < a->graph.nodes().size(); ++n) {
         const auto name = a->trace().names.view(a->graph.activity(a->graph.nodes()[n]).name);
-        a->recipes.assign(n, a->recipes.add(recipe_of(std::string(name), n)));
+        a->recipes.set(n, recipe_of(std::string(name), n));
     }
     a->kernels = replay::unique_kernels(a->graph, a->recipes);
     return a;

@@ -54,7 +54,7 @@ Nanos launch_call_time(const replay::Analysis& a) {
 Nanos gemm_time(const replay::Analysis& a) {
     Nanos total = 0;
     for (std::size_t n = 0; n < a.graph.nodes().size(); ++n)
-        if (a.recipes[n].tier == replay::Tier::Gemm)
+        if (a.recipes.decision(n).tier == replay::Tier::Gemm)
             total += a.graph.activity(a.graph.nodes()[n]).dur;
     return total;
 }

@@ -37,7 +37,7 @@ std::string op_of(const replay::Recipe& r) {
 std::vector<const replay::Recipe*> stream_recipes(const Analysis& a) {
     std::vector<const replay::Recipe*> out;
     for (const auto& track : a.graph.streams())
-        for (auto n : track.nodes) out.push_back(&a.recipes[n]);
+        for (auto n : track.nodes) out.push_back(&a.recipes.decision(n));
     return out;
 }
 
@@ -74,15 +74,22 @@ TEST(RecipeLibrary, GraphDecodeTakesTheEagerCapturesRecipes) {
 TEST(RecipeLibrary, GraphKernelsTakeTheirEagerTwinsBuffers) {
     const auto graph = load("h200/llama_decode_graph.json.gz", {"h200/llama_decode.json.gz"});
     const auto eager = load("h200/llama_decode.json.gz");
-    const auto g = stream_recipes(*graph);
-    const auto e = stream_recipes(*eager);
+    // Whole recipes (storage ids included) of the single stream's kernels, in GPU order.
+    auto whole = [](const Analysis& a) {
+        std::vector<replay::Recipe> out;
+        for (const auto& track : a.graph.streams())
+            for (auto n : track.nodes) out.push_back(a.recipes.recipe(n));
+        return out;
+    };
+    const auto g = whole(*graph);
+    const auto e = whole(*eager);
     ASSERT_EQ(g.size(), e.size());
     constexpr std::int64_t kFirstLibrary = std::int64_t{1} << 40;  // the --recipes file's range
     std::size_t gemms = 0, twins = 0;
     std::set<std::int64_t> weights;
     for (std::size_t i = 0; i < g.size(); ++i) {
-        const auto* gg = std::get_if<replay::GemmRecipe>(&g[i]->detail);
-        const auto* eg = std::get_if<replay::GemmRecipe>(&e[i]->detail);
+        const auto* gg = std::get_if<replay::GemmRecipe>(&g[i].detail);
+        const auto* eg = std::get_if<replay::GemmRecipe>(&e[i].detail);
         if (gg == nullptr || eg == nullptr || eg->b_storage < 0) continue;
         ++gemms;
         twins += gg->b_storage == eg->b_storage + kFirstLibrary &&

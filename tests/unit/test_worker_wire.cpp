@@ -39,7 +39,8 @@ TEST(WorkerWire, RecipesOfBundledTracesRoundTripExactly) {
         options.trace_path = testing::trace_path(trace);
         if (*et != '\0') options.execution_trace_path = testing::trace_path(et);
         const auto a = analyze(options);
-        for (const Recipe& r : a->recipes.table()) {
+        for (std::size_t n = 0; n < a->recipes.size(); ++n) {
+            const Recipe r = a->recipes.recipe(n);  // with the node's own storage ids
             const std::string bytes = encoded(r);
             Decoder d(bytes);
             ASSERT_EQ(d.command(), Command::Prepare);

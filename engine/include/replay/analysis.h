@@ -42,7 +42,7 @@ struct AnalysisOptions {
 struct Analysis {
     ParseResult parsed;
     KernelGraph graph;
-    NodeRecipes recipes;  // recipes[node]: the recipe of graph node `node`
+    NodeRecipes recipes;  // decision(node) / recipe(node): those of graph node `node`
     std::vector<UniqueKernel> kernels;
     double coverage = 0;  // share of recorded kernel time with a recipe
     DataflowSummary dataflow;  // where the inputs' storage ids came from

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "replay/kernel_graph.h"
@@ -20,31 +23,67 @@ struct RuleInfo {
 // The rules in the order they are tried (for `--help`-style listings and the schema docs).
 const std::vector<RuleInfo>& classifier_rules();
 
-// The recipe of every graph node, kept once per distinct recipe: a table of recipes and, per
-// node, the index of its entry.
+// The recipe of every graph node, in two parts: the decision (the recipe without recorded
+// storage ids and reuse distances), kept once in a table shared by every node decided alike, and
+// the node's own storage ids and reuse distances beside it. With dataflow every op instance has
+// storages of its own, so a table of whole recipes would hold one entry per activity again.
 class NodeRecipes {
   public:
-    // The recipe of node `node` (an index into KernelGraph::nodes()).
-    const Recipe& operator[](std::size_t node) const { return table_[entry_[node]]; }
+    // The shared decision of node `node` (an index into KernelGraph::nodes()): everything but its
+    // storage ids (-1) and reuse distances (unknown). Enough for tiers, rules, reasons and key().
+    const Recipe& decision(std::size_t node) const { return table_[entry_[node]]; }
+    // The node's whole recipe: its decision with its storage ids and reuse distances filled in.
+    Recipe recipe(std::size_t node) const;
+    // The node's storage ids, one per tensor slot of its decision (visit_tensor_slots order);
+    // empty when it has none. Likewise its reuse distances (empty: all unknown).
+    std::span<const std::int64_t> storages(std::size_t node) const {
+        return slots(storage_at_[node], storage_pool_);
+    }
+    std::span<const std::int64_t> reuse(std::size_t node) const {
+        return slots(reuse_at_[node], reuse_pool_);
+    }
     // How many nodes have a recipe (all of the graph's).
     std::size_t size() const { return entry_.size(); }
     std::uint32_t entry(std::size_t node) const { return entry_[node]; }
+    // The distinct decisions (about one per distinct set of classifier facts).
     const std::vector<Recipe>& table() const { return table_; }
-    // For edits that hold for every node of an entry alike (dropping storage ids, a reason
-    // that depends only on the decision's inputs).
-    std::vector<Recipe>& mutable_table() { return table_; }
+    // Values held for the nodes' storage ids and reuse distances (runs with their lengths).
+    std::size_t pooled_values() const { return storage_pool_.size() + reuse_pool_.size(); }
 
-    // Building: a new table entry, and which entry a node has.
-    std::uint32_t add(Recipe recipe);
-    void assign(std::size_t node, std::uint32_t entry) { entry_[node] = entry; }
-    // A decision made for one node after the shared one (recipe library, inductor cache): the
-    // node gets an entry of its own.
-    void set(std::size_t node, Recipe recipe) { entry_[node] = add(std::move(recipe)); }
-    void resize_nodes(std::size_t nodes) { entry_.resize(nodes, 0); }
+    void resize_nodes(std::size_t nodes);
+    // Gives node `node` this recipe: its decision joins the table (an equal entry is shared),
+    // its storage ids and reuse distances stay with the node.
+    void set(std::size_t node, const Recipe& recipe);
+    // Node `node` gets the decision, storage ids and reuse distances node `from` has.
+    void share(std::size_t node, std::size_t from);
+    // The node's reuse distances, in visit_tensor_slots order of its decision.
+    void set_reuse(std::size_t node, std::span<const std::int64_t> distances);
+    // A reason that holds for every node of an entry alike (it depends only on the decision's
+    // inputs): the entry's reason becomes `reason`.
+    void set_reason(std::uint32_t entry, std::string reason);
+    // Every node's storage ids and reuse distances dropped (buffers by size and role again).
+    void drop_storage_ids();
 
   private:
+    static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+    // A run in a pool: its length, then its values.
+    static std::span<const std::int64_t> slots(std::uint32_t at,
+                                               const std::vector<std::int64_t>& pool) {
+        if (at == kNone) return {};
+        return {pool.data() + at + 1, static_cast<std::size_t>(pool[at])};
+    }
+    static std::uint32_t add_run(std::vector<std::int64_t>& pool,
+                                 std::span<const std::int64_t> values);
+    std::uint32_t intern(Recipe decision);
+
     std::vector<Recipe> table_;
+    std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  // decision hash -> entry
     std::vector<std::uint32_t> entry_;
+    // Per node: where its run of values (one per tensor slot of its decision) starts in the
+    // pool, kNone for none. Nodes of one op instance share a run.
+    std::vector<std::uint32_t> storage_at_, reuse_at_;
+    std::vector<std::int64_t> storage_pool_, reuse_pool_;
+    std::uint32_t last_reuse_run_ = kNone;  // the run set_reuse() added last
 };
 
 enum class ClassifyCheck {

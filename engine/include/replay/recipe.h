@@ -186,4 +186,20 @@ struct Recipe {
     bool operator==(const Recipe&) const = default;
 };
 
+// Visits the recorded tensors of a recipe that carry a storage id and a reuse distance, in a
+// fixed order (GEMM: A, B, C/bias; aten op: every tensor of every argument), as
+// f(storage, reuse_bytes) by reference (const for a const recipe). NodeRecipes keeps a node's
+// storage ids and distances in this order beside the shared decision.
+template <typename RecipeRef, typename F>
+void visit_tensor_slots(RecipeRef& recipe, F&& f) {
+    if (auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
+        f(g->a_storage, g->a_reuse_bytes);
+        f(g->b_storage, g->b_reuse_bytes);
+        f(g->c_storage, g->c_reuse_bytes);
+    } else if (auto* a = std::get_if<AtenRecipe>(&recipe.detail)) {
+        for (auto& arg : a->args)
+            for (auto& t : arg.tensors) f(t.storage_id, t.reuse_bytes);
+    }
+}
+
 }  // namespace replay
