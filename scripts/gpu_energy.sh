@@ -42,12 +42,7 @@ if [ ! -x "$replay" ]; then
   scripts/gpu_build.sh "$build" > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 fi
 # The cuBLAS/CUPTI that PyTorch uses, as scripts/gpu_validate.sh does.
-nvidia_libs="$(python3 - <<'PY'
-import glob, os, site
-print(":".join(d for b in site.getsitepackages() for d in sorted(glob.glob(os.path.join(b, "nvidia", "*", "lib")))))
-PY
-)"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh
 energy=(--backend cuda --energy --energy-window "$window" --energy-windows "$windows" -q)
 
 # ENERGY_RUNS picks the unique processes to run now and ENERGY_PHASES the steps (unique,

@@ -37,12 +37,7 @@ build="${BUILD:-build-gpu}"
 replay="$build/cli/replay"
 mkdir -p "$out"
 [ -x "$replay" ] || scripts/gpu_build.sh "$build" > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-nvidia_libs="$(python3 - <<'PY'
-import glob, os, site
-print(":".join(d for b in site.getsitepackages() for d in sorted(glob.glob(os.path.join(b, "nvidia", "*", "lib")))))
-PY
-)"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh
 log() { echo "== $(date +%T) $*" | tee -a "$out/isolation.log"; }
 
 # The failed kernels of a report, with their reasons, and the notes about the worker.

@@ -22,15 +22,7 @@ trace=traces/h200/bloom_b1.json.gz
 
 # The cuBLAS/CUPTI that PyTorch itself uses (as gpu_validate.sh): cuBLAS then picks the kernels the
 # recording picked, and the GEMM that ncu-cmd names is the one that runs.
-nvidia_libs="$(python3 - <<'EOF'
-import glob, os, site
-dirs = []
-for base in site.getsitepackages():
-    dirs += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib")))
-print(":".join(dirs))
-EOF
-)"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh
 if ! command -v ncu >/dev/null; then
   for d in /usr/local/cuda/bin /opt/nvidia/nsight-compute/*/; do
     [ -x "$d/ncu" ] && export PATH="$d:$PATH" && break

@@ -22,9 +22,7 @@ build=build-gpu
 replay="$build/cli/replay"
 
 # The cuBLAS/CUPTI that PyTorch itself uses, so cuBLAS picks the kernels the recording picked.
-nvidia_libs="$(python3 -c 'import glob, os, site
-print(":".join(d for b in site.getsitepackages() for d in sorted(glob.glob(os.path.join(b, "nvidia", "*", "lib")))))')"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh
 
 echo "== build"
 CTEST_ARGS="-N" scripts/gpu_build.sh "$build" > "$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }

@@ -20,15 +20,7 @@ replay="${REPLAY:-build-gpu/cli/replay}"
 mkdir -p "$out"
 
 # The cuBLAS/CUPTI that PyTorch itself uses, as scripts/gpu_validate.sh does.
-nvidia_libs="$(python3 - <<'EOF'
-import glob, os, site
-dirs = []
-for base in site.getsitepackages():
-    dirs += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib")))
-print(":".join(dirs))
-EOF
-)"
-export LD_LIBRARY_PATH="${nvidia_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source scripts/pytorch_nvidia_libs.sh
 
 declare -A trace=(
   [decode]=traces/h200/llama_decode.json.gz
