@@ -23,6 +23,20 @@ void split_static(StepEnergy& step) {
     step.dynamic_mj = step.mj - step.static_mj;
 }
 
+// A dynamic energy put on a reference step's footing: plus this run's idle power over the
+// reference's duration, against the reference's whole energy; the difference also as watts over
+// that duration. NaN where a figure is missing.
+void at_reference(double dynamic_mj, const StepEnergy& reference, double idle_w, double& mj,
+                  double& vs_pct, double& diff_w) {
+    mj = vs_pct = diff_w = NAN;
+    if (!std::isfinite(dynamic_mj) || !reference.measured() || !std::isfinite(idle_w) ||
+        !(reference.step_us > 0))
+        return;
+    mj = dynamic_mj + idle_w * reference.step_us / 1000.0;
+    vs_pct = pct_of(mj, reference.mj);
+    diff_w = (mj - reference.mj) / reference.step_us * 1000.0;  // mJ / us = kW
+}
+
 void finalize_kernel(KernelResult& k) {
     KernelEnergy& e = k.energy;
     e.power_w = e.edp_uj_us = e.pj_per_flop = NAN;
@@ -74,6 +88,7 @@ void finalize_energy(Report& r) {
     e.coverage = predicted && all_recorded > 0 ? measured_recorded / all_recorded : NAN;
 
     if (!e.step.samples_mj.empty()) e.step.mj = stats::median(e.step.samples_mj);
+    const double idle = e.probe.idle_power_w;
     e.step.idle_power_w = e.probe.idle_power_w;
     split_static(e.step);
     split_static(e.model);
@@ -81,6 +96,16 @@ void finalize_energy(Report& r) {
     e.step_vs_model_pct = pct_of(e.step.mj, e.model.mj);
     e.step_vs_model_dynamic_pct = pct_of(e.step.dynamic_mj, e.model.dynamic_mj);
     e.predicted_vs_model_pct = pct_of(e.predicted_dynamic_mj, e.model.dynamic_mj);
+    at_reference(e.predicted_dynamic_mj, e.step, idle, e.predicted_at_step_mj,
+                 e.predicted_at_step_vs_step_pct, e.predicted_at_step_w);
+    at_reference(e.step.dynamic_mj, e.model, idle, e.step_at_model_mj,
+                 e.step_at_model_vs_model_pct, e.step_at_model_w);
+    double unused_w = NAN;
+    at_reference(e.predicted_dynamic_mj, e.model, idle, e.predicted_at_model_mj,
+                 e.predicted_at_model_vs_model_pct, unused_w);
+    e.model_dynamic_same_idle_mj =
+        e.model.measured() ? e.model.mj - idle * e.model.step_us / 1000.0 : NAN;
+    e.step_vs_model_dynamic_same_idle_pct = pct_of(e.step.dynamic_mj, e.model_dynamic_same_idle_mj);
 }
 
 void add_model_energy(Report& r, const ModelTiming& timing) {

@@ -42,8 +42,14 @@ void energy_section(std::ostream& out, const Report& report) {
     card(out, "sum over kernels above idle, mJ", e.predicted_dynamic_mj, 3);
     card(out, "kernel time covered", e.coverage, 3);
     card(out, "sum vs step above idle, %", e.predicted_vs_step_pct, 1);
+    card(out, "sum + idle over the step vs step, %", e.predicted_at_step_vs_step_pct, 1);
+    card(out, "sum vs step, W over the step", e.predicted_at_step_w, 2);
     card(out, "real step (timing.json), mJ", e.model.mj, 3);
-    card(out, "replayed vs real step, %", e.step_vs_model_pct, 1);
+    card(out, "replayed vs real step whole, %", e.step_vs_model_pct, 1);
+    card(out, "replayed + idle over the real step vs real, %", e.step_at_model_vs_model_pct, 1);
+    card(out, "replayed vs real, W over the real step", e.step_at_model_w, 2);
+    card(out, "replayed vs real above this run's idle, %", e.step_vs_model_dynamic_same_idle_pct,
+         1);
     out << "</div>\n";
     for (const auto& note : e.notes) out << "<p class=\"note\">" << escape(note) << "</p>";
 

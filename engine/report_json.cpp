@@ -66,6 +66,16 @@ void write_energy(JsonWriter& json, const ReportEnergy& e) {
     json.field("step_vs_model_pct", e.step_vs_model_pct);
     json.field("step_vs_model_dynamic_pct", e.step_vs_model_dynamic_pct);
     json.field("predicted_vs_model_pct", e.predicted_vs_model_pct);
+    json.field("predicted_at_step_mj", e.predicted_at_step_mj);
+    json.field("predicted_at_step_vs_step_pct", e.predicted_at_step_vs_step_pct);
+    json.field("predicted_at_step_w", e.predicted_at_step_w);
+    json.field("step_at_model_mj", e.step_at_model_mj);
+    json.field("step_at_model_vs_model_pct", e.step_at_model_vs_model_pct);
+    json.field("step_at_model_w", e.step_at_model_w);
+    json.field("predicted_at_model_mj", e.predicted_at_model_mj);
+    json.field("predicted_at_model_vs_model_pct", e.predicted_at_model_vs_model_pct);
+    json.field("model_dynamic_same_idle_mj", e.model_dynamic_same_idle_mj);
+    json.field("step_vs_model_dynamic_same_idle_pct", e.step_vs_model_dynamic_same_idle_pct);
     json.array("notes", e.notes);
     json.end_object();
 }

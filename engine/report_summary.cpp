@@ -123,9 +123,19 @@ void write_energy_summary(std::ostream& out, const ReportEnergy& e) {
               "kernels with energy: %.1f%% of the recorded time)\n",
               e.predicted_mj, e.predicted_dynamic_mj,
               figure("%+.2f%%", e.predicted_vs_step_pct, no_step).c_str(), 100 * e.coverage);
-    print(out, "  real step (timing.json)   %s; replayed step %s\n",
+    if (std::isfinite(e.predicted_at_step_mj))
+        print(out,
+              "  sum at the step's time    %12.2f mJ (dynamic sum + idle x step: %+.2f%% of the "
+              "step, %+.2f W over it)\n",
+              e.predicted_at_step_mj, e.predicted_at_step_vs_step_pct, e.predicted_at_step_w);
+    print(out, "  real step (timing.json)   %s; replayed step %s whole\n",
           figure("%12.2f mJ", e.model.mj, "none").c_str(),
           figure("%+.2f%%", e.step_vs_model_pct, "not comparable").c_str());
+    if (std::isfinite(e.step_at_model_mj))
+        print(out,
+              "  replayed at the real time %12.2f mJ (dynamic + idle x real step: %+.2f%% of the "
+              "real step, %+.2f W over it)\n",
+              e.step_at_model_mj, e.step_at_model_vs_model_pct, e.step_at_model_w);
     for (const auto& note : e.notes) print(out, "    energy: %s\n", note.c_str());
 }
 

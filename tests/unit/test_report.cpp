@@ -762,6 +762,58 @@ TEST(ReportEnergy, FiguresPerKernelPerTierAndPerStep) {
     EXPECT_DOUBLE_EQ(r.energy.coverage, 38.0 / 70.0);
 }
 
+// The capture probed its own idle power (104 W) where this run probed 100 W: the comparisons at a
+// reference step's duration use this run's idle power on both sides.
+TEST(ReportEnergy, ComparisonsAtTheReferenceStepsDurationUseOneIdlePower) {
+    Report r = with_energy();
+    r.energy.model.idle_power_w = 104;
+    replay::finalize_report(r);
+    const double idle_w = 100, step_us = 200, model_us = 210, model_mj = 32;
+    const double step_mj = 30;  // median of the step's samples
+    const double step_dynamic = step_mj - idle_w * step_us / 1000;
+    const double sum_dynamic = (3 * 3900 + 4 * 300) / 1000.0;
+    // The sum over kernels on the replayed step's footing.
+    const double sum_at_step = sum_dynamic + idle_w * step_us / 1000;
+    EXPECT_DOUBLE_EQ(r.energy.predicted_at_step_mj, sum_at_step);
+    EXPECT_DOUBLE_EQ(r.energy.predicted_at_step_vs_step_pct, (sum_at_step - step_mj) / step_mj * 100);
+    EXPECT_DOUBLE_EQ(r.energy.predicted_at_step_w, (sum_at_step - step_mj) / step_us * 1000);
+    // The replayed step on the real step's footing.
+    const double step_at_model = step_dynamic + idle_w * model_us / 1000;
+    EXPECT_DOUBLE_EQ(r.energy.step_at_model_mj, step_at_model);
+    EXPECT_DOUBLE_EQ(r.energy.step_at_model_vs_model_pct,
+                     (step_at_model - model_mj) / model_mj * 100);
+    EXPECT_DOUBLE_EQ(r.energy.step_at_model_w, (step_at_model - model_mj) / model_us * 1000);
+    const double sum_at_model = sum_dynamic + idle_w * model_us / 1000;
+    EXPECT_DOUBLE_EQ(r.energy.predicted_at_model_mj, sum_at_model);
+    EXPECT_DOUBLE_EQ(r.energy.predicted_at_model_vs_model_pct,
+                     (sum_at_model - model_mj) / model_mj * 100);
+    // Dynamic against dynamic: with the capture's idle power, and with this run's.
+    const double model_dynamic_own = model_mj - 104 * model_us / 1000;
+    const double model_dynamic_same = model_mj - idle_w * model_us / 1000;
+    EXPECT_DOUBLE_EQ(r.energy.step_vs_model_dynamic_pct,
+                     (step_dynamic - model_dynamic_own) / model_dynamic_own * 100);
+    EXPECT_DOUBLE_EQ(r.energy.model_dynamic_same_idle_mj, model_dynamic_same);
+    EXPECT_DOUBLE_EQ(r.energy.step_vs_model_dynamic_same_idle_pct,
+                     (step_dynamic - model_dynamic_same) / model_dynamic_same * 100);
+    // Same absolute difference either way: whole at the real step's duration, or dynamic with
+    // one idle power.
+    EXPECT_NEAR(step_at_model - model_mj, step_dynamic - model_dynamic_same, 1e-12);
+}
+
+TEST(ReportEnergy, ComparisonsAreNaWithoutTheirInputs) {
+    Report r = with_energy();
+    r.energy.model = {};     // no timing.json
+    r.mode = "sequential";  // no sum over kernels
+    replay::finalize_report(r);
+    EXPECT_DOUBLE_EQ(r.energy.step.dynamic_mj, 10);
+    for (const double x : {r.energy.predicted_at_step_mj, r.energy.predicted_at_step_vs_step_pct,
+                           r.energy.predicted_at_step_w, r.energy.step_at_model_mj,
+                           r.energy.step_at_model_vs_model_pct, r.energy.step_at_model_w,
+                           r.energy.predicted_at_model_mj, r.energy.model_dynamic_same_idle_mj,
+                           r.energy.step_vs_model_dynamic_same_idle_pct})
+        EXPECT_TRUE(std::isnan(x));
+}
+
 TEST(ReportEnergy, JsonAndCsvRoundTrip) {
     Report r = with_energy();
     replay::finalize_report(r);
@@ -781,6 +833,8 @@ TEST(ReportEnergy, JsonAndCsvRoundTrip) {
     }
     EXPECT_EQ(back.energy.step.samples_mj, r.energy.step.samples_mj);
     expect_same_double(back.energy.predicted_mj, r.energy.predicted_mj);
+    expect_same_double(back.energy.step_at_model_mj, r.energy.step_at_model_mj);
+    expect_same_double(back.energy.predicted_at_step_w, r.energy.predicted_at_step_w);
     EXPECT_NE(first.str().find("\"why\": \"recorded median below --energy-min-us 6\""),
               std::string::npos);
 

@@ -167,9 +167,25 @@ struct ReportEnergy {
     double predicted_mj = NAN, predicted_dynamic_mj = NAN, coverage = NAN;
     // Percent of the second. The sum over kernels counts the idle power over the kernels' own
     // time only, not over the gaps between them in a step: it is held against the step's dynamic
-    // energy (predicted_*). The replayed and the real step are compared whole and dynamic.
+    // energy (predicted_*). step_vs_model_pct: whole against whole, comparable only where the two
+    // steps took as long; the *_dynamic_pct and predicted_vs_model_pct figures subtract each
+    // step's own idle power, the model's from the capture's probe: a few watts between two
+    // probes over the step's time can be the whole dynamic energy of a light step.
     double predicted_vs_step_pct = NAN, predicted_vs_model_pct = NAN;
     double step_vs_model_pct = NAN, step_vs_model_dynamic_pct = NAN;
+    // Against a step's whole energy (what the GPU drew over it, gaps between kernels included):
+    // the replay's dynamic energy plus this run's probed idle power over that step's duration.
+    // One idle power on both sides, and the durations equal by construction: what is left is
+    // the dynamic energy the replay got wrong, which *_w spreads over the reference step's time
+    // (W, to hold against the idle probe's own drift). The sum over kernels (back-to-back
+    // launches) has none of the above-idle power of the step's gaps between kernels: that is
+    // part of predicted_at_step_w.
+    double predicted_at_step_mj = NAN, predicted_at_step_vs_step_pct = NAN;
+    double predicted_at_step_w = NAN;
+    double step_at_model_mj = NAN, step_at_model_vs_model_pct = NAN, step_at_model_w = NAN;
+    double predicted_at_model_mj = NAN, predicted_at_model_vs_model_pct = NAN;
+    // The real step's dynamic energy with this run's idle power (not the capture's).
+    double model_dynamic_same_idle_mj = NAN, step_vs_model_dynamic_same_idle_pct = NAN;
     std::vector<std::string> notes;
 };
 
