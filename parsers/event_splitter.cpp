@@ -473,6 +473,20 @@ bool EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
         }
         return std::nullopt;
     };
+    // Between events, the text up to a brace at `at`, where `closing` (bits relative to pos_) marks
+    // the ']' in the block before it: the first one closes the array, whatever the brace is (also
+    // a '{' in a string after it, which the block index may show in the same block as the ']' or
+    // in the next one, as chunks end). nullopt: the text is blanks and commas, go on with the brace.
+    const auto up_to_brace = [&](std::uint64_t closing, std::size_t at) -> std::optional<bool> {
+        const std::size_t next =
+            closing != 0 ? pos_ + static_cast<std::size_t>(__builtin_ctzll(closing)) : at;
+        if (next - gap_begin_ > kShortGap || !blanks_and_commas(buf, gap_begin_, next)) {
+            if (const auto stop = gap(next)) return *stop;
+        }
+        if (closing == 0) return std::nullopt;
+        close_events(next);
+        return true;
+    };
     while (pos_ < size) {
         std::size_t blocks = std::min<std::size_t>((size - pos_) / 64, kRun);
         std::size_t valid = 64;
@@ -504,8 +518,12 @@ bool EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
                     // A brace in a string: nothing, unless a '{' there starts an event, which a
                     // string cannot hold (the rule above): damaged text up to it.
                     if (buf[at] != '{') continue;
-                    if (depth_ == 0) {  // only after a value, which the gap check deals with
-                        if (const auto stop = gap(at)) return *stop;
+                    // Between events only after a value or damaged text, which the gap check
+                    // deals with, unless a ']' before it closed the array.
+                    if (depth_ == 0) {
+                        const std::uint64_t closing =
+                            brackets & bits_from(zero_from) & ~bits_from(bit);
+                        if (const auto stop = up_to_brace(closing, at)) return *stop;
                         continue;
                     }
                     const Answer start = event_start_at(buf, at, size, eof);
@@ -521,17 +539,9 @@ bool EventSplitter::scan_events(const char* buf, std::size_t size, bool eof,
                 if (depth_ == 0) {
                     // Between events: ']' closes the array, '{' starts an event; first the text
                     // before it, which is nearly always a few blanks and a comma.
-                    const std::uint64_t before = brackets & bits_from(zero_from) & ~bits_from(bit);
-                    const std::size_t next =
-                        before != 0 ? pos_ + static_cast<std::size_t>(__builtin_ctzll(before)) : at;
-                    if (next - gap_begin_ > kShortGap ||
-                        !blanks_and_commas(buf, gap_begin_, next)) {
-                        if (const auto stop = gap(next)) return *stop;
-                    }
-                    if (before != 0) {
-                        close_events(next);
-                        return true;
-                    }
+                    const std::uint64_t closing =
+                        brackets & bits_from(zero_from) & ~bits_from(bit);
+                    if (const auto stop = up_to_brace(closing, at)) return *stop;
                     if (buf[at] == '}') {  // a stray '}': damaged text
                         start_resync(at);
                         return true;

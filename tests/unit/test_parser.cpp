@@ -1,12 +1,19 @@
 // The parser against Python's own counts (traces/expected_counts.json), schema variants, chunk and
-// thread independence, and shared op shapes. Bad input: test_bad_input.cpp.
+// thread independence, shared op shapes, and the event splitter in every chunking. Bad input:
+// test_bad_input.cpp.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "parser_test_files.h"
+#include "replay/event_splitter.h"
 #include "replay/kineto_parser.h"
 #include "replay/source.h"
 #include "test_support.h"
@@ -282,4 +289,82 @@ TEST(Parser, RepeatedIdAfterALabelIsTheNumber) {
     ASSERT_EQ(r.trace.runtime_calls.size(), 1u);
     EXPECT_EQ(r.trace.runtime_calls[0].pid, 59813);
     EXPECT_EQ(r.trace.runtime_calls[0].tid, 7);
+}
+
+namespace {
+
+// What the splitter makes of `doc` read `step` bytes per scan() call, carrying the unfinished
+// item over as parse_kineto does: the items (absolute offsets), the end state, stray and damage.
+struct SplitOutcome {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> items;
+    bool complete = false;
+    std::uint64_t last_end = 0, stray = 0, first_stray = 0, damaged_places = 0, damaged_bytes = 0;
+    bool ended_in_damage = false;
+    bool operator==(const SplitOutcome&) const = default;
+};
+
+SplitOutcome split_in_steps(const std::string& doc, std::size_t step) {
+    replay::EventSplitter splitter;
+    SplitOutcome out;
+    std::string buf;  // the carried-over bytes and the new ones, then 64 bytes of padding
+    std::vector<replay::Span> spans;
+    for (std::size_t offset = 0;;) {
+        const std::size_t n = std::min(step, doc.size() - offset);
+        const bool eof = offset + n == doc.size();
+        buf.append(doc, offset, n);
+        offset += n;
+        const std::size_t size = buf.size();
+        buf.append(64, ' ');
+        const std::uint64_t base = splitter.base_offset();
+        const std::size_t keep = splitter.scan(buf.data(), size, eof, spans);
+        for (const replay::Span& s : spans) out.items.emplace_back(base + s.begin, s.length);
+        spans.clear();
+        if (eof) break;
+        buf = buf.substr(keep, size - keep);
+    }
+    out.complete = splitter.complete();
+    out.last_end = splitter.last_complete_end();
+    out.stray = splitter.stray_bytes();
+    out.first_stray = splitter.first_stray_offset();
+    out.damaged_places = splitter.damaged_places();
+    out.damaged_bytes = splitter.damaged_bytes();
+    out.ended_in_damage = splitter.ended_in_damage();
+    return out;
+}
+
+// A saved input of the splitter's fuzzer, without its first byte (the chunk size).
+std::string splitter_regression(const std::string& name) {
+    std::ifstream in(fs::path(replay::testing::source_dir()) / "tests/fuzz/regressions" /
+                         "fuzz_splitter" / name,
+                     std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    return bytes.str().substr(1);
+}
+
+}  // namespace
+
+// Between events, a '{' inside a string (after damaged text) used to be checked as the text before
+// it without looking for a ']' in front of it: the array's ']' was then read as damage up to the
+// end when the block index showed both in one block, and as the end of the document when the
+// ']' ended a block, so that the result depended on where chunks ended. The ']' closes the bare
+// array; what follows is stray text.
+TEST(Splitter, ClosingBracketBeforeABraceInAStringInEveryChunking) {
+    struct Case {
+        const char* file;
+        std::uint64_t stray;
+    };
+    for (const Case c : {Case{"closing_bracket_then_brace_in_string", 3},
+                         Case{"closing_bracket_then_brace_in_string_next_block", 9}}) {
+        const std::string doc = splitter_regression(c.file);
+        ASSERT_FALSE(doc.empty()) << c.file;
+        const SplitOutcome whole = split_in_steps(doc, doc.size());
+        EXPECT_TRUE(whole.complete) << c.file;
+        EXPECT_EQ(whole.stray, c.stray) << c.file;
+        EXPECT_EQ(whole.damaged_places, 0u) << c.file;
+        EXPECT_FALSE(whole.ended_in_damage) << c.file;
+        ASSERT_EQ(whole.items.size(), 1u) << c.file;
+        for (std::size_t step = 1; step < doc.size(); ++step)
+            EXPECT_TRUE(split_in_steps(doc, step) == whole) << c.file << ", step " << step;
+    }
 }
