@@ -293,3 +293,26 @@ TEST(Classifier, IndexListsComeFromTheOpsChildren) {
     auto dlrm = analyze("public/HolisticTraceAnalysis/control.json.gz");
     for (const auto& r : dlrm->recipes.table()) EXPECT_NE(r.rule, "index-list-from-children");
 }
+
+// Kineto records no dtype for aten::cat's TensorList: the inferred dataflow gives the elements
+// their producers' dtype, so each cat replays the kernel that copies elements of the recorded
+// size (CatArrayBatchedCopy<OpaqueType<N>>: N bytes; bf16 halves of rotate_half in Llama).
+TEST(Classifier, LlamaCatListsHaveTheElementSizeTheirKernelCopies) {
+    auto a = analyze("h200/llama_decode.json.gz");
+    std::size_t cats = 0, bf16 = 0;
+    for (const auto& k : a->kernels) {
+        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        const auto opaque = k.name.find("OpaqueType<");
+        if (aten == nullptr || aten->op != "aten::cat" || opaque == std::string::npos) continue;
+        const std::size_t bytes = std::stoul(k.name.substr(opaque + 11));
+        ASSERT_FALSE(aten->args.empty());
+        ASSERT_FALSE(aten->args[0].tensors.empty());
+        for (const auto& t : aten->args[0].tensors) {
+            EXPECT_EQ(replay::element_size(t.dtype), bytes) << k.name;
+            bf16 += t.dtype == replay::DType::BFloat16;
+        }
+        ++cats;
+    }
+    EXPECT_EQ(cats, 3u);
+    EXPECT_EQ(bf16, 4u);  // the two rotate_half cats (q and k), two bf16 halves each
+}

@@ -164,6 +164,35 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
 }
 
+// rotate_half: cat((-x2, x1)) of the two bf16 halves of q. Kineto gives the list's element dims
+// but no dtype; the ops that produced them give it.
+TEST(Dataflow, TensorListElementsTakeTheirProducersDtype) {
+    TraceBuilder b;
+    b.op("aten::slice", 0, 2, "[[1, 4, 1, 8], [], [], [], []]",
+         "[\"c10::BFloat16\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"3\", \"0\", \"4\", \"1\"]");
+    b.op("aten::slice", 10, 2, "[[1, 4, 1, 8], [], [], [], []]",
+         "[\"c10::BFloat16\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"3\", \"4\", \"8\", \"1\"]");
+    b.op("aten::neg", 20, 2, "[[1, 4, 1, 4]]", "[\"c10::BFloat16\"]");
+    b.op("aten::cat", 30, 2, "[[[1, 4, 1, 4], [1, 4, 1, 4]], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"-1\"]");
+    // Elements of two dtypes: which one the list had is not known.
+    b.op("aten::relu", 40, 2, "[[1, 4, 1, 4]]", "[\"float\"]");
+    b.op("aten::neg", 45, 2, "[[2, 2]]", "[\"c10::Half\"]");
+    b.op("aten::cat", 50, 2, "[[[1, 4, 1, 4], [2, 2]], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"-1\"]");
+    // Elements no recorded op produced.
+    b.op("aten::cat", 60, 2, "[[[3, 3], [3, 3]], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"0\"]");
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    replay::infer_dataflow(t);
+    EXPECT_EQ(t.names.view(input(t, 3, 0).element_type), "c10::BFloat16");
+    EXPECT_EQ(input(t, 6, 0).element_type, replay::StringPool::kEmpty);
+    EXPECT_EQ(input(t, 7, 0).element_type, replay::StringPool::kEmpty);
+}
+
 TEST(Dataflow, WithoutShapesThereIsNothingToInfer) {
     TraceBuilder b;
     b.op("aten::relu", 0, 5, "[]", "[]");
