@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <sstream>
@@ -315,4 +316,53 @@ TEST(Classifier, LlamaCatListsHaveTheElementSizeTheirKernelCopies) {
     }
     EXPECT_EQ(cats, 3u);
     EXPECT_EQ(bf16, 4u);  // the two rotate_half cats (q and k), two bf16 halves each
+}
+
+// Kineto records a Python number PyTorch wrapped (`x + 1`) and a 0-dim device tensor alike
+// (`long int`, dims []); the recorded kernel tells them apart (CUDAFunctorOnSelf_add folds a CPU
+// scalar `other` into the functor, CUDAFunctor_add reads two device tensors), and the recipe
+// says so, in memory and through kernel_signatures.json.
+TEST(Classifier, LlamaZeroDimOperandsArePlacedByTheirKernel) {
+    using replay::Placement;
+    auto a = analyze("h200/llama_decode.json.gz");
+    struct Seen {
+        std::string op, kernel;
+        std::vector<Placement> placements;  // of the two tensor operands
+    };
+    std::vector<Seen> seen;
+    for (const auto& k : a->kernels) {
+        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        if (aten == nullptr || aten->args.size() < 2) continue;
+        if (k.name.find("Functor") == std::string::npos) continue;
+        Seen s{aten->op, k.name, {}};
+        for (std::size_t i = 0; i < 2; ++i) s.placements.push_back(aten->args[i].placement);
+        if (s.placements[0] != Placement::Unknown || s.placements[1] != Placement::Unknown)
+            seen.push_back(std::move(s));
+    }
+    const auto count = [&](const std::string& op, const std::string& kernel, Placement self,
+                           Placement other) {
+        return std::count_if(seen.begin(), seen.end(), [&](const Seen& s) {
+            return s.op == op && s.kernel.find(kernel) != std::string::npos &&
+                   s.placements == std::vector<Placement>{self, other};
+        });
+    };
+    // position + [] long: the [] is a device tensor (three-operand CUDAFunctor_add).
+    EXPECT_EQ(count("aten::add", "CUDAFunctor_add<long>", Placement::Unknown, Placement::Device), 1);
+    // [257] + 1 and the in-place counter += 1: the 1 is a CPU scalar.
+    EXPECT_EQ(count("aten::add", "CUDAFunctorOnSelf_add<long>", Placement::Unknown, Placement::Host), 1);
+    EXPECT_EQ(count("aten::add_", "CUDAFunctorOnSelf_add<long>", Placement::Device, Placement::Host), 1);
+    // RMSNorm's variance + eps, and x * scale: doubles wrapped (mul folds either side into
+    // AUnaryFunctor: the 0-dim operand is the scalar).
+    EXPECT_EQ(count("aten::add", "CUDAFunctorOnSelf_add<float>", Placement::Unknown, Placement::Host), 1);
+    EXPECT_EQ(count("aten::mul", "AUnaryFunctor<float", Placement::Unknown, Placement::Host), 1);
+    EXPECT_EQ(seen.size(), 5u);
+
+    replay::SignatureFile file{"llama", a->trace_hash, a->kernels, ""};
+    std::ostringstream text;
+    replay::write_signature_file(text, file);
+    replay::testing::TempFile saved("signatures.json", text.str());
+    const auto back = replay::read_signature_file(saved.path());
+    ASSERT_EQ(back.kernels.size(), a->kernels.size());
+    for (std::size_t i = 0; i < back.kernels.size(); ++i)
+        EXPECT_EQ(back.kernels[i].recipe, a->kernels[i].recipe) << a->kernels[i].name;
 }
