@@ -24,6 +24,15 @@ std::unique_ptr<replay::Analysis> analyze(const std::string& relative, const std
     return replay::analyze(options);
 }
 
+// The analysis's kernels written to kernel_signatures.json and read back.
+replay::SignatureFile through_signature_file(const replay::Analysis& a, const std::string& name) {
+    replay::SignatureFile file{name, a.trace_hash, a.kernels, ""};
+    std::ostringstream text;
+    replay::write_signature_file(text, file);
+    replay::testing::TempFile saved("signatures.json", text.str());
+    return replay::read_signature_file(saved.path());
+}
+
 }  // namespace
 
 TEST(Classifier, EveryBloomGemmKernelHasATier2RecipeMatchingInputDims) {
@@ -228,11 +237,7 @@ TEST(Reuse, WeightsAreFirstTouchesAndActivationsAreRecent) {
 // with the same L2 contents as a replay from the trace.
 TEST(Reuse, DistancesSurviveTheSignatureFile) {
     auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
-    replay::SignatureFile file{"bloom", a->trace_hash, a->kernels, ""};
-    std::ostringstream text;
-    replay::write_signature_file(text, file);
-    replay::testing::TempFile saved("signatures.json", text.str());
-    const auto back = replay::read_signature_file(saved.path());
+    const auto back = through_signature_file(*a, "bloom");
     ASSERT_EQ(back.kernels.size(), a->kernels.size());
     std::size_t compared = 0;
     for (std::size_t i = 0; i < back.kernels.size(); ++i) {
@@ -357,11 +362,7 @@ TEST(Classifier, LlamaZeroDimOperandsArePlacedByTheirKernel) {
     EXPECT_EQ(count("aten::mul", "AUnaryFunctor<float", Placement::Unknown, Placement::Host), 1);
     EXPECT_EQ(seen.size(), 5u);
 
-    replay::SignatureFile file{"llama", a->trace_hash, a->kernels, ""};
-    std::ostringstream text;
-    replay::write_signature_file(text, file);
-    replay::testing::TempFile saved("signatures.json", text.str());
-    const auto back = replay::read_signature_file(saved.path());
+    const auto back = through_signature_file(*a, "llama");
     ASSERT_EQ(back.kernels.size(), a->kernels.size());
     for (std::size_t i = 0; i < back.kernels.size(); ++i)
         EXPECT_EQ(back.kernels[i].recipe, a->kernels[i].recipe) << a->kernels[i].name;
