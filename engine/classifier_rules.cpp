@@ -137,6 +137,47 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
     return arg;
 }
 
+// Where the kernel `name` of a binary elementwise op read its two tensor operands (self, other)
+// from: PyTorch's gpu_kernel_with_scalars folds a CPU scalar operand into the functor and passes
+// device tensors on. The ufunc codegen's functors say which operand was the scalar
+// (CUDAFunctorOnSelf_<op>: other; CUDAFunctorOnOther_<op>: self; CUDAFunctor_<op>: none);
+// AUnaryFunctor/BUnaryFunctor say that one was (symmetric ops such as mul fold either operand
+// into AUnaryFunctor), BinaryFunctor that none was. nullopt when the name is none of these.
+struct OperandPlacements {
+    std::array<Placement, 2> known{Placement::Device, Placement::Device};
+    bool one_is_host = false;  // which one: the 0-dim operand (known says which if both are)
+};
+std::optional<OperandPlacements> operand_placements(std::string_view name) {
+    using enum Placement;
+    if (contains_any(name, {"FunctorOnSelf_"})) return OperandPlacements{{Device, Host}};
+    if (contains_any(name, {"FunctorOnOther_"})) return OperandPlacements{{Host, Device}};
+    if (contains_any(name, {"BUnaryFunctor<"})) return OperandPlacements{{Device, Host}, true};
+    if (contains_any(name, {"AUnaryFunctor<"})) return OperandPlacements{{Host, Device}, true};
+    if (contains_any(name, {"CUDAFunctor_", "BinaryFunctor<"})) return OperandPlacements{};
+    return std::nullopt;
+}
+
+// Marks the 0-dim tensor operands of `r` with where the recorded kernel read them from: a wrapped
+// Python number and a 0-dim device tensor look alike in Kineto's shapes (`long int`, dims []);
+// only the kernel tells them apart.
+void place_scalar_operands(AtenRecipe& r, std::string_view kernel) {
+    const auto placements = operand_placements(kernel);
+    if (!placements) return;
+    std::array<AtenArgument*, 2> operands{};
+    std::size_t found = 0;
+    for (AtenArgument& arg : r.args)
+        if (arg.kind == ArgKind::Tensor && arg.tensors.size() == 1 && found < operands.size())
+            operands[found++] = &arg;
+    if (found != operands.size()) return;
+    const auto zero_dim = [&](std::size_t i) { return operands[i]->tensors.front().dims.empty(); };
+    std::array<Placement, 2> where = placements->known;
+    if (placements->one_is_host && zero_dim(0) != zero_dim(1))
+        where = zero_dim(0) ? std::array{Placement::Host, Placement::Device}
+                            : std::array{Placement::Device, Placement::Host};
+    for (std::size_t i = 0; i < operands.size(); ++i)
+        if (zero_dim(i)) operands[i]->placement = where[i];
+}
+
 AtenRecipe aten_recipe(const Context& c, const OpRef& op) {
     AtenRecipe r;
     r.op = c.op_name(op);
@@ -149,6 +190,7 @@ AtenRecipe aten_recipe(const Context& c, const OpRef& op) {
             r.overload = r.schema.substr(dot + 1, paren - dot - 1);
         for (const auto& in : s->inputs) r.args.push_back(argument_from(c.trace, in));
     }
+    place_scalar_operands(r, c.name);
     return r;
 }
 

@@ -383,12 +383,38 @@ class ThreadPass {
         return nullptr;
     }
 
+    // Kineto records a TensorList's element dims but not their dtype: the most recent live
+    // output of each element's dims gives it (aten::cat of bf16 halves in rotate_half would
+    // otherwise replay in the parser's float32 and launch another kernel). Set only when every
+    // element whose dims an earlier op produced agrees on one dtype.
+    void type_tensor_list(OpArgument& arg) const {
+        if (arg.list_ranks.empty() || arg.element_type != StringPool::kEmpty) return;
+        NameId dtype = StringPool::kEmpty;
+        std::size_t first = 0;
+        for (const std::uint8_t rank : arg.list_ranks) {
+            if (first + rank > arg.dims.size()) return;
+            const Dims dims(arg.dims.begin() + static_cast<std::ptrdiff_t>(first),
+                            arg.dims.begin() + static_cast<std::ptrdiff_t>(first + rank));
+            first += rank;
+            const auto it = live_->find(dims);
+            if (it == live_->end()) continue;
+            const auto typed = std::find_if(it->second.rbegin(), it->second.rend(), [](const Output& o) {
+                return o.dtype != StringPool::kEmpty;
+            });
+            if (typed == it->second.rend()) continue;
+            if (dtype != StringPool::kEmpty && typed->dtype != dtype) return;
+            dtype = typed->dtype;
+        }
+        arg.element_type = dtype;
+    }
+
     void start(std::uint32_t op) {
         if (first_step_ == static_cast<std::size_t>(-1)) first_step_ = step_;
         OpShapes& shapes = trace_.own_shapes(trace_.cpu_ops[op]);
         std::vector<std::int64_t> taken;
         for (std::size_t i = 0; i < shapes.inputs.size(); ++i) {
             OpArgument& arg = shapes.inputs[i];
+            type_tensor_list(arg);
             if (!is_tensor_input(trace_, arg)) continue;
             std::int64_t storage = inherited(op, arg, taken);
             if (storage == kNoId) {

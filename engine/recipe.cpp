@@ -130,6 +130,18 @@ const char* to_string(CopyDirection direction) {
     return "?";
 }
 
+const char* to_string(Placement placement) {
+    switch (placement) {
+        case Placement::Host:
+            return "host";
+        case Placement::Device:
+            return "device";
+        case Placement::Unknown:
+            break;
+    }
+    return "";
+}
+
 const char* to_string(ArgKind kind) {
     switch (kind) {
         case ArgKind::Tensor:
@@ -235,6 +247,17 @@ std::string Recipe::instance_key() const {
         for (const auto& arg : a->args)
             for (const auto& t : arg.tensors)
                 out += std::to_string(t.storage_id) + "+" + std::to_string(t.storage_offset) + ",";
+        // What key() leaves out so that kernel ids stay those of earlier reports, but the work
+        // prepared for a recipe depends on: a list element's dtype (a tensor's is in its type
+        // text) and where a 0-dim operand lives (two kernels of one op; key() goes with the
+        // kernel's name wherever it names a kernel).
+        out += "|t";
+        for (const auto& arg : a->args) {
+            if (arg.kind == ArgKind::TensorList)
+                for (const auto& t : arg.tensors) out += std::string(to_string(t.dtype)) + ",";
+            if (arg.placement != Placement::Unknown) out += std::string("@") + to_string(arg.placement);
+            out += ';';
+        }
     } else if (const auto* t = std::get_if<TritonRecipe>(&detail)) {
         out += "|b";  // the wrapper's buffers: one launch's in-place buffer is not another's
         for (const auto& a : t->args) out += a.buffer + ",";

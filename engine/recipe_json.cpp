@@ -221,6 +221,11 @@ Recipe read_recipe(od::value v) {
                         arg.type = get_str(av);
                     else if (ak == "value")
                         arg.value = get_str(av);
+                    else if (ak == "placement") {
+                        const std::string s = get_str(av);
+                        for (auto p : {Placement::Host, Placement::Device})
+                            if (s == to_string(p)) arg.placement = p;
+                    }
                     else if (ak == "tensors") {
                         od::array ts;
                         if (av.get_array().get(ts)) continue;
@@ -310,6 +315,8 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                 for (const auto& a : d.args) {
                     json.begin_object().field("kind", to_string(a.kind)).field("type", a.type);
                     if (!a.value.empty()) json.field("value", a.value);
+                    if (a.placement != Placement::Unknown)
+                        json.field("placement", to_string(a.placement));
                     if (!a.tensors.empty()) {
                         json.key("tensors").begin_array();
                         for (const auto& t : a.tensors) write_tensor(json, t);

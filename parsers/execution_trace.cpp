@@ -398,6 +398,12 @@ void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats)
             }
             arg.storage_id = node.inputs[i].storage_id;
             arg.storage_offset = node.inputs[i].storage_offset;
+            // Kineto recorded the list's element dims but has no element dtype or storages.
+            if (!arg.list_ranks.empty() && arg.list_ranks == in.list_ranks) {
+                const OpArgument from_et = argument_from(trace, in);
+                arg.element_type = from_et.element_type;
+                arg.list_storage_ids = from_et.list_storage_ids;
+            }
         }
     } else {
         // Positions cannot be trusted to line up; a wrong storage id would fake dataflow.

@@ -49,6 +49,7 @@ void encode_detail(Encoder& e, const AtenRecipe& a) {
     e.str(a.op).str(a.overload).str(a.schema).u32(static_cast<std::uint32_t>(a.args.size()));
     for (const auto& arg : a.args) {
         e.u8(static_cast<std::uint8_t>(arg.kind)).str(arg.type).str(arg.value);
+        e.u8(static_cast<std::uint8_t>(arg.placement));
         e.u32(static_cast<std::uint32_t>(arg.tensors.size()));
         for (const auto& t : arg.tensors) encode(e, t);
     }
@@ -122,6 +123,7 @@ AtenRecipe decode_aten(Decoder& d) {
         arg.kind = static_cast<ArgKind>(d.u8());
         arg.type = d.str();
         arg.value = d.str();
+        arg.placement = static_cast<Placement>(d.u8());
         arg.tensors.resize(d.count());
         for (auto& t : arg.tensors) t = decode_tensor(d);
     }

@@ -71,6 +71,21 @@ at::Tensor whole_storage(const at::Tensor& t) {
 
 }  // namespace
 
+bool host_scalar_operand(const AtenArgument* recorded, const std::string& param,
+                         const TensorSpec& spec, bool beside_shaped_tensor) {
+    if (!spec.dims.empty()) return false;
+    // The recorded kernel's functor said where it lived (the classifier's Placement).
+    if (recorded != nullptr && recorded->placement != Placement::Unknown)
+        return recorded->placement == Placement::Host;
+    // Otherwise: a 0-dim double/long/bool next to real tensors is most often a Python number
+    // that PyTorch wrapped (`x * 0.5`, `x + 1`), only as an operand of elementwise math
+    // (0-dim int64 tensors such as philox seeds stay on the device).
+    const bool python_number_type =
+        spec.dtype == DType::Float64 || spec.dtype == DType::Int64 || spec.dtype == DType::Bool;
+    const bool operand = param == "other" || param == "self" || param == "exponent";
+    return python_number_type && operand && beside_shaped_tensor;
+}
+
 InputSynthesis::InputSynthesis(c10::Device device, std::uint64_t seed, bool dataflow)
     : device_(device),
       dataflow_(dataflow),
@@ -226,31 +241,30 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
             why = dtype_missing_reason(spec.dtype);
             return std::nullopt;
         }
-        // A 0-dim double/long/bool next to real tensors is a Python number that PyTorch wrapped
-        // (`x * 0.5`, `x + 1`): a CPU scalar that TensorIterator folds into the kernel
-        // (AUnaryFunctor, CUDAFunctorOnSelf_add), not a device tensor to broadcast.
-        const bool python_number_type =
-            spec.dtype == DType::Float64 || spec.dtype == DType::Int64 || spec.dtype == DType::Bool;
-        const std::string& param = arguments[arg].name();
-        // Only operands of elementwise math: 0-dim int64 tensors such as philox seeds stay on the
-        // device.
-        const bool operand = param == "other" || param == "self" || param == "exponent";
-        if (spec.dims.empty() && python_number_type && operand && !on_cpu() &&
-            std::any_of(all_dims.begin(), all_dims.end(),
-                        [&](const Dims& d) { return d.arg != arg && !d.dims->empty(); })) {
+        const auto beside_shaped = [&] {
+            return std::any_of(all_dims.begin(), all_dims.end(),
+                               [&](const Dims& d) { return d.arg != arg && !d.dims->empty(); });
+        };
+        if (spec.dims.empty() && !on_cpu() &&
+            host_scalar_operand(plan.args[arg].recorded, arguments[arg].name(), spec,
+                                beside_shaped())) {
             const auto type = *dtype;
             at::Tensor wrapped = type == at::kDouble
                                      ? at::scalar_tensor(0.5, at::TensorOptions().dtype(type))
                                      : at::scalar_tensor(1, at::TensorOptions().dtype(type));
-            wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
+            // A Python number PyTorch wrapped is a double, long or bool; any other 0-dim CPU
+            // tensor takes part in type promotion as a tensor does.
+            if (type == at::kDouble || type == at::kLong || type == at::kBool)
+                wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
             return wrapped;
         }
         if (!valid_spec(spec)) {
             why = "invalid recorded dims/strides";
             return std::nullopt;
         }
-        // List element dtypes are not recorded (the parser defaults them to float32); the
-        // Tensor?[] lists of index/index_put hold indices.
+        // Without an Execution Trace or a producer (dataflow) list element dtypes are unknown
+        // (the classifier defaults them to float32); the Tensor?[] lists of index/index_put hold
+        // indices.
         if (index_list && is_float_like(*dtype)) dtype = at::kLong;
         // Traces before PyTorch 1.10 often lack dtypes: arguments that hold indices by their
         // role are int64, masks bool.

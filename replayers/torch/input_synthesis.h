@@ -56,6 +56,14 @@ struct RecordedInput {
     bool parameter = false;  // a weight or bias by the op's signature
 };
 
+// Whether a CUDA replay passes the 0-dim tensor `spec` (argument `param`, `recorded` as the
+// recipe has it) as a CPU scalar that PyTorch folds into the kernel (CUDAFunctorOnSelf_add,
+// AUnaryFunctor) rather than a device tensor the kernel reads (CUDAFunctor_add): the recipe's
+// Placement when the recorded kernel told, else a guess from the dtype and the argument's role.
+// `beside_shaped_tensor`: another tensor argument of the op has dims.
+bool host_scalar_operand(const AtenArgument* recorded, const std::string& param,
+                         const TensorSpec& spec, bool beside_shaped_tensor);
+
 // Not thread-safe: one per runner.
 class InputSynthesis {
   public:

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <sstream>
@@ -21,6 +22,15 @@ std::unique_ptr<replay::Analysis> analyze(const std::string& relative, const std
     options.infer_dataflow = infer_dataflow;
     if (!et.empty()) options.execution_trace_path = trace_path(et);
     return replay::analyze(options);
+}
+
+// The analysis's kernels written to kernel_signatures.json and read back.
+replay::SignatureFile through_signature_file(const replay::Analysis& a, const std::string& name) {
+    replay::SignatureFile file{name, a.trace_hash, a.kernels, ""};
+    std::ostringstream text;
+    replay::write_signature_file(text, file);
+    replay::testing::TempFile saved("signatures.json", text.str());
+    return replay::read_signature_file(saved.path());
 }
 
 }  // namespace
@@ -227,11 +237,7 @@ TEST(Reuse, WeightsAreFirstTouchesAndActivationsAreRecent) {
 // with the same L2 contents as a replay from the trace.
 TEST(Reuse, DistancesSurviveTheSignatureFile) {
     auto a = analyze("h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz");
-    replay::SignatureFile file{"bloom", a->trace_hash, a->kernels, ""};
-    std::ostringstream text;
-    replay::write_signature_file(text, file);
-    replay::testing::TempFile saved("signatures.json", text.str());
-    const auto back = replay::read_signature_file(saved.path());
+    const auto back = through_signature_file(*a, "bloom");
     ASSERT_EQ(back.kernels.size(), a->kernels.size());
     std::size_t compared = 0;
     for (std::size_t i = 0; i < back.kernels.size(); ++i) {
@@ -292,4 +298,72 @@ TEST(Classifier, IndexListsComeFromTheOpsChildren) {
     EXPECT_EQ(index_kernels, 4u);
     auto dlrm = analyze("public/HolisticTraceAnalysis/control.json.gz");
     for (const auto& r : dlrm->recipes.table()) EXPECT_NE(r.rule, "index-list-from-children");
+}
+
+// Kineto records no dtype for aten::cat's TensorList: the inferred dataflow gives the elements
+// their producers' dtype, so each cat replays the kernel that copies elements of the recorded
+// size (CatArrayBatchedCopy<OpaqueType<N>>: N bytes; bf16 halves of rotate_half in Llama).
+TEST(Classifier, LlamaCatListsHaveTheElementSizeTheirKernelCopies) {
+    auto a = analyze("h200/llama_decode.json.gz");
+    std::size_t cats = 0, bf16 = 0;
+    for (const auto& k : a->kernels) {
+        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        const auto opaque = k.name.find("OpaqueType<");
+        if (aten == nullptr || aten->op != "aten::cat" || opaque == std::string::npos) continue;
+        const std::size_t bytes = std::stoul(k.name.substr(opaque + 11));
+        ASSERT_FALSE(aten->args.empty());
+        ASSERT_FALSE(aten->args[0].tensors.empty());
+        for (const auto& t : aten->args[0].tensors) {
+            EXPECT_EQ(replay::element_size(t.dtype), bytes) << k.name;
+            bf16 += t.dtype == replay::DType::BFloat16;
+        }
+        ++cats;
+    }
+    EXPECT_EQ(cats, 3u);
+    EXPECT_EQ(bf16, 4u);  // the two rotate_half cats (q and k), two bf16 halves each
+}
+
+// Kineto records a Python number PyTorch wrapped (`x + 1`) and a 0-dim device tensor alike
+// (`long int`, dims []); the recorded kernel tells them apart (CUDAFunctorOnSelf_add folds a CPU
+// scalar `other` into the functor, CUDAFunctor_add reads two device tensors), and the recipe
+// says so, in memory and through kernel_signatures.json.
+TEST(Classifier, LlamaZeroDimOperandsArePlacedByTheirKernel) {
+    using replay::Placement;
+    auto a = analyze("h200/llama_decode.json.gz");
+    struct Seen {
+        std::string op, kernel;
+        std::vector<Placement> placements;  // of the two tensor operands
+    };
+    std::vector<Seen> seen;
+    for (const auto& k : a->kernels) {
+        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        if (aten == nullptr || aten->args.size() < 2) continue;
+        if (k.name.find("Functor") == std::string::npos) continue;
+        Seen s{aten->op, k.name, {}};
+        for (std::size_t i = 0; i < 2; ++i) s.placements.push_back(aten->args[i].placement);
+        if (s.placements[0] != Placement::Unknown || s.placements[1] != Placement::Unknown)
+            seen.push_back(std::move(s));
+    }
+    const auto count = [&](const std::string& op, const std::string& kernel, Placement self,
+                           Placement other) {
+        return std::count_if(seen.begin(), seen.end(), [&](const Seen& s) {
+            return s.op == op && s.kernel.find(kernel) != std::string::npos &&
+                   s.placements == std::vector<Placement>{self, other};
+        });
+    };
+    // position + [] long: the [] is a device tensor (three-operand CUDAFunctor_add).
+    EXPECT_EQ(count("aten::add", "CUDAFunctor_add<long>", Placement::Unknown, Placement::Device), 1);
+    // [257] + 1 and the in-place counter += 1: the 1 is a CPU scalar.
+    EXPECT_EQ(count("aten::add", "CUDAFunctorOnSelf_add<long>", Placement::Unknown, Placement::Host), 1);
+    EXPECT_EQ(count("aten::add_", "CUDAFunctorOnSelf_add<long>", Placement::Device, Placement::Host), 1);
+    // RMSNorm's variance + eps, and x * scale: doubles wrapped (mul folds either side into
+    // AUnaryFunctor: the 0-dim operand is the scalar).
+    EXPECT_EQ(count("aten::add", "CUDAFunctorOnSelf_add<float>", Placement::Unknown, Placement::Host), 1);
+    EXPECT_EQ(count("aten::mul", "AUnaryFunctor<float", Placement::Unknown, Placement::Host), 1);
+    EXPECT_EQ(seen.size(), 5u);
+
+    const auto back = through_signature_file(*a, "llama");
+    ASSERT_EQ(back.kernels.size(), a->kernels.size());
+    for (std::size_t i = 0; i < back.kernels.size(); ++i)
+        EXPECT_EQ(back.kernels[i].recipe, a->kernels[i].recipe) << a->kernels[i].name;
 }

@@ -11,6 +11,7 @@
 #include "replay/execution_trace.h"
 #include "replay/kernel_graph.h"
 #include "replay/kineto_parser.h"
+#include "replay/recipe.h"
 #include "replay/tensor_lists.h"
 #include "test_support.h"
 
@@ -164,6 +165,35 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
 }
 
+// rotate_half: cat((-x2, x1)) of the two bf16 halves of q. Kineto gives the list's element dims
+// but no dtype; the ops that produced them give it.
+TEST(Dataflow, TensorListElementsTakeTheirProducersDtype) {
+    TraceBuilder b;
+    b.op("aten::slice", 0, 2, "[[1, 4, 1, 8], [], [], [], []]",
+         "[\"c10::BFloat16\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"3\", \"0\", \"4\", \"1\"]");
+    b.op("aten::slice", 10, 2, "[[1, 4, 1, 8], [], [], [], []]",
+         "[\"c10::BFloat16\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"3\", \"4\", \"8\", \"1\"]");
+    b.op("aten::neg", 20, 2, "[[1, 4, 1, 4]]", "[\"c10::BFloat16\"]");
+    b.op("aten::cat", 30, 2, "[[[1, 4, 1, 4], [1, 4, 1, 4]], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"-1\"]");
+    // Elements of two dtypes: which one the list had is not known.
+    b.op("aten::relu", 40, 2, "[[1, 4, 1, 4]]", "[\"float\"]");
+    b.op("aten::neg", 45, 2, "[[2, 2]]", "[\"c10::Half\"]");
+    b.op("aten::cat", 50, 2, "[[[1, 4, 1, 4], [2, 2]], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"-1\"]");
+    // Elements no recorded op produced.
+    b.op("aten::cat", 60, 2, "[[[3, 3], [3, 3]], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"0\"]");
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    replay::infer_dataflow(t);
+    EXPECT_EQ(t.names.view(input(t, 3, 0).element_type), "c10::BFloat16");
+    EXPECT_EQ(input(t, 6, 0).element_type, replay::StringPool::kEmpty);
+    EXPECT_EQ(input(t, 7, 0).element_type, replay::StringPool::kEmpty);
+}
+
 TEST(Dataflow, WithoutShapesThereIsNothingToInfer) {
     TraceBuilder b;
     b.op("aten::relu", 0, 5, "[]", "[]");
@@ -298,6 +328,40 @@ TEST(DataflowAgainstEt, OlderBloomCapture) {
                              "traces/h200/bloom560m_fp16_b1_s5.et.json.gz");
     EXPECT_GT(a.inputs, 1000u);
     EXPECT_GE(a.share(), kMinAgreement);
+}
+
+// The tensor-list element dtypes the inference gives agree with the ET's on every list where
+// both have one (GPT-2 training: the bf16 and int64 cats).
+TEST(DataflowAgainstEt, TensorListElementDtypesAgree) {
+    const std::string kineto = "traces/h200/gpt2_train_with_et.json.gz";
+    auto with_et = replay::parse_kineto(source_path(kineto));
+    auto inferred = replay::parse_kineto(source_path(kineto));
+    (void)replay::KernelGraph::build(with_et.trace);
+    (void)replay::KernelGraph::build(inferred.trace);
+    replay::attach_execution_trace(
+        with_et.trace,
+        replay::read_execution_trace(source_path("traces/h200/gpt2_train_with_et.et.json.gz")));
+    replay::infer_dataflow(inferred.trace);
+    const auto dtype = [](const replay::Trace& t, const replay::OpArgument& a) {
+        return replay::dtype_from_kineto(t.names.view(a.element_type));
+    };
+    std::size_t lists = 0, agree = 0;
+    for (std::size_t op = 0; op < inferred.trace.cpu_ops.size(); ++op) {
+        const auto s = inferred.trace.cpu_ops[op].shapes, e = with_et.trace.cpu_ops[op].shapes;
+        if (s == replay::kNoIndex || e == replay::kNoIndex) continue;
+        const auto& guess = inferred.trace.op_shapes[s].inputs;
+        const auto& truth = with_et.trace.op_shapes[e].inputs;
+        for (std::size_t i = 0; i < guess.size() && i < truth.size(); ++i) {
+            if (guess[i].list_ranks.empty() || guess[i].element_type == replay::StringPool::kEmpty ||
+                truth[i].element_type == replay::StringPool::kEmpty)
+                continue;
+            ++lists;
+            agree += dtype(inferred.trace, guess[i]) == dtype(with_et.trace, truth[i]);
+        }
+    }
+    std::printf("%s: %zu of %zu tensor lists typed alike\n", kineto.c_str(), agree, lists);
+    EXPECT_GT(lists, 0u);
+    EXPECT_EQ(agree, lists);
 }
 
 }  // namespace

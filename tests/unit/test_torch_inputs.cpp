@@ -494,5 +494,66 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
         EXPECT_GT(checked[op], 0) << op << " was not found in the bundled traces";
 }
 
+// ---- what the replayed ops of the Llama decode trace get ------------------------------------
+
+std::unique_ptr<Analysis> llama_decode() {
+    AnalysisOptions options;
+    options.trace_path = testing::trace_path("h200/llama_decode.json.gz");
+    return analyze(options);
+}
+
+// rotate_half's aten::cat gets the bf16 halves the recording copied (its kernel:
+// CatArrayBatchedCopy<OpaqueType<2u>>), not float32 ones (OpaqueType<4u>).
+TEST(ReplayedInputs, LlamaCatConcatenatesBf16Tensors) {
+    const auto analysis = llama_decode();
+    std::size_t cats = 0;
+    for (const UniqueKernel& k : analysis->kernels) {
+        const auto* recipe = std::get_if<AtenRecipe>(&k.recipe.detail);
+        if (recipe == nullptr || recipe->op != "aten::cat" ||
+            k.name.find("OpaqueType<2u>") == std::string::npos)
+            continue;
+        const Built b = build(*recipe);
+        ASSERT_TRUE(b.stack.has_value()) << b.why;
+        const auto list = b.stack->stack.at(0).toList();
+        ASSERT_EQ(list.size(), 2u);
+        for (std::size_t i = 0; i < list.size(); ++i)
+            EXPECT_EQ(list.get(i).toTensor().scalar_type(), at::kBFloat16);
+        ++cats;
+    }
+    EXPECT_EQ(cats, 2u);
+}
+
+// A CUDA replay wraps a 0-dim operand as a CPU scalar exactly where the recorded kernel folded
+// one into its functor (CUDAFunctorOnSelf_add) and keeps it a device tensor where the kernel
+// read two tensors (CUDAFunctor_add). The cpu backend cannot show the difference (every tensor
+// is a host tensor there), so the decision is checked on the recipes themselves; without the
+// recipe's placement the guess swaps two of the three long adds, as the H200 replay showed.
+TEST(ReplayedInputs, LlamaAddsWrapTheScalarTheirKernelFolded) {
+    const auto analysis = llama_decode();
+    std::size_t adds = 0, guessed_right = 0;
+    for (const UniqueKernel& k : analysis->kernels) {
+        const auto* recipe = std::get_if<AtenRecipe>(&k.recipe.detail);
+        if (recipe == nullptr || !recipe->op.starts_with("aten::add") ||
+            k.name.find("_add<long>") == std::string::npos)
+            continue;
+        SCOPED_TRACE(recipe->op + " " + k.name);
+        const Built b = build(*recipe);
+        ASSERT_TRUE(b.plan.has_value()) << b.why;
+        const AtenArgument& other = recipe->args.at(1);
+        const bool beside_shaped = !recipe->args.at(0).tensors.at(0).dims.empty();
+        const bool host = torch_detail::host_scalar_operand(&other, "other",
+                                                            other.tensors.at(0), beside_shaped);
+        EXPECT_EQ(host, k.name.find("CUDAFunctorOnSelf_add") != std::string::npos);
+        AtenArgument unplaced = other;
+        unplaced.placement = Placement::Unknown;
+        guessed_right += torch_detail::host_scalar_operand(&unplaced, "other",
+                                                           other.tensors.at(0), beside_shaped) ==
+                         host;
+        ++adds;
+    }
+    EXPECT_EQ(adds, 3u);
+    EXPECT_EQ(guessed_right, 1u);
+}
+
 }  // namespace
 }  // namespace replay

@@ -113,11 +113,19 @@ struct GemmRecipe {
 enum class ArgKind : std::uint8_t { Tensor, TensorList, Scalar, ScalarList, None, String, Other };
 const char* to_string(ArgKind kind);
 
+// Where a 0-dim tensor operand lived, when the recorded kernel tells: Kineto records a Python
+// number that PyTorch wrapped (`x + 1`) like a 0-dim device tensor, but the kernel differs: the
+// CPU scalar is folded into the functor (CUDAFunctorOnSelf_add, BUnaryFunctor: one input),
+// a device tensor is one more operand (CUDAFunctor_add, BinaryFunctor: two inputs).
+enum class Placement : std::uint8_t { Unknown, Host, Device };
+const char* to_string(Placement placement);  // "", "host", "device"
+
 struct AtenArgument {
     ArgKind kind = ArgKind::Other;
     std::string type;                 // recorded type text ("c10::Half", "Scalar", "ScalarList")
     std::vector<TensorSpec> tensors;  // one for Tensor, several for TensorList
     std::string value;  // concrete scalar / list text ("1", "0.125", "[1024]", "True")
+    Placement placement = Placement::Unknown;  // 0-dim tensors only
     bool operator==(const AtenArgument&) const = default;
 };
 
@@ -176,8 +184,9 @@ struct Recipe {
     bool replayable() const { return tier != Tier::NotReplayable; }
     // Stable text identifying the work (tier + parameters) for signatures and matching.
     std::string key() const;
-    // key() plus the recorded storage ids: two instances of one kernel on different tensors
-    // (layer 3's and layer 7's weights) differ here, so dataflow replay keeps them apart.
+    // key() plus the recorded storage ids (two instances of one kernel on different tensors,
+    // layer 3's and layer 7's weights, differ here, so dataflow replay keeps them apart), the
+    // dtypes of tensor-list elements and the placements of 0-dim operands.
     std::string instance_key() const;
     // Bytes moved for copies; 0 otherwise.
     double bytes() const;
