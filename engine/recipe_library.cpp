@@ -38,30 +38,19 @@ Recipe without_storages(Recipe r) {
 // An instance's own storage ids, moved into another source's range; reuse distances are forgotten
 // (they are recomputed along the trace that takes the recipe).
 Recipe with_storages(Recipe r, std::int64_t offset) {
-    auto move = [offset](std::int64_t& id) {
-        if (id >= 0) id += offset;
-    };
-    if (auto* g = std::get_if<GemmRecipe>(&r.detail)) {
-        move(g->a_storage), move(g->b_storage), move(g->c_storage);
-        g->a_reuse_bytes = g->b_reuse_bytes = g->c_reuse_bytes = kReuseUnknown;
-    } else if (auto* a = std::get_if<AtenRecipe>(&r.detail)) {
-        for (auto& arg : a->args)
-            for (auto& t : arg.tensors) {
-                move(t.storage_id);
-                t.reuse_bytes = kReuseUnknown;
-            }
-    }
+    visit_tensor_slots(r, [offset](std::int64_t& storage, std::int64_t& reuse) {
+        if (storage >= 0) storage += offset;
+        reuse = kReuseUnknown;
+    });
     return r;
 }
 
 bool has_storages(const Recipe& r) {
-    if (const auto* g = std::get_if<GemmRecipe>(&r.detail))
-        return g->a_storage >= 0 || g->b_storage >= 0 || g->c_storage >= 0;
-    if (const auto* a = std::get_if<AtenRecipe>(&r.detail))
-        for (const auto& arg : a->args)
-            for (const auto& t : arg.tensors)
-                if (t.storage_id >= 0) return true;
-    return false;
+    bool any = false;
+    visit_tensor_slots(r, [&any](const std::int64_t& storage, const std::int64_t&) {
+        any = any || storage >= 0;
+    });
+    return any;
 }
 
 std::string_view op_of(const Recipe& r) {
