@@ -14,14 +14,10 @@
 namespace replay {
 namespace {
 
+using html::card;
+using html::cell;
 using html::escape;
 using html::number;
-
-void card(std::ostream& out, const std::string& value, const std::string& label,
-          const char* tone = "") {
-    out << "<div class=\"card\"><div class=\"v " << tone << "\">" << escape(value)
-        << "</div><div class=\"k\">" << escape(label) << "</div></div>";
-}
 
 std::string percent(double share) {
     return std::isfinite(share) ? number(share * 100.0, 1) + " %" : "n/a";
@@ -86,12 +82,6 @@ void legend(std::ostream& out) {
         out << "<span><i class=\"t" << t << "\"></i>"
             << escape(tier_label(static_cast<Tier>(t))) << "</span>";
     out << "</div>";
-}
-
-// A table cell with its sort key.
-void cell(std::ostream& out, double value, const std::string& text, const char* cls = "") {
-    out << "<td" << (*cls ? std::string(" class=\"") + cls + "\"" : std::string()) << " data-v=\""
-        << (std::isfinite(value) ? number(value, 6) : "NaN") << "\">" << escape(text) << "</td>";
 }
 
 // Achieved share of a peak: empty without a work figure, "n/a" without a peak.

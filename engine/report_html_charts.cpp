@@ -99,6 +99,17 @@ std::string number(double x, int digits) {
     return s;
 }
 
+void card(std::ostream& out, const std::string& value, const std::string& label,
+          const char* tone) {
+    out << "<div class=\"card\"><div class=\"v " << tone << "\">" << escape(value)
+        << "</div><div class=\"k\">" << escape(label) << "</div></div>";
+}
+
+void cell(std::ostream& out, double value, const std::string& text, const char* cls) {
+    out << "<td" << (*cls ? std::string(" class=\"") + cls + "\"" : std::string()) << " data-v=\""
+        << (std::isfinite(value) ? number(value, 6) : "NaN") << "\">" << escape(text) << "</td>";
+}
+
 void scatter_chart(std::ostream& out, const Report& report) {
     struct Point {
         std::size_t index;

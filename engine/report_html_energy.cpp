@@ -10,15 +10,13 @@
 namespace replay::html {
 namespace {
 
+// A card only for a measured figure: energy that could not be read is n/a, never shown as 0.
 void card(std::ostream& out, const char* label, double value, int digits) {
-    if (!std::isfinite(value)) return;
-    out << "<div class=\"card\"><div class=\"v\">" << number(value, digits)
-        << "</div><div class=\"k\">" << label << "</div></div>";
+    if (std::isfinite(value)) html::card(out, number(value, digits), label);
 }
 
 void cell(std::ostream& out, double x) {
-    out << "<td data-v=\"" << (std::isfinite(x) ? number(x, 9) : "NaN") << "\">" << number(x, 4)
-        << "</td>";
+    html::cell(out, x, number(x, 4));
 }
 
 }  // namespace

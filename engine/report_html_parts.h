@@ -21,6 +21,11 @@ namespace replay::html {
 std::string escape(std::string_view text);
 // A number with at most `digits` decimals, trailing zeros dropped; "n/a" when not finite.
 std::string number(double x, int digits = 3);
+// A summary card: a figure over its label; `tone` is an extra class of the figure (good, bad).
+void card(std::ostream& out, const std::string& value, const std::string& label,
+          const char* tone = "");
+// A table cell with its sort key (NaN sorts as unknown).
+void cell(std::ostream& out, double value, const std::string& text, const char* cls = "");
 
 // Every chart is a <div class="chart" data-chart=NAME data-points=N> whose marks of class
 // "point" (circles, rects) number N, so that a test can count them in the DOM.
