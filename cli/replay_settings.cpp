@@ -32,11 +32,17 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                    "does every first-use set-up)")
         ->check(CLI::Range(1, 1000000))
         ->capture_default_str();
-    app.add_flag("--graph", graph,
-                 "sequential: capture the steps (warm-up reads included) in CUDA graphs once "
-                 "and launch them per iteration: the whole step as one graph with --pace none, "
-                 "one graph per step with --pace recorded; steps that cannot be captured are "
-                 "issued directly (report.json's options say which path ran, its notes why)");
+    auto* graph_on = app.add_flag(
+        "--graph", graph,
+        "sequential: capture the steps (warm-up reads included) in CUDA graphs once and launch "
+        "them per iteration: the whole step as one graph with --pace none, one graph per step "
+        "with --pace recorded; steps that cannot be captured are issued directly (report.json's "
+        "options say which path ran, its notes why). The default when the recording launched "
+        "most of its kernel time through cudaGraphLaunch");
+    app.add_flag("--no-graph", no_graph,
+                 "sequential: issue every step directly, also when the recording ran as CUDA "
+                 "graphs")
+        ->excludes(graph_on);
     app.add_option("--trace-iterations", trace_iterations,
                    "sequential: the replayed iterations in replay_trace.json, each its own "
                    "profiler step after the recorded one (iteration N: ProfilerStep#N+1): last "
@@ -181,7 +187,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     DriverOptions o;
     o.pace = pace == "recorded" ? Pace::Recorded : Pace::None;
     o.iterations = iterations;
-    o.graph = graph;
+    if (graph) o.graph = true;
+    if (no_graph) o.graph = false;
     o.trace_all_iterations = trace_iterations == "all";
     o.warmup = warmup;
     o.runs = runs;

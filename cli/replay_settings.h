@@ -22,7 +22,7 @@ struct ReplaySettings {
     std::string out_dir = "replay_out";
     std::string pace = "none";
     int iterations = 1;
-    bool graph = false;
+    bool graph = false, no_graph = false;  // neither: DriverOptions::graph decides
     std::string trace_iterations = "last";
     int warmup = 10;
     int runs = 50;

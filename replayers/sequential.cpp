@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
@@ -36,6 +37,24 @@ void spin_until(std::int64_t deadline) {
     constexpr std::int64_t kSleepAbove = 2'000'000, kSpinLast = 1'000'000;
     for (std::int64_t left = deadline - steady_ns(); left > 0; left = deadline - steady_ns())
         if (left > kSleepAbove) std::this_thread::sleep_for(std::chrono::nanoseconds(left - kSpinLast));
+}
+
+// Share of the recorded kernel time whose kernels cudaGraphLaunch launched (0 without kernels).
+double recorded_graph_share(const KernelGraph& graph) {
+    double all = 0, in_graphs = 0;
+    for (const GraphNode& node : graph.nodes()) {
+        const GpuActivity& a = graph.activity(node);
+        if (a.kind != ActivityKind::Kernel) continue;
+        all += static_cast<double>(a.dur);
+        if (node.graph_launch) in_graphs += static_cast<double>(a.dur);
+    }
+    return all > 0 ? in_graphs / all : 0.0;
+}
+
+std::string format_percent(double share) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f%%", 100.0 * share);
+    return text;
 }
 
 // Problems of one kind: counted, the first few kept as they were said.
@@ -90,6 +109,7 @@ class SequentialReplay {
           recorded_(timeline_figures(recorded_intervals(graph_))) {
         if (options_.clock_ns) now_ = options_.clock_ns;
         if (options_.wait_until_ns) wait_until_ = options_.wait_until_ns;
+        use_graphs_ = options_.graph.value_or(recorded_graph_share(graph_) >= 0.5);
     }
 
     void run(Timeline* timeline);
@@ -134,6 +154,7 @@ class SequentialReplay {
     std::vector<PlannedStep> plan_;
     std::vector<LaunchUnit> units_;
     std::string issue_path_ = "direct";
+    bool use_graphs_ = false;  // --graph, or unset and the recording ran as CUDA graphs
     TimelineFigures recorded_;
     std::map<std::uint64_t, detail::StepRecords> expected_;  // by tag, from the last untimed pass
     // Per unit, in the last pass: what became of its launch, and whether its warm-up reads went
@@ -431,7 +452,14 @@ void SequentialReplay::run(Timeline* timeline) {
         "the plan (" + std::to_string(plan_.size()) +
         " steps) was issued once untimed before the timed iterations: lazy module loads, "
         "library heuristics and workspaces, libtorch's first calls and allocations happen there");
-    if (options_.graph) {
+    if (use_graphs_ && !options_.graph) {
+        report.notes.push_back(
+            format_percent(recorded_graph_share(graph_)) +
+            " of the recorded kernel time was launched by cudaGraphLaunch: the steps are "
+            "replayed as CUDA graphs too, so that their kernels run back to back as recorded "
+            "(--no-graph: issued one by one)");
+    }
+    if (use_graphs_) {
         capture_graphs();
         if (issue_path_ != "direct") untimed_pass("plan: the graphs launched once, untimed");
     }

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Issue 15's Nsight Compute check, ON a GPU machine with `ncu` (nsys is not there): the command
 # that `replay ncu-cmd` prints profiles exactly the kernel it names, selected through the replay's
-# NVTX range (--nvtx). Two kernels of traces/h200/bloom_b1.json.gz: its largest GEMM and its layer
-# norm. Everything lands in OUT_DIR; the last lines say PASS or FAIL per kernel.
+# NVTX range (--nvtx). Two kernels of the BLOOM b1 capture of the GPU it runs on
+# (traces/h100/bloom_b1.json.gz on an H100, traces/h200/bloom_b1.json.gz otherwise; TRACE to pick
+# another): its largest GEMM and its layer norm. A trace of another GPU would not do: cuBLAS picks
+# another GEMM kernel there (on an H100 the H200's nvjet_..._8x64_..._TNN runs as ..._64x8_..._TNT),
+# so the kernel ncu-cmd names never runs. Everything lands in OUT_DIR; the last lines say PASS or
+# FAIL per kernel.
 #
 # Usage: scripts/gpu_ncu.sh OUT_DIR [steps...]
 #   steps: build ncu (default: both, in order; `ncu` alone reuses build-gpu)
@@ -18,7 +22,11 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 build=build-gpu
 replay="$PWD/$build/cli/replay"
-trace=traces/h200/bloom_b1.json.gz
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null || true)"
+case "$gpu_name" in
+  *H100*) trace="${TRACE:-traces/h100/bloom_b1.json.gz}" ;;
+  *) trace="${TRACE:-traces/h200/bloom_b1.json.gz}" ;;
+esac
 
 # The cuBLAS/CUPTI that PyTorch itself uses (as gpu_validate.sh): cuBLAS then picks the kernels the
 # recording picked, and the GEMM that ncu-cmd names is the one that runs.

@@ -64,6 +64,24 @@ class TraceBuilder {
                           R"(,"stream":)" + std::to_string(stream) +
                           R"(,"device":0,"grid":[1,1,1],"block":[128,1,1],"bytes":4096}})");
     }
+    // One cudaGraphLaunch at `launch_ts` and the kernels it ran, back to back from `ts`.
+    void graph_launch(const std::vector<std::string>& names, double launch_ts, double ts,
+                      double dur, int stream = 7) {
+        const int correlation = ++correlation_;
+        events_.push_back(R"({"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,)"
+                          R"("tid":1,"ts":)" + num(launch_ts) +
+                          R"(,"dur":1,"args":{"correlation":)" + std::to_string(correlation) +
+                          "}}");
+        for (const std::string& name : names) {
+            events_.push_back(R"({"ph":"X","cat":"kernel","name":")" + name +
+                              R"(","pid":0,"tid":)" + std::to_string(stream) + R"(,"ts":)" +
+                              num(ts) + R"(,"dur":)" + num(dur) + R"(,"args":{"correlation":)" +
+                              std::to_string(correlation) + R"(,"stream":)" +
+                              std::to_string(stream) +
+                              R"(,"device":0,"grid":[1,1,1],"block":[128,1,1]}})");
+            ts += dur;
+        }
+    }
     // A runtime call without a GPU activity (cudaEventRecord, cudaStreamWaitEvent).
     void call(const std::string& name, double ts) {
         events_.push_back(
@@ -910,6 +928,48 @@ TEST(Drivers, SequentialDoesAllItsSetUpBeforeTheTimedPhase) {
     // first_uses is asked inside the Timed phase, after the last iteration.
     ASSERT_EQ(b.of("first_uses").size(), 1u);
     EXPECT_EQ(b.of("first_uses").front().phase, replay::Phase::Timed);
+}
+
+TEST(Drivers, ATraceRecordedAsCudaGraphsReplaysAsGraphsUnlessToldOtherwise) {
+    // Most of the kernel time launched by cudaGraphLaunch: the steps are captured and launched as
+    // graphs without --graph, with a note; --no-graph (graph = false) issues them directly.
+    TraceBuilder t;
+    t.graph_launch({"relu_k", "relu_k", "relu_k"}, 100, 1000, 5);
+    t.op("aten::relu", 200, 20);
+    t.launch("relu_k", 205, 1100, 5);
+    auto a = analysis_of(t, "graphs.json", [](const std::string&, std::size_t n) {
+        return relu(static_cast<std::int64_t>(n) + 1);
+    });
+    const auto graph_note = [](const replay::Report& r) {
+        for (const auto& n : r.notes)
+            if (n.find("75.0% of the recorded kernel time was launched by cudaGraphLaunch") !=
+                std::string::npos)
+                return true;
+        return false;
+    };
+    for (const std::optional<bool> option : {std::optional<bool>{}, std::optional<bool>{false}}) {
+        FakeBackend b;
+        b.graphs = true;
+        replay::DriverOptions o;
+        o.graph = option;
+        const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+        ASSERT_TRUE(r.timeline.has_value());
+        const bool auto_on = !option.has_value();
+        EXPECT_EQ(r.timeline->issue_path, auto_on ? "graph" : "direct");
+        EXPECT_EQ(b.of("launch_graph").empty(), !auto_on);
+        EXPECT_EQ(graph_note(r), auto_on);
+        bool said = false;
+        for (const auto& [key, value] : r.options)
+            said |= key == "graph" && value == (auto_on ? "auto" : "false");
+        EXPECT_TRUE(said);
+    }
+    // An eager trace stays on the direct path by default.
+    FakeBackend eager;
+    eager.graphs = true;
+    const replay::Report r =
+        replay::replay_sequential(*two_stream_trace(), eager, replay::DriverOptions{}, nullptr);
+    ASSERT_TRUE(r.timeline.has_value());
+    EXPECT_EQ(r.timeline->issue_path, "direct");
 }
 
 TEST(Drivers, AFirstUseInTheTimedPhaseIsReported) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,10 @@ struct DriverOptions {
     // Sequential mode: capture the steps (warm-up reads included) in CUDA graphs once and launch
     // them per iteration: the whole step as one graph with --pace none, one graph per step with
     // --pace recorded. Steps that cannot be captured are issued directly (the notes say which).
-    bool graph = false;
+    // Unset: on when the recording itself launched most of its kernel time through
+    // cudaGraphLaunch (kernels inside a graph run back to back, without the host's launch gaps,
+    // and issued one by one they would not), off otherwise.
+    std::optional<bool> graph;
     // Sequential mode: every replayed iteration in the timeline (replay_trace.json), not only the
     // last.
     bool trace_all_iterations = false;
