@@ -22,6 +22,7 @@ struct ReplaySettings {
     std::string out_dir = "replay_out";
     std::string pace = "none";
     int iterations = 1;
+    double warmup_ms = -1;  // unset: kGpuWarmupMs on a GPU, 0 on the cpu backend
     bool graph = false, no_graph = false;  // neither: DriverOptions::graph decides
     std::string trace_iterations = "last";
     int warmup = 10;

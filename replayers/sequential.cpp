@@ -22,6 +22,10 @@ using detail::LaunchUnit;
 using detail::PlannedStep;
 using detail::Session;
 
+// The most untimed passes of the warm-up: a step of a few microseconds reaches --warmup-ms only
+// after hundreds of thousands of passes, and the clocks need far fewer.
+constexpr int kMaxHeatUpPasses = 10000;
+
 // Launch units per poll of the energy counter while the step loops through the energy windows.
 constexpr std::size_t kUnitsPerPoll = 64;
 
@@ -128,7 +132,9 @@ class SequentialReplay {
     // One pass over the units (with `paced`, each at its recorded offset); the host time from the
     // first launch to the return of the last.
     std::int64_t issue_pass(bool paced);
-    void untimed_pass(const char* what);
+    void untimed_pass(const char* what);  // what: a progress line, or nullptr
+    // --warmup-ms: untimed passes until that much time has passed (at most kMaxHeatUpPasses).
+    void heat_up();
     void capture_graphs();
     std::uint32_t capture(std::size_t first, std::size_t last, bool per_step, std::string& why);
     bool ready(std::size_t step) const {
@@ -214,7 +220,7 @@ void SequentialReplay::untimed_pass(const char* what) {
     issue_pass(false);
     session_.synchronize();  // a restart in it re-ran the pass in the new process: nothing to redo
     expected_ = detail::records_by_step(backend_.collect());
-    if (options_.progress) options_.progress(what);
+    if (options_.progress && what != nullptr) options_.progress(what);
 }
 
 std::uint32_t SequentialReplay::capture(std::size_t first, std::size_t last, bool per_step,
@@ -443,6 +449,31 @@ IterationResult SequentialReplay::timed_iteration(int iteration, Timeline* timel
     return result;
 }
 
+void SequentialReplay::heat_up() {
+    if (!(options_.warmup_ms > 0) || units_.empty()) return;
+    if (backend_.runs_collectives()) {
+        // Timed by each rank's own clock, the ranks would repeat the step different numbers of
+        // times and wait on each other's collectives until the timeout.
+        session_.report().notes.push_back(
+            "warm-up: not repeated with several ranks (their collectives would not match "
+            "across ranks); the plan pass only");
+        return;
+    }
+    const std::int64_t start = now_();
+    const auto until = start + static_cast<std::int64_t>(options_.warmup_ms * 1e6);
+    int passes = 0;
+    while (passes < kMaxHeatUpPasses && now_() < until && session_.stopped().empty()) {
+        untimed_pass(passes == 0 ? "warm-up: the step repeated untimed" : nullptr);
+        ++passes;
+    }
+    char took[32];
+    std::snprintf(took, sizeof took, "%.0f", static_cast<double>(now_() - start) / 1e6);
+    session_.report().notes.push_back(
+        "warm-up: the step was repeated " + std::to_string(passes) + " time(s) untimed (" + took +
+        " ms, --warmup-ms " + std::to_string(static_cast<long>(options_.warmup_ms)) +
+        ") before the timed iterations, so that they run at the clocks of a sustained load");
+}
+
 void SequentialReplay::run(Timeline* timeline) {
     Report& report = session_.report();
     backend_.set_stream_count(static_cast<int>(graph_.streams().size()));
@@ -464,6 +495,7 @@ void SequentialReplay::run(Timeline* timeline) {
         if (issue_path_ != "direct") untimed_pass("plan: the graphs launched once, untimed");
     }
     report.options.emplace_back("issue_path", issue_path_);
+    heat_up();
 
     ReportTimeline result;
     result.issue_path = issue_path_;

@@ -753,9 +753,11 @@ std::vector<std::string> call_lines(const FakeBackend& b) {
     std::vector<std::string> got;
     for (const auto& c : b.calls) {
         std::string line = c.what;
-        if (c.what == "issue" || c.what == "warm")
-            line += " " + std::to_string(c.stream) + " " + c.recipe +
-                    (c.what == "issue" ? " #" + std::to_string(c.tag) : "");
+        // Appended piece by piece: `" " + std::string&&` trips GCC 12's -Wrestrict (PR105329).
+        if (c.what == "issue" || c.what == "warm") {
+            line.append(" ").append(std::to_string(c.stream)).append(" ").append(c.recipe);
+            if (c.what == "issue") line.append(" #").append(std::to_string(c.tag));
+        }
         else if (c.what == "wait")
             line += " " + std::to_string(c.stream) + "<-" + std::to_string(c.value);
         else if (c.what == "phase")
@@ -970,6 +972,31 @@ TEST(Drivers, ATraceRecordedAsCudaGraphsReplaysAsGraphsUnlessToldOtherwise) {
         replay::replay_sequential(*two_stream_trace(), eager, replay::DriverOptions{}, nullptr);
     ASSERT_TRUE(r.timeline.has_value());
     EXPECT_EQ(r.timeline->issue_path, "direct");
+}
+
+TEST(Drivers, TheWarmUpRepeatsTheStepUntimedUntilItsTimeHasPassed) {
+    // Each issue moves the clock by 1 ms and the step has three: a 10 ms warm-up takes four
+    // passes after the plan pass (12 ms), none of them in the Timed phase; 0 ms takes none.
+    for (const double warmup_ms : {10.0, 0.0}) {
+        auto a = two_stream_trace();
+        FakeBackend b;
+        TestClock clock;
+        b.clock = &clock;
+        b.issue_host_ns = 1'000'000;
+        replay::DriverOptions o;
+        o.warmup_ms = warmup_ms;
+        clock.attach(o);
+        const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+        std::size_t untimed = 0, timed = 0;
+        for (const auto& c : b.calls)
+            if (c.what == "issue") ++(c.phase == replay::Phase::Timed ? timed : untimed);
+        EXPECT_EQ(timed, 3u);
+        EXPECT_EQ(untimed, warmup_ms > 0 ? 3u * 5 : 3u) << "warm-up of " << warmup_ms << " ms";
+        bool noted = false;
+        for (const auto& n : r.notes)
+            noted |= n.find("warm-up: the step was repeated 4 time(s) untimed (12 ms") == 0;
+        EXPECT_EQ(noted, warmup_ms > 0);
+    }
 }
 
 TEST(Drivers, AFirstUseInTheTimedPhaseIsReported) {

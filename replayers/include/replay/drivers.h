@@ -33,6 +33,11 @@ enum class Context { Recorded, Previous, None };
 struct DriverOptions {
     Pace pace = Pace::None;
     int iterations = 1;
+    // Sequential mode: after the untimed plan pass, the step is repeated untimed until this much
+    // time has passed, so that the timed iterations run at the clocks of a sustained load, as a
+    // recording taken in the middle of a run did (a GPU at its power limit clocks down within
+    // about a hundred milliseconds). 0: only the plan pass.
+    double warmup_ms = 0;
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
