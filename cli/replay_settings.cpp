@@ -11,8 +11,9 @@ namespace replay::cli {
 namespace {
 
 // --warmup-ms on a GPU by default: the compiled MLP recorded at its 700 W limit on an H200 replayed
-// -6.6% after 3 iterations, -2.8% over 30 (100 ms) and -1.1% over 200 (700 ms): the clocks of a
-// sustained load take a few hundred milliseconds to settle.
+// -6.6% after 3 iterations, -2.8% over 30 (100 ms) and -1.1% over 200 (700 ms) without a warm-up:
+// the clocks of a sustained load take a few hundred milliseconds to settle. (With this one, on
+// another H200: +4.2%, +3.4%, +0.4%; at the power limit chips differ by a few percent.)
 constexpr double kGpuWarmupMs = 1000;
 
 }  // namespace
