@@ -128,12 +128,15 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
         << ", " << s.added << " new, " << s.missing << " missing\n\n";
     out << "baseline `" << md_escape(r.baseline, 200) << "`, current `" << md_escape(r.current, 200)
         << "`; "
-        << (r.options.energy     ? "energy per launch (uJ in the columns named us)"
+        << (r.options.energy     ? "energy per launch"
             : r.options.recorded ? "recorded"
                                  : "replayed")
         << " medians; a change counts beyond max(" << fixed(r.options.threshold_pct, 1) << "%, "
-        << fixed(r.options.k, 1) << " x run spread) and " << fixed(r.options.min_change_us, 2)
-        << " us, with Mann-Whitney p < " << r.options.alpha << "\n\n";
+        << fixed(r.options.k, 1) << " x run spread)"
+        // The floor in microseconds applies to times only (regression.cpp).
+        << (r.options.energy ? std::string()
+                             : " and " + fixed(r.options.min_change_us, 2) + " us")
+        << ", with Mann-Whitney p < " << r.options.alpha << "\n\n";
     if (!r.same_machine) {
         out << "**Warning: not the same machine.**";
         for (const auto& d : r.machine_differences)
@@ -141,6 +144,8 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
                 << "` -> `" << md_escape(d.current.empty() ? "?" : d.current, 60) << "`;";
         out << "\n\n";
     }
+    // The columns' unit: energy comparisons hold microjoules where time ones hold microseconds.
+    const std::string unit = r.options.energy ? "uJ" : "us";
     std::vector<const KernelComparison*> flagged;
     for (const auto& k : r.kernels)
         if (k.verdict == Verdict::Regressed || k.verdict == Verdict::Improved)
@@ -151,8 +156,8 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
                          return std::fabs(a->change_pct) > std::fabs(b->change_pct);
                      });
     if (!flagged.empty()) {
-        out << "| verdict | kernel | tier | count | baseline median us | current median us | "
-               "change | threshold | p-value |\n";
+        out << "| verdict | kernel | tier | count | baseline median " << unit
+            << " | current median " << unit << " | change | threshold | p-value |\n";
         out << "|---|---|---|---:|---:|---:|---:|---:|---:|\n";
         for (const auto* k : flagged)
             out << "| " << to_string(k->verdict) << " | `" << md_escape(k->name, 80) << "` ("
@@ -173,7 +178,8 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
     if (listed > 10) out << "- ... and " << listed - 10 << " more\n";
     if (listed > 0) out << "\n";
     if (!r.tiers.empty()) {
-        out << "| tier | compared | regressed | improved | baseline us | current us | change |\n";
+        out << "| tier | compared | regressed | improved | baseline " << unit << " | current "
+            << unit << " | change |\n";
         out << "|---|---:|---:|---:|---:|---:|---:|\n";
         for (const auto& t : r.tiers)
             out << "| " << tier_label(t.tier) << " | " << t.totals.matched << " | "
@@ -183,8 +189,9 @@ void write_regression_markdown(std::ostream& out, const Regression& r) {
         out << "\n";
     }
     out << "total over " << r.totals.matched
-        << " compared kernels (count x median): " << fixed(r.totals.baseline_us, 1) << " us -> "
-        << fixed(r.totals.current_us, 1) << " us (" << pct(r.totals.change_pct) << ")\n";
+        << " compared kernels (count x median): " << fixed(r.totals.baseline_us, 1) << " " << unit
+        << " -> " << fixed(r.totals.current_us, 1) << " " << unit << " ("
+        << pct(r.totals.change_pct) << ")\n";
     for (const auto& n : r.notes) out << "\nnote: " << n << "\n";
 }
 

@@ -31,7 +31,8 @@
 # Usage: scripts/gpu_energy.sh OUT
 # Environment: ENERGY_WINDOW_MS (default 400: four counter periods of the H100/H200, the fewest a
 #              window may span: one period's energy alternated by up to 2x from the next),
-#              ENERGY_WINDOWS (default 5: the rank test of compare/regress needs >= 5 per side)
+#              ENERGY_WINDOWS (default 5: the rank test of compare/regress needs >= 5 per side),
+#              ENERGY_TRACES (default traces/h200: the folder of bloom_b1 and gpt2_train)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 out="${1:?usage: gpu_energy.sh OUT}"
@@ -39,6 +40,9 @@ build="${BUILD:-build-gpu}"
 replay="$build/cli/replay"
 window="${ENERGY_WINDOW_MS:-400}"
 windows="${ENERGY_WINDOWS:-5}"
+# The captures to measure (bloom_b1 and gpt2_train, each with its timing.json): those of the GPU
+# this runs on, for the step against the real one (out-captures/captures_h100 on an H100).
+traces="${ENERGY_TRACES:-traces/h200}"
 mkdir -p "$out"
 log() { echo "== $(date +%T) $*" | tee -a "$out/energy.log"; }
 if [ ! -x "$replay" ]; then
@@ -59,13 +63,13 @@ has unique && for i in ${ENERGY_RUNS:-1 2 3 4 5}; do
   [ "$i" = 1 ] && min=0
   for t in bloom_b1 gpt2_train; do
     log "unique --energy run $i of $t (--energy-min-us $min)"
-    "$replay" "traces/h200/$t.json.gz" --mode unique "${energy[@]}" --energy-min-us "$min" \
+    "$replay" "$traces/$t.json.gz" --mode unique "${energy[@]}" --energy-min-us "$min" \
       --out "$out/unique_${t}_$i" > "$out/unique_${t}_$i.txt" 2>&1 || { echo "run failed:"; tail -20 "$out/unique_${t}_$i.txt"; }
   done
 done
 has sequential && for t in bloom_b1 gpt2_train; do
   log "sequential --graph --energy of $t"
-  "$replay" "traces/h200/$t.json.gz" --mode sequential --graph --iterations 20 "${energy[@]}" \
+  "$replay" "$traces/$t.json.gz" --mode sequential --graph --iterations 20 "${energy[@]}" \
     --out "$out/sequential_$t" > "$out/sequential_$t.txt" 2>&1 || { echo "run failed:"; tail -20 "$out/sequential_$t.txt"; }
 done
 
@@ -91,7 +95,7 @@ k["energy"]["samples_uj"] = [x * 0.9 for x in k["energy"]["samples_uj"]]
 json.dump(r, open(sys.argv[2], "w"), indent=1)
 print(k["id"], k["name"][:80])
 PY
-"$replay" regress --baseline "$out/doctored_bloom_b1.json" traces/h200/bloom_b1.json.gz --mode unique \
+"$replay" regress --baseline "$out/doctored_bloom_b1.json" "$traces/bloom_b1.json.gz" --mode unique \
   "${energy[@]}" --energy-min-us 5 --no-sequential-check --out "$out/regress_doctored" \
   > "$out/regress_doctored.md" 2>&1
 echo "doctored regress: exit $? (1 expected)" | tee -a "$out/energy.log"

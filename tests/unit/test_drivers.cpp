@@ -25,6 +25,7 @@
 #include "replay/drivers.h"
 #include "replay/energy.h"
 #include "replay/regression.h"
+#include "replay/regression_printers.h"
 #include "replay/timeline.h"
 #include "replay/worker_backend.h"
 #include "replay/ncu_command.h"
@@ -1430,6 +1431,12 @@ TEST(Energy, AKernelTenPercentHungrierAtTheSameSpeedIsFlagged) {
             EXPECT_NE(k.verdict, replay::Verdict::Regressed) << k.name;
         }
     }
+    // The markdown names its columns in microjoules, not microseconds.
+    std::ostringstream md;
+    replay::write_regression_markdown(md, hungrier);
+    EXPECT_NE(md.str().find("| baseline median uJ | current median uJ |"), std::string::npos)
+        << md.str();
+    EXPECT_EQ(md.str().find(" us"), std::string::npos) << md.str();
     // Compared on time, the same reports show no change: only the energy moved.
     const replay::Regression on_time = replay::compare_reports(baseline, run(1100), {});
     EXPECT_EQ(on_time.summary.regressed, 0u);
