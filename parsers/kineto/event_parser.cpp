@@ -9,10 +9,17 @@
 namespace replay::kineto {
 
 std::optional<Malformed> EventParser::event(const char* json, std::size_t length,
-                                            std::size_t capacity, std::uint64_t offset) {
+                                            std::uint64_t offset) {
     doc_end_ = json + length;
     if (event_raw(json, length, offset)) return std::nullopt;
-    return event_ondemand(json, length, capacity, offset);
+    // simdjson may look past `length` (into the next event of the chunk, or its padding) when the
+    // text is malformed, and what lies there depends on where the chunks end: the same event then
+    // parsed in one chunking and not in another (found by tests/fuzz). The slow path reads a copy
+    // padded with blanks, as the event would be at the very end of the input.
+    ondemand_copy_.assign(json, length);
+    ondemand_copy_.append(simdjson::SIMDJSON_PADDING, ' ');
+    doc_end_ = ondemand_copy_.data() + length;
+    return event_ondemand(ondemand_copy_.data(), length, ondemand_copy_.size(), offset);
 }
 
 // Mirrors event_ondemand() and parse_args() member by member on strict JSON; whatever they would

@@ -97,9 +97,9 @@ class EventParser {
         shape_cache_.clear();
     }
 
-    // Returns an empty optional on success, else why the event was skipped.
-    std::optional<Malformed> event(const char* json, std::size_t length, std::size_t capacity,
-                                   std::uint64_t offset);
+    // Returns an empty optional on success, else why the event was skipped. Reads nothing past
+    // json + length.
+    std::optional<Malformed> event(const char* json, std::size_t length, std::uint64_t offset);
 
   private:
     // The whole event read straight from its text when it is strict, plain JSON and well formed
@@ -197,6 +197,7 @@ class EventParser {
     }
     Batch* out_ = nullptr;
     const char* doc_end_ = nullptr;            // end of the current event's text
+    std::string ondemand_copy_;                // the event, padded, for event_ondemand()
     RawDims raw_dims_;                         // scratch for the raw-text list readers
     std::vector<std::string_view> raw_texts_;  // (kept to reuse their memory)
     // The current event made its own op_shapes entry (dropping the event drops it).

@@ -6,9 +6,11 @@
 namespace replay::kineto {
 
 void parse_metadata(od::parser& parser, TraceMetadata& meta, std::string_view key, const char* json,
-                    std::size_t length, std::size_t capacity) {
+                    std::size_t length) {
+    std::string padded(json, length);
+    padded.append(simdjson::SIMDJSON_PADDING, ' ');
     od::document doc;
-    if (parser.iterate(json, length, capacity).get(doc)) return;
+    if (parser.iterate(padded.data(), length, padded.size()).get(doc)) return;
     if (key == "baseTimeNanoseconds") {
         std::int64_t v;
         if (!doc.get_int64().get(v)) meta.base_time_ns = v;

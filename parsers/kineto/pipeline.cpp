@@ -188,9 +188,8 @@ void Pipeline::parse(Slot& chunk, EventParser& parser) {
         ++batch.events;
         if (skip) continue;
         const char* at = chunk.text + span.begin;
-        const std::size_t capacity = chunk.size + simdjson::SIMDJSON_PADDING - span.begin;
         const std::uint64_t offset = chunk.base + span.begin;
-        if (auto bad = parser.event(at, span.length, capacity, offset)) {
+        if (auto bad = parser.event(at, span.length, offset)) {
             batch.malformed_bytes += span.length;
             if (batch.malformed++ == 0) {
                 batch.first_malformed_offset = offset;
@@ -207,8 +206,7 @@ void Pipeline::commit(Slot& chunk) {
         if (!span.metadata) continue;
         parse_metadata(meta_parser_, trace_.meta,
                        std::string_view(chunk.text + span.key_begin, span.key_length),
-                       chunk.text + span.begin, span.length,
-                       chunk.size + simdjson::SIMDJSON_PADDING - span.begin);
+                       chunk.text + span.begin, span.length);
     }
     stats_.events += batch.events;
     if (!strict_error_) {
