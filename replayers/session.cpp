@@ -49,6 +49,13 @@ const char* context_name(Context context) {
     return kNames[static_cast<std::size_t>(context)];
 }
 
+// A millisecond option as it was given: "1000", "0.5" (std::to_string writes "1000.000000").
+std::string milliseconds(double ms) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", ms);
+    return text;
+}
+
 }  // namespace
 
 Session::Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
@@ -245,7 +252,7 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
-        report.options.emplace_back("warmup_ms", std::to_string(o.warmup_ms));
+        report.options.emplace_back("warmup_ms", milliseconds(o.warmup_ms));
         report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");
         report.options.emplace_back("graph", !o.graph ? "auto" : *o.graph ? "true" : "false");
         report.options.emplace_back("trace_iterations", o.trace_all_iterations ? "all" : "last");
@@ -253,7 +260,7 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
     if (o.nvtx) report.options.emplace_back("nvtx", "true");
     if (o.energy) {  // only then: reports without --energy stay as they were
         report.options.emplace_back("energy", "true");
-        report.options.emplace_back("energy_window_ms", std::to_string(o.energy_window_ms));
+        report.options.emplace_back("energy_window_ms", milliseconds(o.energy_window_ms));
         report.options.emplace_back("energy_windows", std::to_string(o.energy_windows));
         if (unique) report.options.emplace_back("energy_min_us", std::to_string(o.energy_min_us));
     }
