@@ -18,8 +18,12 @@ std::optional<Malformed> EventParser::event(const char* json, std::size_t length
     // padded with blanks, as the event would be at the very end of the input.
     ondemand_copy_.assign(json, length);
     ondemand_copy_.append(simdjson::SIMDJSON_PADDING, ' ');
+    copied_from_ = json;
+    copied_length_ = length;
     doc_end_ = ondemand_copy_.data() + length;
-    return event_ondemand(ondemand_copy_.data(), length, ondemand_copy_.size(), offset);
+    auto result = event_ondemand(ondemand_copy_.data(), length, ondemand_copy_.size(), offset);
+    copied_from_ = nullptr;
+    return result;
 }
 
 // Mirrors event_ondemand() and parse_args() member by member on strict JSON; whatever they would

@@ -170,7 +170,16 @@ class EventParser {
     // stable negative id, so that labels never collide with real thread ids.
     std::int64_t id_from_text(std::string_view text, bool in_input, bool& label);
     NameId intern(std::string_view text, bool in_input) {
-        return out_->names.intern(text, !in_input);
+        return out_->names.intern(in_input ? in_chunk(text) : text, !in_input);
+    }
+    // A view into ondemand_copy_ as the same bytes of the chunk it was copied from: interned text
+    // of the input must stay readable until the batch is committed, and the copy is reused by the
+    // next event.
+    std::string_view in_chunk(std::string_view text) const {
+        const char* copy = ondemand_copy_.data();
+        if (copied_from_ == nullptr || text.data() < copy || text.data() >= copy + copied_length_)
+            return text;
+        return {copied_from_ + (text.data() - copy), text.size()};
     }
     // Appends raw_dims_ (one entry per input) like for_each_input() with read_dims() would.
     void add_raw_dims(std::vector<OpArgument>& inputs, bool strides) {
@@ -198,6 +207,8 @@ class EventParser {
     Batch* out_ = nullptr;
     const char* doc_end_ = nullptr;            // end of the current event's text
     std::string ondemand_copy_;                // the event, padded, for event_ondemand()
+    const char* copied_from_ = nullptr;        // where ondemand_copy_ was copied from
+    std::size_t copied_length_ = 0;
     RawDims raw_dims_;                         // scratch for the raw-text list readers
     std::vector<std::string_view> raw_texts_;  // (kept to reuse their memory)
     // The current event made its own op_shapes entry (dropping the event drops it).

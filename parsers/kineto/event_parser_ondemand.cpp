@@ -89,7 +89,7 @@ std::optional<Malformed> EventParser::event_ondemand(const char* json, std::size
             return fail("\"args\" is not an object");
         if (auto bad = parse_args(args, e.record_category, e.index)) return fail(bad->reason);
     }
-    fill_record(e, out_->names.intern(e.name, !name_in_input));
+    fill_record(e, intern(e.name, name_in_input));
     return std::nullopt;
 }
 
