@@ -230,6 +230,26 @@ def time_steps(step, runs, torch):
     return statistics.median(gpu), statistics.median(host)
 
 
+def settled_power_mw(pynvml, handle, timeout_s=10.0):
+    """The board's power once it has stopped falling after the last work: NVML's reading is an
+    average over about a second, and the clocks take seconds to come down, so a reading 0.5 s
+    after a training step read 172-211 W where the board idles at 120-127 W. Polls every 100 ms
+    until a second's median is within 1 W of the one before (or `timeout_s`)."""
+    def second():
+        readings = []
+        for _ in range(10):
+            readings.append(pynvml.nvmlDeviceGetPowerUsage(handle))
+            time.sleep(0.1)
+        return statistics.median(readings)
+    t0, last = time.perf_counter(), second()
+    while time.perf_counter() - t0 < timeout_s:
+        now = second()
+        if last - now < 1000:  # mW
+            return now
+        last = now
+    return last
+
+
 def measure_energy(step, seconds, torch):
     """Energy per step from NVML's board energy counter over `seconds` of back-to-back steps, and
     the idle power before; None where NVML or the counter is missing."""
@@ -238,8 +258,7 @@ def measure_energy(step, seconds, torch):
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
         torch.cuda.synchronize()
-        time.sleep(0.5)
-        idle_mw = statistics.median(pynvml.nvmlDeviceGetPowerUsage(handle) for _ in range(20))
+        idle_mw = settled_power_mw(pynvml, handle)
         e0 = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)  # mJ
         t0, steps = time.perf_counter(), 0
         while time.perf_counter() - t0 < seconds:

@@ -12,7 +12,7 @@ shift
 gpu="$(python3 -c 'import re, torch; m = re.search(r"[A-Z]\d{2,3}", torch.cuda.get_device_name()); print(m.group(0).lower() if m else "gpu")' 2>/dev/null || echo gpu)"
 # Captures go to a scratch folder; OUT_DIR gets the one archive (the device tool brings back few files).
 dir="${TMPDIR:-/tmp}/captures_$gpu"
-mkdir -p "$dir"
+mkdir -p "$dir" "$out"
 export PYTHONUNBUFFERED=1
 
 # name: capture_trace.py arguments
