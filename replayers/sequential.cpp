@@ -113,7 +113,7 @@ class SequentialReplay {
           recorded_(timeline_figures(recorded_intervals(graph_))) {
         if (options_.clock_ns) now_ = options_.clock_ns;
         if (options_.wait_until_ns) wait_until_ = options_.wait_until_ns;
-        use_graphs_ = options_.graph.value_or(recorded_graph_share(graph_) >= 0.5);
+        use_graphs_ = options_.graph.value_or(graph_share_ >= 0.5);
     }
 
     void run(Timeline* timeline);
@@ -160,6 +160,8 @@ class SequentialReplay {
     std::vector<PlannedStep> plan_;
     std::vector<LaunchUnit> units_;
     std::string issue_path_ = "direct";
+    // Share of the recorded kernel time that cudaGraphLaunch launched.
+    const double graph_share_ = recorded_graph_share(graph_);
     bool use_graphs_ = false;  // --graph, or unset and the recording ran as CUDA graphs
     TimelineFigures recorded_;
     std::map<std::uint64_t, detail::StepRecords> expected_;  // by tag, from the last untimed pass
@@ -485,7 +487,7 @@ void SequentialReplay::run(Timeline* timeline) {
         "library heuristics and workspaces, libtorch's first calls and allocations happen there");
     if (use_graphs_ && !options_.graph) {
         report.notes.push_back(
-            format_percent(recorded_graph_share(graph_)) +
+            format_percent(graph_share_) +
             " of the recorded kernel time was launched by cudaGraphLaunch: the steps are "
             "replayed as CUDA graphs too, so that their kernels run back to back as recorded "
             "(--no-graph: issued one by one)");
