@@ -213,6 +213,8 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
         if (paced) wait_until_(start + units_[u].offset_ns);
         launch(u);
         if (u + 1 < units_.size()) pre_issue(u + 1);
+        // Paced, the launch must reach the device before the host waits for the next one.
+        if (paced) backend_.submit();
     }
     return now_() - start;
 }

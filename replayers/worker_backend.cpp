@@ -118,6 +118,9 @@ class WorkerBackend final : public Backend {
         push({Command::Issue, handle, stream, 0, tag, std::exchange(next_range_, {})});
     }
     void name_next_issue(const std::string& range) override { next_range_ = range; }
+    void submit() override {
+        if (worker_ && dead_.empty()) worker_->flush();
+    }
     void stream_wait(int waiter, int producer) override {
         push({Command::Wait, 0, waiter, producer, 0});
     }

@@ -41,8 +41,11 @@ class WorkerProcess {
     void abandon(const std::string& why) { fail(why); }
     const std::string& failure() const { return failure_; }
 
-  private:
+    // Writes the queued frames now (send() queues them until 16 KiB have gathered); false:
+    // the worker is gone.
     bool flush();
+
+  private:
     // Waits until the socket is ready for `events`, watching the worker; false: it is gone.
     bool wait_for(short events);
     void fail(const std::string& why);  // kills and reaps the worker, keeps why

@@ -283,6 +283,9 @@ class FakeBackend : public replay::Backend {
     std::set<std::string> not_capturable;  // instance keys that cannot be captured
     int drop_graph_record_in_collect = -1;  // n >= 0: the n-th collect loses a graph record
     TestClock* clock = nullptr;             // when given: stamps calls; each issue advances it
+    // Records start at the steady clock of the issue (the same clock in a worker process), as a
+    // GPU's would when it runs each launch as it arrives.
+    bool stamp_steady_clock = false;
     std::int64_t issue_host_ns = 0;         // by this much
     std::vector<Call> calls;
     SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
@@ -453,6 +456,10 @@ class FakeBackend : public replay::Backend {
         replay::TimedActivity a;
         a.tag = tag;
         a.name = name;
+        if (stamp_steady_clock)
+            clock_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
         a.start_ns = clock_;
         a.end_ns = clock_ + ns;
         a.stream = stream;
@@ -1521,6 +1528,33 @@ TEST(Worker, RunsTheReplayAsInProcess) {
         EXPECT_EQ(got.kernels[i].samples_us, expected.kernels[i].samples_us) << got.kernels[i].name;
     }
     EXPECT_EQ(got.notes, expected.notes);
+}
+
+TEST(Worker, RecordedPacingReachesTheWorkerOnTheHostsSchedule) {
+    // Three launches 20 ms apart. The worker runs each as it arrives: were the paced launches
+    // kept in the parent's write queue until the pass ended, they would all run at once.
+    TraceBuilder t;
+    t.op("aten::relu", 100, 20);
+    t.launch("relu_k", 105, 1000, 3);
+    t.op("aten::mm", 20'100, 20);
+    t.launch("gemm_k", 20'105, 21'000, 10);
+    t.op("aten::relu", 40'100, 20);
+    t.launch("relu_k", 40'105, 41'000, 3);
+    auto a = analysis_of(t, "paced.json", [](const std::string& name, std::size_t) {
+        return name == "gemm_k" ? gemm(10) : relu(1);
+    });
+    FakeBackend config;
+    config.stamp_steady_clock = true;
+    auto worker = in_worker(config);
+    replay::DriverOptions o;
+    o.pace = replay::Pace::Recorded;
+    const replay::Report r = replay::replay_sequential(*a, *worker, o, nullptr);
+    ASSERT_TRUE(r.timeline.has_value());
+    ASSERT_EQ(r.timeline->iterations.size(), 1u);
+    // Recorded: 1000 us to 41003 us. Replayed, the same within the host's scheduling noise.
+    EXPECT_DOUBLE_EQ(r.timeline->recorded.span_us, 40'003);
+    EXPECT_GT(r.timeline->iterations.front().replayed.span_us, 35'000);
+    EXPECT_LT(r.timeline->iterations.front().replayed.span_us, 60'000);
 }
 
 // two_stream_trace() replayed twice in sequential mode by a worker made from `config`: the

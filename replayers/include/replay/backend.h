@@ -157,6 +157,11 @@ class Backend {
     // --nvtx: the NVTX range the next issue() runs in, so that Nsight tools show and filter the
     // replayed work by unique kernel; "" for none. Backends without NVTX (cpu) ignore it.
     virtual void name_next_issue(const std::string& range) { (void)range; }
+    // Hands everything issued so far to the device now. A backend that batches its calls (the
+    // worker's writes them to its process 16 KiB at a time) would otherwise hold a launch that
+    // --pace recorded made at its recorded time until the batch filled, and the GPU would run
+    // the step in bursts instead of on the host's schedule. A no-op where issue() launches.
+    virtual void submit() {}
 
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
@@ -216,9 +221,9 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-// 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
+// 8: submit(); 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
 // 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks
-inline constexpr std::uint32_t kBackendAbiVersion = 7;
+inline constexpr std::uint32_t kBackendAbiVersion = 8;
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

@@ -32,6 +32,7 @@ class ForwardingBackend : public Backend {
         inner_->warm_inputs(handle, stream, tag);
     }
     void name_next_issue(const std::string& range) override { inner_->name_next_issue(range); }
+    void submit() override { inner_->submit(); }
     std::vector<TimedActivity> collect() override { return inner_->collect(); }
     std::unique_ptr<EnergyMeter> energy_meter(std::string& why) override {
         return inner_->energy_meter(why);
