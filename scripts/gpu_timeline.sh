@@ -8,7 +8,8 @@
 # first (scripts/gpu_build.sh), or point REPLAY at a binary.
 #
 # Usage: scripts/gpu_timeline.sh OUT_DIR [trace...]     (traces: decode bloom gpt2, default all)
-# Environment: REPLAY  the replay binary (default build-gpu/cli/replay)
+# Environment: REPLAY     the replay binary (default build-gpu/cli/replay)
+#              TRACE_DIR  where the captures are (default traces/h200)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_timeline.sh OUT_DIR [decode|bloom|gpt2 ...]}"
@@ -22,11 +23,12 @@ mkdir -p "$out"
 # The cuBLAS/CUPTI that PyTorch itself uses, as scripts/gpu_validate.sh does.
 source scripts/pytorch_nvidia_libs.sh
 
-declare -A trace=(
-  [decode]=traces/h200/llama_decode.json.gz
-  [bloom]=traces/h200/bloom_b1.json.gz
-  [gpt2]=traces/h200/gpt2_train.json.gz
-)
+# This GPU's own captures: TRACE_DIR, else traces/h200 (the bundled set). decode, bloom and gpt2
+# name the issue's three captures; any other name is TRACE_DIR/NAME.json.gz (a prefill capture,
+# to see the stretch of a GPU-bound step).
+trace_dir="${TRACE_DIR:-traces/h200}"
+declare -A alias=([decode]=llama_decode [bloom]=bloom_b1 [gpt2]=gpt2_train)
+trace_of() { echo "$trace_dir/${alias[$1]:-$1}.json.gz"; }
 variants=(none none-graph recorded recorded-graph)
 declare -A variant_args=(
   [none]="--pace none"
@@ -37,12 +39,12 @@ declare -A variant_args=(
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
 for name in "${names[@]}"; do
-  [ -n "${trace[$name]:-}" ] || { echo "gpu_timeline.sh: unknown trace $name (decode, bloom, gpt2)" >&2; exit 2; }
+  [ -f "$(trace_of "$name")" ] || { echo "gpu_timeline.sh: no $(trace_of "$name") (names: decode, bloom, gpt2 or a capture in TRACE_DIR)" >&2; exit 2; }
   for variant in "${variants[@]}"; do
     dir="$out/${name}_${variant}"
     echo "== $(date +%T) $name $variant"
     # shellcheck disable=SC2086
-    "$replay" "${trace[$name]}" --mode sequential --iterations 3 --trace-iterations all \
+    "$replay" "$(trace_of "$name")" --mode sequential --iterations 3 --trace-iterations all \
       ${variant_args[$variant]} --out "$dir" -q > "$dir.txt" 2>&1
     echo "exit $?" >> "$dir.txt"
   done
