@@ -137,6 +137,7 @@ const std::vector<FiguresField>& timeline_figures_fields() {
         {"warm_read_us", &F::warm_read_us},
         {"median_gap_us", &F::median_gap_us},
         {"max_gap_us", &F::max_gap_us},
+        {"median_kernel_gap_us", &F::median_kernel_gap_us, false},
     };
     return fields;
 }
@@ -147,6 +148,7 @@ const std::vector<IterationField>& iteration_fields() {
         {"span_ratio", &I::span_ratio},
         {"stretch", &I::stretch},
         {"median_gap_ratio", &I::median_gap_ratio},
+        {"kernel_gap_ratio", &I::kernel_gap_ratio, false},
         {"issue_host_us", &I::issue_host_us},
     };
     return fields;

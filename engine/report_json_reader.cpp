@@ -477,7 +477,8 @@ class ReportReader {
     TimelineFigures read_figures(od::value v, const std::vector<std::string>& more,
                                  Other&& other) {
         std::vector<std::string> required = {"activities", "gaps"};
-        for (const auto& f : timeline_figures_fields()) required.emplace_back(f.name);
+        for (const auto& f : timeline_figures_fields())
+            if (f.required) required.emplace_back(f.name);
         required.insert(required.end(), more.begin(), more.end());
         TimelineFigures f;
         members(v, required, [&](const std::string& key, od::value x) {
@@ -501,7 +502,8 @@ class ReportReader {
 
     IterationResult read_iteration(od::value v) {
         std::vector<std::string> more = {"iteration", "unattributed"};
-        for (const auto& f : iteration_fields()) more.emplace_back(f.name);
+        for (const auto& f : iteration_fields())
+            if (f.required) more.emplace_back(f.name);
         IterationResult r;
         r.replayed = read_figures(v, more, [&](const std::string& key, od::value x) {
             if (key == "iteration") {

@@ -67,7 +67,7 @@ TimelineFigures timeline_figures(const std::vector<TimelineInterval>& intervals)
     f.kernel_us = us(busy);
     f.warm_read_us = us(warm_total);
 
-    std::vector<double> gaps;
+    std::vector<double> gaps, kernel_gaps;
     for (auto& [id, s] : streams) {
         f.activities += s.work.size();
         std::sort(s.work.begin(), s.work.end(), by_start);
@@ -80,6 +80,7 @@ TimelineFigures timeline_figures(const std::vector<TimelineInterval>& intervals)
             const std::int64_t idle =
                 to > reached ? to - reached - warm_inside(s.warm, next_warm, reached, to) : 0;
             gaps.push_back(us(std::max<std::int64_t>(0, idle)));
+            kernel_gaps.push_back(us(std::max<std::int64_t>(0, to - reached)));
             reached = std::max(reached, s.work[k].end_ns);
         }
     }
@@ -87,6 +88,7 @@ TimelineFigures timeline_figures(const std::vector<TimelineInterval>& intervals)
     if (!gaps.empty()) {
         f.max_gap_us = *std::max_element(gaps.begin(), gaps.end());
         f.median_gap_us = stats::median(std::move(gaps));
+        f.median_kernel_gap_us = stats::median(std::move(kernel_gaps));
     }
     return f;
 }
@@ -110,6 +112,7 @@ IterationResult iteration_result(int iteration, const TimelineFigures& replayed,
     r.span_ratio = ratio(replayed.span_us, recorded.span_us);
     r.stretch = ratio(replayed.span_us, replayed.kernel_us + replayed.warm_read_us);
     r.median_gap_ratio = ratio(replayed.median_gap_us, recorded.median_gap_us);
+    r.kernel_gap_ratio = ratio(replayed.median_kernel_gap_us, recorded.median_kernel_gap_us);
     return r;
 }
 

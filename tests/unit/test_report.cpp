@@ -294,6 +294,7 @@ TEST(Report, TimelineRoundTrip) {
     t.recorded.kernel_us = 2559.0;
     t.recorded.median_gap_us = 20.5;
     t.recorded.max_gap_us = 830.25;
+    t.recorded.median_kernel_gap_us = 20.5;
     t.recorded.activities = 1127;
     t.recorded.gaps = 1126;
     for (int i = 1; i <= 2; ++i) {
@@ -303,6 +304,7 @@ TEST(Report, TimelineRoundTrip) {
         f.warm_read_us = 310.5;
         f.median_gap_us = 1.5;
         f.max_gap_us = 12.0 * i;
+        f.median_kernel_gap_us = 2.25;
         f.activities = 1127;
         f.gaps = 1126;
         replay::IterationResult it = replay::iteration_result(i, f, t.recorded);
@@ -329,6 +331,8 @@ TEST(Report, TimelineRoundTrip) {
     EXPECT_EQ(back.timeline->iterations[1].iteration, 2);
     EXPECT_EQ(back.timeline->iterations[1].unattributed, 1u);
     EXPECT_EQ(back.timeline->iterations[1].replayed.max_gap_us, 24.0);
+    EXPECT_EQ(back.timeline->iterations[1].replayed.median_kernel_gap_us, 2.25);
+    EXPECT_DOUBLE_EQ(back.timeline->iterations[1].kernel_gap_ratio, 2.25 / 20.5);
     EXPECT_EQ(back.timeline->first_uses, t.first_uses);
     EXPECT_EQ(back.totals.span_ratio, r.totals.span_ratio);
     std::ostringstream second;
@@ -341,6 +345,21 @@ TEST(Report, TimelineRoundTrip) {
     std::ostringstream none;
     replay::write_report_json(none, plain);
     EXPECT_EQ(none.str().find("\"timeline\""), std::string::npos);
+    // A report written before the end-to-next-start gap existed still reads, without it.
+    std::string older = first.str();
+    for (const std::string key : {"\"median_kernel_gap_us\"", "\"kernel_gap_ratio\""})
+        for (auto at = older.find(key); at != std::string::npos; at = older.find(key)) {
+            const auto line = older.rfind('\n', at);
+            older.erase(line, older.find('\n', at) - line);
+        }
+    ASSERT_EQ(older.find("kernel_gap"), std::string::npos);
+    const std::string older_path = temp_path("older_timeline.json");
+    write_file(older_path, older);
+    const Report old_back = replay::read_report_json(older_path);
+    ASSERT_TRUE(old_back.timeline.has_value());
+    EXPECT_TRUE(std::isnan(old_back.timeline->recorded.median_kernel_gap_us));
+    EXPECT_TRUE(std::isnan(old_back.timeline->iterations[0].kernel_gap_ratio));
+    EXPECT_EQ(old_back.timeline->iterations[0].replayed.median_gap_us, 1.5);
     std::string broken = first.str();
     broken.replace(broken.find("\"gaps\": 1126"), 13, "\"gaps\": -1");
     const std::string bad = temp_path("bad_timeline.json");

@@ -60,10 +60,17 @@ TEST(TimelineFigures, WarmUpReadsCountInTheSpanNotInTheGaps) {
     EXPECT_EQ(f.activities, 2u);
     ASSERT_EQ(f.gaps, 1u);
     EXPECT_DOUBLE_EQ(f.median_gap_us, 4);
+    // End to next start, the read counted as gap: the spacing of the kernels themselves.
+    EXPECT_DOUBLE_EQ(f.median_kernel_gap_us, 6);
     // A read that straddles the gap's ends counts only inside it; reads that overlap count once.
     const auto g = replay::timeline_figures(
         {work(0, 0, 10), warm(0, 8, 12), warm(0, 11, 13), warm(0, 19, 25), work(0, 20, 30)});
     EXPECT_DOUBLE_EQ(g.median_gap_us, 10 - 3 - 1);
+    EXPECT_DOUBLE_EQ(g.median_kernel_gap_us, 10);
+    // Without warm-up reads (a recording) both gaps are the same.
+    const auto r = replay::timeline_figures({work(0, 0, 10), work(0, 16, 20), work(0, 29, 30)});
+    EXPECT_DOUBLE_EQ(r.median_gap_us, 7.5);
+    EXPECT_DOUBLE_EQ(r.median_kernel_gap_us, 7.5);
 }
 
 TEST(TimelineFigures, AnActivityInsideALongerOneLeavesNoGap) {
@@ -83,11 +90,14 @@ TEST(TimelineFigures, RatiosAgainstTheRecordedStep) {
     replayed.kernel_us = 40;
     replayed.warm_read_us = 5;
     replayed.median_gap_us = 2.5;
+    recorded.median_kernel_gap_us = 10;
+    replayed.median_kernel_gap_us = 9;
     const auto r = replay::iteration_result(3, replayed, recorded);
     EXPECT_EQ(r.iteration, 3);
     EXPECT_DOUBLE_EQ(r.span_ratio, 0.5);
     EXPECT_DOUBLE_EQ(r.stretch, 50.0 / 45.0);
     EXPECT_DOUBLE_EQ(r.median_gap_ratio, 0.25);
+    EXPECT_DOUBLE_EQ(r.kernel_gap_ratio, 0.9);
     EXPECT_DOUBLE_EQ(r.replayed.kernel_us, 40);
     // Nothing to compare with: no ratio, not a division by zero.
     const auto none = replay::iteration_result(1, replayed, replay::TimelineFigures{});

@@ -197,6 +197,10 @@ struct TimelineFigures {
     double warm_read_us = 0;     // summed durations of the replay's L2 warm-up reads
     double median_gap_us = NAN;  // between consecutive activities of a stream, warm-up reads out
     double max_gap_us = NAN;
+    // The same gaps with the warm-up reads in them counted as gap: from one activity's end to the
+    // next one's start. The reads stand for cache state that took no time in the recording, so
+    // this is what --pace recorded reproduces; median_gap_us is the time the GPU sat idle.
+    double median_kernel_gap_us = NAN;
     std::size_t activities = 0;
     std::size_t gaps = 0;
 };
@@ -208,6 +212,7 @@ struct IterationResult {
     double span_ratio = NAN;        // replayed span / recorded span
     double stretch = NAN;           // replayed span / (kernel time + warm-up reads): 1 = no idle
     double median_gap_ratio = NAN;  // replayed median gap / recorded median gap
+    double kernel_gap_ratio = NAN;  // replayed median_kernel_gap_us / the recorded one
     double issue_host_us = NAN;     // host time from the iteration's first issue to its last
     std::size_t unattributed = 0;   // timed records that could not be tied to a step
 };

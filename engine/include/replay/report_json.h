@@ -41,12 +41,14 @@ const std::vector<TotalsField>& totals_fields();
 struct FiguresField {
     const char* name;
     double TimelineFigures::*member;
+    bool required = true;  // false: added later; reports written before it lack it (NaN)
 };
 const std::vector<FiguresField>& timeline_figures_fields();
 // An iteration: "iteration", its figures, these, then "unattributed".
 struct IterationField {
     const char* name;
     double IterationResult::*member;
+    bool required = true;  // as FiguresField::required
 };
 const std::vector<IterationField>& iteration_fields();
 
