@@ -11,6 +11,8 @@
 # Usage: scripts/gpu_timeline.sh OUT_DIR [trace...]     (traces: decode bloom gpt2, default all)
 # Environment: REPLAY     the replay binary (default build-gpu/cli/replay)
 #              TRACE_DIR  where the captures are (default traces/h200)
+#              VARIANTS   which replays (default "none none-graph recorded recorded-graph"; also
+#                         recorded-host and recorded-host-graph: --no-pace-calibration)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_timeline.sh OUT_DIR [decode|bloom|gpt2 ...]}"
@@ -30,12 +32,14 @@ source scripts/pytorch_nvidia_libs.sh
 trace_dir="${TRACE_DIR:-traces/h200}"
 declare -A alias=([decode]=llama_decode [bloom]=bloom_b1 [gpt2]=gpt2_train)
 trace_of() { echo "$trace_dir/${alias[$1]:-$1}.json.gz"; }
-variants=(none none-graph recorded recorded-graph)
+read -r -a variants <<< "${VARIANTS:-none none-graph recorded recorded-graph}"
 declare -A variant_args=(
   [none]="--pace none"
   [none-graph]="--pace none --graph"
   [recorded]="--pace recorded"
   [recorded-graph]="--pace recorded --graph"
+  [recorded-host]="--pace recorded --no-pace-calibration"
+  [recorded-host-graph]="--pace recorded --graph --no-pace-calibration"
 )
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
@@ -51,10 +55,10 @@ for name in "${names[@]}"; do
   done
 done
 
-python3 - "$out" "${names[@]}" <<'EOF' | tee "$out/timeline_table.txt"
+VARIANTS="${variants[*]}" python3 - "$out" "${names[@]}" <<'EOF' | tee "$out/timeline_table.txt"
 import json, math, os, sys
 out, names = sys.argv[1], sys.argv[2:]
-variants = ["none", "none-graph", "recorded", "recorded-graph"]
+variants = os.environ["VARIANTS"].split()
 
 def num(x, f=".1f"):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, f)
