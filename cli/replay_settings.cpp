@@ -32,9 +32,8 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
             ->capture_default_str();
     app.add_option("--pace", pace,
                    "sequential: none (each step as soon as the host gets to it) or recorded "
-                   "(each step at its recorded time, counted from the step's first launch: the "
-                   "recorded gaps on every stream; untimed paced passes first move each launch "
-                   "so that its work starts on the GPU when the recorded one did)")
+                   "(the host issues each step at its recorded launch time, counted from the "
+                   "step's first launch: the recorded gaps on every stream)")
         ->check(CLI::IsMember({"none", "recorded"}))
         ->capture_default_str();
     app.add_option("--iterations", iterations,
@@ -72,10 +71,6 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
                  "sequential: do not read into L2, before each step, the inputs the recording "
                  "had cached (replayed producers write their own buffers, not their "
                  "consumers', so consumers would read activations from memory)");
-    app.add_flag("--no-pace-calibration", no_pace_calibration,
-                 "sequential, --pace recorded: issue each step at its recorded launch time "
-                 "only, without the untimed paced passes that move each launch so that its work "
-                 "starts on the GPU at its recorded time");
     app.add_flag("--no-sequential-check", no_sequential_check,
                  "unique: skip the sequential pass that the predicted total is compared with");
     app.add_option("--collective-timeout", collective_timeout,
@@ -222,7 +217,6 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
                                                                    : Context::Recorded;
     o.sequential_check = !no_sequential_check;
     o.warm_inputs = !no_warm_inputs;
-    o.calibrate_pacing = !no_pace_calibration;
     o.nvtx = nvtx;
     o.only = only;
     o.energy = energy;

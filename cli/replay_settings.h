@@ -31,7 +31,6 @@ struct ReplaySettings {
     std::string context = "auto";
     bool no_sequential_check = false;
     bool no_warm_inputs = false;
-    bool no_pace_calibration = false;
     bool no_cupti = false;
     int device = 0;
     std::uint64_t seed = 0;

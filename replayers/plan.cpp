@@ -118,20 +118,6 @@ std::vector<LaunchUnit> direct_units(const std::vector<PlannedStep>& plan) {
     return units;
 }
 
-std::vector<std::int64_t> pacing_lateness(const std::vector<std::int64_t>& recorded,
-                                          const std::vector<std::int64_t>& measured) {
-    std::vector<std::int64_t> late(recorded.size(), 0), known;
-    for (std::size_t u = 0; u < recorded.size() && u < measured.size(); ++u)
-        if (measured[u] >= 0) known.push_back(measured[u] - recorded[u]);
-    if (known.empty()) return late;
-    auto middle = known.begin() + static_cast<std::ptrdiff_t>(known.size() / 2);
-    std::nth_element(known.begin(), middle, known.end());
-    const std::int64_t shared = *middle;
-    for (std::size_t u = 0; u < recorded.size() && u < measured.size(); ++u)
-        if (measured[u] >= 0) late[u] = measured[u] - recorded[u] - shared;
-    return late;
-}
-
 std::vector<std::pair<std::size_t, std::size_t>> graph_segments(
     const std::vector<bool>& capturable, bool per_step) {
     std::vector<std::pair<std::size_t, std::size_t>> segments;

@@ -52,14 +52,6 @@ struct LaunchUnit {
 // One direct unit per planned step.
 std::vector<LaunchUnit> direct_units(const std::vector<PlannedStep>& plan);
 
-// --pace recorded's calibration: per unit, how much later than its recorded start its work
-// started on the GPU in a paced pass (`measured` on the GPU's clock, < 0 where it gave no record;
-// `recorded` on the recording's), less the median of those delays, which is the launch latency
-// every unit shares. A unit whose issue costs the host more than most (a libtorch op through the
-// dispatcher against a cuBLAS call) comes out late by the difference; 0 where unknown.
-std::vector<std::int64_t> pacing_lateness(const std::vector<std::int64_t>& recorded,
-                                          const std::vector<std::int64_t>& measured);
-
 // Which planned steps go into one captured graph: maximal runs of capturable steps (`per_step`:
 // each capturable step alone, so that recorded pacing can launch it at its offset), as
 // [first, last) ranges in order. capturable[i] says whether step i can be captured.

@@ -12,7 +12,6 @@
 
 #include "energy_run.h"
 #include "plan.h"
-#include "replay/stats.h"
 #include "record_matching.h"
 #include "session.h"
 
@@ -29,11 +28,6 @@ constexpr int kMaxHeatUpPasses = 10000;
 
 // Launch units per poll of the energy counter while the step loops through the energy windows.
 constexpr std::size_t kUnitsPerPoll = 64;
-
-// --pace recorded: paced untimed passes that measure how late each unit's work starts on the
-// GPU and move its launch earlier by that much. Each pass corrects what the one before left;
-// a unit that the previous one's issue holds up cannot be corrected further, so a few suffice.
-constexpr int kPacingPasses = 3;
 
 std::int64_t steady_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -142,8 +136,6 @@ class SequentialReplay {
     // --warmup-ms: untimed passes until that much time has passed (at most kMaxHeatUpPasses).
     void heat_up();
     void capture_graphs();
-    // --pace recorded: lead_ns_ from kPacingPasses paced untimed passes (pacing_lateness()).
-    void calibrate_pacing();
     std::uint32_t capture(std::size_t first, std::size_t last, bool per_step, std::string& why);
     bool ready(std::size_t step) const {
         return plan_[step].prepared->disposition == Disposition::Ready;
@@ -167,9 +159,6 @@ class SequentialReplay {
     const DriverOptions& options_;
     std::vector<PlannedStep> plan_;
     std::vector<LaunchUnit> units_;
-    // Per unit, how much before its recorded offset a paced pass launches it, so that its work
-    // starts on the GPU at the recorded time (calibrate_pacing()); empty: none.
-    std::vector<std::int64_t> lead_ns_;
     std::string issue_path_ = "direct";
     // Share of the recorded kernel time that cudaGraphLaunch launched.
     const double graph_share_ = recorded_graph_share(graph_);
@@ -221,56 +210,13 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
     pre_issue(0);
     const std::int64_t start = now_();
     for (std::size_t u = 0; u < units_.size(); ++u) {
-        if (paced) wait_until_(start + units_[u].offset_ns - (lead_ns_.empty() ? 0 : lead_ns_[u]));
+        if (paced) wait_until_(start + units_[u].offset_ns);
         launch(u);
         if (u + 1 < units_.size()) pre_issue(u + 1);
         // Paced, the launch must reach the device before the host waits for the next one.
         if (paced) backend_.submit();
     }
     return now_() - start;
-}
-
-void SequentialReplay::calibrate_pacing() {
-    if (options_.pace != Pace::Recorded || !options_.calibrate_pacing || units_.empty()) return;
-    const auto& nodes = graph_.nodes();
-    std::vector<std::int64_t> recorded(units_.size()), correction(units_.size(), 0);
-    for (std::size_t u = 0; u < units_.size(); ++u)
-        recorded[u] = graph_.activity(nodes[plan_[units_[u].first].nodes.front()]).ts;
-    lead_ns_.assign(units_.size(), 0);
-    for (int pass = 0; pass < kPacingPasses; ++pass) {
-        session_.set_iteration(0);
-        issue_pass(true);
-        session_.synchronize();
-        const std::vector<TimedActivity> records = backend_.collect();
-        std::map<std::uint64_t, std::int64_t> first_start;  // tag -> its work's earliest start
-        for (const auto& r : records) {
-            if (r.warm_read || r.tag == 0) continue;
-            auto [it, added] = first_start.emplace(r.tag, r.start_ns);
-            if (!added) it->second = std::min(it->second, r.start_ns);
-        }
-        std::vector<std::int64_t> measured(units_.size(), -1);
-        for (std::size_t u = 0; u < units_.size(); ++u)
-            if (auto it = first_start.find(plan_[units_[u].first].tag); it != first_start.end())
-                measured[u] = it->second;
-        const std::vector<std::int64_t> late = detail::pacing_lateness(recorded, measured);
-        for (std::size_t u = 0; u < units_.size(); ++u) lead_ns_[u] += late[u];
-        if (pass + 1 == kPacingPasses) correction = late;
-    }
-    std::vector<double> lead_us, left_us;
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-        lead_us.push_back(std::abs(static_cast<double>(lead_ns_[u])) / 1000.0);
-        left_us.push_back(std::abs(static_cast<double>(correction[u])) / 1000.0);
-    }
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "--pace recorded: %d untimed paced passes moved each launch so that its work "
-                  "starts on the GPU at its recorded time (median move %.1f us, largest %.1f us; "
-                  "left after the last pass: median %.1f us, largest %.1f us)",
-                  kPacingPasses, stats::median(lead_us),
-                  *std::max_element(lead_us.begin(), lead_us.end()), stats::median(left_us),
-                  *std::max_element(left_us.begin(), left_us.end()));
-    session_.report().notes.push_back(text);
-    if (options_.progress) options_.progress("pacing calibrated");
 }
 
 void SequentialReplay::untimed_pass(const char* what) {
@@ -554,7 +500,6 @@ void SequentialReplay::run(Timeline* timeline) {
     }
     report.options.emplace_back("issue_path", issue_path_);
     heat_up();
-    calibrate_pacing();  // after the warm-up: at the clocks the timed iterations run at
 
     ReportTimeline result;
     result.issue_path = issue_path_;

@@ -251,8 +251,6 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         }
     } else {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
-        if (o.pace == Pace::Recorded)
-            report.options.emplace_back("pace_calibration", o.calibrate_pacing ? "true" : "false");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
         report.options.emplace_back("warmup_ms", milliseconds(o.warmup_ms));
         report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");

@@ -28,7 +28,6 @@
 #include "replay/regression_printers.h"
 #include "replay/timeline.h"
 #include "replay/worker_backend.h"
-#include "../../replayers/plan.h"
 #include "replay/ncu_command.h"
 #include "replay/timeline.h"
 #include "test_support.h"
@@ -287,9 +286,6 @@ class FakeBackend : public replay::Backend {
     // Records start at the steady clock of the issue (the same clock in a worker process), as a
     // GPU's would when it runs each launch as it arrives.
     bool stamp_steady_clock = false;
-    // With `clock`: work records start at the test clock of their issue plus this per instance
-    // key (the host time an issue takes before its kernel is launched, as a GPU would see it).
-    std::map<std::string, std::int64_t> start_delay_ns;
     std::int64_t issue_host_ns = 0;         // by this much
     std::vector<Call> calls;
     SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
@@ -439,7 +435,6 @@ class FakeBackend : public replay::Backend {
     }
     void produce(std::uint32_t handle, int stream, std::uint64_t tag) {
         const std::string& key = keys_.at(handle);
-        last_key_ = key;
         if (board != nullptr) board->run(key, 1e-6 * static_cast<double>(handle + 1));
         if (phase_ == replay::Phase::Timed && abort_when_timed.count(key)) die();
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
@@ -461,10 +456,6 @@ class FakeBackend : public replay::Backend {
         replay::TimedActivity a;
         a.tag = tag;
         a.name = name;
-        if (clock != nullptr && !start_delay_ns.empty() && !warm) {
-            auto d = start_delay_ns.find(last_key_);
-            clock_ = clock->now + (d == start_delay_ns.end() ? 0 : d->second);
-        }
         if (stamp_steady_clock)
             clock_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::steady_clock::now().time_since_epoch())
@@ -478,7 +469,6 @@ class FakeBackend : public replay::Backend {
         pending_.push_back(a);
     }
     std::vector<std::string> keys_;  // handle -> instance key
-    std::string last_key_;           // of the work being produced
     std::vector<replay::TimedActivity> pending_;
     std::int64_t clock_ = 1'000'000;  // the made-up GPU's
     replay::Phase phase_ = replay::Phase::Plan;
@@ -800,7 +790,6 @@ TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedLaunchTimes) {
     b.clock = &clock;
     replay::DriverOptions o;
     o.pace = replay::Pace::Recorded;
-    o.calibrate_pacing = false;  // the host's schedule alone (calibration: its own test)
     o.iterations = 2;
     clock.attach(o);
     replay::Timeline timeline;
@@ -900,7 +889,6 @@ TEST(Drivers, RecordedPacingNeverWaitsForALaunchAlreadyLate) {
     b.issue_host_ns = 45'000;  // the relu's issue takes longer than its recorded gap
     replay::DriverOptions o;
     o.pace = replay::Pace::Recorded;
-    o.calibrate_pacing = false;
     clock.attach(o);
     replay::replay_sequential(*a, b, o, nullptr);
     std::vector<std::int64_t> at;
@@ -923,55 +911,6 @@ TEST(Drivers, RecordedPacingNeverWaitsForALaunchAlreadyLate) {
         if (c.what == "issue") none_at.insert(c.host_ns);
     }
     EXPECT_EQ(none_at.size(), 1u) << "pace none must not wait";
-}
-
-TEST(Drivers, PacingLatenessIsEachUnitsDelayBeyondTheSharedOne) {
-    // Recorded starts 0, 4, 50 us; measured 900, 930, 950: delays 900, 926, 900, shared 900.
-    EXPECT_EQ(replay::detail::pacing_lateness({0, 4'000, 50'000}, {900'000, 930'000, 950'000}),
-              (std::vector<std::int64_t>{0, 26'000, 0}));
-    // A unit without a record is neither late nor counted in the shared delay.
-    EXPECT_EQ(replay::detail::pacing_lateness({0, 4'000, 50'000}, {900'000, -1, 960'000}),
-              (std::vector<std::int64_t>{-10'000, 0, 0}));
-    EXPECT_EQ(replay::detail::pacing_lateness({0, 1}, {-1, -1}), (std::vector<std::int64_t>{0, 0}));
-}
-
-TEST(Drivers, RecordedPacingMovesEachLaunchSoThatItsWorkStartsOnTime) {
-    // The recorded kernels start at 1000, 1004 and 1050 us, 0 / +4 / +50 from the first. The
-    // GEMM's issue takes 20 us of host time before its kernel starts, the others none: paced by
-    // the host alone, the copy starts +60 us after the relu; calibrated, +50 as recorded, and the
-    // GEMM as early as the relu's issue allows.
-    auto a = two_stream_trace();
-    auto starts = [&](bool calibrate) {
-        FakeBackend b;
-        TestClock clock;
-        b.clock = &clock;
-        b.start_delay_ns[gemm(10).instance_key()] = 20'000;
-        b.per_kernel[relu(1).instance_key()] = {{"relu_k", 3'000}};
-        b.per_kernel[gemm(10).instance_key()] = {{"gemm_k", 10'000}};
-        b.per_kernel[copy().instance_key()] = {{"copy_k", 2'000}};
-        replay::DriverOptions o;
-        o.pace = replay::Pace::Recorded;
-        o.calibrate_pacing = calibrate;
-        o.warm_inputs = false;
-        clock.attach(o);
-        replay::Timeline timeline;
-        const replay::Report r = replay::replay_sequential(*a, b, o, &timeline);
-        std::map<std::string, double> at;
-        for (const auto& i : timeline.items)
-            if (i.replayed) at[i.name] = i.start_us;
-        bool noted = false;
-        for (const auto& n : r.notes)
-            noted |= n.find("untimed paced passes moved") != std::string::npos;
-        EXPECT_EQ(noted, calibrate);
-        const auto& opts = r.options;
-        EXPECT_NE(std::find(opts.begin(), opts.end(),
-                            std::pair<std::string, std::string>{
-                                "pace_calibration", calibrate ? "true" : "false"}),
-                  opts.end());
-        return std::vector<double>{at["gemm_k"] - at["relu_k"], at["copy_k"] - at["relu_k"]};
-    };
-    EXPECT_EQ(starts(false), (std::vector<double>{50, 60}));
-    EXPECT_EQ(starts(true), (std::vector<double>{20, 50}));
 }
 
 TEST(Drivers, SequentialDoesAllItsSetUpBeforeTheTimedPhase) {
@@ -1215,7 +1154,6 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
     replay::DriverOptions o;
     o.graph = true;
     o.pace = replay::Pace::Recorded;
-    o.calibrate_pacing = false;
     clock.attach(o);
     const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
     EXPECT_EQ(r.timeline->issue_path, "graph per step");

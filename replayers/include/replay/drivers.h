@@ -47,11 +47,6 @@ struct DriverOptions {
     // without this a consumer reads its activations from memory (on the H200: GPT-2's
     // elementwise kernels 20-30% slow, the whole step +5.2%; with it +0.1%).
     bool warm_inputs = true;
-    // --pace recorded: before the timed iterations, paced untimed passes measure how late each
-    // step's work starts on the GPU against its recorded start and launch it that much earlier
-    // (a libtorch op costs the host more before its kernel launches than a cuBLAS call does).
-    // false: the host issues each step at its recorded launch time, nothing more.
-    bool calibrate_pacing = true;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
     // Each issue inside an NVTX range named nvtx_range_name() (ncu_command.h; backends with
     // NVTX: cuda).
