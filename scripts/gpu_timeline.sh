@@ -11,8 +11,7 @@
 # Usage: scripts/gpu_timeline.sh OUT_DIR [trace...]     (traces: decode bloom gpt2, default all)
 # Environment: REPLAY     the replay binary (default build-gpu/cli/replay)
 #              TRACE_DIR  where the captures are (default traces/h200)
-#              VARIANTS   which replays (default "none none-graph recorded recorded-graph"; also
-#                         recorded-host and recorded-host-graph: --no-pace-calibration)
+#              VARIANTS   which replays (default "none none-graph recorded recorded-graph")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_timeline.sh OUT_DIR [decode|bloom|gpt2 ...]}"
@@ -38,8 +37,6 @@ declare -A variant_args=(
   [none-graph]="--pace none --graph"
   [recorded]="--pace recorded"
   [recorded-graph]="--pace recorded --graph"
-  [recorded-host]="--pace recorded --no-pace-calibration"
-  [recorded-host-graph]="--pace recorded --graph --no-pace-calibration"
 )
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
