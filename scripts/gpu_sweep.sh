@@ -98,7 +98,9 @@ print("held-out |error| of each chosen model against the targets (median <= 5%, 
 for k in json.load(open(f"{sys.argv[1]}/model.json"))["kernels"]:
     kind, held = k["kind"], k["held_out"]
     if kind == "log_quadratic":
-        kind = "log_quadratic_dims" if any(f.startswith("log:") for f in k["log_quadratic"]["features"]) else "log_quadratic_work"
+        features = k["log_quadratic"]["features"]
+        kind = ("log_quadratic_dims" if any(f.startswith("log:") for f in features)
+                else "log_quadratic_padded" if "log_mpadded" in features else "log_quadratic_work")
     e = held[kind]
     ok = e["median_pct"] <= 5 and e["p90_pct"] <= 15
     print(f"  {k['op']:18s} {kind:20s} median {e['median_pct']:5.1f}%  p90 {e['p90_pct']:6.1f}%  {'MET' if ok else 'MISSED'}")

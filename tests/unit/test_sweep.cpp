@@ -198,6 +198,7 @@ TEST(RecipeDims, GemmLeadingDimsFollowTightOnesAndKeepPaddedOnes) {
     EXPECT_EQ(b.ldc, 128);
     EXPECT_EQ(b.stride_c, 128 * 128);
     EXPECT_DOUBLE_EQ(recipe_work(big).flops, 2.0 * 128 * 128 * 64 * 64);
+    EXPECT_DOUBLE_EQ(recipe_work(r).padded_elements, 5.0 * 8 * 16);  // m x pow2(n) x batch
     EXPECT_THROW(with_dims(r, {{"q", 1}}), std::invalid_argument);
     EXPECT_THROW(with_dims(r, {{"m", 0}}), std::invalid_argument);
     EXPECT_EQ(varying_fields({r, big}), (std::vector<std::string>{"m", "n", "batch"}));
@@ -224,6 +225,23 @@ TEST(RecipeDims, OpDimsAreTiedToEqualDims) {
     EXPECT_EQ(out.args[2].tensors[0].dims, (std::vector<std::int64_t>{2048}));
     EXPECT_EQ(recipe_dtype_label(r), "fp16");
     EXPECT_EQ(recipe_short_name(r), "native_layer_norm");
+    // Ties follow the recorded values, not a value another named dim was just set to: 1024 rows
+    // of 256, not [1, 256, 256] (16 points of the H200 layer-norm sweep were measured so).
+    const Recipe rows = with_dims(r, {{"arg0.d1", 1024}, {"arg0.d2", 256}});
+    const auto& tall = std::get<AtenRecipe>(rows.detail);
+    EXPECT_EQ(tall.args[0].tensors[0].dims, (std::vector<std::int64_t>{1, 1024, 256}));
+    EXPECT_EQ(tall.args[1].value, "[256]");
+    EXPECT_EQ(tall.args[2].tensors[0].dims, (std::vector<std::int64_t>{256}));
+    EXPECT_DOUBLE_EQ(recipe_work(rows).elements, 1024.0 * 256);
+    EXPECT_DOUBLE_EQ(recipe_work(rows).padded_elements, 1024.0 * 256);
+    // The padded elements: each row of the largest tensor padded to a power of two.
+    const Recipe odd = with_dims(r, {{"arg0.d1", 7}, {"arg0.d2", 1025}});
+    EXPECT_DOUBLE_EQ(recipe_work(odd).elements, 7.0 * 1025);
+    EXPECT_DOUBLE_EQ(recipe_work(odd).padded_elements, 7.0 * 2048);
+    EXPECT_EQ(next_power_of_two(1), 1);
+    EXPECT_EQ(next_power_of_two(5), 8);
+    EXPECT_EQ(next_power_of_two(1024), 1024);
+    EXPECT_EQ(next_power_of_two(0), 0);
 }
 
 TEST(RecipeDims, RestrideKeepsOrderAndGaps) {
