@@ -423,6 +423,10 @@ std::string describe(const ShapeRewriteReport& r) {
             << " reshapes recorded as views copy at the new shape (their input's layout allows no view): an "
                "aten::copy_ kernel added for each (recorded 0 us)";
     for (const auto& line : r.ambiguous) out << "\n  ambiguous: " << line;
+    // What no recorded size can say, in every rewrite.
+    out << "\n  not inferred: which kernel a library or PyTorch picks at the new sizes (a cuBLAS "
+           "algorithm, index_select's gather path: the replay runs what they pick), and ops PyTorch "
+           "did not record at the recorded shape (a contiguous() of a tensor that was contiguous then)";
     return out.str();
 }
 
