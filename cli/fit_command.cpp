@@ -77,6 +77,8 @@ std::vector<TimingPoint> points_of(const std::filesystem::path& csv, std::vector
     const std::size_t flops = table.column("flops", path), bytes = table.column("bytes", path),
                       elements = table.column("elements", path), median = table.column("median_us", path),
                       status = table.column("status", path);
+    // CSVs written before the column have no padded elements: that candidate is then n/a.
+    const auto padded = std::find(table.columns.begin(), table.columns.end(), "padded_elements");
     std::vector<TimingPoint> points;
     for (const auto& row : table.rows) {
         if (row[status] != "ok") continue;
@@ -84,6 +86,8 @@ std::vector<TimingPoint> points_of(const std::filesystem::path& csv, std::vector
         p.work.flops = field(row, flops);
         p.work.bytes = field(row, bytes);
         p.work.elements = field(row, elements);
+        p.work.padded_elements =
+            padded == table.columns.end() ? NAN : field(row, static_cast<std::size_t>(padded - table.columns.begin()));
         p.time_us = field(row, median);
         for (auto c : dim_columns) p.dims.push_back(field(row, c));
         if (std::isfinite(p.time_us) && p.time_us > 0 && std::isfinite(p.work.bytes))
@@ -123,7 +127,8 @@ Command add_fit_command(CLI::App& app) {
         "fit",
         "Fit a timing model per kernel swept into DIR by `replay sweep`: piecewise linear in the "
         "work (GFLOP, or elements) and bytes above a launch floor; a log-quadratic model on the work, "
-        "or on the work and the swept recipe dims, or gradient-boosted trees, replace it only when "
+        "on the work and the elements with rows padded to a power of two, or on the work and the "
+        "swept recipe dims, or gradient-boosted trees, replace it only when "
         "k-fold cross-validation finds them clearly better. Writes "
         "model.json (schemas/timing_model.schema.json) for `replay predict --model`, and prints "
         "each model's held-out median and p90 error");
@@ -140,8 +145,9 @@ Command add_fit_command(CLI::App& app) {
                 FitOptions options;
                 options.folds = s->folds;
                 if (!s->quiet)
-                    std::printf("%-18s %-18s %6s %-15s %-24s %15s %15s %15s %15s\n", "kernel", "op", "points",
-                                "model", "features", "linear", "quad(work)", "quad(dims)", "trees");
+                    std::printf("%-18s %-18s %6s %-15s %-24s %15s %15s %15s %15s %15s\n", "kernel", "op", "points",
+                                "model", "features", "linear", "quad(work)", "quad(padded)", "quad(dims)",
+                                "trees");
                 for (const auto& sidecar : sidecars) {
                     const SweptKernel k = read_sidecar(sidecar);
                     const auto points = points_of(std::filesystem::path(s->dir) / k.csv, options.dim_names);
@@ -160,10 +166,11 @@ Command add_fit_command(CLI::App& app) {
                     m.masked = k.masked;
                     if (file.gpu.empty()) file.gpu = k.gpu;
                     if (!s->quiet)
-                        std::printf("%-18s %-18s %6zu %-15s %-24s %15s %15s %15s %15s\n", k.kernel_id.c_str(),
+                        std::printf("%-18s %-18s %6zu %-15s %-24s %15s %15s %15s %15s %15s\n", k.kernel_id.c_str(),
                                     k.op.c_str(), m.points, m.kind.c_str(), join(m.features()).c_str(),
                                     pair(m.linear_error).c_str(), pair(m.work_quadratic_error).c_str(),
-                                    pair(m.dims_quadratic_error).c_str(), pair(m.trees_error).c_str());
+                                    pair(m.padded_quadratic_error).c_str(), pair(m.dims_quadratic_error).c_str(),
+                                    pair(m.trees_error).c_str());
                     file.kernels.push_back(std::move(m));
                 }
                 if (file.kernels.empty())

@@ -132,6 +132,7 @@ SweepRow measure(const Recipe& recipe, const UniqueKernel& kernel, Backend& back
     row.flops = work.flops;
     row.bytes = work.bytes;
     row.elements = work.elements;
+    row.padded_elements = work.padded_elements;
     SignatureFile file;
     UniqueKernel one = kernel;
     one.recipe = recipe;

@@ -95,6 +95,8 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->trace_hash = trace_hash.get();
         analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
+        // The copies the new shape makes are kernels the graph must hold.
+        if (analysis->dims_rewrite->reshape_copies > 0) analysis->graph = KernelGraph::build(trace, threads);
     }
     // Before the classifier: it copies the storage ids and tensor lists into the recipes.
     if (options.infer_dataflow || !options.execution_trace_path.empty())

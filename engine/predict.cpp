@@ -112,10 +112,16 @@ TimesSource apply_report(const Analysis& analysis, const Report& report, const s
 std::size_t apply_model(const Analysis& analysis, const std::string& path,
                         std::vector<Nanos>& durations, std::vector<std::string>& notes) {
     const TimingModelFile models = read_timing_model(path);
-    std::size_t modelled = 0;
+    std::size_t modelled = 0, companions = 0;
     for (const auto& kernel : analysis.kernels) {
         const KernelTimingModel* model = models.find(kernel.recipe);
         if (model == nullptr || !kernel.recipe.replayable()) continue;
+        if (kernel.recipe.issued_with_op) {
+            // A split-K reduction: the model times its GEMM's whole issue, which runs it.
+            for (auto n : kernel.nodes) durations[n] = 0;
+            ++companions;
+            continue;
+        }
         const auto predicted = model->predict(kernel.recipe);
         if (!predicted) {
             notes.push_back(path + ": " + kernel.id + " " + recipe_short_name(kernel.recipe) +
@@ -135,6 +141,10 @@ std::size_t apply_model(const Analysis& analysis, const std::string& path,
                       model->kernel_id.c_str(), model->error().median_pct);
         notes.emplace_back(line);
     }
+    if (companions > 0)
+        notes.push_back(path + ": " + std::to_string(companions) +
+                        " unique kernels issued with a modelled GEMM (split-K reductions) take 0 us: the "
+                        "model's time is their GEMM's whole issue");
     notes.push_back(path + ": " + std::to_string(modelled) + " of " +
                     std::to_string(analysis.kernels.size()) +
                     " unique kernels timed by the model; the others keep their " +

@@ -106,33 +106,44 @@ void set_tensor_dims(TensorSpec& t, std::vector<std::int64_t> dims) {
 }
 
 void set_aten_dims(AtenRecipe& a, const std::vector<std::pair<std::string, std::int64_t>>& dims) {
-    for (const auto& [name, value] : dims) {
-        const ArgDim at = *parse_arg_dim(name);
-        const std::int64_t old = *aten_dim(a, at);
-        for (std::size_t i = 0; i < a.args.size(); ++i) {
-            AtenArgument& arg = a.args[i];
-            const auto is_target = [&](std::size_t dim) {
-                return i == at.arg && at.dim && *at.dim == dim;
-            };
-            // Tied: every dim with the same recorded value (> 1) changes with the named one.
-            const auto changes = [&](std::int64_t v, std::size_t dim) {
-                return is_target(dim) || (old > 1 && v == old);
-            };
-            for (auto& t : arg.tensors) {
-                std::vector<std::int64_t> d = t.dims;
-                for (std::size_t j = 0; j < d.size(); ++j)
-                    if (changes(d[j], j)) d[j] = value;
-                set_tensor_dims(t, std::move(d));
-            }
-            if (arg.kind == ArgKind::ScalarList)
-                if (auto list = parse_int_list(arg.value)) {
-                    for (std::size_t j = 0; j < list->size(); ++j)
-                        if (changes((*list)[j], j)) (*list)[j] = value;
-                    arg.value = format_int_list(*list);
+    // Ties follow the recorded values: with [1, 5, 1024] swept to d1 = 1024, d2 = 256, the d1 set
+    // first must not be taken for a 1024 that d2 ties (that point measured [1, 256, 256]).
+    const AtenRecipe recorded = a;
+    std::vector<std::vector<std::vector<std::int64_t>>> tensor_dims(recorded.args.size());
+    std::vector<std::optional<std::vector<std::int64_t>>> lists(recorded.args.size());
+    for (std::size_t i = 0; i < recorded.args.size(); ++i) {
+        for (const auto& t : recorded.args[i].tensors) tensor_dims[i].push_back(t.dims);
+        if (recorded.args[i].kind == ArgKind::ScalarList) lists[i] = parse_int_list(recorded.args[i].value);
+    }
+    // Tied first: every dim with the same recorded value (> 1) changes with a named one; then the
+    // named dims themselves, which a tie never overrides.
+    for (const bool named : {false, true})
+        for (const auto& [name, value] : dims) {
+            const ArgDim at = *parse_arg_dim(name);
+            const std::int64_t old = *aten_dim(recorded, at);
+            for (std::size_t i = 0; i < recorded.args.size(); ++i) {
+                const auto changes = [&](std::int64_t v, std::size_t dim) {
+                    const bool target = i == at.arg && at.dim && *at.dim == dim;
+                    return named ? target : old > 1 && v == old;
+                };
+                for (std::size_t t = 0; t < recorded.args[i].tensors.size(); ++t) {
+                    const auto& before = recorded.args[i].tensors[t].dims;
+                    for (std::size_t j = 0; j < before.size(); ++j)
+                        if (changes(before[j], j)) tensor_dims[i][t][j] = value;
                 }
-            if (arg.kind == ArgKind::Scalar && i == at.arg && !at.dim)
-                arg.value = std::to_string(value);
+                if (lists[i]) {
+                    const auto before = parse_int_list(recorded.args[i].value);
+                    for (std::size_t j = 0; j < before->size(); ++j)
+                        if (changes((*before)[j], j)) (*lists[i])[j] = value;
+                }
+                if (named && recorded.args[i].kind == ArgKind::Scalar && i == at.arg && !at.dim)
+                    a.args[i].value = std::to_string(value);
+            }
         }
+    for (std::size_t i = 0; i < a.args.size(); ++i) {
+        for (std::size_t t = 0; t < a.args[i].tensors.size(); ++t)
+            set_tensor_dims(a.args[i].tensors[t], tensor_dims[i][t]);
+        if (lists[i]) a.args[i].value = format_int_list(*lists[i]);
     }
 }
 
@@ -232,12 +243,24 @@ Recipe with_dims(const Recipe& recipe,
     return out;
 }
 
+std::int64_t next_power_of_two(std::int64_t n) {
+    if (n <= 0) return 0;
+    std::int64_t p = 1;
+    while (p < n && p < (std::int64_t{1} << 62)) p <<= 1;
+    return p;
+}
+
 RecipeWork recipe_work(const Recipe& recipe) {
     RecipeWork w;
+    // A row of `inner` elements padded to a power of two, `count` elements in all.
+    const auto padded = [](double count, std::int64_t inner) {
+        return inner > 0 ? count / static_cast<double>(inner) * static_cast<double>(next_power_of_two(inner)) : count;
+    };
     if (const auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
         const double b = static_cast<double>(g->batch);
         w.flops = g->flops();
         w.elements = static_cast<double>(g->m) * static_cast<double>(g->n) * b;
+        w.padded_elements = padded(w.elements, g->n);
         w.bytes = b * (static_cast<double>(g->m) * g->k * element_size(g->a_type) +
                        static_cast<double>(g->k) * g->n * element_size(g->b_type) +
                        static_cast<double>(g->m) * g->n * element_size(g->c_type));
@@ -249,13 +272,16 @@ RecipeWork recipe_work(const Recipe& recipe) {
                 const double n = static_cast<double>(std::max<std::int64_t>(t.numel(), 0));
                 const double bytes = n * static_cast<double>(element_size(t.dtype));
                 w.bytes += bytes;
-                w.elements = std::max(w.elements, n);
+                if (n > w.elements) {
+                    w.elements = n;
+                    w.padded_elements = padded(n, t.dims.empty() ? 1 : t.dims.back());
+                }
                 largest_bytes = std::max(largest_bytes, bytes);
             }
         w.bytes += largest_bytes;  // the output, taken as large as the largest operand
     } else if (const auto* c = std::get_if<CopyRecipe>(&recipe.detail)) {
         w.bytes = static_cast<double>(c->bytes);
-        w.elements = w.bytes;
+        w.elements = w.padded_elements = w.bytes;
     }
     return w;
 }

@@ -12,9 +12,12 @@
 #include "replay/int_list.h"
 #include "replay/recipe_dims.h"
 #include "replay/input_error.h"
+#include "reshape_copies.h"
 
 namespace replay {
 namespace {
+
+using shape_rewrite_detail::ReshapeSite;
 
 // c * b^pb * s^ps; pb = ps = 0 is a constant (left as recorded).
 struct Sym {
@@ -74,6 +77,27 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
     return v;
 }
 
+// A reshape whose input, rewritten, no longer allows a view of the target sizes copies it: the
+// rewritten input (what the copy reads), with the copy's layout noted in `copied` for the
+// tensors recorded as views of the result; nullopt when it stays a view.
+std::optional<OpArgument> reshape_copy(const OpShapes& recorded, const OpShapes& rewritten,
+                                       const StringPool& names, shape_rewrite_detail::LayoutRemaps& copied) {
+    using namespace shape_rewrite_detail;
+    if (recorded.inputs.size() < 2 || rewritten.inputs.size() < 2) return std::nullopt;
+    const OpArgument& before = recorded.inputs[0];
+    const OpArgument& after = rewritten.inputs[0];
+    const auto old_list = parse_int_list(names.view(recorded.inputs[1].concrete));
+    const auto new_list = parse_int_list(names.view(rewritten.inputs[1].concrete));
+    if (!before.has_strides || !after.has_strides || !before.list_ranks.empty() || !old_list || !new_list)
+        return std::nullopt;
+    const auto old_target = resolve_size_list(before.dims, *old_list);
+    const auto new_target = resolve_size_list(after.dims, *new_list);
+    const auto recorded_view = view_strides(before.dims, before.strides, old_target);
+    if (!recorded_view || view_strides(after.dims, after.strides, new_target)) return std::nullopt;
+    copied.add(old_target, *recorded_view, contiguous_strides(new_target));
+    return after;
+}
+
 }  // namespace
 
 struct ShapeRewriter::Plan {
@@ -84,6 +108,13 @@ struct ShapeRewriter::Plan {
     std::vector<OpPlan> ops;
     std::map<std::string, std::size_t> ambiguous;  // description -> dims
     std::map<std::vector<std::int64_t>, Labels> produced;  // dims -> labels of the latest tensor
+    // Reshapes recorded as views (reshape_copies.h), by reshape op, and what apply() restores
+    // before adding their copies: the trace's event counts and the view ops' names.
+    std::vector<ReshapeSite> reshapes;
+    std::map<std::uint32_t, std::size_t> reshape_of_op;
+    std::vector<NameId> view_names;
+    std::size_t recorded_ops = 0, recorded_calls = 0, recorded_activities = 0;
+    std::int64_t first_free_correlation = 1;
 
     // ---- labelling by value ----------------------------------------------------------------
 
@@ -195,13 +226,15 @@ struct ShapeRewriter::Plan {
             for (std::size_t a = 0; a < parent->args.size(); ++a)
                 if (!parent->args[a].dims.empty() && parent_dims[a] == list) return parent->args[a].dims;
             // A transpose, select, unsqueeze or expand of the input: each size is one of its
-            // dims (the same position first); -1 and new 1s stay as they are.
+            // dims (the same position first), each dim used once; -1 and new 1s stay as they
+            // are (the 1 that unsqueeze(1) puts after a batch of 1 is not the batch again).
             for (std::size_t a = 0; a < parent->args.size(); ++a) {
                 const Labels& labels = parent->args[a].dims;
                 if (labels.empty() || parent_dims[a].size() + 1 < list.size() ||
                     list.size() + 1 < parent_dims[a].size())
                     continue;
                 Labels out(list.size());
+                std::vector<bool> used(parent_dims[a].size(), false);
                 bool all = true;
                 for (std::size_t j = 0; j < list.size() && all; ++j) {
                     out[j] = constant(list[j]);
@@ -209,9 +242,13 @@ struct ShapeRewriter::Plan {
                     std::optional<std::size_t> found;
                     if (j < parent_dims[a].size() && parent_dims[a][j] == list[j]) found = j;
                     for (std::size_t k = 0; k < parent_dims[a].size() && !found; ++k)
-                        if (parent_dims[a][k] == list[j]) found = k;
-                    if (found) out[j] = labels[*found];
-                    else all = list[j] == 1;
+                        if (!used[k] && parent_dims[a][k] == list[j]) found = k;
+                    if (found) {
+                        out[j] = labels[*found];
+                        used[*found] = true;
+                    } else {
+                        all = list[j] == 1;
+                    }
                 }
                 if (all) return out;
                 break;
@@ -381,14 +418,33 @@ std::string describe(const ShapeRewriteReport& r) {
         << "] -> [batch " << r.batch_to << ", seq " << r.seq_to << "]: " << r.dims_rewritten
         << " recorded sizes rewritten in " << r.ops_changed << " ops; " << r.ambiguous_dims
         << " left as recorded (ambiguous)";
+    if (r.reshape_copies > 0)
+        out << "; " << r.reshape_copies
+            << " reshapes recorded as views copy at the new shape (their input's layout allows no view): an "
+               "aten::copy_ kernel added for each (recorded 0 us)";
     for (const auto& line : r.ambiguous) out << "\n  ambiguous: " << line;
+    // What no recorded size can say, in every rewrite.
+    out << "\n  not inferred: which kernel a library or PyTorch picks at the new sizes (a cuBLAS "
+           "algorithm, index_select's gather path: the replay runs what they pick), and ops PyTorch "
+           "did not record at the recorded shape (a contiguous() of a tensor that was contiguous then)";
     return out.str();
 }
 
 ShapeRewriter::ShapeRewriter(const Trace& trace) : plan_(std::make_unique<Plan>()) {
-    plan_->pristine = trace.op_shapes;
-    for (const auto& op : trace.cpu_ops) plan_->pristine_index.push_back(op.shapes);
-    plan_->label(trace);
+    Plan& p = *plan_;
+    p.pristine = trace.op_shapes;
+    for (const auto& op : trace.cpu_ops) p.pristine_index.push_back(op.shapes);
+    p.label(trace);
+    p.recorded_ops = trace.cpu_ops.size();
+    p.recorded_calls = trace.runtime_calls.size();
+    p.recorded_activities = trace.activities.size();
+    p.reshapes = shape_rewrite_detail::find_reshape_sites(trace);
+    for (std::size_t i = 0; i < p.reshapes.size(); ++i) {
+        p.reshape_of_op[p.reshapes[i].reshape] = i;
+        p.view_names.push_back(trace.cpu_ops[p.reshapes[i].view].name);
+    }
+    for (const auto& a : trace.activities) p.first_free_correlation = std::max(p.first_free_correlation, a.correlation + 1);
+    for (const auto& c : trace.runtime_calls) p.first_free_correlation = std::max(p.first_free_correlation, c.correlation + 1);
 }
 ShapeRewriter::~ShapeRewriter() = default;
 ShapeRewriter::ShapeRewriter(ShapeRewriter&&) noexcept = default;
@@ -409,10 +465,17 @@ ShapeRewriteReport ShapeRewriter::apply(Trace& trace, const DimsRequest& request
         report.ambiguous_dims += count;
     }
     trace.op_shapes = p.pristine;
+    // Events an earlier apply() added go, view ops get their recorded names back.
+    trace.cpu_ops.resize(std::min(trace.cpu_ops.size(), p.recorded_ops));
+    trace.runtime_calls.resize(std::min(trace.runtime_calls.size(), p.recorded_calls));
+    trace.activities.resize(std::min(trace.activities.size(), p.recorded_activities));
+    for (std::size_t i = 0; i < p.reshapes.size(); ++i) trace.cpu_ops[p.reshapes[i].view].name = p.view_names[i];
     for (std::size_t i = 0; i < trace.cpu_ops.size() && i < p.pristine_index.size(); ++i)
         trace.cpu_ops[i].shapes = p.pristine_index[i];
     const std::int64_t B = report.batch_to, S = report.seq_to;
     if (B == p.b && S == p.s) return report;
+    shape_rewrite_detail::LayoutRemaps copied;
+    std::vector<std::pair<const ReshapeSite*, OpArgument>> copies;  // the reshapes that copy
     for (const OpPlan& plan : p.ops) {
         CpuOp& op = trace.cpu_ops[plan.op];
         OpShapes shapes = p.pristine[p.pristine_index[plan.op]];
@@ -430,9 +493,14 @@ ShapeRewriteReport ShapeRewriter::apply(Trace& trace, const DimsRequest& request
             if (ap.dims.size() == arg.dims.size() && !arg.dims.empty()) {
                 const auto old = arg.dims;
                 for (std::size_t j = 0; j < arg.dims.size(); ++j) arg.dims[j] = value(ap.dims[j], old[j]);
-                if (arg.has_strides && arg.strides.size() == old.size() && arg.list_ranks.empty() && old != arg.dims) {
-                    arg.strides = restride(old, arg.strides, arg.dims);
-                    ++changed;
+                if (arg.has_strides && arg.strides.size() == old.size() && arg.list_ranks.empty()) {
+                    // A view of a reshape's copy has the copy's layout, not the recorded one's.
+                    auto fresh = copied.find(old, arg.strides);
+                    if (!fresh && old != arg.dims) fresh = restride(old, arg.strides, arg.dims);
+                    if (fresh && *fresh != arg.strides) {
+                        arg.strides = std::move(*fresh);
+                        ++changed;
+                    }
                 }
             }
             const std::string_view concrete = trace.names.view(arg.concrete);
@@ -455,19 +523,26 @@ ShapeRewriteReport ShapeRewriter::apply(Trace& trace, const DimsRequest& request
             if (of < 0 || static_cast<std::size_t>(of) >= lists.size() || !lists[static_cast<std::size_t>(of)]) continue;
             const auto& [old_sizes, new_sizes] = *lists[static_cast<std::size_t>(of)];
             auto strides = parse_int_list(trace.names.view(shapes.inputs[a].concrete));
-            if (!strides || strides->size() != old_sizes.size() || old_sizes == new_sizes) continue;
-            const auto fresh = restride(old_sizes, *strides, new_sizes);
-            if (fresh != *strides) {
-                shapes.inputs[a].concrete = trace.names.intern(format_int_list(fresh));
+            if (!strides || strides->size() != old_sizes.size()) continue;
+            auto fresh = copied.find(old_sizes, *strides);
+            if (!fresh && old_sizes != new_sizes) fresh = restride(old_sizes, *strides, new_sizes);
+            if (fresh && *fresh != *strides) {
+                shapes.inputs[a].concrete = trace.names.intern(format_int_list(*fresh));
                 ++changed;
             }
         }
+        if (auto site = p.reshape_of_op.find(plan.op); site != p.reshape_of_op.end())
+            if (auto copy = reshape_copy(p.pristine[p.pristine_index[plan.op]], shapes, trace.names, copied))
+                copies.emplace_back(&p.reshapes[site->second], std::move(*copy));
         if (changed == 0) continue;
         report.dims_rewritten += changed;
         ++report.ops_changed;
         op.shapes = static_cast<std::uint32_t>(trace.op_shapes.size());
         trace.op_shapes.push_back(std::move(shapes));
     }
+    for (const auto& [site, input] : copies)
+        shape_rewrite_detail::add_reshape_copy(trace, *site, input,
+                                               p.first_free_correlation + static_cast<std::int64_t>(report.reshape_copies++));
     return report;
 }
 

@@ -17,9 +17,10 @@
 namespace replay {
 namespace {
 
-constexpr const char* kFixedColumns[] = {"flops",  "bytes",      "elements",     "samples",
-                                         "median_us", "p95_us",  "min_us",       "spread_pct",
-                                         "gflops_per_s", "gb_per_s", "energy_j", "status"};
+constexpr const char* kFixedColumns[] = {"flops",     "bytes",   "elements", "padded_elements",
+                                         "samples",   "median_us", "p95_us", "min_us",
+                                         "spread_pct", "gflops_per_s", "gb_per_s", "energy_j",
+                                         "status"};
 
 std::string join(const std::vector<std::string>& fields) {
     std::string out;
@@ -119,6 +120,7 @@ std::string format_sweep_row(const SweepRow& r) {
     f.push_back(num(r.flops, "%.0f"));
     f.push_back(num(r.bytes, "%.0f"));
     f.push_back(num(r.elements, "%.0f"));
+    f.push_back(num(r.padded_elements, "%.0f"));
     f.push_back(std::to_string(r.samples));
     f.push_back(num(r.median_us, "%.4f"));
     f.push_back(num(r.p95_us, "%.4f"));

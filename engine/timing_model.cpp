@@ -106,6 +106,8 @@ std::vector<double> tree_features(const RecipeWork& w) {
 namespace {
 
 const std::vector<std::string> kWorkFeatures{"log_gflop", "log_mb", "log_melements"};
+// The work and the elements with each row padded to a power of two (recipe_dims.h).
+const std::vector<std::string> kPaddedFeatures{"log_gflop", "log_mb", "log_melements", "log_mpadded"};
 
 std::vector<double> quadratic_basis(const std::vector<double>& z) {
     std::vector<double> b{1.0};
@@ -171,6 +173,10 @@ std::optional<std::vector<double>> log_features(const std::vector<std::string>& 
         if (name == "log_gflop") z.push_back(std::log1p(w.flops * 1e-9));
         else if (name == "log_mb") z.push_back(std::log1p(w.bytes * 1e-6));
         else if (name == "log_melements") z.push_back(std::log1p(w.elements * 1e-6));
+        else if (name == "log_mpadded") {
+            if (!(w.padded_elements >= 0)) return std::nullopt;  // NaN: a CSV without the column
+            z.push_back(std::log1p(w.padded_elements * 1e-6));
+        }
         else if (name.starts_with("log:")) {
             const auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& d) { return d.first == name.substr(4); });
             if (it == dims.end() || !(it->second > 0)) return std::nullopt;
@@ -189,8 +195,13 @@ std::vector<std::string> KernelTimingModel::features() const {
 
 const HeldOutError& KernelTimingModel::error() const {
     if (kind == "boosted_trees") return trees_error;
-    if (kind == "log_quadratic" && quadratic)
-        return quadratic->features.size() > kWorkFeatures.size() ? dims_quadratic_error : work_quadratic_error;
+    if (kind == "log_quadratic" && quadratic) {
+        const auto& f = quadratic->features;
+        if (std::any_of(f.begin(), f.end(), [](const std::string& n) { return n.starts_with("log:"); }))
+            return dims_quadratic_error;
+        if (std::find(f.begin(), f.end(), "log_mpadded") != f.end()) return padded_quadratic_error;
+        return work_quadratic_error;
+    }
     return linear_error;
 }
 
@@ -285,7 +296,10 @@ KernelTimingModel fit_kernel_model(const std::vector<TimingPoint>& points,
     std::vector<std::string> with_dims = kWorkFeatures;
     for (const auto& d : options.dim_names) with_dims.push_back("log:" + d);
     const bool dims_known = !options.dim_names.empty();
-    std::vector<double> linear_errors, tree_errors, work_errors, dims_errors;
+    const bool padded_known = std::all_of(points.begin(), points.end(), [](const TimingPoint& p) {
+        return p.work.padded_elements >= 0;  // false for NaN
+    });
+    std::vector<double> linear_errors, tree_errors, work_errors, padded_errors, dims_errors;
     // A point a model cannot predict counts as a 100 % miss.
     const auto relative = [](double predicted, double measured) {
         return std::isfinite(predicted) ? std::abs(predicted / measured - 1.0) : 1.0;
@@ -298,19 +312,23 @@ KernelTimingModel fit_kernel_model(const std::vector<TimingPoint>& points,
         const PiecewiseLinear linear = fit_piecewise_linear(train);
         const BoostedTrees trees = fit_trees(train, options.trees);
         const LogQuadratic on_work = fit_log_quadratic(kWorkFeatures, train, options.dim_names);
-        std::optional<LogQuadratic> on_dims;
+        std::optional<LogQuadratic> on_dims, on_padded;
         if (dims_known) on_dims = fit_log_quadratic(with_dims, train, options.dim_names);
+        if (padded_known) on_padded = fit_log_quadratic(kPaddedFeatures, train, options.dim_names);
         for (const auto& p : test) {
             linear_errors.push_back(relative(linear.predict(p.work), p.time_us));
             tree_errors.push_back(relative(predict_trees(trees, p.work), p.time_us));
             work_errors.push_back(relative(predict_quadratic(on_work, p, options.dim_names), p.time_us));
             if (on_dims) dims_errors.push_back(relative(predict_quadratic(*on_dims, p, options.dim_names), p.time_us));
+            if (on_padded)
+                padded_errors.push_back(relative(predict_quadratic(*on_padded, p, options.dim_names), p.time_us));
         }
     }
     model.linear_error = summarize_errors(std::move(linear_errors));
     model.trees_error = summarize_errors(std::move(tree_errors));
     model.work_quadratic_error = summarize_errors(std::move(work_errors));
     model.dims_quadratic_error = summarize_errors(std::move(dims_errors));
+    model.padded_quadratic_error = summarize_errors(std::move(padded_errors));
     model.linear = fit_piecewise_linear(points);
     // Simplest first; a richer candidate replaces the pick only when it clearly wins held out.
     const HeldOutError* pick = &model.linear_error;
@@ -322,6 +340,7 @@ KernelTimingModel fit_kernel_model(const std::vector<TimingPoint>& points,
         }
     };
     consider(model.work_quadratic_error, "log_quadratic_work");
+    if (padded_known) consider(model.padded_quadratic_error, "log_quadratic_padded");
     if (dims_known) consider(model.dims_quadratic_error, "log_quadratic_dims");
     consider(model.trees_error, "boosted_trees");
     if (kind == "boosted_trees") {
@@ -329,8 +348,10 @@ KernelTimingModel fit_kernel_model(const std::vector<TimingPoint>& points,
         model.trees = fit_trees(points, options.trees);
     } else if (kind != "piecewise_linear") {
         model.kind = "log_quadratic";
-        model.quadratic = fit_log_quadratic(kind == "log_quadratic_dims" ? with_dims : kWorkFeatures, points,
-                                            options.dim_names);
+        model.quadratic = fit_log_quadratic(kind == "log_quadratic_dims"     ? with_dims
+                                            : kind == "log_quadratic_padded" ? kPaddedFeatures
+                                                                             : kWorkFeatures,
+                                            points, options.dim_names);
     }
     return model;
 }

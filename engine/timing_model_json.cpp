@@ -75,6 +75,7 @@ void write_timing_model(std::ostream& out, const TimingModelFile& file) {
         write_error(json, "piecewise_linear", k.linear_error);
         write_error(json, "boosted_trees", k.trees_error);
         write_error(json, "log_quadratic_work", k.work_quadratic_error);
+        write_error(json, "log_quadratic_padded", k.padded_quadratic_error);
         write_error(json, "log_quadratic_dims", k.dims_quadratic_error);
         json.end_object();
         if (k.quadratic) {
@@ -151,8 +152,9 @@ TimingModelFile read_timing_model(const std::string& path) {
             r.fail(at + "/held_out", "expected objects");
         k.linear_error = r.error(pl_error, at + "/held_out/piecewise_linear");
         k.trees_error = r.error(bt_error, at + "/held_out/boosted_trees");
-        // Files written before the log-quadratic candidates have neither figure.
+        // Files written before a log-quadratic candidate existed lack its figure.
         for (auto [key, error] : {std::pair{"log_quadratic_work", &k.work_quadratic_error},
+                                  std::pair{"log_quadratic_padded", &k.padded_quadratic_error},
                                   std::pair{"log_quadratic_dims", &k.dims_quadratic_error}}) {
             simdjson::dom::object e;
             if (!held[key].get_object().get(e)) *error = r.error(e, at + "/held_out/" + key);
@@ -170,7 +172,8 @@ TimingModelFile read_timing_model(const std::string& path) {
             if (quadratic.coefficients.size() != 1 + n + n * (n + 1) / 2)
                 r.fail(q + "/coefficients", "expected 1 + n + n(n+1)/2 for n features");
             for (const auto& f : quadratic.features)
-                if (f != "log_gflop" && f != "log_mb" && f != "log_melements" && !f.starts_with("log:"))
+                if (f != "log_gflop" && f != "log_mb" && f != "log_melements" && f != "log_mpadded" &&
+                    !f.starts_with("log:"))
                     r.fail(q + "/features", "unknown feature '" + f + "'");
             k.quadratic = std::move(quadratic);
         }

@@ -1,5 +1,6 @@
 #include "replay/record_match.h"
 
+#include <algorithm>
 #include <set>
 
 namespace replay {
@@ -26,6 +27,26 @@ std::string came_back(const std::vector<TimedActivity>& records) {
         }
     }
     return text;
+}
+
+// None of the issue's kernels came back under its recorded name, and the replay ran another
+// number of kernels: the library chose another algorithm for this work. The kernel records
+// together time the issue's kernels, each taking its recorded share.
+void share_out(const std::vector<ExpectedActivity>& expected, const std::vector<std::size_t>& left,
+               const std::vector<std::size_t>& free, const std::vector<TimedActivity>& records,
+               std::vector<RecordMatch>& out) {
+    double total = 0;
+    for (std::size_t i : left) total += std::max(0.0, expected[i].recorded_us);
+    const std::string why = "its issue ran " + std::to_string(free.size()) + " kernel(s) for the " +
+                            std::to_string(left.size()) + " recorded, none under a recorded name (" +
+                            came_back(records) + "): their summed time is shared by the recorded durations";
+    for (std::size_t i : left) {
+        RecordMatch& m = out[i];
+        m.shared = free;
+        m.share = total > 0 ? std::max(0.0, expected[i].recorded_us) / total
+                            : 1.0 / static_cast<double>(left.size());
+        m.reason = why;
+    }
 }
 
 }  // namespace
@@ -63,6 +84,12 @@ std::vector<RecordMatch> match_records(const std::vector<ExpectedActivity>& expe
         // A copy's name says which memories it joined, and pinned or pageable host memory is the
         // replay's choice: any copy of the issue times a copy. Kernels pair only one to one.
         const bool pair = kind != ActivityKind::Kernel || left.size() == free.size();
+        std::size_t expected_of_kind = 0;
+        for (const auto& e : expected) expected_of_kind += e.kind == kind;
+        if (!pair && !free.empty() && left.size() == expected_of_kind) {
+            share_out(expected, left, free, records, out);
+            continue;
+        }
         for (std::size_t n = 0; n < left.size(); ++n) {
             RecordMatch& m = out[left[n]];
             if (pair && n < free.size()) {

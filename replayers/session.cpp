@@ -168,6 +168,14 @@ void Session::add_sample(std::size_t kernel, const TimedActivity& a) {
     if (r.outcome == KernelOutcome::Pending) r.outcome = KernelOutcome::Replayed;
 }
 
+void Session::add_shared_sample(std::size_t kernel, const TimedActivity& part,
+                                const std::string& reason) {
+    add_sample(kernel, part);
+    KernelResult& r = report_.kernels[kernel];
+    if (r.reason.find(reason) == std::string::npos)
+        r.reason += (r.reason.empty() ? "" : "; ") + reason;
+}
+
 void Session::add_miss(std::size_t kernel, const std::string& reason) {
     Misses& m = misses_[kernel];
     if (m.count++ == 0) m.first_reason = reason;
@@ -266,24 +274,50 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
     }
 }
 
+namespace {
+
+// A kernel's share of the summed time of the kernel records it shares (RecordMatch::shared),
+// from the first one's start, under their names joined.
+TimedActivity shared_part(const std::vector<TimedActivity>& records, const RecordMatch& match) {
+    TimedActivity part = records[match.shared.front()];
+    double total_ns = 0;
+    std::string names;
+    for (std::size_t r : match.shared) {
+        total_ns += static_cast<double>(records[r].end_ns - records[r].start_ns);
+        if (names.find(records[r].name) == std::string::npos)
+            names += (names.empty() ? "" : " + ") + records[r].name;
+    }
+    part.name = names;
+    part.end_ns = part.start_ns + static_cast<std::int64_t>(total_ns * match.share);
+    return part;
+}
+
+}  // namespace
+
 void attribute(Session& session, const std::vector<std::size_t>& positions,
                const std::vector<TimedActivity>& recs, const std::vector<double>& recorded_us) {
     if (positions.empty()) return;
     if (recs.empty() ? session.per_kernel_timing() : recs.front().per_kernel) {
         std::vector<ExpectedActivity> expected;
         expected.reserve(positions.size());
-        for (std::size_t p : positions) {
-            const KernelResult& k = session.report().kernels[p];
-            expected.push_back({k.name, k.kind == "memcpy"   ? ActivityKind::Memcpy
-                                        : k.kind == "memset" ? ActivityKind::Memset
-                                                             : ActivityKind::Kernel});
+        for (std::size_t i = 0; i < positions.size(); ++i) {
+            const KernelResult& k = session.report().kernels[positions[i]];
+            expected.push_back({k.name,
+                                k.kind == "memcpy"   ? ActivityKind::Memcpy
+                                : k.kind == "memset" ? ActivityKind::Memset
+                                                     : ActivityKind::Kernel,
+                                i < recorded_us.size() ? recorded_us[i] : 0.0});
         }
         const auto matches = match_records(expected, recs);
         for (std::size_t i = 0; i < positions.size(); ++i) {
-            if (matches[i].record == RecordMatch::kNone)
-                session.add_miss(positions[i], matches[i].reason);
-            else
-                session.add_sample(positions[i], recs[matches[i].record]);
+            const RecordMatch& m = matches[i];
+            if (!m.shared.empty()) {
+                session.add_shared_sample(positions[i], shared_part(recs, m), m.reason);
+            } else if (m.record == RecordMatch::kNone) {
+                session.add_miss(positions[i], m.reason);
+            } else {
+                session.add_sample(positions[i], recs[m.record]);
+            }
         }
         return;
     }

@@ -34,6 +34,9 @@ class Session {
     // Gives the kernel the prepared work's outcome when that is not Ready.
     void mark(std::size_t kernel, const Prepared& prepared);
     void add_sample(std::size_t kernel, const TimedActivity& activity);
+    // A share of kernel records that time the kernel together with its issue's other kernels
+    // (RecordMatch::shared); `reason` says so in the kernel's report.
+    void add_shared_sample(std::size_t kernel, const TimedActivity& part, const std::string& reason);
     // An issue of the kernel came back without a timing record of its own (record_match.h).
     void add_miss(std::size_t kernel, const std::string& reason);
     // Whether the backend times each kernel apart (CUPTI): an issue without records is a miss.
@@ -85,7 +88,8 @@ void add_options(Report& report, const DriverOptions& options, bool unique);
 
 // Matches one issue's timed activities to the recorded kernels it re-creates (`positions`, with
 // their recorded durations): per-kernel records by match_records (a record that is not the kernel's
-// own is a miss, never a sample), a whole-issue record split by the recorded shares. `records` may
+// own is a miss, never a sample; records no kernel can be told apart in are shared by the recorded
+// durations), a whole-issue record split by the recorded shares. `records` may
 // be empty: nothing came back for the issue.
 void attribute(Session& session, const std::vector<std::size_t>& positions,
                const std::vector<TimedActivity>& records, const std::vector<double>& recorded_us);

@@ -9,7 +9,7 @@
 #   3. fits model.json and prints each kernel's held-out median / p90 error;
 #   4. replays (unique mode) traces/h200/bloom_b1.json.gz rewritten with --set-dims
 #      batch=4,seq=128 and the real traces/h200/bloom_b4s128.json.gz, and compares their summed
-#      kernel time (count x median), which should agree within 10 %.
+#      kernel time (count x median), which should agree within 10 %, then op by op (gap.txt).
 # Expects a build from scripts/gpu_build.sh (BUILD, default build-gpu). About 2-3 minutes on an H200
 # (the 2026-11-24 run: sweep ~1 min for ~900 points, the rest seconds).
 #
@@ -98,7 +98,9 @@ print("held-out |error| of each chosen model against the targets (median <= 5%, 
 for k in json.load(open(f"{sys.argv[1]}/model.json"))["kernels"]:
     kind, held = k["kind"], k["held_out"]
     if kind == "log_quadratic":
-        kind = "log_quadratic_dims" if any(f.startswith("log:") for f in k["log_quadratic"]["features"]) else "log_quadratic_work"
+        features = k["log_quadratic"]["features"]
+        kind = ("log_quadratic_dims" if any(f.startswith("log:") for f in features)
+                else "log_quadratic_padded" if "log_mpadded" in features else "log_quadratic_work")
     e = held[kind]
     ok = e["median_pct"] <= 5 and e["p90_pct"] <= 15
     print(f"  {k['op']:18s} {kind:20s} median {e['median_pct']:5.1f}%  p90 {e['p90_pct']:6.1f}%  {'MET' if ok else 'MISSED'}")
@@ -122,6 +124,12 @@ print(f"replayed kernel time (sum of count x median): rewritten b1 {ka:.1f} us, 
       f"difference {100 * (ka / kb - 1):+.1f}% (target within 10 %)")
 print(f"sequential pass: rewritten {a.get('sequential_kernel_us')} us, real {b.get('sequential_kernel_us')} us")
 PY
+# Op by op: groups of kernels (GEMM m/n/k/batch, op and input dims) timed differently or present
+# on one side only (scripts/setdims_gap.py; the expected table: tests/gpu/VALIDATION.md, issue 18).
+"$replay" classify "$trace" --set-dims batch=4,seq=128 -o "$out/rewritten/signatures.json" -q
+"$replay" classify traces/h200/bloom_b4s128.json.gz -o "$out/real/signatures.json" -q
+python3 scripts/setdims_gap.py "$out/rewritten/report.json" "$out/rewritten/signatures.json" \
+  "$out/real/report.json" "$out/real/signatures.json" | tee "$out/gap.txt"
 "$replay" predict traces/h200/bloom_b4s128.json.gz --model "$out/model.json" > "$out/predict_model.txt" 2>&1
 grep -E "modelled|timed by the model" "$out/predict_model.txt" | tail -6
 log done

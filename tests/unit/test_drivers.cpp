@@ -695,6 +695,29 @@ TEST(Drivers, PerKernelRecordsAreMatchedByName) {
     EXPECT_EQ(kernel_named(r, "splitk_reduce").samples_us, (std::vector<double>{2.0, 2.0}));
 }
 
+TEST(Drivers, AnIssueThatRanOtherKernelsSharesTheirTimeByRecordedDurations) {
+    auto a = unique_trace();
+    FakeBackend b;
+    // At another shape (--set-dims) cuBLASLt runs the split-K GEMM as one kernel of another
+    // name: the issue's time is the GEMM's and its reduction's together, shared by their
+    // recorded medians, not a failure of both.
+    for (auto storage : {10, 11}) b.per_kernel[gemm(storage).instance_key()] = {{"gemm_64x64_k", 24000}};
+    const replay::Report r =
+        replay::replay_unique(*a, b, unique_options(replay::Context::None, 0, 2));
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    const auto& reduce = kernel_named(r, "splitk_reduce");
+    EXPECT_EQ(gemm_k.outcome, KernelOutcome::Replayed);
+    ASSERT_EQ(gemm_k.samples_us.size(), 2u);
+    ASSERT_EQ(reduce.samples_us.size(), 2u);
+    // The first GEMM's recorded 10 us and its reduction's 1 us set the template's shares.
+    EXPECT_NEAR(gemm_k.samples_us[0], 24.0 * 10.0 / 11.0, 1e-2);
+    EXPECT_NEAR(reduce.samples_us[1], 24.0 * 1.0 / 11.0, 1e-2);
+    EXPECT_NEAR(gemm_k.samples_us[0] + reduce.samples_us[0], 24.0, 1e-2);
+    EXPECT_FALSE(gemm_k.name_match);
+    EXPECT_EQ(gemm_k.replayed_names, (std::vector<std::string>{"gemm_64x64_k"}));
+    EXPECT_NE(gemm_k.reason.find("shared by the recorded durations"), std::string::npos) << gemm_k.reason;
+}
+
 TEST(Drivers, ARecordThatIsNotTheKernelsOwnFailsTheKernel) {
     auto a = unique_trace();
     FakeBackend b;

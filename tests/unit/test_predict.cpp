@@ -10,7 +10,9 @@
 #include "replay/analysis.h"
 #include "replay/predict.h"
 #include "replay/report.h"
+#include "replay/recipe_dims.h"
 #include "replay/report_json.h"
+#include "replay/timing_model.h"
 #include "test_support.h"
 
 namespace {
@@ -229,6 +231,47 @@ TEST(Predict, ReportOfAnotherTraceIsSaidAndAnUnreadableOneRefused) {
     const TempFile broken("broken_report.json", "{\"schema\": \"replay.report/1\", \"kernels\": [");
     o.times_path = broken.path();
     EXPECT_THROW(replay::predict_step(bloom(), o), replay::InputError);
+}
+
+// A timing model times a GEMM's whole issue (a sweep point's time is what its issue ran): the
+// split-K reduction recorded beside the GEMM takes 0 us, not the model's time a second time.
+TEST(Predict, AModelledSplitKGemmCountsItsReductionOnce) {
+    replay::AnalysisOptions ao;
+    ao.trace_path = trace_path("h200/bloom_b1.json.gz");
+    const auto a = replay::analyze(ao);
+    const replay::UniqueKernel* reduction = nullptr;
+    for (const auto& k : a->kernels)
+        if (k.recipe.issued_with_op && std::holds_alternative<replay::GemmRecipe>(k.recipe.detail)) reduction = &k;
+    ASSERT_NE(reduction, nullptr) << "bloom_b1 records a split-K GEMM";
+    const std::string family = replay::recipe_family(reduction->recipe, {"m"});
+    const replay::UniqueKernel* gemm = nullptr;
+    for (const auto& k : a->kernels)
+        if (!k.recipe.issued_with_op && replay::recipe_family(k.recipe, {"m"}) == family) gemm = &k;
+    ASSERT_NE(gemm, nullptr);
+
+    replay::TimingModelFile file;
+    replay::KernelTimingModel m;  // 8 us whatever the shape
+    m.kernel_id = gemm->id;
+    m.family = family;
+    m.masked = {"m"};
+    m.points = 4;
+    m.linear.floor_us = 8.0;
+    m.linear.coefficients = {8.0, 0.0, 0.0};
+    file.kernels.push_back(m);
+    std::ostringstream text;
+    replay::write_timing_model(text, file);
+    const TempFile model("split_k_model.json", text.str());
+    PredictOptions o;
+    o.model_path = model.path();
+    const StepPrediction p = replay::predict_step(*a, o);
+    EXPECT_EQ(p.modelled_kernels, 1u);
+    Nanos expected = p.recorded_gpu_time;
+    for (auto n : gemm->nodes) expected += 8000 - a->graph.activity(a->graph.nodes()[n]).dur;
+    for (auto n : reduction->nodes) expected -= a->graph.activity(a->graph.nodes()[n]).dur;
+    EXPECT_EQ(p.what_if_gpu_time, expected);
+    bool said = false;
+    for (const auto& note : p.notes) said |= note.find("split-K reductions) take 0 us") != std::string::npos;
+    EXPECT_TRUE(said);
 }
 
 // prediction.json names the model's constants and every scenario's steps.

@@ -57,13 +57,49 @@ TEST(RecordMatch, TheOnlyKernelRecordOfALaunchTimesTheOnlyKernelAsAMismatch) {
     EXPECT_FALSE(m[0].same_name);
 }
 
-TEST(RecordMatch, AnotherKernelNameAmongSeveralFailsTheKernel) {
-    // Two kernels came back, neither with the recorded name: which one is the GEMM is a guess.
+TEST(RecordMatch, AnotherKernelNameAmongSeveralTimesTheIssueTogether) {
+    // Two kernels came back, neither with the recorded name: which one is the GEMM would be a
+    // guess, but together they are the GEMM's work (cuBLAS split it at this shape).
     const auto m = replay::match_records(
         {kGemm}, records({"gemv2T_kernel_val", "splitKreduce_kernel"}));
     EXPECT_EQ(m[0].record, RecordMatch::kNone);
-    EXPECT_NE(m[0].reason.find("none can be told apart"), std::string::npos) << m[0].reason;
+    EXPECT_EQ(m[0].shared, (std::vector<std::size_t>{0, 1}));
+    EXPECT_DOUBLE_EQ(m[0].share, 1.0);
     EXPECT_NE(m[0].reason.find("gemv2T_kernel_val"), std::string::npos) << m[0].reason;
+}
+
+TEST(RecordMatch, FewerKernelsOfOtherNamesAreSharedByRecordedDurations) {
+    // A split-K GEMM recorded at batch 1 (the GEMM and its reduction) replayed at batch 4, where
+    // cuBLASLt runs one kernel: neither recorded kernel has a record of its own, and the one
+    // record is the work of both.
+    const std::vector<ExpectedActivity> expected = {
+        {"nvjet_splitK_bias_TNT", ActivityKind::Kernel, 6.0},
+        {"splitKreduce_kernel", ActivityKind::Kernel, 2.0},
+        {"Memset (Device)", ActivityKind::Memset, 0.7},
+    };
+    const auto m = replay::match_records(expected, records({"Memset (Device)", "nvjet_64x64_bias_TNT"}));
+    EXPECT_EQ(m[0].shared, (std::vector<std::size_t>{1}));
+    EXPECT_DOUBLE_EQ(m[0].share, 0.75);
+    EXPECT_EQ(m[1].shared, (std::vector<std::size_t>{1}));
+    EXPECT_DOUBLE_EQ(m[1].share, 0.25);
+    EXPECT_NE(m[0].reason.find("1 kernel(s) for the 2 recorded"), std::string::npos) << m[0].reason;
+    EXPECT_EQ(m[2].record, 0u);
+    EXPECT_TRUE(m[2].shared.empty());
+}
+
+TEST(RecordMatch, AKernelMatchedByNameKeepsTheOthersFromSharing) {
+    // One kernel came back under its recorded name: the issue ran what was recorded, and a
+    // record of another name for the other kernel is a guess, so that one misses.
+    const std::vector<ExpectedActivity> expected = {
+        kGemm,
+        {"splitKreduce_kernel", ActivityKind::Kernel, 2.0},
+    };
+    const auto m = replay::match_records(expected, records({kGemm.name, "fill_kernel", "other_kernel"}));
+    EXPECT_EQ(m[0].record, 0u);
+    EXPECT_TRUE(m[0].same_name);
+    EXPECT_EQ(m[1].record, RecordMatch::kNone);
+    EXPECT_TRUE(m[1].shared.empty());
+    EXPECT_NE(m[1].reason.find("none can be told apart"), std::string::npos) << m[1].reason;
 }
 
 TEST(RecordMatch, NamesDecideBeforeOrderAndLeftoversPairOneToOne) {

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "replay/recipe_dims.h"
 #include "replay/source.h"
 #include "replay/stats.h"
 #include "replay/timing_model.h"
@@ -164,6 +165,59 @@ TEST(TimingModel, DimsFeaturesWinWhereTheShapeMattersAndRoundTrip) {
     ASSERT_TRUE(z);
     EXPECT_NEAR(back.kernels[0].quadratic->predict(*z), model.quadratic->predict(*z), 1e-9 * model.quadratic->predict(*z));
     EXPECT_FALSE(log_features(model.features(), points[40].work, {{"arg0.d1", 8}}));  // a dim missing
+}
+
+// A warp softmax pads each row to the next power of two: its time steps up where the row length
+// passes one (513 columns cost what 1024 do), which neither the bytes nor the elements show. The
+// model on the padded elements must win the cross-validation there, predict held-out points
+// well, survive the JSON, and not be chosen where the padding says nothing.
+TEST(TimingModel, PaddedElementsWinWhereRowsArePaddedToPowersOfTwo) {
+    // The attention softmax of a sweep of batch x sequence: [b, 16, s, s], rows of s.
+    std::mt19937 rng(11);
+    std::normal_distribution<double> noise(0.0, 0.015);
+    const auto point = [&](double b, double s, bool padded_truth) {
+        TimingPoint p;
+        const double rows = 16 * b * s;
+        p.work.elements = rows * s;
+        p.work.padded_elements = rows * static_cast<double>(next_power_of_two(static_cast<std::int64_t>(s)));
+        p.work.bytes = 4 * p.work.elements;
+        const double touched = padded_truth ? p.work.padded_elements : p.work.elements;
+        p.time_us = (1.2 + 1.4e-6 * touched + 0.4e-6 * p.work.elements) * std::exp(noise(rng));
+        return p;
+    };
+    std::vector<TimingPoint> padded, plain;
+    for (double b = 1; b <= 8; b *= 2)
+        for (double s = 16; s <= 1024; s += 16) {
+            padded.push_back(point(b, s, true));
+            plain.push_back(point(b, s, false));
+        }
+    const KernelTimingModel model = fit_kernel_model(padded, FitOptions{});
+    EXPECT_EQ(model.kind, "log_quadratic");
+    EXPECT_EQ(model.features().back(), "log_mpadded");
+    EXPECT_LT(model.padded_quadratic_error.median_pct, 5.0);
+    EXPECT_LT(model.padded_quadratic_error.p90_pct, 15.0);
+    EXPECT_LT(model.padded_quadratic_error.median_pct, 0.5 * model.work_quadratic_error.median_pct);
+    EXPECT_EQ(&model.error(), &model.padded_quadratic_error);
+
+    TimingModelFile file;
+    file.kernels.push_back(model);
+    std::ostringstream text;
+    write_timing_model(text, file);
+    const testing::TempFile path("padded_model.json", text.str());
+    const TimingModelFile back = read_timing_model(path.path());
+    ASSERT_EQ(back.kernels.size(), 1u);
+    EXPECT_EQ(back.kernels[0].padded_quadratic_error.median_pct, model.padded_quadratic_error.median_pct);
+    const RecipeWork w = padded[17].work;
+    EXPECT_NEAR(back.kernels[0].predict(w), model.predict(w), 1e-9 * model.predict(w));
+
+    // Rows that are not padded: the padded elements add nothing the work does not say.
+    const KernelTimingModel other = fit_kernel_model(plain, FitOptions{});
+    EXPECT_NE(other.features().back(), "log_mpadded") << other.kind;
+    // A CSV without the column (NaN): the candidate is n/a, the others fit as before.
+    for (auto& p : padded) p.work.padded_elements = NAN;
+    const KernelTimingModel old_csv = fit_kernel_model(padded, FitOptions{});
+    EXPECT_EQ(old_csv.padded_quadratic_error.points, 0u);
+    EXPECT_NE(old_csv.features().back(), "log_mpadded");
 }
 
 }  // namespace

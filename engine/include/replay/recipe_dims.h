@@ -46,12 +46,18 @@ std::vector<std::int64_t> restride(const std::vector<std::int64_t>& dims,
 // What a recipe does, as a timing model's features. flops: a GEMM's 2 m n k batch (0 for other
 // work); bytes: what its tensors hold (a GEMM's A, B, C; an op's tensor arguments plus an output
 // the size of its largest one; a copy's bytes); elements: the largest tensor's element count
-// (a GEMM's m n batch).
+// (a GEMM's m n batch); padded_elements: the same with that tensor's innermost dim rounded up to
+// a power of two (a GEMM's m x pow2(n) x batch), the elements that a kernel giving each row a
+// power-of-two tile touches (PyTorch's warp softmax pads a row to the next power of two: a
+// softmax over 513 columns costs what one over 1024 does, per row).
 struct RecipeWork {
     double flops = 0;
     double bytes = 0;
     double elements = 0;
+    double padded_elements = 0;
 };
+// The next power of two >= n (n >= 1; 0 for n <= 0).
+std::int64_t next_power_of_two(std::int64_t n);
 RecipeWork recipe_work(const Recipe& recipe);
 
 // "fp16", "bf16", "fp32", ... of the recipe's first floating-point operand ("mixed" never):

@@ -42,6 +42,9 @@ struct ShapeRewriteReport {
     // batch 1 by value only (x2)").
     std::vector<std::string> ambiguous;
     std::size_t ambiguous_dims = 0;
+    // aten::reshape ops recorded as views that copy at the new shape: an aten::copy_ and its
+    // kernel are added to the trace for each (engine/reshape_copies.h).
+    std::size_t reshape_copies = 0;
 };
 std::string describe(const ShapeRewriteReport& report);
 
@@ -57,7 +60,9 @@ class ShapeRewriter {
 
     std::int64_t batch() const;
     std::int64_t seq() const;
-    // Rewrites `trace` (the one labelled, or a copy of it) in place.
+    // Rewrites `trace` (the one labelled, or a copy of it) in place. A reshape that copies at
+    // the new shape adds ops, a launch and a kernel at the end of the trace's event lists (the
+    // kernel graph must be built again to see them); the next apply() takes them out again.
     ShapeRewriteReport apply(Trace& trace, const DimsRequest& request) const;
 
   private:

@@ -14,7 +14,7 @@ namespace replay {
 
 struct SweepRow {
     std::vector<std::int64_t> dims;  // the varied dims, in the CSV's column order
-    double flops = 0, bytes = 0, elements = 0;  // the point's work (recipe_dims.h)
+    double flops = 0, bytes = 0, elements = 0, padded_elements = 0;  // the point's work (recipe_dims.h)
     std::size_t samples = 0;                    // timed runs
     double median_us = NAN, p95_us = NAN, min_us = NAN;
     double spread_pct = NAN;                    // robust run-to-run spread (1.4826 x MAD / median)

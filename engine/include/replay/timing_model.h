@@ -25,9 +25,11 @@ struct TimingPoint {
 };
 
 // log t = c . [1, z_i, z_i z_j (i <= j)] over z, the logs of named features: "log_gflop",
-// "log_mb", "log_melements" (log1p of the work) and "log:<dim>" (log of a recipe dim, e.g.
-// log:m, log:arg0.d1). A power law with bends in log space: a GEMM's tile and wave steps and a
-// layer norm's rows x cols shape show up as cross terms the work alone cannot tell apart.
+// "log_mb", "log_melements", "log_mpadded" (log1p of the work; the last: the elements with each
+// row padded to a power of two) and "log:<dim>" (log of a recipe dim, e.g. log:m, log:arg0.d1).
+// A power law with bends in log space: a GEMM's tile and wave steps and a layer norm's rows x
+// cols shape show up as cross terms the work alone cannot tell apart, a warp softmax's step at
+// each power of two of the row length as the padded elements.
 // Fitted by ridge least squares on log time, so that every point's relative error counts alike.
 struct LogQuadratic {
     std::vector<std::string> features;
@@ -63,10 +65,11 @@ struct KernelTimingModel {
     PiecewiseLinear linear;
     std::optional<BoostedTrees> trees;        // when kind is boosted_trees
     std::optional<LogQuadratic> quadratic;    // when kind is log_quadratic
-    // k-fold cross-validation of each candidate: the log-quadratic model on the work alone and
-    // on the work and the swept recipe dims (n/a when the sweep varied model.* dims, which a
-    // recipe does not hold).
-    HeldOutError linear_error, trees_error, work_quadratic_error, dims_quadratic_error;
+    // k-fold cross-validation of each candidate: the log-quadratic model on the work alone, on
+    // the work and the padded elements (n/a for a CSV without them), and on the work and the
+    // swept recipe dims (n/a when the sweep varied model.* dims, which a recipe does not hold).
+    HeldOutError linear_error, trees_error, work_quadratic_error, padded_quadratic_error,
+        dims_quadratic_error;
     // The features the model needs: the log features of a log_quadratic model, else the work.
     std::vector<std::string> features() const;
     // nullopt when the recipe lacks a dim the model needs.
@@ -79,7 +82,8 @@ struct FitOptions {
     int folds = 5;
     // The swept dims that a recipe holds (recipe_dims.h names), in TimingPoint::dims' order.
     std::vector<std::string> dim_names;
-    // A richer candidate (log-quadratic on the work, then on the work and dims, then trees)
+    // A richer candidate (log-quadratic on the work, then on the work and the padded elements,
+    // then on the work and dims, then trees)
     // replaces the model chosen so far only when its held-out median error is below this
     // share of that model's and its p90 is no higher.
     double richer_must_beat = 0.9;
