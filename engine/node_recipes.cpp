@@ -99,6 +99,11 @@ void NodeRecipes::share(std::size_t node, std::size_t from) {
     reuse_at_[node] = reuse_at_[from];
 }
 
+void NodeRecipes::set_storages(std::size_t node, std::span<const std::int64_t> storages) {
+    const bool any = std::ranges::any_of(storages, [](std::int64_t s) { return s != -1; });
+    storage_at_[node] = any ? add_run(storage_pool_, storages) : kNone;
+}
+
 void NodeRecipes::set_reuse(std::size_t node, std::span<const std::int64_t> distances) {
     // The kernels of one op come one after the other and see the same distances: one run.
     const auto last = slots(last_reuse_run_, reuse_pool_);

@@ -56,6 +56,10 @@ class NodeRecipes {
     void set(std::size_t node, const Recipe& recipe);
     // Node `node` gets the decision, storage ids and reuse distances node `from` has.
     void share(std::size_t node, std::size_t from);
+    // The node's storage ids, one per tensor slot of its decision (none kept when all are -1).
+    void set_storages(std::size_t node, std::span<const std::int64_t> storages);
+    // Node `node` gets the storage ids node `from` has.
+    void share_storages(std::size_t node, std::size_t from) { storage_at_[node] = storage_at_[from]; }
     // The node's reuse distances, in visit_tensor_slots order of its decision.
     void set_reuse(std::size_t node, std::span<const std::int64_t> distances);
     // A reason that holds for every node of an entry alike (it depends only on the decision's
