@@ -132,6 +132,25 @@ void NodeRecipes::drop_storage_ids() {
     last_reuse_run_ = kNone;
 }
 
+std::size_t NodeRecipes::append(const NodeRecipes& from, std::size_t node,
+                                std::int64_t storage_offset, std::vector<std::uint32_t>& entries) {
+    const std::uint32_t entry = from.entry_[node];
+    if (entry >= entries.size()) entries.resize(from.table_.size(), kNone);
+    if (entries[entry] == kNone) entries[entry] = intern(from.table_[entry]);
+    const std::size_t n = entry_.size();
+    entry_.push_back(entries[entry]);
+    reuse_at_.push_back(kNone);
+    storage_at_.push_back(kNone);
+    const auto storages = from.storages(node);
+    if (!storages.empty()) {
+        std::vector<std::int64_t> moved(storages.begin(), storages.end());
+        for (auto& s : moved)
+            if (s >= 0) s += storage_offset;
+        storage_at_.back() = add_run(storage_pool_, moved);
+    }
+    return n;
+}
+
 Recipe NodeRecipes::recipe(std::size_t node) const {
     Recipe r = decision(node);
     const auto storage = storages(node);

@@ -35,16 +35,6 @@ Recipe without_storages(Recipe r) {
     return r;
 }
 
-// An instance's own storage ids, moved into another source's range; reuse distances are forgotten
-// (they are recomputed along the trace that takes the recipe).
-Recipe with_storages(Recipe r, std::int64_t offset) {
-    visit_tensor_slots(r, [offset](std::int64_t& storage, std::int64_t& reuse) {
-        if (storage >= 0) storage += offset;
-        reuse = kReuseUnknown;
-    });
-    return r;
-}
-
 bool has_storages(const Recipe& r) {
     bool any = false;
     visit_tensor_slots(r, [&any](const std::int64_t& storage, const std::int64_t&) {
@@ -65,12 +55,22 @@ bool wants_library(const Recipe& r) {
     return !r.replayable() && (r.rule == "no-op" || r.rule == "unlinked" || r.rule == "no-shapes");
 }
 
-std::string identity(const LibraryEntry& e) {
-    std::string text = e.before + "\x1f" + e.after;
-    for (std::size_t i = 0; i < e.kernels.size(); ++i)
-        text += "\x1e" + e.kernels[i].text() + "\x1f" + e.recipes[i].key() +
-                (e.recipes[i].issued_with_op ? "+" : "");
-    return text;
+constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+
+// An issue of one trace by ids: its neighbours' names, then per kernel its name, grid, block, the
+// key() of its recipe (numbered) and whether it is issued with its op. Issues with equal ids have
+// equal identity() texts, which are then built once per distinct issue.
+using IssueKey = std::vector<std::uint64_t>;
+struct IssueKeyHash {
+    std::size_t operator()(const IssueKey& key) const {
+        std::uint64_t h = key.size();
+        for (const std::uint64_t v : key) h = (h ^ v) * 0x9E3779B97F4A7C15ULL, h ^= h >> 29;
+        return static_cast<std::size_t>(h);
+    }
+};
+
+std::uint64_t pack(std::int32_t a, std::int32_t b) {
+    return std::uint64_t{static_cast<std::uint32_t>(a)} << 32 | static_cast<std::uint32_t>(b);
 }
 
 // The entries of one library that fit the kernels of `track` from position `at`.
@@ -119,7 +119,7 @@ class Matcher {
                  f.entry->seen > chosen->entry->seen))
                 chosen = &f;
         for (const Fit& f : fits)
-            if (f.entry->recipes.front().key() != chosen->entry->recipes.front().key())
+            if (library_.recipe(*f.entry, 0).key() != library_.recipe(*chosen->entry, 0).key())
                 ambiguous = true;
         return chosen->entry;
     }
@@ -139,17 +139,38 @@ std::string LaunchShape::text() const {
     return name + " grid" + dims(grid) + " block" + dims(block);
 }
 
-void RecipeLibrary::add(LibraryEntry entry) {
+std::string RecipeLibrary::identity(const LibraryEntry& e) const {
+    std::string text = e.before;
+    text.append("\x1f").append(e.after);
+    for (std::size_t i = 0; i < e.kernels.size(); ++i) {
+        const Recipe& r = recipe(e, i);
+        text.append("\x1e").append(e.kernels[i].text()).append("\x1f").append(r.key());
+        if (r.issued_with_op) text += '+';
+    }
+    return text;
+}
+
+std::size_t RecipeLibrary::add(LibraryEntry entry) {
     // One entry per distinct issue and neighbours: a decode step repeats each layer's issues.
     const std::string id = identity(entry);
-    if (auto it = index_.find(id); it != index_.end()) {
+    const std::uint64_t h = std::hash<std::string>{}(id);
+    for (auto [it, end] = index_.equal_range(h); it != end; ++it) {
         LibraryEntry& kept = entries_[it->second];
+        if (identity(kept) != id) continue;
         ++kept.seen;
-        for (auto& instance : entry.instances) kept.instances.push_back(std::move(instance));
-        return;
+        kept.instances.insert(kept.instances.end(), entry.instances.begin(), entry.instances.end());
+        return it->second;
     }
-    index_.emplace(id, entries_.size());
+    index_.emplace(h, entries_.size());
     entries_.push_back(std::move(entry));
+    return entries_.size() - 1;
+}
+
+std::uint32_t RecipeLibrary::add_recipe(const Recipe& recipe) {
+    const std::size_t node = recipes_.size();
+    recipes_.resize_nodes(node + 1);
+    recipes_.set(node, without_storages(recipe));
+    return static_cast<std::uint32_t>(node);
 }
 
 void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
@@ -157,7 +178,7 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
     if (!recipe.replayable() || recipe.tier == Tier::Collective || recipe.issued_with_op) return;
     LibraryEntry e;
     e.kernels.push_back(kernel);
-    e.recipes.push_back(without_storages(recipe));
+    e.recipes = add_recipe(recipe);
     e.source = source;
     add(std::move(e));
 }
@@ -165,6 +186,24 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
 void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
                               const std::string& source, std::int64_t storage_offset) {
     const auto& nodes = graph.nodes();
+    // Decisions of equal key() get one number, each worked out once.
+    std::vector<std::uint32_t> key_of(recipes.table().size(), kNone);
+    std::unordered_map<std::string, std::uint32_t> keys;
+    const auto key = [&](std::uint32_t node) {
+        std::uint32_t& k = key_of[recipes.entry(node)];
+        if (k == kNone)
+            k = keys.try_emplace(recipes.decision(node).key(), static_cast<std::uint32_t>(keys.size()))
+                    .first->second;
+        return k;
+    };
+    const auto name = [&](std::uint32_t node) { return graph.activity(nodes[node]).name; };
+    const auto has_storages = [&](std::uint32_t node) {
+        const auto ids = recipes.storages(node);
+        return std::any_of(ids.begin(), ids.end(), [](std::int64_t id) { return id >= 0; });
+    };
+    std::unordered_map<IssueKey, std::size_t, IssueKeyHash> known;  // issue -> entries_
+    std::vector<std::uint32_t> entries;  // recipes' table entries -> recipes_'
+    IssueKey issue;
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
@@ -179,22 +218,44 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             const std::uint32_t op = nodes[t[at]].op;
             std::size_t end = at + 1;
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
-                   (recipes.decision(t[end]).issued_with_op ||
-                    recipes.decision(t[end]).key() == r.key()))
+                   (recipes.decision(t[end]).issued_with_op || key(t[end]) == key(t[at])))
                 ++end;
-            LibraryEntry e;
-            std::vector<Recipe> instance;
-            for (std::size_t k = at; k < end; ++k) {
-                e.kernels.push_back(shape_of(graph, t[k]));
-                e.recipes.push_back(recipes.decision(t[k]));  // a decision has no storage ids
-                instance.push_back(with_storages(recipes.recipe(t[k]), storage_offset));
+            const auto first = t.begin() + static_cast<std::ptrdiff_t>(at);
+            const auto last = t.begin() + static_cast<std::ptrdiff_t>(end);
+            // The instance's own recipes, where it has storage ids.
+            std::uint32_t instance = kNone;
+            if (std::any_of(first, last, has_storages))
+                for (auto k = first; k != last; ++k) {
+                    const std::size_t n = recipes_.append(recipes, *k, storage_offset, entries);
+                    if (k == first) instance = static_cast<std::uint32_t>(n);
+                }
+            issue.assign({at > 0 ? name(t[at - 1]) : std::uint64_t{1} << 32,
+                          end < t.size() ? name(t[end]) : std::uint64_t{1} << 32});
+            for (auto k = first; k != last; ++k) {
+                const GpuActivity& a = graph.activity(nodes[*k]);
+                issue.insert(issue.end(),
+                             {a.name, pack(a.grid[0], a.grid[1]), pack(a.grid[2], a.block[0]),
+                              pack(a.block[1], a.block[2]),
+                              key(*k) | std::uint64_t{recipes.decision(*k).issued_with_op} << 32});
             }
-            if (std::any_of(instance.begin(), instance.end(), has_storages))
-                e.instances.push_back(std::move(instance));
+            if (const auto it = known.find(issue); it != known.end()) {
+                LibraryEntry& kept = entries_[it->second];
+                ++kept.seen;
+                if (instance != kNone) kept.instances.push_back(instance);
+                at = end;
+                continue;
+            }
+            LibraryEntry e;
+            for (auto k = first; k != last; ++k) {
+                e.kernels.push_back(shape_of(graph, *k));
+                const std::uint32_t node = add_recipe(recipes.decision(*k));
+                if (k == first) e.recipes = node;
+            }
+            if (instance != kNone) e.instances.push_back(instance);
             e.before = at > 0 ? shape_of(graph, t[at - 1]).name : "";
             e.after = end < t.size() ? shape_of(graph, t[end]).name : "";
             e.source = source;
-            add(std::move(e));
+            known.emplace(issue, add(std::move(e)));
             at = end;
         }
     }
@@ -250,17 +311,18 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
                 ++at;
                 continue;
             }
-            const std::vector<Recipe>* instance = nullptr;
+            const RecipeLibrary& from = own_trace ? own : library;
+            std::uint32_t instance = kNone;
             if (!e->instances.empty()) {
                 std::size_t& n = uses[e];
-                instance = &e->instances[n++ % e->instances.size()];
+                instance = e->instances[n++ % e->instances.size()];
             }
             const std::string how =
                 ambiguous ? "name, grid, block and the kernels recorded around it"
                           : "name, grid and block";
             for (std::size_t k = 0; k < e->kernels.size(); ++k) {
-                Recipe r = instance != nullptr ? (*instance)[k] : e->recipes[k];
-                if (instance != nullptr && has_storages(r)) ++stats.with_storages;
+                Recipe r = instance != kNone ? from.instance(instance, k) : from.recipe(*e, k);
+                if (instance != kNone && has_storages(r)) ++stats.with_storages;
                 r.rule = kRule;
                 r.issued_with_op = k > 0 || r.issued_with_op;
                 r.reason = "recipe of " + std::string(op_of(r)) + " from " + e->source +

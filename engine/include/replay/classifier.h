@@ -67,6 +67,11 @@ class NodeRecipes {
     void set_reason(std::uint32_t entry, std::string reason);
     // Every node's storage ids and reuse distances dropped (buffers by size and role again).
     void drop_storage_ids();
+    // Adds node `node` of `from` as a new node (returned): its decision and its storage ids, each
+    // id >= 0 moved by `storage_offset`; reuse distances are left out. `entries` maps from's
+    // table entries to this table's, filled as they are met (one map per `from`).
+    std::size_t append(const NodeRecipes& from, std::size_t node, std::int64_t storage_offset,
+                       std::vector<std::uint32_t>& entries);
 
   private:
     static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
