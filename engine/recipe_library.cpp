@@ -73,60 +73,83 @@ std::uint64_t pack(std::int32_t a, std::int32_t b) {
     return std::uint64_t{static_cast<std::uint32_t>(a)} << 32 | static_cast<std::uint32_t>(b);
 }
 
-// The entries of one library that fit the kernels of `track` from position `at`.
-struct Fit {
-    const LibraryEntry* entry = nullptr;
-    int score = 0;  // recorded neighbours that agree (0..2)
-};
+// Whether graph node `node` is the kernel `shape`.
+bool is_kernel(const KernelGraph& graph, std::uint32_t node, const LaunchShape& shape) {
+    const GpuActivity& a = graph.activity(graph.nodes()[node]);
+    return graph.trace().names.view(a.name) == shape.name &&
+           std::equal(shape.grid.begin(), shape.grid.end(), a.grid) &&
+           std::equal(shape.block.begin(), shape.block.end(), a.block);
+}
 
 class Matcher {
   public:
     explicit Matcher(const RecipeLibrary& library) : library_(library) {
-        for (std::size_t i = 0; i < library.entries().size(); ++i)
-            by_name_[library.entries()[i].kernels.front().name].push_back(i);
+        std::unordered_map<std::string, std::uint32_t> keys;
+        for (std::size_t i = 0; i < library.entries().size(); ++i) {
+            const LibraryEntry& e = library.entries()[i];
+            by_name_[e.kernels.front().name].push_back(i);
+            key_.push_back(keys.try_emplace(library.recipe(e, 0).key(),
+                                            static_cast<std::uint32_t>(keys.size()))
+                               .first->second);
+        }
     }
 
     // The best entry for the kernels of `track` from `at`, nullptr when none fits; `ambiguous`
     // says whether entries with other recipes fitted as well (the neighbours decided).
     const LibraryEntry* best(const KernelGraph& graph, const NodeRecipes& recipes,
                              const std::vector<std::uint32_t>& track, std::size_t at,
-                             bool& ambiguous) const {
+                             bool& ambiguous) {
         ambiguous = false;
-        const LaunchShape first = shape_of(graph, track[at]);
-        const auto named = by_name_.find(first.name);
+        const auto name = [&](std::size_t i) {
+            return graph.trace().names.view(graph.activity(graph.nodes()[track[i]]).name);
+        };
+        const auto named = by_name_.find(name(at));
         if (named == by_name_.end()) return nullptr;
-        const std::string before = at > 0 ? shape_of(graph, track[at - 1]).name : "";
-        std::vector<Fit> fits;
+        const std::string_view before = at > 0 ? name(at - 1) : "";
+        fits_.clear();
         for (std::size_t i : named->second) {
             const LibraryEntry& e = library_.entries()[i];
-            if (!(e.kernels.front() == first) || at + e.kernels.size() > track.size()) continue;
+            if (!is_kernel(graph, track[at], e.kernels.front()) || at + e.kernels.size() > track.size())
+                continue;
             bool all = true;
             for (std::size_t k = 1; k < e.kernels.size() && all; ++k)
                 all = wants_library(recipes.decision(track[at + k])) &&
-                      shape_of(graph, track[at + k]) == e.kernels[k];
+                      is_kernel(graph, track[at + k], e.kernels[k]);
             if (!all) continue;
             const std::size_t next = at + e.kernels.size();
-            const std::string after = next < track.size() ? shape_of(graph, track[next]).name : "";
-            fits.push_back({&e, (e.before == before ? 1 : 0) + (e.after == after ? 1 : 0)});
+            const std::string_view after = next < track.size() ? name(next) : "";
+            fits_.push_back({i, (e.before == before ? 1 : 0) + (e.after == after ? 1 : 0)});
         }
-        if (fits.empty()) return nullptr;
-        const Fit* chosen = &fits.front();
-        for (const Fit& f : fits)
+        if (fits_.empty()) return nullptr;
+        const auto& entries = library_.entries();
+        const Fit* chosen = &fits_.front();
+        for (const Fit& f : fits_) {
+            const LibraryEntry& e = entries[f.entry];
+            const LibraryEntry& c = entries[chosen->entry];
             if (f.score > chosen->score ||
-                (f.score == chosen->score && f.entry->kernels.size() > chosen->entry->kernels.size()) ||
-                (f.score == chosen->score &&
-                 f.entry->kernels.size() == chosen->entry->kernels.size() &&
-                 f.entry->seen > chosen->entry->seen))
+                (f.score == chosen->score && e.kernels.size() > c.kernels.size()) ||
+                (f.score == chosen->score && e.kernels.size() == c.kernels.size() && e.seen > c.seen))
                 chosen = &f;
-        for (const Fit& f : fits)
-            if (library_.recipe(*f.entry, 0).key() != library_.recipe(*chosen->entry, 0).key())
-                ambiguous = true;
-        return chosen->entry;
+        }
+        for (const Fit& f : fits_)
+            if (key_[f.entry] != key_[chosen->entry]) ambiguous = true;
+        return &entries[chosen->entry];
     }
 
   private:
+    // An entry that fits the kernels of a track from a position.
+    struct Fit {
+        std::size_t entry = 0;
+        int score = 0;  // recorded neighbours that agree (0..2)
+    };
+    struct NameHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
     const RecipeLibrary& library_;
-    std::unordered_map<std::string, std::vector<std::size_t>> by_name_;
+    std::unordered_map<std::string, std::vector<std::size_t>, NameHash, std::equal_to<>> by_name_;
+    std::vector<std::uint32_t> key_;  // per entry: its first recipe's key(), numbered
+    std::vector<Fit> fits_;
 };
 
 }  // namespace
@@ -291,8 +314,8 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     LibraryStats stats;
     RecipeLibrary own;
     own.add_graph(graph, recipes, "this trace");
-    const Matcher own_matcher(own);
-    const Matcher library_matcher(library);
+    Matcher own_matcher(own);
+    Matcher library_matcher(library);
     std::unordered_map<const LibraryEntry*, std::size_t> uses;  // matches so far, per entry
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
