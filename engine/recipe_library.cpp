@@ -73,24 +73,25 @@ std::uint64_t pack(std::int32_t a, std::int32_t b) {
     return std::uint64_t{static_cast<std::uint32_t>(a)} << 32 | static_cast<std::uint32_t>(b);
 }
 
-// Whether graph node `node` is the kernel `shape`.
-bool is_kernel(const KernelGraph& graph, std::uint32_t node, const LaunchShape& shape) {
-    const GpuActivity& a = graph.activity(graph.nodes()[node]);
-    return graph.trace().names.view(a.name) == shape.name &&
-           std::equal(shape.grid.begin(), shape.grid.end(), a.grid) &&
-           std::equal(shape.block.begin(), shape.block.end(), a.block);
-}
-
 class Matcher {
   public:
-    explicit Matcher(const RecipeLibrary& library) : library_(library) {
-        std::unordered_map<std::string, std::uint32_t> keys;
+    Matcher(const RecipeLibrary& library, const Trace& trace) : library_(library) {
+        // The library's kernel names as the trace's ids (none: no kernel of the trace has it).
+        std::unordered_map<std::string_view, NameId> ids;
+        for (std::size_t i = 0; i < trace.names.size(); ++i)
+            ids.emplace(trace.names.view(static_cast<NameId>(i)), static_cast<NameId>(i));
+        const auto id = [&](const std::string& name) {
+            const auto it = ids.find(name);
+            return it == ids.end() ? kNone : it->second;
+        };
+        by_name_.resize(trace.names.size());
         for (std::size_t i = 0; i < library.entries().size(); ++i) {
             const LibraryEntry& e = library.entries()[i];
-            by_name_[e.kernels.front().name].push_back(i);
-            key_.push_back(keys.try_emplace(library.recipe(e, 0).key(),
-                                            static_cast<std::uint32_t>(keys.size()))
-                               .first->second);
+            Ids& entry = ids_.emplace_back();
+            for (const LaunchShape& k : e.kernels) entry.kernels.push_back(id(k.name));
+            entry.before = id(e.before);
+            entry.after = id(e.after);
+            if (entry.kernels.front() != kNone) by_name_[entry.kernels.front()].push_back(i);
         }
     }
 
@@ -100,28 +101,32 @@ class Matcher {
                              const std::vector<std::uint32_t>& track, std::size_t at,
                              bool& ambiguous) {
         ambiguous = false;
-        const auto name = [&](std::size_t i) {
-            return graph.trace().names.view(graph.activity(graph.nodes()[track[i]]).name);
+        const auto activity = [&](std::size_t i) -> const GpuActivity& {
+            return graph.activity(graph.nodes()[track[i]]);
         };
-        const auto named = by_name_.find(name(at));
-        if (named == by_name_.end()) return nullptr;
-        const std::string_view before = at > 0 ? name(at - 1) : "";
+        const auto& named = by_name_[activity(at).name];
+        if (named.empty()) return nullptr;
+        const NameId before = at > 0 ? activity(at - 1).name : StringPool::kEmpty;
+        const auto& entries = library_.entries();
         fits_.clear();
-        for (std::size_t i : named->second) {
-            const LibraryEntry& e = library_.entries()[i];
-            if (!is_kernel(graph, track[at], e.kernels.front()) || at + e.kernels.size() > track.size())
-                continue;
+        for (std::size_t i : named) {
+            const LibraryEntry& e = entries[i];
+            const Ids& ids = ids_[i];
+            if (at + e.kernels.size() > track.size()) continue;
             bool all = true;
-            for (std::size_t k = 1; k < e.kernels.size() && all; ++k)
-                all = wants_library(recipes.decision(track[at + k])) &&
-                      is_kernel(graph, track[at + k], e.kernels[k]);
+            for (std::size_t k = 0; k < e.kernels.size() && all; ++k) {
+                const GpuActivity& a = activity(at + k);
+                all = (k == 0 || wants_library(recipes.decision(track[at + k]))) &&
+                      a.name == ids.kernels[k] &&
+                      std::equal(e.kernels[k].grid.begin(), e.kernels[k].grid.end(), a.grid) &&
+                      std::equal(e.kernels[k].block.begin(), e.kernels[k].block.end(), a.block);
+            }
             if (!all) continue;
             const std::size_t next = at + e.kernels.size();
-            const std::string_view after = next < track.size() ? name(next) : "";
-            fits_.push_back({i, (e.before == before ? 1 : 0) + (e.after == after ? 1 : 0)});
+            const NameId after = next < track.size() ? activity(next).name : StringPool::kEmpty;
+            fits_.push_back({i, (ids.before == before ? 1 : 0) + (ids.after == after ? 1 : 0)});
         }
         if (fits_.empty()) return nullptr;
-        const auto& entries = library_.entries();
         const Fit* chosen = &fits_.front();
         for (const Fit& f : fits_) {
             const LibraryEntry& e = entries[f.entry];
@@ -131,8 +136,9 @@ class Matcher {
                 (f.score == chosen->score && e.kernels.size() == c.kernels.size() && e.seen > c.seen))
                 chosen = &f;
         }
+        const std::uint32_t key = library_.key(entries[chosen->entry], 0);
         for (const Fit& f : fits_)
-            if (key_[f.entry] != key_[chosen->entry]) ambiguous = true;
+            if (library_.key(entries[f.entry], 0) != key) ambiguous = true;
         return &entries[chosen->entry];
     }
 
@@ -142,13 +148,14 @@ class Matcher {
         std::size_t entry = 0;
         int score = 0;  // recorded neighbours that agree (0..2)
     };
-    struct NameHash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    // An entry's names as the trace's ids.
+    struct Ids {
+        std::vector<NameId> kernels;
+        NameId before = kNone, after = kNone;
     };
     const RecipeLibrary& library_;
-    std::unordered_map<std::string, std::vector<std::size_t>, NameHash, std::equal_to<>> by_name_;
-    std::vector<std::uint32_t> key_;  // per entry: its first recipe's key(), numbered
+    std::vector<std::vector<std::size_t>> by_name_;  // per NameId: entries of that first kernel
+    std::vector<Ids> ids_;                           // per entry
     std::vector<Fit> fits_;
 };
 
@@ -166,11 +173,17 @@ std::string RecipeLibrary::identity(const LibraryEntry& e) const {
     std::string text = e.before;
     text.append("\x1f").append(e.after);
     for (std::size_t i = 0; i < e.kernels.size(); ++i) {
-        const Recipe& r = recipe(e, i);
-        text.append("\x1e").append(e.kernels[i].text()).append("\x1f").append(r.key());
-        if (r.issued_with_op) text += '+';
+        text.append("\x1e").append(e.kernels[i].text()).append("\x1f").append(keys_[key(e, i)]);
+        if (recipe(e, i).issued_with_op) text += '+';
     }
     return text;
+}
+
+std::uint32_t RecipeLibrary::number_key(std::string key) {
+    const auto [it, added] =
+        key_numbers_.try_emplace(std::move(key), static_cast<std::uint32_t>(keys_.size()));
+    if (added) keys_.push_back(it->first);
+    return it->second;
 }
 
 std::size_t RecipeLibrary::add(LibraryEntry entry) {
@@ -189,10 +202,13 @@ std::size_t RecipeLibrary::add(LibraryEntry entry) {
     return entries_.size() - 1;
 }
 
-std::uint32_t RecipeLibrary::add_recipe(const Recipe& recipe) {
+std::uint32_t RecipeLibrary::add_recipe(const Recipe& recipe, std::uint32_t key) {
     const std::size_t node = recipes_.size();
     recipes_.resize_nodes(node + 1);
     recipes_.set(node, without_storages(recipe));
+    const std::uint32_t entry = recipes_.entry(node);
+    if (entry >= key_of_.size()) key_of_.resize(entry + 1, kNone);
+    key_of_[entry] = key;
     return static_cast<std::uint32_t>(node);
 }
 
@@ -201,7 +217,7 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
     if (!recipe.replayable() || recipe.tier == Tier::Collective || recipe.issued_with_op) return;
     LibraryEntry e;
     e.kernels.push_back(kernel);
-    e.recipes = add_recipe(recipe);
+    e.recipes = add_recipe(recipe, number_key(recipe.key()));
     e.source = source;
     add(std::move(e));
 }
@@ -211,12 +227,9 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
     const auto& nodes = graph.nodes();
     // Decisions of equal key() get one number, each worked out once.
     std::vector<std::uint32_t> key_of(recipes.table().size(), kNone);
-    std::unordered_map<std::string, std::uint32_t> keys;
     const auto key = [&](std::uint32_t node) {
         std::uint32_t& k = key_of[recipes.entry(node)];
-        if (k == kNone)
-            k = keys.try_emplace(recipes.decision(node).key(), static_cast<std::uint32_t>(keys.size()))
-                    .first->second;
+        if (k == kNone) k = number_key(recipes.decision(node).key());
         return k;
     };
     const auto name = [&](std::uint32_t node) { return graph.activity(nodes[node]).name; };
@@ -271,7 +284,7 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             LibraryEntry e;
             for (auto k = first; k != last; ++k) {
                 e.kernels.push_back(shape_of(graph, *k));
-                const std::uint32_t node = add_recipe(recipes.decision(*k));
+                const std::uint32_t node = add_recipe(recipes.decision(*k), key(*k));
                 if (k == first) e.recipes = node;
             }
             if (instance != kNone) e.instances.push_back(instance);
@@ -314,8 +327,8 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     LibraryStats stats;
     RecipeLibrary own;
     own.add_graph(graph, recipes, "this trace");
-    Matcher own_matcher(own);
-    Matcher library_matcher(library);
+    Matcher own_matcher(own, graph.trace());
+    Matcher library_matcher(library, graph.trace());
     std::unordered_map<const LibraryEntry*, std::size_t> uses;  // matches so far, per entry
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;

@@ -66,12 +66,18 @@ class RecipeLibrary {
     // The recipe of kernel `k` of the instance that starts at `at` (LibraryEntry::instances),
     // with the instance's storage ids.
     Recipe instance(std::uint32_t at, std::size_t k) const { return recipes_.recipe(at + k); }
+    // The key() of the recipe of kernel `k` of `entry`, numbered: equal keys, equal numbers.
+    std::uint32_t key(const LibraryEntry& entry, std::size_t k) const {
+        return key_of_[recipes_.entry(entry.recipes + k)];
+    }
 
   private:
     // Adds `entry`, or folds it into an equal one: that entry's index.
     std::size_t add(LibraryEntry entry);
-    // A library recipe of its own (a node of recipes_): `recipe` without storage ids.
-    std::uint32_t add_recipe(const Recipe& recipe);
+    // A library recipe of its own (a node of recipes_): `recipe` without storage ids, whose
+    // key() has number `key` (number_key).
+    std::uint32_t add_recipe(const Recipe& recipe, std::uint32_t key);
+    std::uint32_t number_key(std::string key);
     // What tells entries apart: neighbours, kernels and their recipes' keys, as text.
     std::string identity(const LibraryEntry& entry) const;
 
@@ -81,6 +87,10 @@ class RecipeLibrary {
     NodeRecipes recipes_;
     std::int64_t traces_ = 0;  // traces added by add_file: each gets its own storage-id range
     std::unordered_multimap<std::uint64_t, std::size_t> index_;  // identity's hash -> entries_
+    // The entries' recipes' key() texts, numbered, and the number of each of recipes_' decisions.
+    std::vector<std::string> keys_;
+    std::unordered_map<std::string, std::uint32_t> key_numbers_;
+    std::vector<std::uint32_t> key_of_;
 };
 
 struct LibraryStats {
