@@ -36,18 +36,44 @@ class Steps {
 
 // Ops with recorded shapes grouped by thread, each thread's in start order (outer first).
 std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
-    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint32_t>> threads;
+    struct Thread {
+        std::int64_t pid = 0, tid = 0;
+        std::vector<std::uint32_t> ops;
+    };
+    std::vector<Thread> threads;
+    std::unordered_map<std::int64_t, std::vector<std::size_t>> by_tid;  // tid -> threads
+    std::size_t last = 0;  // consecutive ops are mostly one thread's
     for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
         const CpuOp& op = trace.cpu_ops[i];
-        if (op.category == 0 && op.shapes != kNoIndex) threads[{op.pid, op.tid}].push_back(i);
+        if (op.category != 0 || op.shapes == kNoIndex) continue;
+        if (threads.empty() || threads[last].pid != op.pid || threads[last].tid != op.tid) {
+            auto& same_tid = by_tid[op.tid];
+            const auto it = std::find_if(same_tid.begin(), same_tid.end(),
+                                         [&](std::size_t t) { return threads[t].pid == op.pid; });
+            if (it != same_tid.end()) {
+                last = *it;
+            } else {
+                last = threads.size();
+                same_tid.push_back(last);
+                threads.push_back({op.pid, op.tid, {}});
+            }
+        }
+        threads[last].ops.push_back(i);
     }
+    // In (pid, tid) order, then each thread's ops in start order.
+    std::sort(threads.begin(), threads.end(), [](const Thread& a, const Thread& b) {
+        return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid;
+    });
     std::vector<std::vector<std::uint32_t>> out;
-    for (auto& [key, ops] : threads) {
-        std::stable_sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
+    for (Thread& thread : threads) {
+        auto& ops = thread.ops;
+        const auto earlier = [&](std::uint32_t a, std::uint32_t b) {
             const CpuOp& x = trace.cpu_ops[a];
             const CpuOp& y = trace.cpu_ops[b];
             return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
-        });
+        };
+        if (!std::is_sorted(ops.begin(), ops.end(), earlier))
+            std::stable_sort(ops.begin(), ops.end(), earlier);
         out.push_back(std::move(ops));
     }
     // The thread that started first first: the forward pass before autograd's thread.
@@ -88,10 +114,12 @@ struct ArgFacts {
 struct EntryFacts {
     std::vector<ArgFacts> args;
     std::uint32_t first_tensor = kNone;  // the first tensor argument (input 0 of views)
+    // The output dims (kNone: not told) of the op name that used the entry last.
+    NameId output_name = kNone;
+    std::uint32_t output_dims = kNone;
     // The op's shapes may change per op: an untyped TensorList, or a tensor with a storage
     // offset (the inference reads every tensor from its storage's start).
     bool adjusts = false;
-    bool ready = false;
 };
 
 // What the inference asks about names, shapes entries and ops, each worked out once.
@@ -104,20 +132,29 @@ class OpFacts {
         if (!named_[id]) names_[id] = name_facts(trace_.names.view(id)), named_[id] = true;
         return names_[id];
     }
-    const EntryFacts& entry(std::uint32_t shapes) {
-        if (shapes >= entries_.size()) entries_.resize(trace_.op_shapes.size());
+    EntryFacts& entry(std::uint32_t shapes) {
+        if (shapes < ready_.size() && ready_[shapes] != nullptr) return *ready_[shapes];
+        if (shapes >= entries_.size()) {
+            entries_.resize(trace_.op_shapes.size());
+            ready_.resize(trace_.op_shapes.size(), nullptr);
+        }
         EntryFacts& e = entries_[shapes];
-        if (!e.ready) fill(e, trace_.op_shapes[shapes]);
+        fill(e, trace_.op_shapes[shapes]);
+        ready_[shapes] = &e;
         return e;
     }
     // The dims of the op's output where its name and inputs tell them, else kNone.
     std::uint32_t output_dims(const CpuOp& op) {
+        EntryFacts& e = entry(op.shapes);
+        if (e.output_name == op.name) return e.output_dims;
         const std::uint64_t key = std::uint64_t{op.name} << 32 | op.shapes;
         auto [it, added] = output_dims_.try_emplace(key, kNone);
         if (added)
             if (auto dims = dataflow_detail::output_dims(trace_, trace_.names.view(op.name),
                                                          trace_.op_shapes[op.shapes]))
                 it->second = trace_.storages.intern_dims(*dims);
+        e.output_name = op.name;
+        e.output_dims = it->second;
         return it->second;
     }
     // weight_like_input() with the names' rules looked up once.
@@ -163,13 +200,13 @@ class OpFacts {
                 first += rank;
             }
         }
-        e.ready = true;
     }
 
     Trace& trace_;
     std::vector<NameFacts> names_;
     std::vector<bool> named_;
     std::deque<EntryFacts> entries_;  // per op_shapes entry; references stay valid as it grows
+    std::vector<EntryFacts*> ready_;  // per op_shapes entry: its facts once worked out
     std::unordered_map<std::uint64_t, std::uint32_t> output_dims_;  // (name, shapes) -> dims
 };
 
@@ -179,27 +216,50 @@ struct Output {
     NameId dtype = StringPool::kEmpty;  // kEmpty: any (conversions, creation ops)
     std::int64_t storage = kNoId;
     std::uint32_t producer = kNoIndex;  // Trace::cpu_ops
+    std::uint32_t made = 0;             // LiveOutputs' count when it was added: recency
 };
 
-// The outputs seen so far in the step, by dims, in the order they were made.
+// The outputs seen so far in the step, by dims and dtype, each list in the order they were made.
 class LiveOutputs {
   public:
-    const std::vector<Output>* find(std::uint32_t dims) const {
-        return dims < by_dims_.size() && !by_dims_[dims].empty() ? &by_dims_[dims] : nullptr;
+    using List = std::vector<Output>;
+    // The outputs of these dims and this dtype (kEmpty: those of any dtype); null for none.
+    const List* find(std::uint32_t dims, NameId dtype) const {
+        if (dims >= by_dims_.size()) return nullptr;
+        for (const auto& [type, list] : by_dims_[dims])
+            if (type == dtype) return list.empty() ? nullptr : &list;
+        return nullptr;
     }
-    void add(const Output& out) {
+    // The most recent output of these dims that has a dtype; null for none.
+    const Output* last_typed(std::uint32_t dims) const {
+        if (dims >= by_dims_.size()) return nullptr;
+        const Output* last = nullptr;
+        for (const auto& [type, list] : by_dims_[dims])
+            if (type != StringPool::kEmpty && !list.empty() &&
+                (last == nullptr || list.back().made > last->made))
+                last = &list.back();
+        return last;
+    }
+    void add(Output out) {
+        out.made = made_++;
         if (out.dims >= by_dims_.size()) by_dims_.resize(out.dims + 1);
-        if (by_dims_[out.dims].empty()) used_.push_back(out.dims);
-        by_dims_[out.dims].push_back(out);
+        auto& lists = by_dims_[out.dims];
+        auto typed = std::find_if(lists.begin(), lists.end(),
+                                  [&](const auto& l) { return l.first == out.dtype; });
+        if (typed == lists.end()) typed = lists.insert(lists.end(), {out.dtype, List{}});
+        if (typed->second.empty()) used_.push_back(out.dims);  // (again) since the last clear()
+        typed->second.push_back(out);
     }
     void clear() {
-        for (const std::uint32_t dims : used_) by_dims_[dims].clear();
+        for (const std::uint32_t dims : used_)
+            for (auto& typed : by_dims_[dims]) typed.second.clear();
         used_.clear();
     }
 
   private:
-    std::vector<std::vector<Output>> by_dims_;
-    std::vector<std::uint32_t> used_;  // dims with outputs
+    std::vector<std::vector<std::pair<NameId, List>>> by_dims_;  // per dims: a list per dtype
+    std::vector<std::uint32_t> used_;  // dims given outputs since the last clear() (repeats too)
+    std::uint32_t made_ = 0;
 };
 
 // An input from before the step: the storages of (op name, input, dims, dtype), one per
@@ -311,13 +371,16 @@ class ThreadPass {
     // The most recent live output of these dims and a compatible dtype, not taken; for a
     // weight-like input (`weight_of` an op) only what was made for the op from its own inputs.
     const Output* produced(const ArgFacts& arg, std::uint32_t weight_of) const {
-        const std::vector<Output>* outs = shared_.live.find(arg.dims);
-        if (outs == nullptr) return nullptr;
-        for (auto o = outs->rbegin(); o != outs->rend(); ++o) {
-            if (o->dtype != StringPool::kEmpty && o->dtype != arg.type) continue;
-            if (taken(o->storage)) continue;
-            if (weight_of != kNoIndex && !made_for(o->producer, weight_of)) continue;
-            return &*o;
+        // The outputs of the input's dtype and those of any dtype, newest first, merged.
+        const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
+        const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
+        std::size_t t = typed != nullptr ? typed->size() : 0, a = any != nullptr ? any->size() : 0;
+        while (t > 0 || a > 0) {
+            const bool from_typed = a == 0 || (t > 0 && (*typed)[t - 1].made > (*any)[a - 1].made);
+            const Output& o = from_typed ? (*typed)[--t] : (*any)[--a];
+            if (taken(o.storage)) continue;
+            if (weight_of != kNoIndex && !made_for(o.producer, weight_of)) continue;
+            return &o;
         }
         return nullptr;
     }
@@ -330,12 +393,8 @@ class ThreadPass {
         if (!arg.complete) return StringPool::kEmpty;
         NameId dtype = StringPool::kEmpty;
         for (const std::uint32_t dims : arg.elements) {
-            const std::vector<Output>* outs = shared_.live.find(dims);
-            if (outs == nullptr) continue;
-            const auto typed = std::find_if(outs->rbegin(), outs->rend(), [](const Output& o) {
-                return o.dtype != StringPool::kEmpty;
-            });
-            if (typed == outs->rend()) continue;
+            const Output* typed = shared_.live.last_typed(dims);
+            if (typed == nullptr) continue;
             if (dtype != StringPool::kEmpty && typed->dtype != dtype) return StringPool::kEmpty;
             dtype = typed->dtype;
         }
@@ -398,16 +457,19 @@ class ThreadPass {
     // An enclosing op's input of the same dims and dtype: the op was handed it (aten::linear
     // passes its input and weight on to aten::matmul, aten::embedding its weight on).
     std::int64_t inherited(std::uint32_t op, const ArgFacts& arg) {
-        for (std::uint32_t p = trace_.cpu_ops[op].parent; p != kNoIndex; p = trace_.cpu_ops[p].parent) {
-            const CpuOp& parent = trace_.cpu_ops[p];
-            if (parent.shapes == kNoIndex) continue;
-            const EntryFacts& e = facts_.entry(parent.shapes);
-            for (std::size_t k = 0; k < e.args.size(); ++k) {
-                if (e.args[k].dims != arg.dims || e.args[k].type != arg.type) continue;
+        if (enclosing_of_ != op) {  // the enclosing ops with shapes, nearest first, once per op
+            enclosing_.clear();
+            for (std::uint32_t p = trace_.cpu_ops[op].parent; p != kNoIndex; p = trace_.cpu_ops[p].parent)
+                if (trace_.cpu_ops[p].shapes != kNoIndex)
+                    enclosing_.push_back({p, &facts_.entry(trace_.cpu_ops[p].shapes)});
+            enclosing_of_ = op;
+        }
+        for (const auto& [p, e] : enclosing_)
+            for (std::size_t k = 0; k < e->args.size(); ++k) {
+                if (e->args[k].dims != arg.dims || e->args[k].type != arg.type) continue;
                 const std::int64_t storage = trace_.storages.input(p, k);
                 if (storage != kNoId && !taken(storage)) return storage;
             }
-        }
         return kNoId;
     }
 
@@ -460,6 +522,8 @@ class ThreadPass {
     DataflowSummary& summary_;
     std::vector<Open> open_;
     std::vector<std::int64_t> taken_;  // the storages the op being started reads so far
+    std::vector<std::pair<std::uint32_t, const EntryFacts*>> enclosing_;  // of op enclosing_of_
+    std::uint32_t enclosing_of_ = kNoIndex;
     std::size_t step_ = static_cast<std::size_t>(-1);
     std::size_t first_step_ = static_cast<std::size_t>(-1);
     std::uint64_t epoch_ = 0;

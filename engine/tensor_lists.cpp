@@ -74,12 +74,15 @@ TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
     TensorListSummary summary;
     // The kernels each op launched (its own, not its children's: a _foreach op is a leaf).
     std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::size_t>> launched;
+    std::vector<std::int8_t> multi_tensor(trace.names.size(), -1);  // per kernel name, once
     for (const GraphNode& node : graph.nodes()) {
         if (node.op == kNoIndex) continue;
         const GpuActivity& a = graph.activity(node);
-        if (a.kind != ActivityKind::Kernel ||
-            trace.names.view(a.name).find("multi_tensor_apply") == std::string_view::npos)
-            continue;
+        if (a.kind != ActivityKind::Kernel) continue;
+        std::int8_t& named = multi_tensor[a.name];
+        if (named < 0)
+            named = trace.names.view(a.name).find("multi_tensor_apply") != std::string_view::npos;
+        if (named == 0) continue;
         auto& [blocks, launches] = launched[node.op];
         blocks += blocks_of(a);
         ++launches;

@@ -145,6 +145,9 @@ TEST(Dataflow, StepsShareParametersAndNotActivations) {
     b.step(2, 50, 45);
     b.op("aten::relu", 51, 2, "[[1, 8]]", "[\"float\"]");
     linear_layer(b, 55);
+    b.step(3, 100, 45);
+    b.op("aten::relu", 101, 2, "[[1, 8]]", "[\"float\"]");
+    linear_layer(b, 105);
     replay::Trace t = b.trace();
     (void)replay::KernelGraph::build(t);
     replay::infer_dataflow(t);
@@ -153,13 +156,17 @@ TEST(Dataflow, StepsShareParametersAndNotActivations) {
             if (t.names.view(t.cpu_ops[i].name) == name && nth-- == 0) return i;
         return t.cpu_ops.size();
     };
-    const std::size_t first = find("aten::addmm", 0), second = find("aten::addmm", 1);
-    ASSERT_LT(second, t.cpu_ops.size());
+    const std::size_t first = find("aten::addmm", 0), second = find("aten::addmm", 1),
+                      third = find("aten::addmm", 2);
+    ASSERT_LT(third, t.cpu_ops.size());
     EXPECT_EQ(storage(t, first, 2), storage(t, second, 2));  // same weight
-    // Step 2's relu does not read step 1's addmm output although the dims match.
-    const std::size_t relu2 = find("aten::relu", 1);
-    EXPECT_NE(storage(t, relu2, 0),
-              output(t, first));
+    EXPECT_EQ(storage(t, first, 2), storage(t, third, 2));
+    // Step 2's relu does not read step 1's addmm output although the dims match, nor step 3's
+    // step 2's.
+    const std::size_t relu2 = find("aten::relu", 1), relu3 = find("aten::relu", 2);
+    EXPECT_NE(storage(t, relu2, 0), output(t, first));
+    EXPECT_NE(storage(t, relu3, 0), output(t, second));
+    EXPECT_EQ(storage(t, relu3, 0), storage(t, relu2, 0));  // the step's input, as in step 2
 }
 
 TEST(Dataflow, DtypeMustMatchUnlessTheProducerConverts) {
