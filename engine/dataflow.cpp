@@ -418,13 +418,16 @@ class ThreadPass {
         if (changed) trace_.set_shapes(cpu, std::move(shapes));
     }
 
-    // The op's record: one id per input and its output. A record an Execution Trace gave the op
-    // (one without input ids, or the inference would not run) keeps what this pass leaves alone.
-    void add_record(std::uint32_t op, std::size_t inputs) {
+    // The op's record: `ids_`, one per input, and its output. A record an Execution Trace gave
+    // the op (one without input ids, or the inference would not run) keeps what this pass does
+    // not set: its other inputs', lists' and outputs' ids.
+    void add_record(std::uint32_t op) {
         OpStorages& ids = trace_.storages;
-        if (!ids.has(op)) return ids.add(op, inputs, 1);
+        if (!ids.has(op)) return ids.add(op, ids_, 1);
         OpStorages::Record record = ids.get(op);
-        if (record.inputs.size() < inputs) record.inputs.resize(inputs, kNoId);
+        if (record.inputs.size() < ids_.size()) record.inputs.resize(ids_.size(), kNoId);
+        for (std::size_t i = 0; i < ids_.size(); ++i)
+            if (ids_[i] != kNoId) record.inputs[i] = ids_[i];
         if (record.outputs.empty()) record.outputs.emplace_back();
         ids.set(op, record);
     }
@@ -434,8 +437,8 @@ class ThreadPass {
         CpuOp& cpu = trace_.cpu_ops[op];
         adjust_shapes(cpu);
         const EntryFacts& e = facts_.entry(cpu.shapes);
-        add_record(op, e.args.size());
         taken_.clear();
+        ids_.assign(e.args.size(), kNoId);
         for (std::size_t i = 0; i < e.args.size(); ++i) {
             const ArgFacts& arg = e.args[i];
             if (!arg.tensor) continue;
@@ -445,13 +448,14 @@ class ThreadPass {
                 const Output* from = produced(arg, weight ? op : kNoIndex);
                 storage = from != nullptr ? from->storage : persistent(op, i, arg);
             }
-            trace_.storages.set_input(op, i, storage);
+            ids_[i] = storage;
             taken_.push_back(storage);
             if (is_persistent(storage))
                 ++summary_.persistent_inputs;
             else
                 ++summary_.activation_inputs;
         }
+        add_record(op);
     }
 
     // An enclosing op's input of the same dims and dtype: the op was handed it (aten::linear
@@ -522,6 +526,7 @@ class ThreadPass {
     DataflowSummary& summary_;
     std::vector<Open> open_;
     std::vector<std::int64_t> taken_;  // the storages the op being started reads so far
+    std::vector<std::int64_t> ids_;    // its inputs' ids (kNoId for non-tensors)
     std::vector<std::pair<std::uint32_t, const EntryFacts*>> enclosing_;  // of op enclosing_of_
     std::uint32_t enclosing_of_ = kNoIndex;
     std::size_t step_ = static_cast<std::size_t>(-1);

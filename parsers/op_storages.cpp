@@ -130,8 +130,10 @@ std::uint32_t* OpStorages::allocate(std::uint32_t op, std::size_t inputs, std::s
     return r;
 }
 
-void OpStorages::add(std::uint32_t op, std::size_t inputs, std::size_t outputs) {
-    allocate(op, inputs, outputs, {});
+void OpStorages::add(std::uint32_t op, std::span<const std::int64_t> inputs, std::size_t outputs) {
+    // encode() grows wide_, never words_: the record stays where allocate() put it.
+    std::uint32_t* r = allocate(op, inputs.size(), outputs, {}) + Layout::kHeader;
+    for (const std::int64_t id : inputs) *r++ = encode(id);
 }
 
 OpStorages::Record OpStorages::get(std::uint32_t op) const {
@@ -159,30 +161,19 @@ void OpStorages::set(std::uint32_t op, const Record& record) {
         for (std::size_t i = 0; i < record.lists.size(); ++i)
             sizes[i] = static_cast<std::uint32_t>(record.lists[i].size());
     }
-    // Encoded first: encode() may grow wide_, never words_, but allocate() grows words_.
-    std::vector<std::uint32_t> words;
-    for (const std::int64_t id : record.inputs) words.push_back(encode(id));
-    for (const auto& ids : record.lists)
-        for (const std::int64_t id : ids) words.push_back(encode(id));
+    // encode() grows wide_, never words_: the record stays where allocate() put it.
     std::uint32_t* r = allocate(op, inputs, record.outputs.size(), sizes);
     const Layout l(r);
-    std::copy(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(record.inputs.size()),
-              r + l.input_at(0));
-    if (!sizes.empty())
-        std::copy(words.begin() + static_cast<std::ptrdiff_t>(record.inputs.size()), words.end(),
-                  r + l.list_at(r, 0));
+    for (std::size_t i = 0; i < record.inputs.size(); ++i) r[l.input_at(i)] = encode(record.inputs[i]);
+    if (!sizes.empty()) {
+        std::uint32_t* element = r + l.list_at(r, 0);
+        for (const auto& ids : record.lists)
+            for (const std::int64_t id : ids) *element++ = encode(id);
+    }
     for (std::size_t k = 0; k < record.outputs.size(); ++k) {
         r[l.output_at(k)] = encode(record.outputs[k].storage);
         r[l.output_at(k) + 1] = record.outputs[k].dims;
     }
-}
-
-void OpStorages::set_input(std::uint32_t op, std::size_t input, std::int64_t storage) {
-    std::uint32_t* r = record(op);
-    if (r == nullptr || input >= Layout(r).inputs)
-        throw std::out_of_range("OpStorages::set_input: op " + std::to_string(op) +
-                                " has no record with input " + std::to_string(input));
-    r[Layout(r).input_at(input)] = encode(storage);
 }
 
 void OpStorages::set_output(std::uint32_t op, std::size_t k, OutputIds output) {

@@ -245,8 +245,7 @@ TEST(Dataflow, StorageIdsOfAnExecutionTraceAreKept) {
     b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"float\"]");
     replay::Trace t = b.trace();
     (void)replay::KernelGraph::build(t);
-    t.storages.add(0, 1, 0);
-    t.storages.set_input(0, 0, 77);
+    t.storages.add(0, std::vector<std::int64_t>{77}, 0);
     EXPECT_EQ(replay::infer_dataflow(t).source, replay::DataflowSource::ExecutionTrace);
     EXPECT_EQ(storage(t, 0, 0), 77);
 }

@@ -258,8 +258,7 @@ TEST(TraceModel, OpStoragesKeepEachOpsIds) {
     replay::OpStorages ids;
     EXPECT_TRUE(ids.empty());
     EXPECT_EQ(ids.input(3, 0), replay::kNoId);
-    ids.add(3, 2, 1);
-    ids.set_input(3, 1, 7);
+    ids.add(3, std::vector<std::int64_t>{replay::kNoId, 7}, 1);
     const std::int64_t wide = std::int64_t{1} << 40;
     ids.set_output(3, 0, {wide, ids.intern_dims(std::vector<std::int64_t>{2, 5})});
     EXPECT_FALSE(ids.empty());
@@ -272,8 +271,8 @@ TEST(TraceModel, OpStoragesKeepEachOpsIds) {
     EXPECT_EQ(ids.output(3, 0).storage, wide);
     EXPECT_EQ(std::vector<std::int64_t>(ids.output(3, 0).dims.begin(), ids.output(3, 0).dims.end()),
               (std::vector<std::int64_t>{2, 5}));
-    EXPECT_THROW(ids.set_input(3, 2, 1), std::out_of_range);
-    EXPECT_THROW(ids.set_input(4, 0, 1), std::out_of_range);
+    EXPECT_THROW(ids.set_output(3, 1, {}), std::out_of_range);
+    EXPECT_THROW(ids.set_output(4, 0, {}), std::out_of_range);
     // A whole record (an Execution Trace's), with a TensorList and negative and wide ids, in
     // place of the op's earlier one.
     replay::OpStorages::Record r;

@@ -143,10 +143,9 @@ class OpStorages {
     Record get(std::uint32_t op) const;  // empty when the op has no record
     // Gives op `op` this record, in place of any it had.
     void set(std::uint32_t op, const Record& record);
-    // Gives op `op` a record of `inputs` input ids and `outputs` outputs, all unknown, in place of
-    // any it had; set_input() and set_output() fill it in.
-    void add(std::uint32_t op, std::size_t inputs, std::size_t outputs);
-    void set_input(std::uint32_t op, std::size_t input, std::int64_t storage);
+    // Gives op `op` a record of these input ids and `outputs` outputs, not known yet, in place of
+    // any it had; set_output() fills them in.
+    void add(std::uint32_t op, std::span<const std::int64_t> inputs, std::size_t outputs);
     void set_output(std::uint32_t op, std::size_t k, OutputIds output);
     // Room for the records of ops [0, ops) and `words` 32-bit words of ids, ahead of add().
     void reserve(std::size_t ops, std::size_t words);
