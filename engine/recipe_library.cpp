@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "replay/analysis.h"
@@ -35,12 +36,9 @@ Recipe without_storages(Recipe r) {
     return r;
 }
 
-bool has_storages(const Recipe& r) {
-    bool any = false;
-    visit_tensor_slots(r, [&any](const std::int64_t& storage, const std::int64_t&) {
-        any = any || storage >= 0;
-    });
-    return any;
+// Whether a node's storage ids (NodeRecipes::storages) name any storage.
+bool any_storage(std::span<const std::int64_t> storages) {
+    return std::any_of(storages.begin(), storages.end(), [](std::int64_t id) { return id >= 0; });
 }
 
 std::string_view op_of(const Recipe& r) {
@@ -233,10 +231,7 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
         return k;
     };
     const auto name = [&](std::uint32_t node) { return graph.activity(nodes[node]).name; };
-    const auto has_storages = [&](std::uint32_t node) {
-        const auto ids = recipes.storages(node);
-        return std::any_of(ids.begin(), ids.end(), [](std::int64_t id) { return id >= 0; });
-    };
+    const auto has_storages = [&](std::uint32_t node) { return any_storage(recipes.storages(node)); };
     std::unordered_map<IssueKey, std::size_t, IssueKeyHash> known;  // issue -> entries_
     std::vector<std::uint32_t> entries;  // recipes' table entries -> recipes_'
     IssueKey issue;
@@ -330,6 +325,17 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     Matcher own_matcher(own, graph.trace());
     Matcher library_matcher(library, graph.trace());
     std::unordered_map<const LibraryEntry*, std::size_t> uses;  // matches so far, per entry
+    // The decisions given so far, by what they are made of: the library, the library recipe's
+    // decision, whether the kernel follows the issue's first, how it was matched, the source.
+    using Given = std::tuple<const RecipeLibrary*, std::uint32_t, bool, bool, const std::string*>;
+    struct GivenHash {
+        std::size_t operator()(const Given& g) const {
+            const auto& [library, entry, later, ambiguous, source] = g;
+            std::size_t h = std::hash<const void*>{}(library) ^ std::hash<const void*>{}(source);
+            return h * 0x9E3779B97F4A7C15ULL + (std::size_t{entry} << 2 | later << 1 | ambiguous);
+        }
+    };
+    std::unordered_map<Given, std::uint32_t, GivenHash> given;  // -> recipes' table entry
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
@@ -353,17 +359,27 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
                 std::size_t& n = uses[e];
                 instance = e->instances[n++ % e->instances.size()];
             }
-            const std::string how =
-                ambiguous ? "name, grid, block and the kernels recorded around it"
-                          : "name, grid and block";
+            const char* how = ambiguous ? "name, grid, block and the kernels recorded around it"
+                                        : "name, grid and block";
+            const NodeRecipes& nodes = from.nodes();
             for (std::size_t k = 0; k < e->kernels.size(); ++k) {
-                Recipe r = instance != kNone ? from.instance(instance, k) : from.recipe(*e, k);
-                if (instance != kNone && has_storages(r)) ++stats.with_storages;
-                r.rule = kRule;
-                r.issued_with_op = k > 0 || r.issued_with_op;
-                r.reason = "recipe of " + std::string(op_of(r)) + " from " + e->source +
-                           " (matched by " + how + ")";
-                recipes.set(t[at + k], std::move(r));
+                const std::size_t node = instance != kNone ? instance + k : e->recipes + k;
+                const auto storages = nodes.storages(node);
+                if (instance != kNone && any_storage(storages)) ++stats.with_storages;
+                const auto [decision, added] = given.try_emplace(
+                    Given{&from, nodes.entry(node), k > 0, ambiguous, &e->source}, kNone);
+                if (added) {
+                    Recipe r = nodes.decision(node);
+                    r.rule = kRule;
+                    r.issued_with_op = k > 0 || r.issued_with_op;
+                    r.reason = "recipe of " + std::string(op_of(r)) + " from " + e->source +
+                               " (matched by " + how + ")";
+                    recipes.set(t[at + k], r);
+                    decision->second = recipes.entry(t[at + k]);
+                } else {
+                    recipes.set_decision(t[at + k], decision->second);
+                }
+                recipes.set_storages(t[at + k], storages);
             }
             stats.matched += e->kernels.size();
             stats.candidates += e->kernels.size() - 1;

@@ -58,6 +58,11 @@ class NodeRecipes {
     void share(std::size_t node, std::size_t from);
     // The node's storage ids, one per tensor slot of its decision (none kept when all are -1).
     void set_storages(std::size_t node, std::span<const std::int64_t> storages);
+    // Node `node` gets decision `entry` of the table, no storage ids and no reuse distances.
+    void set_decision(std::size_t node, std::uint32_t entry) {
+        entry_[node] = entry;
+        storage_at_[node] = reuse_at_[node] = kNone;
+    }
     // Node `node` gets the storage ids node `from` has.
     void share_storages(std::size_t node, std::size_t from) { storage_at_[node] = storage_at_[from]; }
     // The node's reuse distances, in visit_tensor_slots order of its decision.

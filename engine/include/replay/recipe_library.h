@@ -66,6 +66,9 @@ class RecipeLibrary {
     // The recipe of kernel `k` of the instance that starts at `at` (LibraryEntry::instances),
     // with the instance's storage ids.
     Recipe instance(std::uint32_t at, std::size_t k) const { return recipes_.recipe(at + k); }
+    // The library's recipes as nodes: kernel k of an entry is node LibraryEntry::recipes + k, of
+    // an instance node LibraryEntry::instances[i] + k.
+    const NodeRecipes& nodes() const { return recipes_; }
     // The key() of the recipe of kernel `k` of `entry`, numbered: equal keys, equal numbers.
     std::uint32_t key(const LibraryEntry& entry, std::size_t k) const {
         return key_of_[recipes_.entry(entry.recipes + k)];
