@@ -1,5 +1,6 @@
 #include "replay/classifier.h"
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -46,6 +47,7 @@ class FactsOf {
         if (node.op != last_op_) {
             last_op_ = node.op;
             chain_ = Chain{};
+            ops_ = ChainOps{};
             graph_.visit_op_chain(node, [&](std::uint32_t i) { return add_to_chain(i); });
         }
         f.in_op = chain_.in_op;
@@ -55,6 +57,8 @@ class FactsOf {
         f.aten_children = chain_.aten_children;
         return f;
     }
+    // The ops the facts of the last node name.
+    const ChainOps& chain_ops() const { return ops_; }
 
   private:
     enum : std::uint8_t { kKnown = 1, kDispatcher = 2, kGemm = 4 };
@@ -86,9 +90,15 @@ class FactsOf {
         const std::uint8_t kind = name_kind(op.name);
         if (!c.aten_op && op.category == 0 && (kind & kDispatcher)) {
             c.aten_op = {op.name, op.shapes};
-            c.aten_children = aten_children_facts(trace_, i);
+            ops_.aten_op = i;
+            ops_.aten_children = aten_children_of(trace_, i);
+            for (std::uint32_t child : ops_.aten_children)
+                c.aten_children.push_back({trace_.cpu_ops[child].name, trace_.cpu_ops[child].shapes});
         }
-        if (!c.gemm_op && (kind & kGemm) && shaped(op.shapes)) c.gemm_op = {op.name, op.shapes};
+        if (!c.gemm_op && (kind & kGemm) && shaped(op.shapes)) {
+            c.gemm_op = {op.name, op.shapes};
+            ops_.gemm_op = i;
+        }
         return !(c.aten_op && c.gemm_op);
     }
 
@@ -98,10 +108,11 @@ class FactsOf {
     std::vector<std::int8_t> shaped_;       // per op_shapes entry: -1 not yet known
     std::uint32_t last_op_ = kNoIndex;      // the op whose chain chain_ holds
     Chain chain_;
+    ChainOps ops_;
 };
 
 // The facts of one node the straightforward way: the whole op chain as the graph lists it.
-Facts facts_one_by_one(const KernelGraph& graph, const GraphNode& node) {
+Facts facts_one_by_one(const KernelGraph& graph, const GraphNode& node, ChainOps& ops) {
     const Trace& trace = graph.trace();
     Facts f = activity_facts(graph, node);
     const std::vector<std::uint32_t> chain = graph.op_chain(node);
@@ -112,17 +123,62 @@ Facts facts_one_by_one(const KernelGraph& graph, const GraphNode& node) {
         const std::string_view name = trace.names.view(op.name);
         if (!f.aten_op && op.category == 0 && is_dispatcher_op(name)) {
             f.aten_op = OpRef{op.name, op.shapes};
-            f.aten_children = aten_children_facts(trace, i);
+            ops.aten_op = i;
+            ops.aten_children = aten_children_of(trace, i);
+            for (std::uint32_t child : ops.aten_children)
+                f.aten_children.push_back({trace.cpu_ops[child].name, trace.cpu_ops[child].shapes});
         }
-        if (!f.gemm_op && is_gemm_op(name) && has_shapes(trace, op.shapes))
+        if (!f.gemm_op && is_gemm_op(name) && has_shapes(trace, op.shapes)) {
             f.gemm_op = OpRef{op.name, op.shapes};
+            ops.gemm_op = i;
+        }
     }
     return f;
 }
 
+// The storage ids of the ops of one node's chain.
+class ChainStorages : public StorageIds {
+  public:
+    ChainStorages(const Trace& trace, const ChainOps& ops) : trace_(trace), ops_(ops) {}
+    std::int64_t storage(const TensorSource& source) override {
+        return storage_of(trace_, ops_, source);
+    }
+
+  private:
+    const Trace& trace_;
+    const ChainOps& ops_;
+};
+
+// Stands in for the storage ids while a decision shared by many nodes is made: each tensor gets
+// the number of its source, so that the decision says where each of its slots' ids comes from.
+class SourceRecorder : public StorageIds {
+  public:
+    std::int64_t storage(const TensorSource& source) override {
+        sources_.push_back(source);
+        return static_cast<std::int64_t>(sources_.size() - 1);
+    }
+    // The source of each tensor slot of `decision` (visit_tensor_slots order), none for a
+    // tensor the trace gave no id; the decision is left with storage ids -1.
+    std::vector<std::optional<TensorSource>> take_slots(Recipe& decision) const {
+        std::vector<std::optional<TensorSource>> slots;
+        visit_tensor_slots(decision, [&](std::int64_t& storage, std::int64_t&) {
+            slots.push_back(storage < 0 ? std::nullopt
+                                        : std::optional(sources_[static_cast<std::size_t>(storage)]));
+            storage = -1;
+        });
+        return slots;
+    }
+
+  private:
+    std::vector<TensorSource> sources_;
+};
+
 void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
     for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
-        const Recipe alone = decide(graph.trace(), facts_one_by_one(graph, graph.nodes()[n]));
+        ChainOps ops;
+        const Facts facts = facts_one_by_one(graph, graph.nodes()[n], ops);
+        ChainStorages storages(graph.trace(), ops);
+        const Recipe alone = decide(graph.trace(), facts, storages);
         const Recipe shared = recipes.recipe(n);
         if (alone == shared) continue;
         throw std::logic_error(
@@ -140,26 +196,58 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
     const Trace& trace = graph.trace();
     NodeRecipes recipes;
     recipes.resize_nodes(graph.nodes().size());
-    // Facts name op_shapes entries, which dataflow makes per op instance: a node decided alike
-    // shares the first such node's decision and storage ids; NodeRecipes::set() keeps the
-    // decision once for all instances whose recipes differ only in storage ids.
-    std::unordered_map<Facts, std::uint32_t, FactsHash> decided;  // facts -> first node
+    // Nodes with equal facts share one decision, made for the first of them; each node's storage
+    // ids (an op instance's, Trace::storages) come from the places the decision noted for them.
+    struct Decision {
+        std::uint32_t first_node = kNoIndex;
+        std::vector<std::optional<TensorSource>> slots;  // per tensor slot: where its id is
+        bool any_slot = false;
+    };
+    std::vector<Decision> decisions;
+    std::unordered_map<Facts, std::uint32_t, FactsHash> decided;  // facts -> decision
     FactsOf facts_of(graph);
+    const bool with_storages = !trace.storages.empty();
     Facts previous;
-    std::uint32_t first = kNoIndex;
+    std::uint32_t current = kNoIndex;
+    std::vector<std::int64_t> storages;
+    std::uint32_t last_run_node = kNoIndex;  // the node whose storage ids the last run holds
+    std::uint32_t last_run_decision = kNoIndex;
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
         // Launch order is not activity order: ask for an activity a few nodes ahead.
         if (n + 8 < nodes.size()) __builtin_prefetch(&graph.activity(nodes[n + 8]));
         Facts facts = facts_of(nodes[n]);
         // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
-        if (first == kNoIndex || !(facts == previous)) {
-            auto [it, inserted] = decided.try_emplace(facts, n);
-            if (inserted) recipes.set(n, decide(trace, facts));
-            first = it->second;
+        if (current == kNoIndex || !(facts == previous)) {
+            auto [it, inserted] =
+                decided.try_emplace(facts, static_cast<std::uint32_t>(decisions.size()));
+            if (inserted) {
+                SourceRecorder recorder;
+                Recipe decision = decide(trace, facts, recorder);
+                Decision& d = decisions.emplace_back();
+                d.first_node = n;
+                d.slots = recorder.take_slots(decision);
+                d.any_slot = std::ranges::any_of(d.slots, [](const auto& s) { return s.has_value(); });
+                recipes.set(n, decision);
+            }
+            current = it->second;
             previous = std::move(facts);
         }
-        if (first != n) recipes.share(n, first);
+        const Decision& d = decisions[current];
+        if (d.first_node != n) recipes.share(n, d.first_node);
+        if (!with_storages || !d.any_slot) continue;
+        // The kernels of one op come one after the other: one run of ids for them all.
+        if (last_run_node != kNoIndex && nodes[last_run_node].op == nodes[n].op &&
+            last_run_decision == current) {
+            recipes.share_storages(n, last_run_node);
+            continue;
+        }
+        storages.clear();
+        for (const auto& slot : d.slots)
+            storages.push_back(slot ? storage_of(trace, facts_of.chain_ops(), *slot) : -1);
+        recipes.set_storages(n, storages);
+        last_run_node = n;
+        last_run_decision = current;
     }
     if (check == ClassifyCheck::EveryActivity) check_one_by_one(graph, recipes);
     return recipes;

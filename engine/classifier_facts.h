@@ -68,12 +68,48 @@ struct FactsHash {
     }
 };
 
+// The ops of an activity's chain that its facts name, as indices into Trace::cpu_ops: where its
+// recipe's storage ids come from. Not facts: activities decided alike each read their storage ids
+// from their own ops.
+struct ChainOps {
+    std::uint32_t gemm_op = kNoIndex, aten_op = kNoIndex;
+    std::vector<std::uint32_t> aten_children;
+    bool operator==(const ChainOps&) const = default;
+};
+
+// An op of the chain by its place in the facts: Facts::gemm_op, aten_op or aten_children[child].
+struct ChainPlace {
+    enum Kind : std::uint8_t { Gemm, Aten, AtenChild } kind = Aten;
+    std::uint32_t child = 0;
+};
+
+// A recorded tensor a rule puts in a recipe: input `input` of an op of the chain, or element
+// `element` of that input's TensorList.
+struct TensorSource {
+    static constexpr std::uint32_t kWholeInput = 0xFFFFFFFFu;
+    ChainPlace op;
+    std::uint32_t input = 0;
+    std::uint32_t element = kWholeInput;
+};
+
+// Where the rules get the storage id of each tensor they put in a recipe (-1: none). classify()
+// decides once per distinct Facts with a stand-in that notes each TensorSource, then reads every
+// node's storage ids from its own ChainOps.
+class StorageIds {
+  public:
+    virtual ~StorageIds() = default;
+    virtual std::int64_t storage(const TensorSource& source) = 0;
+};
+// The storage id of `source` in the ops `chain` names (-1 when it has none).
+std::int64_t storage_of(const Trace& trace, const ChainOps& chain, const TensorSource& source);
+
 bool is_gemm_op(std::string_view name);
 bool is_dispatcher_op(std::string_view name);
 bool has_shapes(const Trace& trace, std::uint32_t shapes);
-// Facts::aten_children of the aten op `op` (an index into cpu_ops).
-std::vector<OpRef> aten_children_facts(const Trace& trace, std::uint32_t op);
-// The recipe the rules give an activity with these facts: the first rule that matches builds it.
-Recipe decide(const Trace& trace, const Facts& facts);
+// The ops Facts::aten_children names, of the aten op `op` (indices into cpu_ops).
+std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op);
+// The recipe the rules give an activity with these facts: the first rule that matches builds it,
+// with the storage ids `storages` gives.
+Recipe decide(const Trace& trace, const Facts& facts, StorageIds& storages);
 
 }  // namespace replay::classifier_detail

@@ -67,7 +67,17 @@ bool has_shapes(const Trace& trace, std::uint32_t shapes) {
 struct Context : Facts {
     const Trace& trace;
     std::string_view name;  // the activity's
+    StorageIds& storages;
     std::string_view op_name(const OpRef& op) const { return trace.names.view(op.name); }
+    const OpRef& op(ChainPlace place) const {
+        return place.kind == ChainPlace::Gemm   ? *gemm_op
+               : place.kind == ChainPlace::Aten ? *aten_op
+                                                : aten_children[place.child];
+    }
+    std::int64_t storage(ChainPlace place, std::size_t input,
+                         std::uint32_t element = TensorSource::kWholeInput) const {
+        return storages.storage({place, static_cast<std::uint32_t>(input), element});
+    }
     const OpShapes* shapes(const OpRef& op) const {
         return op.shapes == kNoIndex ? nullptr : &trace.op_shapes[op.shapes];
     }
@@ -86,7 +96,7 @@ struct Context : Facts {
 };
 
 TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t first,
-                       std::size_t rank) {
+                       std::size_t rank, std::int64_t storage) {
     TensorSpec t;
     t.dims.assign(arg.dims.begin() + static_cast<std::ptrdiff_t>(first),
                   arg.dims.begin() + static_cast<std::ptrdiff_t>(first + rank));
@@ -94,12 +104,15 @@ TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t fi
         t.strides.assign(arg.strides.begin() + static_cast<std::ptrdiff_t>(first),
                          arg.strides.begin() + static_cast<std::ptrdiff_t>(first + rank));
     t.dtype = dtype_from_kineto(trace.names.view(arg.type));
-    t.storage_id = arg.storage_id == kNoId ? -1 : arg.storage_id;
+    t.storage_id = storage;
     t.storage_offset = arg.storage_offset;
     return t;
 }
 
-AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
+// Argument `input` of the chain's op `op`.
+AtenArgument argument_from(const Context& c, ChainPlace op, std::size_t input) {
+    const Trace& trace = c.trace;
+    const OpArgument& in = c.shapes(c.op(op))->inputs[input];
     AtenArgument arg;
     const std::string_view type = trace.names.view(in.type);
     arg.type = type;
@@ -108,11 +121,9 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
         arg.kind = ArgKind::TensorList;
         std::size_t first = 0;
         for (std::size_t i = 0; i < in.list_ranks.size(); ++i) {
-            TensorSpec t = tensor_from(trace, in, first, in.list_ranks[i]);
             // Each element has its own storage; the list's single id would alias them all.
-            t.storage_id = i < in.list_storage_ids.size() && in.list_storage_ids[i] != kNoId
-                               ? in.list_storage_ids[i]
-                               : -1;
+            TensorSpec t = tensor_from(trace, in, first, in.list_ranks[i],
+                                       c.storage(op, input, static_cast<std::uint32_t>(i)));
             t.storage_offset = 0;
             arg.tensors.push_back(std::move(t));
             first += in.list_ranks[i];
@@ -130,7 +141,7 @@ AtenArgument argument_from(const Trace& trace, const OpArgument& in) {
         arg.kind = ArgKind::String;
     } else if (!in.dims.empty() || dtype_from_kineto(type) != DType::Unknown) {
         arg.kind = ArgKind::Tensor;
-        arg.tensors.push_back(tensor_from(trace, in, 0, in.dims.size()));
+        arg.tensors.push_back(tensor_from(trace, in, 0, in.dims.size(), c.storage(op, input)));
     } else if (type.empty()) {
         arg.kind = ArgKind::None;
     }
@@ -178,7 +189,8 @@ void place_scalar_operands(AtenRecipe& r, std::string_view kernel) {
         if (zero_dim(i)) operands[i]->placement = where[i];
 }
 
-AtenRecipe aten_recipe(const Context& c, const OpRef& op) {
+AtenRecipe aten_recipe(const Context& c, ChainPlace place) {
+    const OpRef& op = c.op(place);
     AtenRecipe r;
     r.op = c.op_name(op);
     if (const OpShapes* s = c.shapes(op)) {
@@ -188,7 +200,7 @@ AtenRecipe aten_recipe(const Context& c, const OpRef& op) {
         const auto dot = r.schema.substr(0, paren).find('.', r.op.size());
         if (dot != std::string::npos && paren != std::string::npos)
             r.overload = r.schema.substr(dot + 1, paren - dot - 1);
-        for (const auto& in : s->inputs) r.args.push_back(argument_from(c.trace, in));
+        for (std::size_t i = 0; i < s->inputs.size(); ++i) r.args.push_back(argument_from(c, place, i));
     }
     place_scalar_operands(r, c.name);
     return r;
@@ -389,7 +401,7 @@ DType dtype_from_kernel_name(std::string_view name) {
 }
 
 Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
-    AtenRecipe aten = aten_recipe(c, *c.gemm_op);
+    AtenRecipe aten = aten_recipe(c, {ChainPlace::Gemm});
     std::string why;
     auto gemm = gemm_recipe(aten, why);
     if (!gemm) {
@@ -448,14 +460,10 @@ std::vector<std::uint32_t> children_of(const Trace& trace, std::uint32_t op) {
     return children;
 }
 
-// Facts::aten_children of the aten op `op` (an index into cpu_ops).
-std::vector<OpRef> aten_children_facts(const Trace& trace, std::uint32_t op) {
+std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op) {
     const CpuOp& aten = trace.cpu_ops[op];
-    std::vector<OpRef> children;
-    if (!index_list_unrecorded(trace, OpRef{aten.name, aten.shapes})) return children;
-    for (std::uint32_t child : children_of(trace, op))
-        children.push_back(OpRef{trace.cpu_ops[child].name, trace.cpu_ops[child].shapes});
-    return children;
+    if (!index_list_unrecorded(trace, OpRef{aten.name, aten.shapes})) return {};
+    return children_of(trace, op);
 }
 
 // "[1024, 1]" -> {1024, 1}; empty when the text is not a list of integers.
@@ -502,7 +510,8 @@ std::vector<TensorSpec> indices_from_children(const Context& c, const OpRef& op)
     std::vector<TensorSpec> indices;
     std::vector<std::vector<std::int64_t>> targets;
     std::optional<std::vector<std::int64_t>> restride;  // the as_strided child's sizes, if recorded
-    for (const OpRef& child : c.aten_children) {
+    for (std::uint32_t j = 0; j < c.aten_children.size(); ++j) {
+        const OpRef& child = c.aten_children[j];
         const std::string_view name = c.op_name(child);
         const OpShapes* cs = c.shapes(child);
         if (cs == nullptr || cs->inputs.empty()) continue;
@@ -518,7 +527,8 @@ std::vector<TensorSpec> indices_from_children(const Context& c, const OpRef& op)
         if (name != "aten::reshape" && name != "aten::view") continue;
         const DType dtype = dtype_from_kineto(c.trace.names.view(in.type));
         if (dtype != DType::Int64 && dtype != DType::Int32) continue;
-        indices.push_back(tensor_from(c.trace, in, 0, in.dims.size()));
+        indices.push_back(
+            tensor_from(c.trace, in, 0, in.dims.size(), c.storage({ChainPlace::AtenChild, j}, 0)));
         targets.push_back(concrete(1));
     }
     // Without the restride's recorded sizes (traces before Concrete Inputs), x[:, i, j] and
@@ -555,7 +565,7 @@ bool index_list_from_children(const Context& c) {
 
 Recipe index_op_from_children(const Context& c) {
     const OpRef& op = *c.aten_op;
-    AtenRecipe aten = aten_recipe(c, op);
+    AtenRecipe aten = aten_recipe(c, {ChainPlace::Aten});
     AtenArgument& list = aten.args[1];
     list.kind = ArgKind::TensorList;
     list.type = "Tensor?[]";
@@ -641,7 +651,7 @@ const std::vector<Rule>& rules() {
          [](const Context& c) {
              Recipe r;
              r.tier = Tier::AtenOp;
-             r.detail = aten_recipe(c, *c.aten_op);
+             r.detail = aten_recipe(c, {ChainPlace::Aten});
              return r;
          }},
         {{"no-shapes",
@@ -683,8 +693,25 @@ Recipe decide(const Context& c) {
     return not_replayable("no rule matched");  // unreachable: the last rule matches everything
 }
 
-Recipe decide(const Trace& trace, const Facts& facts) {
-    return decide(Context{facts, trace, trace.names.view(facts.activity_name)});
+Recipe decide(const Trace& trace, const Facts& facts, StorageIds& storages) {
+    return decide(Context{facts, trace, trace.names.view(facts.activity_name), storages});
+}
+
+std::int64_t storage_of(const Trace& trace, const ChainOps& chain, const TensorSource& source) {
+    const std::uint32_t op = source.op.kind == ChainPlace::Gemm   ? chain.gemm_op
+                             : source.op.kind == ChainPlace::Aten ? chain.aten_op
+                             : source.op.child < chain.aten_children.size()
+                                 ? chain.aten_children[source.op.child]
+                                 : kNoIndex;
+    if (op == kNoIndex) return -1;
+    std::int64_t id = kNoId;
+    if (source.element == TensorSource::kWholeInput) {
+        id = trace.storages.input(op, source.input);
+    } else {
+        const OpStorages::Ids list = trace.storages.list(op, source.input);
+        if (source.element < list.size()) id = list[source.element];
+    }
+    return id == kNoId ? -1 : id;
 }
 
 }  // namespace replay::classifier_detail

@@ -1,254 +1,21 @@
 #include "replay/dataflow.h"
 
 #include <algorithm>
-#include <charconv>
+#include <deque>
 #include <map>
-#include <optional>
 #include <unordered_map>
 
+#include "dataflow_rules.h"
 #include "replay/recipe.h"
 
 namespace replay {
 namespace {
 
-using Dims = std::vector<std::int64_t>;
-
-bool is_tensor_input(const Trace& trace, const OpArgument& arg) {
-    if (!arg.list_ranks.empty()) return false;
-    return dtype_from_kineto(trace.names.view(arg.type)) != DType::Unknown;
-}
-
-std::int64_t numel(const Dims& dims) {
-    std::int64_t n = 1;
-    for (auto d : dims) n *= std::max<std::int64_t>(d, 0);
-    return n;
-}
-
-// Ops whose output is a view of input 0: they write nothing.
-bool is_view_op(std::string_view name) {
-    static constexpr std::string_view kViews[] = {
-        "aten::view",      "aten::reshape",   "aten::_unsafe_view", "aten::expand",
-        "aten::t",         "aten::transpose", "aten::permute",      "aten::unsqueeze",
-        "aten::squeeze",   "aten::select",    "aten::slice",        "aten::as_strided",
-        "aten::alias",     "aten::detach",    "aten::view_as",      "aten::expand_as",
-        "aten::narrow",    "aten::flatten",   "aten::unflatten",    "aten::contiguous",
-        "aten::numpy_T",   "aten::lift_fresh", "aten::unbind",      "aten::split",
-        "aten::chunk",     "aten::split_with_sizes", "aten::diagonal", "aten::unfold"};
-    return std::find(std::begin(kViews), std::end(kViews), name) != std::end(kViews);
-}
-
-// In-place ops (aten::add_, aten::copy_, aten::resize_) write input 0 and return it.
-bool is_in_place_op(std::string_view name) {
-    return name.starts_with("aten::") && name.size() > 7 && name.back() == '_' &&
-           name[name.size() - 2] != '_';
-}
-
-std::optional<std::int64_t> parse_int(std::string_view text) {
-    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc()) return std::nullopt;
-    return v;
-}
-
-std::optional<Dims> parse_list(std::string_view text) {
-    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
-    text = text.substr(1, text.size() - 2);
-    Dims out;
-    while (!text.empty()) {
-        const auto comma = text.find(',');
-        auto v = parse_int(text.substr(0, comma));
-        if (!v) return std::nullopt;
-        out.push_back(*v);
-        if (comma == std::string_view::npos) break;
-        text.remove_prefix(comma + 1);
-    }
-    return out;
-}
-
-std::int64_t wrap_dim(std::int64_t dim, std::size_t rank) {
-    return dim < 0 ? dim + static_cast<std::int64_t>(rank) : dim;
-}
-
-Dims broadcast(const Dims& a, const Dims& b) {
-    Dims out(std::max(a.size(), b.size()), 1);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        const std::int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
-        const std::int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
-        out[out.size() - 1 - i] = x == 1 ? y : x;
-    }
-    return out;
-}
-
-// The dims of an op's (first) output where the op's recorded inputs tell them.
-std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const OpShapes& s) {
-    auto concrete = [&](std::size_t i) -> std::string_view {
-        return i < s.inputs.size() ? trace.names.view(s.inputs[i].concrete) : std::string_view();
-    };
-    auto dims = [&](std::size_t i) -> const Dims* {
-        return i < s.inputs.size() && is_tensor_input(trace, s.inputs[i]) ? &s.inputs[i].dims
-                                                                          : nullptr;
-    };
-    const Dims* in0 = dims(0);
-    if (name == "aten::empty" || name == "aten::zeros" || name == "aten::ones" ||
-        name == "aten::full" || name == "aten::empty_strided" || name == "aten::randn" ||
-        name == "aten::rand")
-        return parse_list(concrete(0));
-    if (in0 == nullptr) return std::nullopt;
-    const std::size_t rank = in0->size();
-    if (name == "aten::view" || name == "aten::reshape" || name == "aten::_unsafe_view" ||
-        name == "aten::expand" || name == "aten::resize_" || name == "aten::as_strided" ||
-        name == "aten::new_empty" || name == "aten::new_zeros" || name == "aten::empty_like") {
-        if (name == "aten::empty_like") return *in0;
-        auto out = parse_list(concrete(1));
-        if (!out) return std::nullopt;
-        std::int64_t known = 1, unknown = -1;
-        for (std::size_t i = 0; i < out->size(); ++i) {
-            if ((*out)[i] == -1 && name == "aten::expand" && i + rank >= out->size())
-                (*out)[i] = (*in0)[i + rank - out->size()];
-            else if ((*out)[i] == -1)
-                unknown = static_cast<std::int64_t>(i);
-            else
-                known *= (*out)[i];
-        }
-        if (unknown >= 0 && known > 0) (*out)[static_cast<std::size_t>(unknown)] = numel(*in0) / known;
-        return out;
-    }
-    if (name == "aten::t") return rank == 2 ? Dims{(*in0)[1], (*in0)[0]} : *in0;
-    if (name == "aten::transpose") {
-        auto a = parse_int(concrete(1)), b = parse_int(concrete(2));
-        if (!a || !b) return std::nullopt;
-        Dims out = *in0;
-        const auto i = wrap_dim(*a, rank), j = wrap_dim(*b, rank);
-        if (i < 0 || j < 0 || i >= static_cast<std::int64_t>(rank) ||
-            j >= static_cast<std::int64_t>(rank))
-            return std::nullopt;
-        std::swap(out[static_cast<std::size_t>(i)], out[static_cast<std::size_t>(j)]);
-        return out;
-    }
-    if (name == "aten::permute") {
-        auto order = parse_list(concrete(1));
-        if (!order || order->size() != rank) return std::nullopt;
-        Dims out;
-        for (auto d : *order) {
-            const auto i = wrap_dim(d, rank);
-            if (i < 0 || i >= static_cast<std::int64_t>(rank)) return std::nullopt;
-            out.push_back((*in0)[static_cast<std::size_t>(i)]);
-        }
-        return out;
-    }
-    if (name == "aten::unsqueeze") {
-        auto d = parse_int(concrete(1));
-        if (!d) return std::nullopt;
-        const auto at = wrap_dim(*d, rank + 1);
-        if (at < 0 || at > static_cast<std::int64_t>(rank)) return std::nullopt;
-        Dims out = *in0;
-        out.insert(out.begin() + at, 1);
-        return out;
-    }
-    if (name == "aten::select") {
-        auto d = parse_int(concrete(1));
-        if (!d) return std::nullopt;
-        const auto at = wrap_dim(*d, rank);
-        if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
-        Dims out = *in0;
-        out.erase(out.begin() + at);
-        return out;
-    }
-    if (name == "aten::slice") {
-        auto d = parse_int(concrete(1)), start = parse_int(concrete(2)), end = parse_int(concrete(3));
-        auto step = parse_int(concrete(4));
-        if (!d || !start || !end) return std::nullopt;
-        const auto at = wrap_dim(*d, rank);
-        if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
-        Dims out = *in0;
-        const std::int64_t size = out[static_cast<std::size_t>(at)];
-        auto clamp = [&](std::int64_t v) {
-            if (v < 0) v += size;
-            return std::clamp<std::int64_t>(v, 0, size);
-        };
-        const std::int64_t s = clamp(*start), e = clamp(*end), k = step.value_or(1);
-        out[static_cast<std::size_t>(at)] = e > s && k > 0 ? (e - s + k - 1) / k : 0;
-        return out;
-    }
-    if (name == "aten::mm" || name == "aten::addmm") {
-        const Dims* a = dims(name == "aten::mm" ? 0 : 1);
-        const Dims* b = dims(name == "aten::mm" ? 1 : 2);
-        if (a == nullptr || b == nullptr || a->size() != 2 || b->size() != 2) return std::nullopt;
-        return Dims{(*a)[0], (*b)[1]};
-    }
-    if (name == "aten::bmm" || name == "aten::baddbmm") {
-        const Dims* a = dims(name == "aten::bmm" ? 0 : 1);
-        const Dims* b = dims(name == "aten::bmm" ? 1 : 2);
-        if (a == nullptr || b == nullptr || a->size() != 3 || b->size() != 3) return std::nullopt;
-        return Dims{(*a)[0], (*a)[1], (*b)[2]};
-    }
-    if (name == "aten::linear") {
-        const Dims* w = dims(1);
-        if (w == nullptr || w->size() != 2 || rank == 0) return std::nullopt;
-        Dims out = *in0;
-        out.back() = (*w)[0];
-        return out;
-    }
-    if (name == "aten::matmul") {
-        const Dims* b = dims(1);
-        if (b == nullptr || b->size() < 2 || rank < 2) return std::nullopt;
-        Dims batch = broadcast(Dims(in0->begin(), in0->end() - 2), Dims(b->begin(), b->end() - 2));
-        batch.push_back((*in0)[rank - 2]);
-        batch.push_back(b->back());
-        return batch;
-    }
-    if (name == "aten::embedding") {
-        const Dims* idx = dims(1);
-        if (idx == nullptr || rank != 2) return std::nullopt;
-        Dims out = *idx;
-        out.push_back((*in0)[1]);
-        return out;
-    }
-    if (name == "aten::index_select") {
-        const Dims* idx = dims(2);
-        auto d = parse_int(concrete(1));
-        if (idx == nullptr || !d) return std::nullopt;
-        const auto at = wrap_dim(*d, rank);
-        if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
-        Dims out = *in0;
-        out[static_cast<std::size_t>(at)] = numel(*idx);
-        return out;
-    }
-    if (name == "aten::sum" || name == "aten::mean" || name == "aten::amax" ||
-        name == "aten::amin") {
-        auto reduced = parse_list(concrete(1));
-        if (!reduced) return s.inputs.size() == 1 || concrete(1).empty() ? std::optional<Dims>(Dims{})
-                                                                          : std::nullopt;
-        const bool keep = concrete(2) == "True";
-        Dims out;
-        for (std::size_t i = 0; i < rank; ++i) {
-            const bool gone = std::any_of(reduced->begin(), reduced->end(), [&](std::int64_t d) {
-                return wrap_dim(d, rank) == static_cast<std::int64_t>(i);
-            });
-            if (!gone)
-                out.push_back((*in0)[i]);
-            else if (keep)
-                out.push_back(1);
-        }
-        return out;
-    }
-    // Elementwise and normalising ops, the common case: the inputs broadcast together.
-    Dims out = *in0;
-    for (std::size_t i = 1; i < s.inputs.size(); ++i)
-        if (const Dims* d = dims(i)) out = broadcast(out, *d);
-    return out;
-}
+using namespace dataflow_detail;
 
 // The storage id ranges of one process: inferred ids never collide with recorded ones.
 constexpr std::int64_t kFirstInferredStorage = 1;
-
-struct Output {
-    Dims dims;
-    NameId dtype = StringPool::kEmpty;  // kEmpty: any (conversions, creation ops)
-    std::int64_t storage = kNoId;
-    std::uint32_t producer = kNoIndex;  // Trace::cpu_ops
-};
+constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
 // ProfilerStep#N ranges: an op's step, so that a step does not read the previous step's outputs.
 class Steps {
@@ -269,18 +36,44 @@ class Steps {
 
 // Ops with recorded shapes grouped by thread, each thread's in start order (outer first).
 std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
-    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint32_t>> threads;
+    struct Thread {
+        std::int64_t pid = 0, tid = 0;
+        std::vector<std::uint32_t> ops;
+    };
+    std::vector<Thread> threads;
+    std::unordered_map<std::int64_t, std::vector<std::size_t>> by_tid;  // tid -> threads
+    std::size_t last = 0;  // consecutive ops are mostly one thread's
     for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
         const CpuOp& op = trace.cpu_ops[i];
-        if (op.category == 0 && op.shapes != kNoIndex) threads[{op.pid, op.tid}].push_back(i);
+        if (op.category != 0 || op.shapes == kNoIndex) continue;
+        if (threads.empty() || threads[last].pid != op.pid || threads[last].tid != op.tid) {
+            auto& same_tid = by_tid[op.tid];
+            const auto it = std::find_if(same_tid.begin(), same_tid.end(),
+                                         [&](std::size_t t) { return threads[t].pid == op.pid; });
+            if (it != same_tid.end()) {
+                last = *it;
+            } else {
+                last = threads.size();
+                same_tid.push_back(last);
+                threads.push_back({op.pid, op.tid, {}});
+            }
+        }
+        threads[last].ops.push_back(i);
     }
+    // In (pid, tid) order, then each thread's ops in start order.
+    std::sort(threads.begin(), threads.end(), [](const Thread& a, const Thread& b) {
+        return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid;
+    });
     std::vector<std::vector<std::uint32_t>> out;
-    for (auto& [key, ops] : threads) {
-        std::stable_sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
+    for (Thread& thread : threads) {
+        auto& ops = thread.ops;
+        const auto earlier = [&](std::uint32_t a, std::uint32_t b) {
             const CpuOp& x = trace.cpu_ops[a];
             const CpuOp& y = trace.cpu_ops[b];
             return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
-        });
+        };
+        if (!std::is_sorted(ops.begin(), ops.end(), earlier))
+            std::stable_sort(ops.begin(), ops.end(), earlier);
         out.push_back(std::move(ops));
     }
     // The thread that started first first: the forward pass before autograd's thread.
@@ -291,9 +84,11 @@ std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
 }
 
 bool has_storage_ids(const Trace& trace) {
-    for (const OpShapes& s : trace.op_shapes)
-        for (const OpArgument& a : s.inputs)
-            if (a.storage_id != kNoId) return true;
+    if (trace.storages.empty()) return false;
+    for (std::uint32_t op = 0; op < trace.cpu_ops.size(); ++op)
+        if (trace.storages.has(op))
+            for (const std::int64_t id : trace.storages.get(op).inputs)
+                if (id != kNoId) return true;
     return false;
 }
 
@@ -304,57 +99,263 @@ bool has_tensor_shapes(const Trace& trace) {
     return false;
 }
 
-std::int64_t tensor_bytes(const Trace& trace, const Dims& dims, NameId type) {
-    const DType d = dtype_from_kineto(trace.names.view(type));
-    return numel(dims) * static_cast<std::int64_t>(element_size(d == DType::Unknown ? DType::Float32 : d));
-}
+// What the pass reads of one recorded argument, worked out once per op_shapes entry.
+struct ArgFacts {
+    bool tensor = false;  // is_tensor_input
+    NameId type = StringPool::kEmpty;
+    std::uint32_t dims = DimsTable::kEmpty;  // interned in the trace's OpStorages
+    std::int64_t bytes = 0;                  // tensor_bytes of a tensor
+    // A TensorList without an element dtype: its elements' dims; `complete` when the recorded
+    // ranks cover them all.
+    std::vector<std::uint32_t> elements;
+    bool untyped_list = false, complete = false;
+};
+
+struct EntryFacts {
+    std::vector<ArgFacts> args;
+    std::uint32_t first_tensor = kNone;  // the first tensor argument (input 0 of views)
+    // The output dims (kNone: not told) of the op name that used the entry last.
+    NameId output_name = kNone;
+    std::uint32_t output_dims = kNone;
+    // The op's shapes may change per op: an untyped TensorList, or a tensor with a storage
+    // offset (the inference reads every tensor from its storage's start).
+    bool adjusts = false;
+};
+
+// What the inference asks about names, shapes entries and ops, each worked out once.
+class OpFacts {
+  public:
+    explicit OpFacts(Trace& trace) : trace_(trace) {}
+
+    const NameFacts& name(NameId id) {
+        if (id >= names_.size()) names_.resize(trace_.names.size()), named_.resize(trace_.names.size());
+        if (!named_[id]) names_[id] = name_facts(trace_.names.view(id)), named_[id] = true;
+        return names_[id];
+    }
+    EntryFacts& entry(std::uint32_t shapes) {
+        if (shapes < ready_.size() && ready_[shapes] != nullptr) return *ready_[shapes];
+        if (shapes >= entries_.size()) {
+            entries_.resize(trace_.op_shapes.size());
+            ready_.resize(trace_.op_shapes.size(), nullptr);
+        }
+        EntryFacts& e = entries_[shapes];
+        fill(e, trace_.op_shapes[shapes]);
+        ready_[shapes] = &e;
+        return e;
+    }
+    // The dims of the op's output where its name and inputs tell them, else kNone.
+    std::uint32_t output_dims(const CpuOp& op) {
+        EntryFacts& e = entry(op.shapes);
+        if (e.output_name == op.name) return e.output_dims;
+        const std::uint64_t key = std::uint64_t{op.name} << 32 | op.shapes;
+        auto [it, added] = output_dims_.try_emplace(key, kNone);
+        if (added)
+            if (auto dims = dataflow_detail::output_dims(trace_, trace_.names.view(op.name),
+                                                         trace_.op_shapes[op.shapes]))
+                it->second = trace_.storages.intern_dims(*dims);
+        e.output_name = op.name;
+        e.output_dims = it->second;
+        return it->second;
+    }
+    // weight_like_input() with the names' rules looked up once.
+    bool weight_like(std::uint32_t op, std::size_t index) {
+        const CpuOp& cpu = trace_.cpu_ops[op];
+        const auto under = [&](WeightRule outer) {
+            for (std::uint32_t p = cpu.parent; p != kNoIndex; p = trace_.cpu_ops[p].parent)
+                if (name(trace_.cpu_ops[p].name).weights == outer) return true;
+            return false;
+        };
+        const auto rank0 = [&]() -> std::size_t {
+            const auto& in = trace_.op_shapes[cpu.shapes].inputs;
+            return in.empty() ? 0 : in[0].dims.size();
+        };
+        return dataflow_detail::weight_like(name(cpu.name).weights, index, under, rank0);
+    }
+
+  private:
+    void fill(EntryFacts& e, const OpShapes& shapes) {
+        for (const OpArgument& arg : shapes.inputs) {
+            ArgFacts& a = e.args.emplace_back();
+            a.tensor = is_tensor_input(trace_, arg);
+            a.type = arg.type;
+            a.dims = trace_.storages.intern_dims(arg.dims);
+            if (a.tensor) {
+                a.bytes = tensor_bytes(trace_, arg.dims, arg.type);
+                if (e.first_tensor == kNone)
+                    e.first_tensor = static_cast<std::uint32_t>(e.args.size() - 1);
+                e.adjusts = e.adjusts || arg.storage_offset != 0;
+            }
+            a.untyped_list = !arg.list_ranks.empty() && arg.element_type == StringPool::kEmpty;
+            if (!a.untyped_list) continue;
+            e.adjusts = true;
+            std::size_t first = 0;
+            a.complete = true;
+            for (const std::uint8_t rank : arg.list_ranks) {
+                if (first + rank > arg.dims.size()) {
+                    a.complete = false;
+                    break;
+                }
+                a.elements.push_back(trace_.storages.intern_dims(
+                    std::span<const std::int64_t>(arg.dims).subspan(first, rank)));
+                first += rank;
+            }
+        }
+    }
+
+    Trace& trace_;
+    std::vector<NameFacts> names_;
+    std::vector<bool> named_;
+    std::deque<EntryFacts> entries_;  // per op_shapes entry; references stay valid as it grows
+    std::vector<EntryFacts*> ready_;  // per op_shapes entry: its facts once worked out
+    std::unordered_map<std::uint64_t, std::uint32_t> output_dims_;  // (name, shapes) -> dims
+};
+
+// What a recorded op produced, for the later ops of its step to read.
+struct Output {
+    std::uint32_t dims = DimsTable::kEmpty;
+    NameId dtype = StringPool::kEmpty;  // kEmpty: any (conversions, creation ops)
+    std::int64_t storage = kNoId;
+    std::uint32_t producer = kNoIndex;  // Trace::cpu_ops
+    std::uint32_t made = 0;             // LiveOutputs' count when it was added: recency
+};
+
+// The outputs seen so far in the step, by dims and dtype, each list in the order they were made.
+class LiveOutputs {
+  public:
+    using List = std::vector<Output>;
+    // The outputs of these dims and this dtype (kEmpty: those of any dtype); null for none.
+    const List* find(std::uint32_t dims, NameId dtype) const {
+        if (dims >= by_dims_.size()) return nullptr;
+        for (const auto& [type, list] : by_dims_[dims])
+            if (type == dtype) return list.empty() ? nullptr : &list;
+        return nullptr;
+    }
+    // The most recent output of these dims that has a dtype; null for none.
+    const Output* last_typed(std::uint32_t dims) const {
+        if (dims >= by_dims_.size()) return nullptr;
+        const Output* last = nullptr;
+        for (const auto& [type, list] : by_dims_[dims])
+            if (type != StringPool::kEmpty && !list.empty() &&
+                (last == nullptr || list.back().made > last->made))
+                last = &list.back();
+        return last;
+    }
+    void add(Output out) {
+        out.made = made_++;
+        if (out.dims >= by_dims_.size()) by_dims_.resize(out.dims + 1);
+        auto& lists = by_dims_[out.dims];
+        auto typed = std::find_if(lists.begin(), lists.end(),
+                                  [&](const auto& l) { return l.first == out.dtype; });
+        if (typed == lists.end()) typed = lists.insert(lists.end(), {out.dtype, List{}});
+        if (typed->second.empty()) used_.push_back(out.dims);  // (again) since the last clear()
+        typed->second.push_back(out);
+    }
+    void clear() {
+        for (const std::uint32_t dims : used_)
+            for (auto& typed : by_dims_[dims]) typed.second.clear();
+        used_.clear();
+    }
+
+  private:
+    std::vector<std::vector<std::pair<NameId, List>>> by_dims_;  // per dims: a list per dtype
+    std::vector<std::uint32_t> used_;  // dims given outputs since the last clear() (repeats too)
+    std::uint32_t made_ = 0;
+};
+
+// An input from before the step: the storages of (op name, input, dims, dtype), one per
+// occurrence in a step, the same for that occurrence of every step.
+struct PersistentKey {
+    NameId name = 0;
+    std::uint32_t index = 0;
+    std::uint32_t dims = 0;
+    NameId type = 0;
+    bool operator==(const PersistentKey&) const = default;
+};
+struct PersistentKeyHash {
+    std::size_t operator()(const PersistentKey& k) const {
+        std::uint64_t h = (std::uint64_t{k.name} << 32 | k.index) * 0x9E3779B97F4A7C15ULL;
+        h ^= (std::uint64_t{k.dims} << 32 | k.type) + (h >> 29);
+        return static_cast<std::size_t>(h * 0xBF58476D1CE4E5B9ULL);
+    }
+};
+struct PersistentSlots {
+    std::vector<std::int64_t> storages;  // by occurrence in a step
+    std::uint64_t epoch = 0;             // the (thread pass, step) that `seen` counts for
+    std::size_t seen = 0;
+};
+
+// What the threads' passes share: a backward pass (autograd's thread) reads what the forward
+// pass saved, and every pass draws storages from one sequence.
+struct SharedState {
+    LiveOutputs live;
+    std::size_t live_step = static_cast<std::size_t>(-1);
+    std::unordered_map<PersistentKey, PersistentSlots, PersistentKeyHash> persistent;
+    std::vector<bool> is_persistent;  // by storage id
+    std::int64_t next_storage = kFirstInferredStorage;
+    std::uint64_t epochs = 0;
+};
 
 // One thread's pass: storages assigned at each op's start, its output registered at its end.
 class ThreadPass {
   public:
-    ThreadPass(Trace& trace, const Steps& steps, DataflowSummary& summary,
-               std::map<std::tuple<NameId, std::size_t, Dims, NameId, std::size_t>, std::int64_t>&
-                   persistent_keys,
-               std::unordered_map<std::int64_t, std::int64_t>& persistent_bytes,
-               std::int64_t& next_storage)
-        : trace_(trace), steps_(steps), summary_(summary), persistent_keys_(persistent_keys),
-          persistent_bytes_(persistent_bytes), next_storage_(next_storage) {}
+    ThreadPass(Trace& trace, OpFacts& facts, const Steps& steps, SharedState& shared,
+               DataflowSummary& summary)
+        : trace_(trace), facts_(facts), steps_(steps), shared_(shared), summary_(summary) {}
 
-    // `live`: outputs seen so far, shared by the threads of a trace processed one after the
-    // other, so that a backward pass (autograd's thread) reads what the forward pass saved.
-    void run(const std::vector<std::uint32_t>& ops, std::map<Dims, std::vector<Output>>& live,
-             std::size_t& live_step) {
-        live_ = &live;
+    void run(const std::vector<std::uint32_t>& ops) {
         for (std::uint32_t i : ops) {
             const CpuOp& op = trace_.cpu_ops[i];
-            while (!open_.empty() && end_of(open_.back()) <= op.ts) close(open_.back()), open_.pop_back();
+            while (!open_.empty() && end_of(open_.back().op) <= op.ts) close();
             if (const std::size_t step = steps_.of(op.ts); step != step_) {
-                while (!open_.empty()) close(open_.back()), open_.pop_back();
-                if (live_step == static_cast<std::size_t>(-1) || step > live_step)
-                    live.clear(), live_step = step;
-                occurrences_.clear();
+                while (!open_.empty()) close();
+                if (shared_.live_step == static_cast<std::size_t>(-1) || step > shared_.live_step)
+                    shared_.live.clear(), shared_.live_step = step;
+                epoch_ = ++shared_.epochs;  // occurrences count afresh
                 step_ = step;
             }
             start(i);
-            open_.push_back(i);
+            open_.push_back({i, false, Output{}});
         }
-        while (!open_.empty()) close(open_.back()), open_.pop_back();
+        while (!open_.empty()) close();
     }
 
   private:
-    Nanos end_of(std::uint32_t op) const { return trace_.cpu_ops[op].ts + trace_.cpu_ops[op].dur; }
+    // An op whose end has not come yet, with the output of its last inner op that closed.
+    struct Open {
+        std::uint32_t op = kNoIndex;
+        bool has_child = false;
+        Output child;
+    };
 
-    std::int64_t persistent(std::uint32_t op, std::size_t index, const OpArgument& arg) {
+    Nanos end_of(std::uint32_t op) const { return trace_.cpu_ops[op].ts + trace_.cpu_ops[op].dur; }
+    bool taken(std::int64_t storage) const {
+        return std::find(taken_.begin(), taken_.end(), storage) != taken_.end();
+    }
+
+    std::int64_t persistent(std::uint32_t op, std::size_t index, const ArgFacts& arg) {
         const NameId name = trace_.cpu_ops[op].name;
-        const std::size_t nth = occurrences_[{name, index, arg.dims, arg.type}]++;
-        auto [it, added] =
-            persistent_keys_.try_emplace({name, index, arg.dims, arg.type, nth}, next_storage_);
-        if (added) ++next_storage_;
-        auto& bytes = persistent_bytes_[it->second];
-        bytes = std::max(bytes, tensor_bytes(trace_, arg.dims, arg.type));
-        if (added && step_ == first_step_ && weight_like_input(trace_, op, index))
-            summary_.parameters.push_back({arg.dims, arg.type, it->second});
-        return it->second;
+        PersistentSlots& slots = shared_.persistent[{name, static_cast<std::uint32_t>(index),
+                                                     arg.dims, arg.type}];
+        const std::size_t nth = slots.epoch == epoch_ ? slots.seen : 0;
+        slots.epoch = epoch_;
+        slots.seen = nth + 1;
+        if (nth < slots.storages.size()) return slots.storages[nth];
+        const std::int64_t storage = shared_.next_storage++;
+        slots.storages.push_back(storage);
+        const auto at = static_cast<std::size_t>(storage);
+        if (at >= shared_.is_persistent.size()) shared_.is_persistent.resize(2 * at + 1024);
+        shared_.is_persistent[at] = true;
+        ++summary_.persistent_storages;
+        summary_.persistent_bytes += arg.bytes;
+        if (step_ == first_step_ && facts_.weight_like(op, index)) {
+            const auto dims = trace_.storages.dims(arg.dims);
+            summary_.parameters.push_back({{dims.begin(), dims.end()}, arg.type, storage});
+        }
+        return storage;
+    }
+    bool is_persistent(std::int64_t storage) const {
+        return storage >= 0 && static_cast<std::size_t>(storage) < shared_.is_persistent.size() &&
+               shared_.is_persistent[static_cast<std::size_t>(storage)];
     }
 
     // Whether `producer` ran inside an op that encloses `op`: a weight's view or cast made for
@@ -367,18 +368,19 @@ class ThreadPass {
         return false;
     }
 
-    // The most recent live output of these dims and a compatible dtype, not `taken`; for a
+    // The most recent live output of these dims and a compatible dtype, not taken; for a
     // weight-like input (`weight_of` an op) only what was made for the op from its own inputs.
-    const Output* produced(const OpArgument& arg, const std::vector<std::int64_t>& taken,
-                           std::uint32_t weight_of) const {
-        auto it = live_->find(arg.dims);
-        if (it == live_->end()) return nullptr;
-        const auto& outs = it->second;
-        for (auto o = outs.rbegin(); o != outs.rend(); ++o) {
-            if (o->dtype != StringPool::kEmpty && o->dtype != arg.type) continue;
-            if (std::find(taken.begin(), taken.end(), o->storage) != taken.end()) continue;
-            if (weight_of != kNoIndex && !made_for(o->producer, weight_of)) continue;
-            return &*o;
+    const Output* produced(const ArgFacts& arg, std::uint32_t weight_of) const {
+        // The outputs of the input's dtype and those of any dtype, newest first, merged.
+        const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
+        const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
+        std::size_t t = typed != nullptr ? typed->size() : 0, a = any != nullptr ? any->size() : 0;
+        while (t > 0 || a > 0) {
+            const bool from_typed = a == 0 || (t > 0 && (*typed)[t - 1].made > (*any)[a - 1].made);
+            const Output& o = from_typed ? (*typed)[--t] : (*any)[--a];
+            if (taken(o.storage)) continue;
+            if (weight_of != kNoIndex && !made_for(o.producer, weight_of)) continue;
+            return &o;
         }
         return nullptr;
     }
@@ -387,115 +389,149 @@ class ThreadPass {
     // output of each element's dims gives it (aten::cat of bf16 halves in rotate_half would
     // otherwise replay in the parser's float32 and launch another kernel). Set only when every
     // element whose dims an earlier op produced agrees on one dtype.
-    void type_tensor_list(OpArgument& arg) const {
-        if (arg.list_ranks.empty() || arg.element_type != StringPool::kEmpty) return;
+    NameId list_dtype(const ArgFacts& arg) const {
+        if (!arg.complete) return StringPool::kEmpty;
         NameId dtype = StringPool::kEmpty;
-        std::size_t first = 0;
-        for (const std::uint8_t rank : arg.list_ranks) {
-            if (first + rank > arg.dims.size()) return;
-            const Dims dims(arg.dims.begin() + static_cast<std::ptrdiff_t>(first),
-                            arg.dims.begin() + static_cast<std::ptrdiff_t>(first + rank));
-            first += rank;
-            const auto it = live_->find(dims);
-            if (it == live_->end()) continue;
-            const auto typed = std::find_if(it->second.rbegin(), it->second.rend(), [](const Output& o) {
-                return o.dtype != StringPool::kEmpty;
-            });
-            if (typed == it->second.rend()) continue;
-            if (dtype != StringPool::kEmpty && typed->dtype != dtype) return;
+        for (const std::uint32_t dims : arg.elements) {
+            const Output* typed = shared_.live.last_typed(dims);
+            if (typed == nullptr) continue;
+            if (dtype != StringPool::kEmpty && typed->dtype != dtype) return StringPool::kEmpty;
             dtype = typed->dtype;
         }
-        arg.element_type = dtype;
+        return dtype;
+    }
+
+    // The op's own shapes where they differ from its entry's: its TensorLists typed, its
+    // tensors read from their storages' start. Most entries need neither.
+    void adjust_shapes(CpuOp& cpu) {
+        const EntryFacts& e = facts_.entry(cpu.shapes);
+        if (!e.adjusts) return;
+        OpShapes shapes = trace_.op_shapes[cpu.shapes];
+        bool changed = false;
+        for (std::size_t i = 0; i < shapes.inputs.size(); ++i) {
+            OpArgument& arg = shapes.inputs[i];
+            if (e.args[i].tensor && arg.storage_offset != 0) arg.storage_offset = 0, changed = true;
+            if (!e.args[i].untyped_list) continue;
+            const NameId dtype = list_dtype(e.args[i]);
+            if (dtype != StringPool::kEmpty) arg.element_type = dtype, changed = true;
+        }
+        if (changed) trace_.set_shapes(cpu, std::move(shapes));
+    }
+
+    // The op's record: `ids_`, one per input, and its output. A record an Execution Trace gave
+    // the op (one without input ids, or the inference would not run) keeps what this pass does
+    // not set: its other inputs', lists' and outputs' ids.
+    void add_record(std::uint32_t op) {
+        OpStorages& ids = trace_.storages;
+        if (!ids.has(op)) return ids.add(op, ids_, 1);
+        OpStorages::Record record = ids.get(op);
+        if (record.inputs.size() < ids_.size()) record.inputs.resize(ids_.size(), kNoId);
+        for (std::size_t i = 0; i < ids_.size(); ++i)
+            if (ids_[i] != kNoId) record.inputs[i] = ids_[i];
+        if (record.outputs.empty()) record.outputs.emplace_back();
+        ids.set(op, record);
     }
 
     void start(std::uint32_t op) {
         if (first_step_ == static_cast<std::size_t>(-1)) first_step_ = step_;
-        OpShapes& shapes = trace_.own_shapes(trace_.cpu_ops[op]);
-        std::vector<std::int64_t> taken;
-        for (std::size_t i = 0; i < shapes.inputs.size(); ++i) {
-            OpArgument& arg = shapes.inputs[i];
-            type_tensor_list(arg);
-            if (!is_tensor_input(trace_, arg)) continue;
-            std::int64_t storage = inherited(op, arg, taken);
+        CpuOp& cpu = trace_.cpu_ops[op];
+        adjust_shapes(cpu);
+        const EntryFacts& e = facts_.entry(cpu.shapes);
+        taken_.clear();
+        ids_.assign(e.args.size(), kNoId);
+        for (std::size_t i = 0; i < e.args.size(); ++i) {
+            const ArgFacts& arg = e.args[i];
+            if (!arg.tensor) continue;
+            std::int64_t storage = inherited(op, arg);
             if (storage == kNoId) {
-                const bool weight = weight_like_input(trace_, op, i);
-                const Output* from = produced(arg, taken, weight ? op : kNoIndex);
+                const bool weight = facts_.weight_like(op, i);
+                const Output* from = produced(arg, weight ? op : kNoIndex);
                 storage = from != nullptr ? from->storage : persistent(op, i, arg);
             }
-            arg.storage_id = storage;
-            arg.storage_offset = 0;
-            taken.push_back(storage);
-            if (persistent_bytes_.contains(storage))
+            ids_[i] = storage;
+            taken_.push_back(storage);
+            if (is_persistent(storage))
                 ++summary_.persistent_inputs;
             else
                 ++summary_.activation_inputs;
         }
+        add_record(op);
     }
 
     // An enclosing op's input of the same dims and dtype: the op was handed it (aten::linear
     // passes its input and weight on to aten::matmul, aten::embedding its weight on).
-    std::int64_t inherited(std::uint32_t op, const OpArgument& arg,
-                           const std::vector<std::int64_t>& taken) const {
-        for (std::uint32_t p = trace_.cpu_ops[op].parent; p != kNoIndex; p = trace_.cpu_ops[p].parent) {
-            const CpuOp& parent = trace_.cpu_ops[p];
-            if (parent.shapes == kNoIndex) continue;
-            for (const OpArgument& in : trace_.op_shapes[parent.shapes].inputs)
-                if (in.storage_id != kNoId && in.dims == arg.dims && in.type == arg.type &&
-                    std::find(taken.begin(), taken.end(), in.storage_id) == taken.end())
-                    return in.storage_id;
+    std::int64_t inherited(std::uint32_t op, const ArgFacts& arg) {
+        if (enclosing_of_ != op) {  // the enclosing ops with shapes, nearest first, once per op
+            enclosing_.clear();
+            for (std::uint32_t p = trace_.cpu_ops[op].parent; p != kNoIndex; p = trace_.cpu_ops[p].parent)
+                if (trace_.cpu_ops[p].shapes != kNoIndex)
+                    enclosing_.push_back({p, &facts_.entry(trace_.cpu_ops[p].shapes)});
+            enclosing_of_ = op;
         }
+        for (const auto& [p, e] : enclosing_)
+            for (std::size_t k = 0; k < e->args.size(); ++k) {
+                if (e->args[k].dims != arg.dims || e->args[k].type != arg.type) continue;
+                const std::int64_t storage = trace_.storages.input(p, k);
+                if (storage != kNoId && !taken(storage)) return storage;
+            }
         return kNoId;
     }
 
-    void close(std::uint32_t op) {
-        CpuOp& cpu = trace_.cpu_ops[op];
-        const std::string_view name = trace_.names.view(cpu.name);
-        OpShapes& shapes = trace_.op_shapes[cpu.shapes];  // own_shapes() was called in start()
-        const OpArgument* in0 = nullptr;
-        for (const OpArgument& a : shapes.inputs)
-            if (is_tensor_input(trace_, a)) {
-                in0 = &a;
-                break;
-            }
-        std::optional<Dims> dims = output_dims(trace_, name, shapes);
+    void close() {
+        const Open top = open_.back();
+        open_.pop_back();
+        const std::uint32_t op = top.op;
+        const CpuOp& cpu = trace_.cpu_ops[op];
+        const NameFacts& name = facts_.name(cpu.name);
+        const EntryFacts& e = facts_.entry(cpu.shapes);
+        const std::uint32_t dims = facts_.output_dims(cpu);
         Output out;
-        const auto child = last_child_.find(op);
-        if ((is_view_op(name) || is_in_place_op(name)) && in0 != nullptr) {
-            out.storage = in0->storage_id;
-            out.dtype = in0->type;
-            out.dims = dims.value_or(in0->dims);
-        } else if (child != last_child_.end() && (!dims || *dims == child->second.dims)) {
-            out = child->second;  // a composite op returns what its last inner op made
-        } else if (dims) {
-            out.dims = *dims;
-            out.storage = next_storage_++;
-            const bool converts = name == "aten::to" || name == "aten::_to_copy" ||
-                                  name == "aten::type_as" || name.starts_with("aten::empty") ||
-                                  name == "aten::zeros" || name == "aten::ones" || name == "aten::full";
-            out.dtype = converts || in0 == nullptr ? StringPool::kEmpty : in0->type;
+        if ((name.view || name.in_place) && e.first_tensor != kNone) {
+            const ArgFacts& in0 = e.args[e.first_tensor];
+            out.storage = trace_.storages.input(op, e.first_tensor);
+            out.dtype = in0.type;
+            out.dims = dims != kNone ? dims : in0.dims;
+        } else if (top.has_child && (dims == kNone || dims == top.child.dims)) {
+            out = top.child;  // a composite op returns what its last inner op made
+        } else if (dims != kNone) {
+            out.dims = dims;
+            out.storage = shared_.next_storage++;
+            out.dtype = name.converts || e.first_tensor == kNone ? StringPool::kEmpty
+                                                                 : e.args[e.first_tensor].type;
         }
-        if (child != last_child_.end()) last_child_.erase(child);
         if (out.storage == kNoId) return;
         out.producer = op;
-        shapes.output_storage_ids = {out.storage};
-        shapes.output_dims = {out.dims};
-        (*live_)[out.dims].push_back(out);
-        if (cpu.parent != kNoIndex) last_child_[cpu.parent] = out;
+        trace_.storages.set_output(op, 0, {out.storage, out.dims});
+        for (std::size_t k = 1; k < trace_.storages.outputs(op); ++k)
+            trace_.storages.set_output(op, k, {});
+        shared_.live.add(out);
+        if (cpu.parent == kNoIndex) return;
+        // The enclosing op is open unless it is not one of this pass's (no shapes, a range):
+        // then nothing would read what it is given.
+        const Nanos parent_start = trace_.cpu_ops[cpu.parent].ts;
+        for (std::size_t k = open_.size(); k-- > 0;) {
+            if (open_[k].op == cpu.parent) {
+                open_[k].has_child = true;
+                open_[k].child = out;
+                break;
+            }
+            if (trace_.cpu_ops[open_[k].op].ts < parent_start) break;
+        }
     }
 
     Trace& trace_;
+    OpFacts& facts_;
     const Steps& steps_;
+    SharedState& shared_;
     DataflowSummary& summary_;
-    std::map<std::tuple<NameId, std::size_t, Dims, NameId, std::size_t>, std::int64_t>&
-        persistent_keys_;
-    std::unordered_map<std::int64_t, std::int64_t>& persistent_bytes_;
-    std::int64_t& next_storage_;
-    std::vector<std::uint32_t> open_;
-    std::map<Dims, std::vector<Output>>* live_ = nullptr;
-    std::map<std::tuple<NameId, std::size_t, Dims, NameId>, std::size_t> occurrences_;
-    std::unordered_map<std::uint32_t, Output> last_child_;
+    std::vector<Open> open_;
+    std::vector<std::int64_t> taken_;  // the storages the op being started reads so far
+    std::vector<std::int64_t> ids_;    // its inputs' ids (kNoId for non-tensors)
+    std::vector<std::pair<std::uint32_t, const EntryFacts*>> enclosing_;  // of op enclosing_of_
+    std::uint32_t enclosing_of_ = kNoIndex;
     std::size_t step_ = static_cast<std::size_t>(-1);
     std::size_t first_step_ = static_cast<std::size_t>(-1);
+    std::uint64_t epoch_ = 0;
 };
 
 }  // namespace
@@ -514,34 +550,17 @@ const char* to_string(DataflowSource source) {
 
 bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index) {
     const CpuOp& cpu = trace.cpu_ops[op];
-    const std::string_view name = trace.names.view(cpu.name);
-    auto under = [&](std::string_view outer) {
+    const auto under = [&](WeightRule outer) {
         for (std::uint32_t p = cpu.parent; p != kNoIndex; p = trace.cpu_ops[p].parent)
-            if (trace.names.view(trace.cpu_ops[p].name) == outer) return true;
+            if (name_facts(trace.names.view(trace.cpu_ops[p].name)).weights == outer) return true;
         return false;
     };
-    auto rank = [&](std::size_t i) -> std::size_t {
+    const auto rank0 = [&]() -> std::size_t {
         if (cpu.shapes == kNoIndex) return 0;
         const auto& in = trace.op_shapes[cpu.shapes].inputs;
-        return i < in.size() ? in[i].dims.size() : 0;
+        return in.empty() ? 0 : in[0].dims.size();
     };
-    if (name == "aten::linear" || name.starts_with("aten::conv") || name == "aten::_convolution" ||
-        name == "aten::cudnn_convolution")
-        return index == 1 || index == 2;
-    if (name == "aten::mm" || name == "aten::matmul") return index == 1 && under("aten::linear");
-    // Conv1D-style layers (GPT-2) call addmm(bias, x, weight) directly: a 1-D `self` is a bias.
-    if (name == "aten::addmm") return (index == 0 || index == 2) && (under("aten::linear") || rank(0) == 1);
-    if (name == "aten::embedding") return index == 0;
-    if (name == "aten::index_select") return index == 0 && under("aten::embedding");
-    if (name == "aten::layer_norm" || name == "aten::native_layer_norm" ||
-        name == "aten::group_norm")
-        return index == 2 || index == 3;
-    if (name == "aten::rms_norm" || name == "aten::_fused_rms_norm") return index == 2;
-    if (name == "aten::native_group_norm") return index == 1 || index == 2;
-    if (name == "aten::batch_norm" || name == "aten::native_batch_norm" ||
-        name == "aten::cudnn_batch_norm" || name == "aten::_native_batch_norm_legit")
-        return index >= 1 && index <= 4;
-    return false;
+    return weight_like(name_facts(trace.names.view(cpu.name)).weights, index, under, rank0);
 }
 
 DataflowSummary infer_dataflow(Trace& trace) {
@@ -550,16 +569,15 @@ DataflowSummary infer_dataflow(Trace& trace) {
     if (!has_tensor_shapes(trace)) return summary;
     summary.source = DataflowSource::Inferred;
     const Steps steps(trace);
-    std::map<std::tuple<NameId, std::size_t, Dims, NameId, std::size_t>, std::int64_t> keys;
-    std::unordered_map<std::int64_t, std::int64_t> persistent_bytes;
-    std::int64_t next_storage = kFirstInferredStorage;
-    std::map<Dims, std::vector<Output>> live;
-    std::size_t live_step = static_cast<std::size_t>(-1);
-    for (const auto& ops : ops_by_thread(trace))
-        ThreadPass(trace, steps, summary, keys, persistent_bytes, next_storage)
-            .run(ops, live, live_step);
-    summary.persistent_storages = persistent_bytes.size();
-    for (const auto& [storage, bytes] : persistent_bytes) summary.persistent_bytes += bytes;
+    const auto threads = ops_by_thread(trace);
+    // One record per op of the passes: two header words, an id per input, an output (id, dims).
+    std::size_t words = 0;
+    for (const auto& ops : threads)
+        for (const std::uint32_t op : ops) words += 4 + trace.op_shapes[trace.cpu_ops[op].shapes].inputs.size();
+    trace.storages.reserve(trace.cpu_ops.size(), words);
+    OpFacts facts(trace);
+    SharedState shared;
+    for (const auto& ops : threads) ThreadPass(trace, facts, steps, shared, summary).run(ops);
     return summary;
 }
 
@@ -571,27 +589,27 @@ std::vector<std::vector<InputOrigin>> input_origins(const Trace& trace) {
     std::stable_sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
         return trace.cpu_ops[a].ts < trace.cpu_ops[b].ts;
     });
-    {
-        std::unordered_map<std::int64_t, Nanos> written;  // storage -> end of its writer
-        std::size_t step = static_cast<std::size_t>(-1);
-        for (std::uint32_t i : ops) {
-            const CpuOp& op = trace.cpu_ops[i];
-            if (steps.of(op.ts) != step) written.clear(), step = steps.of(op.ts);
-            const OpShapes& s = trace.op_shapes[op.shapes];
-            auto& origins = out[i];
-            for (const OpArgument& a : s.inputs) {
-                if (a.storage_id == kNoId || !is_tensor_input(trace, a)) {
-                    origins.push_back(InputOrigin::NotTensor);
-                    continue;
-                }
-                auto w = written.find(a.storage_id);
-                origins.push_back(w != written.end() && w->second <= op.ts ? InputOrigin::Activation
-                                                                            : InputOrigin::Persistent);
+    std::unordered_map<std::int64_t, Nanos> written;  // storage -> end of its writer
+    std::size_t step = static_cast<std::size_t>(-1);
+    for (std::uint32_t i : ops) {
+        const CpuOp& op = trace.cpu_ops[i];
+        if (steps.of(op.ts) != step) written.clear(), step = steps.of(op.ts);
+        const OpShapes& s = trace.op_shapes[op.shapes];
+        auto& origins = out[i];
+        for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+            const std::int64_t storage = trace.storages.input(i, k);
+            if (storage == kNoId || !is_tensor_input(trace, s.inputs[k])) {
+                origins.push_back(InputOrigin::NotTensor);
+                continue;
             }
-            if (is_view_op(trace.names.view(op.name))) continue;
-            for (auto storage : s.output_storage_ids)
-                if (storage != kNoId) written.try_emplace(storage, op.ts + op.dur);
+            auto w = written.find(storage);
+            origins.push_back(w != written.end() && w->second <= op.ts ? InputOrigin::Activation
+                                                                        : InputOrigin::Persistent);
         }
+        if (name_facts(trace.names.view(op.name)).view) continue;
+        for (std::size_t k = 0; k < trace.storages.outputs(i); ++k)
+            if (const std::int64_t storage = trace.storages.output(i, k).storage; storage != kNoId)
+                written.try_emplace(storage, op.ts + op.dur);
     }
     return out;
 }
@@ -608,7 +626,7 @@ DataflowSummary summarize_dataflow(const Trace& trace, DataflowSource source) {
             if (origins[i][k] != InputOrigin::Persistent) continue;
             ++summary.persistent_inputs;
             const OpArgument& a = trace.op_shapes[op.shapes].inputs[k];
-            auto& bytes = persistent[a.storage_id];
+            auto& bytes = persistent[trace.storages.input(i, k)];
             bytes = std::max(bytes, tensor_bytes(trace, a.dims, a.type));
         }
     }

@@ -99,6 +99,11 @@ void NodeRecipes::share(std::size_t node, std::size_t from) {
     reuse_at_[node] = reuse_at_[from];
 }
 
+void NodeRecipes::set_storages(std::size_t node, std::span<const std::int64_t> storages) {
+    const bool any = std::ranges::any_of(storages, [](std::int64_t s) { return s != -1; });
+    storage_at_[node] = any ? add_run(storage_pool_, storages) : kNone;
+}
+
 void NodeRecipes::set_reuse(std::size_t node, std::span<const std::int64_t> distances) {
     // The kernels of one op come one after the other and see the same distances: one run.
     const auto last = slots(last_reuse_run_, reuse_pool_);
@@ -125,6 +130,25 @@ void NodeRecipes::drop_storage_ids() {
     storage_pool_.clear();
     reuse_pool_.clear();
     last_reuse_run_ = kNone;
+}
+
+std::size_t NodeRecipes::append(const NodeRecipes& from, std::size_t node,
+                                std::int64_t storage_offset, std::vector<std::uint32_t>& entries) {
+    const std::uint32_t entry = from.entry_[node];
+    if (entry >= entries.size()) entries.resize(from.table_.size(), kNone);
+    if (entries[entry] == kNone) entries[entry] = intern(from.table_[entry]);
+    const std::size_t n = entry_.size();
+    entry_.push_back(entries[entry]);
+    reuse_at_.push_back(kNone);
+    storage_at_.push_back(kNone);
+    const auto storages = from.storages(node);
+    if (!storages.empty()) {
+        std::vector<std::int64_t> moved(storages.begin(), storages.end());
+        for (auto& s : moved)
+            if (s >= 0) s += storage_offset;
+        storage_at_.back() = add_run(storage_pool_, moved);
+    }
+    return n;
 }
 
 Recipe NodeRecipes::recipe(std::size_t node) const {

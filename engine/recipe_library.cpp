@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "replay/analysis.h"
@@ -35,22 +36,9 @@ Recipe without_storages(Recipe r) {
     return r;
 }
 
-// An instance's own storage ids, moved into another source's range; reuse distances are forgotten
-// (they are recomputed along the trace that takes the recipe).
-Recipe with_storages(Recipe r, std::int64_t offset) {
-    visit_tensor_slots(r, [offset](std::int64_t& storage, std::int64_t& reuse) {
-        if (storage >= 0) storage += offset;
-        reuse = kReuseUnknown;
-    });
-    return r;
-}
-
-bool has_storages(const Recipe& r) {
-    bool any = false;
-    visit_tensor_slots(r, [&any](const std::int64_t& storage, const std::int64_t&) {
-        any = any || storage >= 0;
-    });
-    return any;
+// Whether a node's storage ids (NodeRecipes::storages) name any storage.
+bool any_storage(std::span<const std::int64_t> storages) {
+    return std::any_of(storages.begin(), storages.end(), [](std::int64_t id) { return id >= 0; });
 }
 
 std::string_view op_of(const Recipe& r) {
@@ -65,68 +53,108 @@ bool wants_library(const Recipe& r) {
     return !r.replayable() && (r.rule == "no-op" || r.rule == "unlinked" || r.rule == "no-shapes");
 }
 
-std::string identity(const LibraryEntry& e) {
-    std::string text = e.before + "\x1f" + e.after;
-    for (std::size_t i = 0; i < e.kernels.size(); ++i)
-        text += "\x1e" + e.kernels[i].text() + "\x1f" + e.recipes[i].key() +
-                (e.recipes[i].issued_with_op ? "+" : "");
-    return text;
-}
+constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
-// The entries of one library that fit the kernels of `track` from position `at`.
-struct Fit {
-    const LibraryEntry* entry = nullptr;
-    int score = 0;  // recorded neighbours that agree (0..2)
+// An issue of one trace by ids: its neighbours' names, then per kernel its name, grid, block, the
+// key() of its recipe (numbered) and whether it is issued with its op. Issues with equal ids have
+// equal identity() texts, which are then built once per distinct issue.
+using IssueKey = std::vector<std::uint64_t>;
+struct IssueKeyHash {
+    std::size_t operator()(const IssueKey& key) const {
+        std::uint64_t h = key.size();
+        for (const std::uint64_t v : key) h = (h ^ v) * 0x9E3779B97F4A7C15ULL, h ^= h >> 29;
+        return static_cast<std::size_t>(h);
+    }
 };
+
+std::uint64_t pack(std::int32_t a, std::int32_t b) {
+    return std::uint64_t{static_cast<std::uint32_t>(a)} << 32 | static_cast<std::uint32_t>(b);
+}
 
 class Matcher {
   public:
-    explicit Matcher(const RecipeLibrary& library) : library_(library) {
-        for (std::size_t i = 0; i < library.entries().size(); ++i)
-            by_name_[library.entries()[i].kernels.front().name].push_back(i);
+    Matcher(const RecipeLibrary& library, const Trace& trace) : library_(library) {
+        // The library's kernel names as the trace's ids (none: no kernel of the trace has it).
+        std::unordered_map<std::string_view, NameId> ids;
+        for (std::size_t i = 0; i < trace.names.size(); ++i)
+            ids.emplace(trace.names.view(static_cast<NameId>(i)), static_cast<NameId>(i));
+        const auto id = [&](const std::string& name) {
+            const auto it = ids.find(name);
+            return it == ids.end() ? kNone : it->second;
+        };
+        by_name_.resize(trace.names.size());
+        for (std::size_t i = 0; i < library.entries().size(); ++i) {
+            const LibraryEntry& e = library.entries()[i];
+            Ids& entry = ids_.emplace_back();
+            for (const LaunchShape& k : e.kernels) entry.kernels.push_back(id(k.name));
+            entry.before = id(e.before);
+            entry.after = id(e.after);
+            if (entry.kernels.front() != kNone) by_name_[entry.kernels.front()].push_back(i);
+        }
     }
 
     // The best entry for the kernels of `track` from `at`, nullptr when none fits; `ambiguous`
     // says whether entries with other recipes fitted as well (the neighbours decided).
     const LibraryEntry* best(const KernelGraph& graph, const NodeRecipes& recipes,
                              const std::vector<std::uint32_t>& track, std::size_t at,
-                             bool& ambiguous) const {
+                             bool& ambiguous) {
         ambiguous = false;
-        const LaunchShape first = shape_of(graph, track[at]);
-        const auto named = by_name_.find(first.name);
-        if (named == by_name_.end()) return nullptr;
-        const std::string before = at > 0 ? shape_of(graph, track[at - 1]).name : "";
-        std::vector<Fit> fits;
-        for (std::size_t i : named->second) {
-            const LibraryEntry& e = library_.entries()[i];
-            if (!(e.kernels.front() == first) || at + e.kernels.size() > track.size()) continue;
+        const auto activity = [&](std::size_t i) -> const GpuActivity& {
+            return graph.activity(graph.nodes()[track[i]]);
+        };
+        const auto& named = by_name_[activity(at).name];
+        if (named.empty()) return nullptr;
+        const NameId before = at > 0 ? activity(at - 1).name : StringPool::kEmpty;
+        const auto& entries = library_.entries();
+        fits_.clear();
+        for (std::size_t i : named) {
+            const LibraryEntry& e = entries[i];
+            const Ids& ids = ids_[i];
+            if (at + e.kernels.size() > track.size()) continue;
             bool all = true;
-            for (std::size_t k = 1; k < e.kernels.size() && all; ++k)
-                all = wants_library(recipes.decision(track[at + k])) &&
-                      shape_of(graph, track[at + k]) == e.kernels[k];
+            for (std::size_t k = 0; k < e.kernels.size() && all; ++k) {
+                const GpuActivity& a = activity(at + k);
+                all = (k == 0 || wants_library(recipes.decision(track[at + k]))) &&
+                      a.name == ids.kernels[k] &&
+                      std::equal(e.kernels[k].grid.begin(), e.kernels[k].grid.end(), a.grid) &&
+                      std::equal(e.kernels[k].block.begin(), e.kernels[k].block.end(), a.block);
+            }
             if (!all) continue;
             const std::size_t next = at + e.kernels.size();
-            const std::string after = next < track.size() ? shape_of(graph, track[next]).name : "";
-            fits.push_back({&e, (e.before == before ? 1 : 0) + (e.after == after ? 1 : 0)});
+            const NameId after = next < track.size() ? activity(next).name : StringPool::kEmpty;
+            fits_.push_back({i, (ids.before == before ? 1 : 0) + (ids.after == after ? 1 : 0)});
         }
-        if (fits.empty()) return nullptr;
-        const Fit* chosen = &fits.front();
-        for (const Fit& f : fits)
+        if (fits_.empty()) return nullptr;
+        const Fit* chosen = &fits_.front();
+        for (const Fit& f : fits_) {
+            const LibraryEntry& e = entries[f.entry];
+            const LibraryEntry& c = entries[chosen->entry];
             if (f.score > chosen->score ||
-                (f.score == chosen->score && f.entry->kernels.size() > chosen->entry->kernels.size()) ||
-                (f.score == chosen->score &&
-                 f.entry->kernels.size() == chosen->entry->kernels.size() &&
-                 f.entry->seen > chosen->entry->seen))
+                (f.score == chosen->score && e.kernels.size() > c.kernels.size()) ||
+                (f.score == chosen->score && e.kernels.size() == c.kernels.size() && e.seen > c.seen))
                 chosen = &f;
-        for (const Fit& f : fits)
-            if (f.entry->recipes.front().key() != chosen->entry->recipes.front().key())
-                ambiguous = true;
-        return chosen->entry;
+        }
+        const std::uint32_t key = library_.key(entries[chosen->entry], 0);
+        for (const Fit& f : fits_)
+            if (library_.key(entries[f.entry], 0) != key) ambiguous = true;
+        return &entries[chosen->entry];
     }
 
   private:
+    // An entry that fits the kernels of a track from a position.
+    struct Fit {
+        std::size_t entry = 0;
+        int score = 0;  // recorded neighbours that agree (0..2)
+    };
+    // An entry's names as the trace's ids.
+    struct Ids {
+        std::vector<NameId> kernels;
+        NameId before = kNone, after = kNone;
+    };
     const RecipeLibrary& library_;
-    std::unordered_map<std::string, std::vector<std::size_t>> by_name_;
+    std::vector<std::vector<std::size_t>> by_name_;  // per NameId: entries of that first kernel
+    std::vector<Ids> ids_;                           // per entry
+    std::vector<Fit> fits_;
 };
 
 }  // namespace
@@ -139,17 +167,47 @@ std::string LaunchShape::text() const {
     return name + " grid" + dims(grid) + " block" + dims(block);
 }
 
-void RecipeLibrary::add(LibraryEntry entry) {
+std::string RecipeLibrary::identity(const LibraryEntry& e) const {
+    std::string text = e.before;
+    text.append("\x1f").append(e.after);
+    for (std::size_t i = 0; i < e.kernels.size(); ++i) {
+        text.append("\x1e").append(e.kernels[i].text()).append("\x1f").append(keys_[key(e, i)]);
+        if (recipe(e, i).issued_with_op) text += '+';
+    }
+    return text;
+}
+
+std::uint32_t RecipeLibrary::number_key(std::string key) {
+    const auto [it, added] =
+        key_numbers_.try_emplace(std::move(key), static_cast<std::uint32_t>(keys_.size()));
+    if (added) keys_.push_back(it->first);
+    return it->second;
+}
+
+std::size_t RecipeLibrary::add(LibraryEntry entry) {
     // One entry per distinct issue and neighbours: a decode step repeats each layer's issues.
     const std::string id = identity(entry);
-    if (auto it = index_.find(id); it != index_.end()) {
+    const std::uint64_t h = std::hash<std::string>{}(id);
+    for (auto [it, end] = index_.equal_range(h); it != end; ++it) {
         LibraryEntry& kept = entries_[it->second];
+        if (identity(kept) != id) continue;
         ++kept.seen;
-        for (auto& instance : entry.instances) kept.instances.push_back(std::move(instance));
-        return;
+        kept.instances.insert(kept.instances.end(), entry.instances.begin(), entry.instances.end());
+        return it->second;
     }
-    index_.emplace(id, entries_.size());
+    index_.emplace(h, entries_.size());
     entries_.push_back(std::move(entry));
+    return entries_.size() - 1;
+}
+
+std::uint32_t RecipeLibrary::add_recipe(const Recipe& recipe, std::uint32_t key) {
+    const std::size_t node = recipes_.size();
+    recipes_.resize_nodes(node + 1);
+    recipes_.set(node, without_storages(recipe));
+    const std::uint32_t entry = recipes_.entry(node);
+    if (entry >= key_of_.size()) key_of_.resize(entry + 1, kNone);
+    key_of_[entry] = key;
+    return static_cast<std::uint32_t>(node);
 }
 
 void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
@@ -157,7 +215,7 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
     if (!recipe.replayable() || recipe.tier == Tier::Collective || recipe.issued_with_op) return;
     LibraryEntry e;
     e.kernels.push_back(kernel);
-    e.recipes.push_back(without_storages(recipe));
+    e.recipes = add_recipe(recipe, number_key(recipe.key()));
     e.source = source;
     add(std::move(e));
 }
@@ -165,6 +223,18 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
 void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
                               const std::string& source, std::int64_t storage_offset) {
     const auto& nodes = graph.nodes();
+    // Decisions of equal key() get one number, each worked out once.
+    std::vector<std::uint32_t> key_of(recipes.table().size(), kNone);
+    const auto key = [&](std::uint32_t node) {
+        std::uint32_t& k = key_of[recipes.entry(node)];
+        if (k == kNone) k = number_key(recipes.decision(node).key());
+        return k;
+    };
+    const auto name = [&](std::uint32_t node) { return graph.activity(nodes[node]).name; };
+    const auto has_storages = [&](std::uint32_t node) { return any_storage(recipes.storages(node)); };
+    std::unordered_map<IssueKey, std::size_t, IssueKeyHash> known;  // issue -> entries_
+    std::vector<std::uint32_t> entries;  // recipes' table entries -> recipes_'
+    IssueKey issue;
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
@@ -179,22 +249,44 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             const std::uint32_t op = nodes[t[at]].op;
             std::size_t end = at + 1;
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
-                   (recipes.decision(t[end]).issued_with_op ||
-                    recipes.decision(t[end]).key() == r.key()))
+                   (recipes.decision(t[end]).issued_with_op || key(t[end]) == key(t[at])))
                 ++end;
-            LibraryEntry e;
-            std::vector<Recipe> instance;
-            for (std::size_t k = at; k < end; ++k) {
-                e.kernels.push_back(shape_of(graph, t[k]));
-                e.recipes.push_back(recipes.decision(t[k]));  // a decision has no storage ids
-                instance.push_back(with_storages(recipes.recipe(t[k]), storage_offset));
+            const auto first = t.begin() + static_cast<std::ptrdiff_t>(at);
+            const auto last = t.begin() + static_cast<std::ptrdiff_t>(end);
+            // The instance's own recipes, where it has storage ids.
+            std::uint32_t instance = kNone;
+            if (std::any_of(first, last, has_storages))
+                for (auto k = first; k != last; ++k) {
+                    const std::size_t n = recipes_.append(recipes, *k, storage_offset, entries);
+                    if (k == first) instance = static_cast<std::uint32_t>(n);
+                }
+            issue.assign({at > 0 ? name(t[at - 1]) : std::uint64_t{1} << 32,
+                          end < t.size() ? name(t[end]) : std::uint64_t{1} << 32});
+            for (auto k = first; k != last; ++k) {
+                const GpuActivity& a = graph.activity(nodes[*k]);
+                issue.insert(issue.end(),
+                             {a.name, pack(a.grid[0], a.grid[1]), pack(a.grid[2], a.block[0]),
+                              pack(a.block[1], a.block[2]),
+                              key(*k) | std::uint64_t{recipes.decision(*k).issued_with_op} << 32});
             }
-            if (std::any_of(instance.begin(), instance.end(), has_storages))
-                e.instances.push_back(std::move(instance));
+            if (const auto it = known.find(issue); it != known.end()) {
+                LibraryEntry& kept = entries_[it->second];
+                ++kept.seen;
+                if (instance != kNone) kept.instances.push_back(instance);
+                at = end;
+                continue;
+            }
+            LibraryEntry e;
+            for (auto k = first; k != last; ++k) {
+                e.kernels.push_back(shape_of(graph, *k));
+                const std::uint32_t node = add_recipe(recipes.decision(*k), key(*k));
+                if (k == first) e.recipes = node;
+            }
+            if (instance != kNone) e.instances.push_back(instance);
             e.before = at > 0 ? shape_of(graph, t[at - 1]).name : "";
             e.after = end < t.size() ? shape_of(graph, t[end]).name : "";
             e.source = source;
-            add(std::move(e));
+            known.emplace(issue, add(std::move(e)));
             at = end;
         }
     }
@@ -230,9 +322,20 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     LibraryStats stats;
     RecipeLibrary own;
     own.add_graph(graph, recipes, "this trace");
-    const Matcher own_matcher(own);
-    const Matcher library_matcher(library);
+    Matcher own_matcher(own, graph.trace());
+    Matcher library_matcher(library, graph.trace());
     std::unordered_map<const LibraryEntry*, std::size_t> uses;  // matches so far, per entry
+    // The decisions given so far, by what they are made of: the library, the library recipe's
+    // decision, whether the kernel follows the issue's first, how it was matched, the source.
+    using Given = std::tuple<const RecipeLibrary*, std::uint32_t, bool, bool, const std::string*>;
+    struct GivenHash {
+        std::size_t operator()(const Given& g) const {
+            const auto& [library, entry, later, ambiguous, source] = g;
+            std::size_t h = std::hash<const void*>{}(library) ^ std::hash<const void*>{}(source);
+            return h * 0x9E3779B97F4A7C15ULL + (std::size_t{entry} << 2 | later << 1 | ambiguous);
+        }
+    };
+    std::unordered_map<Given, std::uint32_t, GivenHash> given;  // -> recipes' table entry
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
@@ -250,22 +353,33 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
                 ++at;
                 continue;
             }
-            const std::vector<Recipe>* instance = nullptr;
+            const RecipeLibrary& from = own_trace ? own : library;
+            std::uint32_t instance = kNone;
             if (!e->instances.empty()) {
                 std::size_t& n = uses[e];
-                instance = &e->instances[n++ % e->instances.size()];
+                instance = e->instances[n++ % e->instances.size()];
             }
-            const std::string how =
-                ambiguous ? "name, grid, block and the kernels recorded around it"
-                          : "name, grid and block";
+            const char* how = ambiguous ? "name, grid, block and the kernels recorded around it"
+                                        : "name, grid and block";
+            const NodeRecipes& nodes = from.nodes();
             for (std::size_t k = 0; k < e->kernels.size(); ++k) {
-                Recipe r = instance != nullptr ? (*instance)[k] : e->recipes[k];
-                if (instance != nullptr && has_storages(r)) ++stats.with_storages;
-                r.rule = kRule;
-                r.issued_with_op = k > 0 || r.issued_with_op;
-                r.reason = "recipe of " + std::string(op_of(r)) + " from " + e->source +
-                           " (matched by " + how + ")";
-                recipes.set(t[at + k], std::move(r));
+                const std::size_t node = instance != kNone ? instance + k : e->recipes + k;
+                const auto storages = nodes.storages(node);
+                if (instance != kNone && any_storage(storages)) ++stats.with_storages;
+                const auto [decision, added] = given.try_emplace(
+                    Given{&from, nodes.entry(node), k > 0, ambiguous, &e->source}, kNone);
+                if (added) {
+                    Recipe r = nodes.decision(node);
+                    r.rule = kRule;
+                    r.issued_with_op = k > 0 || r.issued_with_op;
+                    r.reason = "recipe of " + std::string(op_of(r)) + " from " + e->source +
+                               " (matched by " + how + ")";
+                    recipes.set(t[at + k], r);
+                    decision->second = recipes.entry(t[at + k]);
+                } else {
+                    recipes.set_decision(t[at + k], decision->second);
+                }
+                recipes.set_storages(t[at + k], storages);
             }
             stats.matched += e->kernels.size();
             stats.candidates += e->kernels.size() - 1;

@@ -7,8 +7,8 @@
 namespace replay {
 namespace {
 
-std::int64_t span_bytes(const std::vector<std::int64_t>& dims,
-                        const std::vector<std::int64_t>& strides, std::size_t element) {
+std::int64_t span_bytes(std::span<const std::int64_t> dims, std::span<const std::int64_t> strides,
+                        std::size_t element) {
     return view_extent(dims, strides) * static_cast<std::int64_t>(element);
 }
 
@@ -17,39 +17,39 @@ struct Touch {
     std::int64_t bytes = 0;
 };
 
-// The storages an op reads and writes, with their sizes.
-std::vector<Touch> touches_of(const Trace& trace, const OpShapes& shapes) {
+// The storages op `op` reads and writes, with their sizes.
+std::vector<Touch> touches_of(const Trace& trace, std::uint32_t op) {
+    const OpShapes& shapes = trace.op_shapes[trace.cpu_ops[op].shapes];
+    const OpStorages& ids = trace.storages;
     std::vector<Touch> out;
     std::size_t element = 4;  // outputs carry no dtype: take the first typed input's
     bool element_known = false;
-    for (const OpArgument& arg : shapes.inputs) {
+    for (std::size_t k = 0; k < shapes.inputs.size(); ++k) {
+        const OpArgument& arg = shapes.inputs[k];
         const DType type = dtype_from_kineto(
             trace.names.view(arg.element_type != StringPool::kEmpty ? arg.element_type : arg.type));
         const std::size_t size = type == DType::Unknown ? 4 : element_size(type);
         if (!element_known && type != DType::Unknown) element = size, element_known = true;
-        if (arg.storage_id != kNoId) {
-            out.push_back({arg.storage_id, span_bytes(arg.dims, arg.strides, size)});
-        } else if (!arg.list_storage_ids.empty()) {
+        const std::int64_t storage = ids.input(op, k);
+        const OpStorages::Ids list = ids.list(op, k);
+        if (storage != kNoId) {
+            out.push_back({storage, span_bytes(arg.dims, arg.strides, size)});
+        } else if (!list.empty()) {
             // A TensorList: dims flattened, one rank per element.
             std::size_t at = 0;
-            for (std::size_t i = 0; i < arg.list_storage_ids.size() && i < arg.list_ranks.size();
-                 ++i) {
+            for (std::size_t i = 0; i < list.size() && i < arg.list_ranks.size(); ++i) {
                 const std::size_t rank = arg.list_ranks[i];
                 if (at + rank > arg.dims.size()) break;
-                std::vector<std::int64_t> dims(
-                    arg.dims.begin() + static_cast<std::ptrdiff_t>(at),
-                    arg.dims.begin() + static_cast<std::ptrdiff_t>(at + rank));
+                const auto dims = std::span<const std::int64_t>(arg.dims).subspan(at, rank);
                 at += rank;
-                if (arg.list_storage_ids[i] != kNoId)
-                    out.push_back({arg.list_storage_ids[i], span_bytes(dims, {}, size)});
+                if (list[i] != kNoId) out.push_back({list[i], span_bytes(dims, {}, size)});
             }
         }
     }
-    for (std::size_t i = 0; i < shapes.output_storage_ids.size(); ++i) {
-        if (shapes.output_storage_ids[i] == kNoId) continue;
-        const auto& dims =
-            i < shapes.output_dims.size() ? shapes.output_dims[i] : std::vector<std::int64_t>{};
-        out.push_back({shapes.output_storage_ids[i], span_bytes(dims, {}, element)});
+    for (std::size_t i = 0; i < ids.outputs(op); ++i) {
+        const OpStorages::Output output = ids.output(op, i);
+        if (output.storage == kNoId) continue;
+        out.push_back({output.storage, span_bytes(output.dims, {}, element)});
     }
     return out;
 }
@@ -97,7 +97,7 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
             apply(pending);
             pending.clear();
             if (swept.insert(op).second)
-                pending = touches_of(trace, trace.op_shapes[trace.cpu_ops[op].shapes]);
+                pending = touches_of(trace, op);
             pending_op = op;
         }
         found.clear();

@@ -20,36 +20,52 @@ std::int64_t blocks_of(const GpuActivity& a) {
            std::max(a.grid[2], 1);
 }
 
-// The parameter list whose blocks are `blocks`: all of them, else without repeated shapes
-// (tied weights), dropped from the end.
-std::optional<std::vector<ParameterShape>> list_for(std::vector<ParameterShape> params,
-                                                    std::int64_t blocks, std::size_t& dropped) {
-    dropped = 0;
-    while (!params.empty()) {
-        if (multi_tensor_blocks(params) == blocks) return params;
-        std::size_t repeat = params.size();
-        for (std::size_t i = params.size(); i-- > 1 && repeat == params.size();)
+// One tensor's share of multi_tensor_blocks.
+std::int64_t tensor_blocks(const std::vector<std::int64_t>& dims) {
+    std::int64_t n = 1;
+    for (auto d : dims) n *= std::max<std::int64_t>(d, 0);
+    return (n + kMultiTensorChunk - 1) / kMultiTensorChunk;
+}
+
+// The parameter lists a _foreach op's launches may have covered: all the parameters, then the
+// list without each repeated shape (tied weights: one parameter used twice), dropped from the
+// end one after the other.
+class ParameterLists {
+  public:
+    explicit ParameterLists(const std::vector<ParameterShape>& params) : params_(params) {
+        for (std::size_t i = params.size(); i-- > 1;)
             for (std::size_t j = 0; j < i; ++j)
                 if (params[j].dims == params[i].dims && params[j].dtype == params[i].dtype) {
-                    repeat = i;
+                    repeats_.push_back(i);
                     break;
                 }
-        if (repeat == params.size()) break;
-        params.erase(params.begin() + static_cast<std::ptrdiff_t>(repeat));
-        ++dropped;
     }
-    return std::nullopt;
-}
+    // The first of these lists whose blocks are `blocks`; `dropped`: how many repeats it lacks.
+    std::optional<std::vector<ParameterShape>> find(std::int64_t blocks, std::size_t& dropped) const {
+        dropped = 0;
+        if (params_.empty()) return std::nullopt;
+        std::int64_t total = multi_tensor_blocks(params_);
+        while (total != blocks) {
+            if (dropped == repeats_.size()) return std::nullopt;
+            total -= tensor_blocks(params_[repeats_[dropped]].dims);
+            ++dropped;
+        }
+        std::vector<ParameterShape> list = params_;
+        for (std::size_t k = 0; k < dropped; ++k)  // descending: each erase leaves the next in place
+            list.erase(list.begin() + static_cast<std::ptrdiff_t>(repeats_[k]));
+        return list;
+    }
+
+  private:
+    const std::vector<ParameterShape>& params_;
+    std::vector<std::size_t> repeats_;  // indices of repeated shapes, last first
+};
 
 }  // namespace
 
 std::int64_t multi_tensor_blocks(const std::vector<ParameterShape>& tensors) {
     std::int64_t blocks = 0;
-    for (const auto& t : tensors) {
-        std::int64_t n = 1;
-        for (auto d : t.dims) n *= std::max<std::int64_t>(d, 0);
-        blocks += (n + kMultiTensorChunk - 1) / kMultiTensorChunk;
-    }
+    for (const auto& t : tensors) blocks += tensor_blocks(t.dims);
     return blocks;
 }
 
@@ -58,16 +74,20 @@ TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
     TensorListSummary summary;
     // The kernels each op launched (its own, not its children's: a _foreach op is a leaf).
     std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::size_t>> launched;
+    std::vector<std::int8_t> multi_tensor(trace.names.size(), -1);  // per kernel name, once
     for (const GraphNode& node : graph.nodes()) {
         if (node.op == kNoIndex) continue;
         const GpuActivity& a = graph.activity(node);
-        if (a.kind != ActivityKind::Kernel ||
-            trace.names.view(a.name).find("multi_tensor_apply") == std::string_view::npos)
-            continue;
+        if (a.kind != ActivityKind::Kernel) continue;
+        std::int8_t& named = multi_tensor[a.name];
+        if (named < 0)
+            named = trace.names.view(a.name).find("multi_tensor_apply") != std::string_view::npos;
+        if (named == 0) continue;
         auto& [blocks, launches] = launched[node.op];
         blocks += blocks_of(a);
         ++launches;
     }
+    const ParameterLists lists(parameters);
     for (const auto& [op, figures] : launched) {
         CpuOp& cpu = trace.cpu_ops[op];
         if (!trace.names.view(cpu.name).starts_with("aten::_foreach_") || cpu.shapes == kNoIndex)
@@ -77,12 +97,12 @@ TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
                          [&](const OpArgument& a) { return is_empty_tensor_list(trace, a); }))
             continue;
         std::size_t dropped = 0;
-        const auto list = list_for(parameters, figures.first, dropped);
+        const auto list = lists.find(figures.first, dropped);
         if (!list) {
             ++summary.unrecovered;
             continue;
         }
-        OpShapes& shapes = trace.own_shapes(cpu);
+        OpShapes shapes = trace.shapes_of(cpu);
         for (OpArgument& arg : shapes.inputs) {
             if (!is_empty_tensor_list(trace, arg)) continue;
             for (const auto& p : *list) {
@@ -91,6 +111,7 @@ TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
             }
             arg.element_type = list->front().dtype;
         }
+        trace.set_shapes(cpu, std::move(shapes));
         std::string how = "tensor lists recovered (Kineto recorded []): the " +
                           std::to_string(list->size()) +
                           " parameters seen as weight-like inputs of the step";

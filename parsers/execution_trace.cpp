@@ -360,9 +360,7 @@ OpArgument argument_from(Trace& trace, const EtArgument& in) {
     arg.list_ranks = in.list_ranks;
     arg.has_strides = in.has_strides;
     if (type == "Scalar" || type == "ScalarList") arg.concrete = trace.names.intern(in.value);
-    arg.storage_id = in.storage_id;
     arg.storage_offset = in.storage_offset;
-    arg.list_storage_ids = in.list_storage_ids;
     // "GenericList[Tensor(c10::BFloat16),...]": the elements' dtype.
     if (const auto open = in.type.find("Tensor(");
         type == "TensorList" && open != std::string::npos) {
@@ -374,13 +372,26 @@ OpArgument argument_from(Trace& trace, const EtArgument& in) {
     return arg;
 }
 
-// Copies what the ET node knows onto the op's OpShapes.
-void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats) {
-    OpShapes& shapes = trace.own_shapes(op);
+// Copies what the ET node knows onto op `index`: its shapes (shared with the ops recorded alike)
+// and its storage ids (Trace::storages, the op's own).
+void apply_node(Trace& trace, std::uint32_t index, const EtNode& node, AttachStats& stats) {
+    CpuOp& op = trace.cpu_ops[index];
+    OpShapes shapes = trace.shapes_of(op);
+    OpStorages::Record ids = trace.storages.get(index);  // a node joined to the op before
+    const auto take_ids = [&](std::size_t i, const EtArgument& in, bool list) {
+        if (ids.inputs.size() <= i) ids.inputs.resize(i + 1, kNoId);
+        ids.inputs[i] = in.storage_id;
+        if (!list) return;
+        if (ids.lists.size() <= i) ids.lists.resize(i + 1);
+        ids.lists[i] = in.list_storage_ids;
+    };
     if (!node.schema.empty()) shapes.schema = trace.names.intern(node.schema);
     if (shapes.inputs.empty()) {
         // Recorded without record_shapes: the ET is the only source of the arguments.
-        for (const EtArgument& in : node.inputs) shapes.inputs.push_back(argument_from(trace, in));
+        for (const EtArgument& in : node.inputs) {
+            take_ids(shapes.inputs.size(), in, true);
+            shapes.inputs.push_back(argument_from(trace, in));
+        }
         if (!node.inputs.empty()) ++stats.shapes_filled;
     } else if (shapes.inputs.size() == node.inputs.size()) {
         for (std::size_t i = 0; i < node.inputs.size(); ++i) {
@@ -392,42 +403,38 @@ void apply_node(Trace& trace, CpuOp& op, const EtNode& node, AttachStats& stats)
             const bool et_knows = !in.list_ranks.empty() || (arg.type == StringPool::kEmpty &&
                                                              !kineto_input_type(in.type).empty());
             if (kineto_empty && et_knows) {
-                arg = argument_from(trace, node.inputs[i]);
+                arg = argument_from(trace, in);
+                take_ids(i, in, true);
                 ++stats.lists_filled;
                 continue;
             }
-            arg.storage_id = node.inputs[i].storage_id;
-            arg.storage_offset = node.inputs[i].storage_offset;
+            arg.storage_offset = in.storage_offset;
             // Kineto recorded the list's element dims but has no element dtype or storages.
-            if (!arg.list_ranks.empty() && arg.list_ranks == in.list_ranks) {
-                const OpArgument from_et = argument_from(trace, in);
-                arg.element_type = from_et.element_type;
-                arg.list_storage_ids = from_et.list_storage_ids;
-            }
+            const bool same_list = !arg.list_ranks.empty() && arg.list_ranks == in.list_ranks;
+            if (same_list) arg.element_type = argument_from(trace, in).element_type;
+            take_ids(i, in, same_list);
         }
     } else {
         // Positions cannot be trusted to line up; a wrong storage id would fake dataflow.
         ++stats.arity_mismatches;
     }
-    shapes.output_storage_ids.clear();
-    shapes.output_dims.clear();
+    ids.outputs.clear();
     for (const EtArgument& out : node.outputs) {
         if (is_tensor_list_type(out.type)) {
             std::size_t at = 0;
             for (std::size_t i = 0; i < out.list_storage_ids.size(); ++i) {
                 const std::size_t rank = i < out.list_ranks.size() ? out.list_ranks[i] : 0;
                 const std::size_t end = std::min(out.dims.size(), at + rank);
-                shapes.output_storage_ids.push_back(out.list_storage_ids[i]);
-                shapes.output_dims.emplace_back(
-                    out.dims.begin() + static_cast<std::ptrdiff_t>(at),
-                    out.dims.begin() + static_cast<std::ptrdiff_t>(end));
+                const std::span<const std::int64_t> dims(out.dims.data() + at, end - at);
+                ids.outputs.push_back({out.list_storage_ids[i], trace.storages.intern_dims(dims)});
                 at = end;
             }
         } else if (is_tensor_type(out.type) && !is_undefined_tensor_type(out.type)) {
-            shapes.output_storage_ids.push_back(out.storage_id);
-            shapes.output_dims.push_back(out.dims);
+            ids.outputs.push_back({out.storage_id, trace.storages.intern_dims(out.dims)});
         }
     }
+    trace.set_shapes(op, std::move(shapes));
+    trace.storages.set(index, ids);
 }
 
 void join_on_record_function_id(Trace& trace, const ExecutionTrace& et,
@@ -457,7 +464,7 @@ void join_on_record_function_id(Trace& trace, const ExecutionTrace& et,
             continue;
         }
         used[match] = true;
-        apply_node(trace, trace.cpu_ops[match], node, stats);
+        apply_node(trace, match, node, stats);
         ++stats.matched;
     }
     for (const auto& [rf, i] : by_rf) stats.unmatched_ops += !used[i];
@@ -518,7 +525,7 @@ void join_on_sequence(Trace& trace, const ExecutionTrace& et,
         }
         const auto& [ops, start] = *found.begin();
         for (std::size_t j = 0; j < nodes.size(); ++j) {
-            apply_node(trace, trace.cpu_ops[(*ops)[start + j]], *nodes[j], stats);
+            apply_node(trace, (*ops)[start + j], *nodes[j], stats);
             ++stats.matched;
         }
     }

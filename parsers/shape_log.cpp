@@ -272,12 +272,15 @@ ShapeLogStats attach_shape_log(Trace& trace, const ShapeLog& log) {
         const bool adds_inputs =
             !entry.inputs.empty() && (recorded == nullptr || recorded->inputs.empty());
         if (!adds_schema && !adds_inputs) continue;
-        OpShapes& shapes = trace.own_shapes(op);
+        OpShapes shapes = trace.shapes_of(op);
         if (adds_schema) {
             shapes.schema = trace.names.intern(entry.schema);
             ++stats.schemas_set;
         }
-        if (!adds_inputs) continue;
+        if (!adds_inputs) {
+            trace.set_shapes(op, std::move(shapes));
+            continue;
+        }
         for (const ShapeLogArgument& in : entry.inputs) {
             OpArgument arg;
             arg.type = trace.names.intern(in.type);
@@ -288,6 +291,7 @@ ShapeLogStats attach_shape_log(Trace& trace, const ShapeLog& log) {
             arg.concrete = trace.names.intern(in.value);
             shapes.inputs.push_back(std::move(arg));
         }
+        trace.set_shapes(op, std::move(shapes));
         ++stats.shapes_filled;
     }
     return stats;

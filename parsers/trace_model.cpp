@@ -1,5 +1,7 @@
 #include "replay/trace_model.h"
 
+#include <bit>
+
 namespace replay {
 
 StringPool::StringPool() {
@@ -27,11 +29,43 @@ const char* to_string(ActivityKind kind) {
     return "?";
 }
 
-OpShapes& Trace::own_shapes(CpuOp& op) {
-    OpShapes copy;
-    if (op.shapes != kNoIndex) copy = op_shapes[op.shapes];
-    op.shapes = static_cast<std::uint32_t>(op_shapes.size());
-    return op_shapes.emplace_back(std::move(copy));
+std::uint64_t content_hash(const OpShapes& shapes) {
+    std::uint64_t h = 0x243F6A8885A308D3ULL;
+    const auto mix = [&](std::uint64_t v) {
+        h = std::rotl((h ^ v) * 0x9E3779B97F4A7C15ULL, 27) + 0x632BE59BD9B4E019ULL;
+    };
+    const auto mix_all = [&](const auto& values) {
+        mix(values.size());
+        for (const auto v : values) mix(static_cast<std::uint64_t>(v));
+    };
+    mix(shapes.schema);
+    mix(shapes.inputs.size());
+    for (const OpArgument& arg : shapes.inputs) {
+        mix(arg.type);
+        mix(arg.concrete);
+        mix(arg.element_type);
+        mix(static_cast<std::uint64_t>(arg.storage_offset));
+        mix(arg.has_strides);
+        mix_all(arg.dims);
+        mix_all(arg.strides);
+        mix_all(arg.list_ranks);
+    }
+    return h;
+}
+
+std::uint32_t Trace::share_shapes(OpShapes shapes) {
+    if (shapes_indexed_ > op_shapes.size()) shapes_index_.clear(), shapes_indexed_ = 0;
+    for (; shapes_indexed_ < op_shapes.size(); ++shapes_indexed_)
+        shapes_index_.emplace(content_hash(op_shapes[shapes_indexed_]),
+                              static_cast<std::uint32_t>(shapes_indexed_));
+    const std::uint64_t h = content_hash(shapes);
+    for (auto [it, end] = shapes_index_.equal_range(h); it != end; ++it)
+        if (it->second < op_shapes.size() && op_shapes[it->second] == shapes) return it->second;
+    const auto entry = static_cast<std::uint32_t>(op_shapes.size());
+    op_shapes.push_back(std::move(shapes));
+    shapes_index_.emplace(h, entry);
+    shapes_indexed_ = op_shapes.size();
+    return entry;
 }
 
 std::size_t Trace::count(ActivityKind kind) const {

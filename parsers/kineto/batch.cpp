@@ -7,35 +7,6 @@
 namespace replay::kineto {
 namespace {
 
-// A hash of everything OpShapes::operator== compares.
-std::uint64_t content_hash(const OpShapes& shapes) {
-    std::uint64_t h = 0x243F6A8885A308D3ULL;
-    const auto mix = [&](std::uint64_t v) {
-        h = std::rotl((h ^ v) * 0x9E3779B97F4A7C15ULL, 27) + 0x632BE59BD9B4E019ULL;
-    };
-    const auto mix_all = [&](const auto& values) {
-        mix(values.size());
-        for (const auto v : values) mix(static_cast<std::uint64_t>(v));
-    };
-    mix(shapes.schema);
-    mix(shapes.inputs.size());
-    for (const OpArgument& arg : shapes.inputs) {
-        mix(arg.type);
-        mix(arg.concrete);
-        mix(arg.element_type);
-        mix(static_cast<std::uint64_t>(arg.storage_id));
-        mix(static_cast<std::uint64_t>(arg.storage_offset));
-        mix(arg.has_strides);
-        mix_all(arg.dims);
-        mix_all(arg.strides);
-        mix_all(arg.list_ranks);
-        mix_all(arg.list_storage_ids);
-    }
-    mix_all(shapes.output_storage_ids);
-    for (const auto& dims : shapes.output_dims) mix_all(dims);
-    return h;
-}
-
 // How many elements a trace vector holding `count` after this chunk should end up with,
 // extrapolated over the whole input (0 when the input size is unknown, e.g. a pipe).
 std::size_t forecast(std::size_t count, const InputProgress& chunk) {
@@ -114,14 +85,7 @@ void BatchMerger::merge(Batch& b, const InputProgress& chunk) {
             arg.type = name(arg.type);
             arg.concrete = name(arg.concrete);
         }
-        const auto [it, added] = shared_shapes_.try_emplace(
-            content_hash(shapes), static_cast<std::uint32_t>(t.op_shapes.size()));
-        if (!added && t.op_shapes[it->second] == shapes) {
-            shapes_map_[i] = it->second;
-            continue;
-        }
-        shapes_map_[i] = static_cast<std::uint32_t>(t.op_shapes.size());
-        t.op_shapes.push_back(std::move(shapes));
+        shapes_map_[i] = t.share_shapes(std::move(shapes));
     }
     const std::size_t o0 = t.cpu_ops.size();
     t.cpu_ops.insert(t.cpu_ops.end(), b.cpu_ops.begin(), b.cpu_ops.end());

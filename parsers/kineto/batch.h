@@ -207,7 +207,6 @@ class BatchMerger {
     ParseStats& stats_;
     std::vector<NameId> map_;                // batch name id -> trace name id
     std::vector<std::uint32_t> shapes_map_;  // batch op_shapes index -> trace op_shapes index
-    std::unordered_map<std::uint64_t, std::uint32_t> shared_shapes_;  // content hash -> entry
 };
 
 }  // namespace replay::kineto

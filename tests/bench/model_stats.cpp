@@ -70,16 +70,15 @@ void model_rows(const Trace& t, std::vector<Row>& rows) {
     Row shapes = vector_row("Trace::op_shapes (OpShapes, shared)", t.op_shapes);
     Row args{"  their OpArgument + dims/strides/lists", 0, sizeof(OpArgument), 0, 0};
     for (const auto& s : t.op_shapes) {
-        shapes.bytes += heap_of(s.output_storage_ids) + heap_of(s.output_dims);
-        for (const auto& d : s.output_dims) shapes.bytes += heap_of(d);
         args.count += s.inputs.size();
         args.bytes += heap_of(s.inputs);
         for (const auto& a : s.inputs)
-            args.bytes += heap_of(a.dims) + heap_of(a.strides) + heap_of(a.list_ranks) +
-                          heap_of(a.list_storage_ids);
+            args.bytes += heap_of(a.dims) + heap_of(a.strides) + heap_of(a.list_ranks);
     }
     rows.push_back(shapes);
     rows.push_back(args);
+    rows.push_back({"Trace::storages (OpStorages, per op with ids)", t.storages.records(), 0,
+                    t.storages.bytes(), 0});
     // StringPool: a std::string in a deque, a pointer in a vector, an unordered_map node (next,
     // string_view, id, cached hash) and its bucket, plus the text when it is not inline.
     Row names{"Trace::names (StringPool)", t.names.size(),

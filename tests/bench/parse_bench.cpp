@@ -59,11 +59,10 @@ std::uint64_t model_bytes(const replay::Trace& t, std::uint64_t* allocated = nul
         used(t.cpu_ops) + used(t.runtime_calls) + used(t.activities) + used(t.op_shapes);
     if (allocated) *allocated -= total;
     for (const auto& s : t.op_shapes) {
-        total += vec(s.inputs) + vec(s.output_storage_ids) + vec(s.output_dims);
-        for (const auto& a : s.inputs)
-            total += vec(a.dims) + vec(a.strides) + vec(a.list_ranks) + vec(a.list_storage_ids);
-        for (const auto& d : s.output_dims) total += vec(d);
+        total += vec(s.inputs);
+        for (const auto& a : s.inputs) total += vec(a.dims) + vec(a.strides) + vec(a.list_ranks);
     }
+    total += t.storages.bytes();
     // StringPool: a std::string in a deque, a pointer in a vector, an unordered_map node
     // (next, string_view, id, cached hash) and its bucket, plus the text when it is not inline.
     const std::size_t strings = t.names.size();

@@ -65,6 +65,14 @@ class TraceBuilder {
 const replay::OpArgument& input(const replay::Trace& t, std::size_t op, std::size_t i) {
     return t.op_shapes[t.cpu_ops[op].shapes].inputs[i];
 }
+// The storage id of input `i` of op `op`, and of the op's output.
+std::int64_t storage(const replay::Trace& t, std::size_t op, std::size_t i) {
+    return t.storages.input(static_cast<std::uint32_t>(op), i);
+}
+std::int64_t output(const replay::Trace& t, std::size_t op) {
+    EXPECT_GE(t.storages.outputs(static_cast<std::uint32_t>(op)), 1u) << "op " << op;
+    return t.storages.output(static_cast<std::uint32_t>(op), 0).storage;
+}
 
 // One linear layer as PyTorch records it: aten::linear(x, w, b) > aten::t(w), aten::addmm(b, x,
 // t(w)), ops 3 apart from `at`.
@@ -91,17 +99,42 @@ TEST(Dataflow, EachLayerWeightHasItsOwnStorage) {
     EXPECT_TRUE(replay::weight_like_input(t, 2, 2));
     EXPECT_FALSE(replay::weight_like_input(t, 2, 1));
     // The addmm reads the weight through aten::t's view: the linear's weight storage.
-    EXPECT_EQ(input(t, 2, 2).storage_id, input(t, 0, 1).storage_id);
-    EXPECT_NE(input(t, 6, 2).storage_id, input(t, 2, 2).storage_id);  // another layer's weight
+    EXPECT_EQ(storage(t, 2, 2), storage(t, 0, 1));
+    EXPECT_NE(storage(t, 6, 2), storage(t, 2, 2));  // another layer's weight
     // relu reads what the first addmm wrote; the second layer reads relu's output.
-    EXPECT_EQ(input(t, 3, 0).storage_id, t.op_shapes[t.cpu_ops[2].shapes].output_storage_ids.at(0));
-    EXPECT_EQ(input(t, 4, 0).storage_id, t.op_shapes[t.cpu_ops[3].shapes].output_storage_ids.at(0));
+    EXPECT_EQ(storage(t, 3, 0), output(t, 2));
+    EXPECT_EQ(storage(t, 4, 0), output(t, 3));
     const auto origins = replay::input_origins(t);
     EXPECT_EQ(origins[2][2], InputOrigin::Persistent);
     EXPECT_EQ(origins[2][1], InputOrigin::Persistent);  // the step's input: nobody wrote it
     EXPECT_EQ(origins[3][0], InputOrigin::Activation);
     EXPECT_EQ(origins[6][1], InputOrigin::Activation);
     EXPECT_EQ(summary.parameters.size(), 4u);  // two weights, two biases
+}
+
+// The storage ids are the op instance's; its shapes stay shared with every op recorded alike.
+TEST(Dataflow, OpsRecordedAlikeKeepSharingTheirShapes) {
+    TraceBuilder b;
+    linear_layer(b, 0);
+    linear_layer(b, 40);  // a second layer of the same dims: another weight, the same shapes
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    // Ops in order: linear 0, t 1, addmm 2, linear 3, t 4, addmm 5.
+    ASSERT_EQ(t.cpu_ops[2].shapes, t.cpu_ops[5].shapes);
+    const std::size_t entries = t.op_shapes.size();
+    const std::vector<replay::OpShapes> before = t.op_shapes;
+    ASSERT_EQ(replay::infer_dataflow(t).source, replay::DataflowSource::Inferred);
+    EXPECT_EQ(t.op_shapes.size(), entries);
+    EXPECT_EQ(t.op_shapes, before);
+    for (std::size_t op = 0; op < 3; ++op) EXPECT_EQ(t.cpu_ops[op].shapes, t.cpu_ops[op + 3].shapes);
+    EXPECT_EQ(t.storages.records(), 6u);
+    for (std::size_t i : {1, 2}) {
+        EXPECT_NE(storage(t, 2, i), replay::kNoId);
+        EXPECT_NE(storage(t, 2, i), storage(t, 5, i)) << "input " << i;
+    }
+    EXPECT_NE(output(t, 2), output(t, 5));
+    EXPECT_NE(output(t, 2), replay::kNoId);
+    EXPECT_EQ(storage(t, 2, 3), replay::kNoId);  // a Scalar
 }
 
 TEST(Dataflow, StepsShareParametersAndNotActivations) {
@@ -112,6 +145,9 @@ TEST(Dataflow, StepsShareParametersAndNotActivations) {
     b.step(2, 50, 45);
     b.op("aten::relu", 51, 2, "[[1, 8]]", "[\"float\"]");
     linear_layer(b, 55);
+    b.step(3, 100, 45);
+    b.op("aten::relu", 101, 2, "[[1, 8]]", "[\"float\"]");
+    linear_layer(b, 105);
     replay::Trace t = b.trace();
     (void)replay::KernelGraph::build(t);
     replay::infer_dataflow(t);
@@ -120,13 +156,17 @@ TEST(Dataflow, StepsShareParametersAndNotActivations) {
             if (t.names.view(t.cpu_ops[i].name) == name && nth-- == 0) return i;
         return t.cpu_ops.size();
     };
-    const std::size_t first = find("aten::addmm", 0), second = find("aten::addmm", 1);
-    ASSERT_LT(second, t.cpu_ops.size());
-    EXPECT_EQ(input(t, first, 2).storage_id, input(t, second, 2).storage_id);  // same weight
-    // Step 2's relu does not read step 1's addmm output although the dims match.
-    const std::size_t relu2 = find("aten::relu", 1);
-    EXPECT_NE(input(t, relu2, 0).storage_id,
-              t.op_shapes[t.cpu_ops[first].shapes].output_storage_ids.at(0));
+    const std::size_t first = find("aten::addmm", 0), second = find("aten::addmm", 1),
+                      third = find("aten::addmm", 2);
+    ASSERT_LT(third, t.cpu_ops.size());
+    EXPECT_EQ(storage(t, first, 2), storage(t, second, 2));  // same weight
+    EXPECT_EQ(storage(t, first, 2), storage(t, third, 2));
+    // Step 2's relu does not read step 1's addmm output although the dims match, nor step 3's
+    // step 2's.
+    const std::size_t relu2 = find("aten::relu", 1), relu3 = find("aten::relu", 2);
+    EXPECT_NE(storage(t, relu2, 0), output(t, first));
+    EXPECT_NE(storage(t, relu3, 0), output(t, second));
+    EXPECT_EQ(storage(t, relu3, 0), storage(t, relu2, 0));  // the step's input, as in step 2
 }
 
 TEST(Dataflow, DtypeMustMatchUnlessTheProducerConverts) {
@@ -138,12 +178,10 @@ TEST(Dataflow, DtypeMustMatchUnlessTheProducerConverts) {
     replay::Trace t = b.trace();
     (void)replay::KernelGraph::build(t);
     replay::infer_dataflow(t);
-    const auto out = [&](std::size_t op) {
-        return t.op_shapes[t.cpu_ops[op].shapes].output_storage_ids.at(0);
-    };
-    EXPECT_NE(input(t, 1, 0).storage_id, out(0));
-    EXPECT_EQ(input(t, 2, 0).storage_id, out(0));
-    EXPECT_EQ(input(t, 3, 0).storage_id, out(2));
+    const auto out = [&](std::size_t op) { return output(t, op); };
+    EXPECT_NE(storage(t, 1, 0), out(0));
+    EXPECT_EQ(storage(t, 2, 0), out(0));
+    EXPECT_EQ(storage(t, 3, 0), out(2));
 }
 
 TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
@@ -157,11 +195,11 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     replay::Trace t = b.trace();
     (void)replay::KernelGraph::build(t);
     replay::infer_dataflow(t);
-    const auto relu_out = t.op_shapes[t.cpu_ops[0].shapes].output_storage_ids.at(0);
-    EXPECT_EQ(input(t, 1, 0).storage_id, relu_out);
-    EXPECT_EQ(input(t, 2, 0).storage_id, relu_out);  // the view's [3, 4] is relu's storage
-    EXPECT_EQ(input(t, 3, 0).storage_id, relu_out);  // add_ wrote it in place
-    EXPECT_EQ(input(t, 4, 0).storage_id, t.op_shapes[t.cpu_ops[3].shapes].output_storage_ids.at(0));
+    const auto relu_out = output(t, 0);
+    EXPECT_EQ(storage(t, 1, 0), relu_out);
+    EXPECT_EQ(storage(t, 2, 0), relu_out);  // the view's [3, 4] is relu's storage
+    EXPECT_EQ(storage(t, 3, 0), relu_out);  // add_ wrote it in place
+    EXPECT_EQ(storage(t, 4, 0), output(t, 3));
     EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
 }
 
@@ -207,9 +245,9 @@ TEST(Dataflow, StorageIdsOfAnExecutionTraceAreKept) {
     b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"float\"]");
     replay::Trace t = b.trace();
     (void)replay::KernelGraph::build(t);
-    t.own_shapes(t.cpu_ops[0]).inputs[0].storage_id = 77;
+    t.storages.add(0, std::vector<std::int64_t>{77}, 0);
     EXPECT_EQ(replay::infer_dataflow(t).source, replay::DataflowSource::ExecutionTrace);
-    EXPECT_EQ(input(t, 0, 0).storage_id, 77);
+    EXPECT_EQ(storage(t, 0, 0), 77);
 }
 
 TEST(TensorLists, MultiTensorBlocksCountChunks) {

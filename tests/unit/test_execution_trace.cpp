@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -143,30 +144,39 @@ TEST(ExecutionTrace, AttachesToBloomByRecordFunctionId) {
     EXPECT_EQ(stats.shapes_filled, 0u);  // recorded with record_shapes: nothing to fill
 
     std::size_t addmms = 0;
-    for (const auto& op : trace.cpu_ops) {
+    std::set<std::uint32_t> entries, weights;
+    for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
+        const replay::CpuOp& op = trace.cpu_ops[i];
         if (trace.names.view(op.name) != "aten::addmm") continue;
         ++addmms;
         const replay::OpShapes* shapes = shapes_of(trace, op);
         ASSERT_NE(shapes, nullptr);
         EXPECT_EQ(trace.names.view(shapes->schema), kAddmmSchema);
         ASSERT_EQ(shapes->inputs.size(), 5u);
-        for (int i = 0; i < 3; ++i) EXPECT_NE(shapes->inputs[i].storage_id, kNoId) << "input " << i;
-        EXPECT_EQ(shapes->inputs[3].storage_id, kNoId);
-        ASSERT_EQ(shapes->output_storage_ids.size(), 1u);
-        ASSERT_EQ(shapes->output_dims.size(), 1u);
-        EXPECT_EQ(shapes->output_dims[0].size(), 2u);
+        const replay::OpStorages& ids = trace.storages;
+        for (int k = 0; k < 3; ++k) EXPECT_NE(ids.input(i, k), kNoId) << "input " << k;
+        EXPECT_EQ(ids.input(i, 3), kNoId);
+        ASSERT_EQ(ids.outputs(i), 1u);
+        EXPECT_EQ(ids.output(i, 0).dims.size(), 2u);
+        entries.insert(op.shapes);
+        weights.insert(static_cast<std::uint32_t>(ids.input(i, 2)));
         if (op.record_function_id == 141) {
-            EXPECT_EQ(shapes->inputs[0].storage_id, 227);
-            EXPECT_EQ(shapes->inputs[1].storage_id, 113);
-            EXPECT_EQ(shapes->inputs[2].storage_id, 225);
-            EXPECT_EQ(shapes->output_storage_ids[0], 234);
-            EXPECT_EQ(shapes->output_dims[0], (std::vector<std::int64_t>{5, 3072}));
+            EXPECT_EQ(ids.input(i, 0), 227);
+            EXPECT_EQ(ids.input(i, 1), 113);
+            EXPECT_EQ(ids.input(i, 2), 225);
+            EXPECT_EQ(ids.output(i, 0).storage, 234);
+            const auto dims = ids.output(i, 0).dims;
+            EXPECT_EQ(std::vector<std::int64_t>(dims.begin(), dims.end()),
+                      (std::vector<std::int64_t>{5, 3072}));
             // Kineto's own shapes stay.
             EXPECT_EQ(shapes->inputs[2].dims, (std::vector<std::int64_t>{1024, 3072}));
             EXPECT_EQ(trace.names.view(shapes->inputs[3].concrete), "1");
         }
     }
     EXPECT_EQ(addmms, 96u);  // 24 layers x (qkv, dense, h->4h, 4h->h)
+    // The storage ids are each layer's; the shapes stay shared by the layers (one per GEMM shape).
+    EXPECT_EQ(weights.size(), 96u);
+    EXPECT_LE(entries.size(), 4u);
 }
 
 // Drops the Kineto shapes, as for a trace recorded without record_shapes, and checks that the ET
@@ -208,7 +218,7 @@ TEST(ExecutionTrace, FillsShapesMissingFromKineto) {
             if (ktype != "Scalar" && ktype != "ScalarList" && !ktype.empty()) {
                 EXPECT_EQ(e.dims, k.dims) << trace.names.view(op.name) << " input " << a;
                 EXPECT_EQ(e.strides, k.strides) << trace.names.view(op.name) << " input " << a;
-                EXPECT_NE(e.storage_id, kNoId);
+                EXPECT_NE(trace.storages.input(static_cast<std::uint32_t>(i), a), kNoId);
             }
             // Doubles differ in digits only ("1e-05" vs Kineto's "1.0000000000000001e-05").
             const std::string_view kc = trace.names.view(k.concrete),
@@ -253,11 +263,13 @@ TEST(ExecutionTrace, JoinsLinearEtBySequenceAlignment) {
     EXPECT_EQ(shapes.inputs[0].dims, (std::vector<std::int64_t>{1024}));
     EXPECT_EQ(shapes.inputs[1].dims, (std::vector<std::int64_t>{512, 1024}));
     EXPECT_EQ(shapes.inputs[2].dims, (std::vector<std::int64_t>{1024, 1024}));
-    EXPECT_EQ(shapes.inputs[1].storage_id, 4);
+    const auto addmm_index = static_cast<std::uint32_t>(addmm - trace.cpu_ops.data());
+    EXPECT_EQ(trace.storages.input(addmm_index, 1), 4);
     EXPECT_FALSE(shapes.inputs[1].has_strides);
     EXPECT_EQ(trace.names.view(shapes.inputs[3].type), "Scalar");
     EXPECT_EQ(trace.names.view(shapes.inputs[3].concrete), "1");
-    EXPECT_EQ(shapes.output_storage_ids, (std::vector<std::int64_t>{19}));
+    ASSERT_EQ(trace.storages.outputs(addmm_index), 1u);
+    EXPECT_EQ(trace.storages.output(addmm_index, 0).storage, 19);
 
     ASSERT_NE(foreach_add, nullptr);
     const replay::OpShapes& list = trace.op_shapes[foreach_add->shapes];

@@ -195,7 +195,8 @@ TEST(Parser, SchemaVariants) {
 TEST(Parser, OpsWithTheSameShapesShareOneEntry) {
     TempDir dir;
     // Four addmm with one shape set (in two of them with the members in another order or other
-    // blanks), one with another: two entries, and only own_shapes() changes a shared one.
+    // blanks), one with another: two entries; set_shapes() gives an op another entry (an equal
+    // one where there is one) and leaves the shared one alone.
     const std::string same =
         R"("Input Dims": [[3072], [5, 1024], [1024, 3072], [], []], "Input type": ["c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "1", "1"])";
     const std::string reordered =
@@ -236,13 +237,63 @@ TEST(Parser, OpsWithTheSameShapesShareOneEntry) {
             EXPECT_EQ(shapes(i).inputs[1].dims, (std::vector<std::int64_t>{5, 1024})) << i;
             EXPECT_EQ(t.names.view(shapes(i).inputs[3].concrete), "1") << i;
         }
-        replay::OpShapes& own = t.own_shapes(t.cpu_ops[3]);
-        own.inputs[1].storage_id = 42;
+        replay::OpShapes changed = t.shapes_of(t.cpu_ops[3]);
+        changed.inputs[1].storage_offset = 42;
+        t.set_shapes(t.cpu_ops[3], changed);
         EXPECT_NE(t.cpu_ops[3].shapes, t.cpu_ops[0].shapes);
-        EXPECT_EQ(shapes(0).inputs[1].storage_id, replay::kNoId);
-        EXPECT_EQ(shapes(3).inputs[1].storage_id, 42);
+        EXPECT_EQ(shapes(0).inputs[1].storage_offset, 0);
+        EXPECT_EQ(shapes(3).inputs[1].storage_offset, 42);
         EXPECT_EQ(shapes(3).inputs[1].dims, shapes(0).inputs[1].dims);
+        EXPECT_EQ(t.op_shapes.size(), 3u) << chunk;
+        t.set_shapes(t.cpu_ops[4], changed);  // the same change: the same new entry
+        EXPECT_EQ(t.cpu_ops[4].shapes, t.cpu_ops[3].shapes);
+        t.set_shapes(t.cpu_ops[3], t.shapes_of(t.cpu_ops[0]));  // back to the shared one
+        EXPECT_EQ(t.cpu_ops[3].shapes, t.cpu_ops[0].shapes);
+        EXPECT_EQ(t.op_shapes.size(), 3u) << chunk;
     }
+}
+
+// Storage ids live per op instance beside the shared shapes, however wide.
+TEST(TraceModel, OpStoragesKeepEachOpsIds) {
+    replay::OpStorages ids;
+    EXPECT_TRUE(ids.empty());
+    EXPECT_EQ(ids.input(3, 0), replay::kNoId);
+    ids.add(3, std::vector<std::int64_t>{replay::kNoId, 7}, 1);
+    const std::int64_t wide = std::int64_t{1} << 40;
+    ids.set_output(3, 0, {wide, ids.intern_dims(std::vector<std::int64_t>{2, 5})});
+    EXPECT_FALSE(ids.empty());
+    EXPECT_TRUE(ids.has(3));
+    EXPECT_FALSE(ids.has(2));
+    EXPECT_EQ(ids.input(3, 0), replay::kNoId);
+    EXPECT_EQ(ids.input(3, 1), 7);
+    EXPECT_EQ(ids.input(3, 2), replay::kNoId);  // beyond the record: unknown
+    ASSERT_EQ(ids.outputs(3), 1u);
+    EXPECT_EQ(ids.output(3, 0).storage, wide);
+    EXPECT_EQ(std::vector<std::int64_t>(ids.output(3, 0).dims.begin(), ids.output(3, 0).dims.end()),
+              (std::vector<std::int64_t>{2, 5}));
+    EXPECT_THROW(ids.set_output(3, 1, {}), std::out_of_range);
+    EXPECT_THROW(ids.set_output(4, 0, {}), std::out_of_range);
+    // A whole record (an Execution Trace's), with a TensorList and negative and wide ids, in
+    // place of the op's earlier one.
+    replay::OpStorages::Record r;
+    r.inputs = {-5, replay::kNoId, 0x7FFFFFFF};
+    r.lists = {{}, {11, wide + 1, replay::kNoId}};
+    r.outputs = {{12, replay::DimsTable::kEmpty}, {replay::kNoId, replay::DimsTable::kEmpty}};
+    ids.set(3, r);
+    EXPECT_EQ(ids.records(), 1u);
+    const replay::OpStorages::Record back = ids.get(3);
+    EXPECT_EQ(back.inputs, r.inputs);
+    ASSERT_EQ(back.lists.size(), 3u);
+    EXPECT_TRUE(back.lists[0].empty());
+    EXPECT_EQ(back.lists[1], r.lists[1]);
+    EXPECT_TRUE(back.lists[2].empty());
+    ASSERT_EQ(back.outputs.size(), 2u);
+    EXPECT_EQ(back.outputs[0].storage, 12);
+    EXPECT_EQ(ids.list(3, 1).size(), 3u);
+    EXPECT_EQ(ids.list(3, 1)[1], wide + 1);
+    EXPECT_TRUE(ids.list(3, 0).empty());
+    EXPECT_EQ(ids.input(3, 0), -5);
+    EXPECT_EQ(ids.input(3, 2), 0x7FFFFFFF);
 }
 
 // A plain file of many chunks, whole and cut mid-event, gives what the same bytes give through

@@ -69,7 +69,7 @@ void expect_linear_log_applied(const replay::Trace& trace, const replay::ShapeLo
     EXPECT_EQ(shapes.inputs[1].dims, (std::vector<std::int64_t>{512, 1024}));
     EXPECT_EQ(shapes.inputs[2].strides, (std::vector<std::int64_t>{1, 1024}));
     EXPECT_TRUE(shapes.inputs[2].has_strides);
-    EXPECT_EQ(shapes.inputs[2].storage_id, kNoId);
+    EXPECT_EQ(trace.storages.input(static_cast<std::uint32_t>(addmm - trace.cpu_ops.data()), 2), kNoId);
     EXPECT_EQ(trace.names.view(shapes.inputs[3].concrete), "1");
     EXPECT_EQ(trace.names.view(shapes.inputs[4].concrete), "1");  // a JSON number, as text
 

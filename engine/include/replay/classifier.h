@@ -56,6 +56,15 @@ class NodeRecipes {
     void set(std::size_t node, const Recipe& recipe);
     // Node `node` gets the decision, storage ids and reuse distances node `from` has.
     void share(std::size_t node, std::size_t from);
+    // The node's storage ids, one per tensor slot of its decision (none kept when all are -1).
+    void set_storages(std::size_t node, std::span<const std::int64_t> storages);
+    // Node `node` gets decision `entry` of the table, no storage ids and no reuse distances.
+    void set_decision(std::size_t node, std::uint32_t entry) {
+        entry_[node] = entry;
+        storage_at_[node] = reuse_at_[node] = kNone;
+    }
+    // Node `node` gets the storage ids node `from` has.
+    void share_storages(std::size_t node, std::size_t from) { storage_at_[node] = storage_at_[from]; }
     // The node's reuse distances, in visit_tensor_slots order of its decision.
     void set_reuse(std::size_t node, std::span<const std::int64_t> distances);
     // A reason that holds for every node of an entry alike (it depends only on the decision's
@@ -63,6 +72,11 @@ class NodeRecipes {
     void set_reason(std::uint32_t entry, std::string reason);
     // Every node's storage ids and reuse distances dropped (buffers by size and role again).
     void drop_storage_ids();
+    // Adds node `node` of `from` as a new node (returned): its decision and its storage ids, each
+    // id >= 0 moved by `storage_offset`; reuse distances are left out. `entries` maps from's
+    // table entries to this table's, filled as they are met (one map per `from`).
+    std::size_t append(const NodeRecipes& from, std::size_t node, std::int64_t storage_offset,
+                       std::vector<std::uint32_t>& entries);
 
   private:
     static constexpr std::uint32_t kNone = 0xFFFFFFFFu;

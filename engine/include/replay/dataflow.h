@@ -1,8 +1,8 @@
 // Dataflow without an Execution Trace: which recorded tensor inputs are a model's parameters
 // (distinct storage per layer, read from memory as in the recording) and which are activations a
-// recorded earlier op just wrote, inferred from the Kineto trace alone and written into the trace
-// as storage ids, so that buffer assignment and the L2 reuse distances (reuse.h) work as they do
-// with `--et`.
+// recorded earlier op just wrote, inferred from the Kineto trace alone and written into the trace's
+// per-op storage ids (Trace::storages), so that buffer assignment and the L2 reuse distances
+// (reuse.h) work as they do with `--et`.
 #pragma once
 
 #include <cstdint>
@@ -46,8 +46,10 @@ bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index);
 // storage id: an input a recorded earlier op of the same thread and step produced (same dims and
 // dtype, most recent first; views and in-place ops keep their input's storage) reads that
 // storage; any other input (weights, norm weights, KV cache, step inputs) gets a storage of its
-// own per op instance, shared by the same op instance of later steps. Sets each op's
-// output_storage_ids/output_dims where its output shape can be told. Needs CpuOp::parent.
+// own per op instance, shared by the same op instance of later steps. Gives each op a record in
+// Trace::storages: its inputs' ids and its output (id and dims) where its output shape can be
+// told. The ops' OpShapes stay shared; an op gets other shapes only where its TensorList's
+// element dtype is inferred. Needs CpuOp::parent.
 DataflowSummary infer_dataflow(Trace& trace);
 
 // One line for the analysis notes: "dataflow inferred: ...".

@@ -31,11 +31,14 @@ struct LaunchShape {
 // launched (the first included), with the kernels recorded just before and after it.
 struct LibraryEntry {
     std::vector<LaunchShape> kernels;
-    std::vector<Recipe> recipes;  // per kernel; storage ids and reuse distances forgotten
-    // Per instance folded into the entry, in recorded order: its kernels' recipes with the
+    // Where the kernels' recipes (storage ids and reuse distances forgotten) start among the
+    // library's: RecipeLibrary::recipe(entry, k).
+    std::uint32_t recipes = 0;
+    // Per instance folded into the entry, in recorded order: where its kernels' recipes with the
     // instance's own storage ids (renumbered apart from other sources'; reuse distances
-    // forgotten). Empty for kernel_signatures.json entries, which have no storage ids.
-    std::vector<std::vector<Recipe>> instances;
+    // forgotten) start: RecipeLibrary::instance(at, k). Empty for kernel_signatures.json
+    // entries, which have no storage ids.
+    std::vector<std::uint32_t> instances;
     std::string before;           // name of the kernel before it on its stream ("" at the start)
     std::string after;            // name of the kernel after the issue
     std::string source;           // the file (or "this trace") it came from
@@ -56,12 +59,41 @@ class RecipeLibrary {
     bool empty() const { return entries_.empty(); }
     std::size_t size() const { return entries_.size(); }
     const std::vector<LibraryEntry>& entries() const { return entries_; }
+    // The recipe of kernel `k` of `entry`, without storage ids.
+    const Recipe& recipe(const LibraryEntry& entry, std::size_t k) const {
+        return recipes_.decision(entry.recipes + k);
+    }
+    // The recipe of kernel `k` of the instance that starts at `at` (LibraryEntry::instances),
+    // with the instance's storage ids.
+    Recipe instance(std::uint32_t at, std::size_t k) const { return recipes_.recipe(at + k); }
+    // The library's recipes as nodes: kernel k of an entry is node LibraryEntry::recipes + k, of
+    // an instance node LibraryEntry::instances[i] + k.
+    const NodeRecipes& nodes() const { return recipes_; }
+    // The key() of the recipe of kernel `k` of `entry`, numbered: equal keys, equal numbers.
+    std::uint32_t key(const LibraryEntry& entry, std::size_t k) const {
+        return key_of_[recipes_.entry(entry.recipes + k)];
+    }
 
   private:
-    void add(LibraryEntry entry);
+    // Adds `entry`, or folds it into an equal one: that entry's index.
+    std::size_t add(LibraryEntry entry);
+    // A library recipe of its own (a node of recipes_): `recipe` without storage ids, whose
+    // key() has number `key` (number_key).
+    std::uint32_t add_recipe(const Recipe& recipe, std::uint32_t key);
+    std::uint32_t number_key(std::string key);
+    // What tells entries apart: neighbours, kernels and their recipes' keys, as text.
+    std::string identity(const LibraryEntry& entry) const;
+
     std::vector<LibraryEntry> entries_;
+    // The recipes of the entries' kernels and of their instances, a node each: the decisions
+    // shared, each instance's storage ids beside them.
+    NodeRecipes recipes_;
     std::int64_t traces_ = 0;  // traces added by add_file: each gets its own storage-id range
-    std::unordered_map<std::string, std::size_t> index_;  // identity of an entry -> entries_
+    std::unordered_multimap<std::uint64_t, std::size_t> index_;  // identity's hash -> entries_
+    // The entries' recipes' key() texts, numbered, and the number of each of recipes_' decisions.
+    std::vector<std::string> keys_;
+    std::unordered_map<std::string, std::uint32_t> key_numbers_;
+    std::vector<std::uint32_t> key_of_;
 };
 
 struct LibraryStats {

@@ -96,10 +96,12 @@ struct AttachStats {
 };
 
 // Joins `et` onto `trace.cpu_ops` (names must match) and, for each match, sets OpShapes::schema,
-// each input's storage_id/storage_offset, output_storage_ids/output_dims (one entry per output
-// tensor, TensorList outputs flattened, non-tensor outputs skipped) and, when the op has no
-// recorded inputs, the inputs' type/dims/strides/concrete values. Only ops of the ET's process
-// are considered when the trace holds any.
+// each input's storage_offset and, when the op has no recorded inputs, the inputs'
+// type/dims/strides/concrete values (the op's shapes stay shared with the ops recorded alike), and
+// gives the op its storage ids in `trace.storages`: one per input, the elements' of its
+// TensorLists, and its outputs' with their dims (one per output tensor, TensorList outputs
+// flattened, non-tensor outputs skipped). Only ops of the ET's process are considered when the
+// trace holds any.
 AttachStats attach_execution_trace(Trace& trace, const ExecutionTrace& et);
 
 }  // namespace replay

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -36,7 +37,8 @@ class StringPool {
 enum class ActivityKind : std::uint8_t { Kernel, Memcpy, Memset };
 const char* to_string(ActivityKind kind);
 
-// One record_shapes argument of a cpu_op (or of an Execution Trace node).
+// One record_shapes argument of a cpu_op (or of an Execution Trace node). Storage ids are not
+// here: they belong to one op instance (OpStorages), the argument to every op recorded alike.
 struct OpArgument {
     // Kineto `Input type` text ("c10::Half", "Scalar", "TensorList", "ScalarList", "" ...).
     NameId type = StringPool::kEmpty;
@@ -45,14 +47,12 @@ struct OpArgument {
     std::vector<std::int64_t> strides;
     // Ranks of the tensors in a TensorList (empty for a plain tensor: rank = dims.size()).
     std::vector<std::uint8_t> list_ranks;
-    // Storage id of each TensorList element (Execution Trace), empty when unknown.
-    std::vector<std::int64_t> list_storage_ids;
-    // Element dtype of a TensorList ("c10::BFloat16"), from the Execution Trace; Kineto has none.
+    // Element dtype of a TensorList ("c10::BFloat16"), from the Execution Trace or inferred from
+    // the producers of its elements (dataflow.h); Kineto records none.
     NameId element_type = StringPool::kEmpty;
     // `Concrete Inputs` text for scalars ("1", "0.125", "True", "[1024]"), empty when unknown.
     NameId concrete = StringPool::kEmpty;
-    // Execution Trace tensor storage id, kNoId when unknown.
-    std::int64_t storage_id = kNoId;
+    // Execution Trace: where the tensor starts in its storage, in elements.
     std::int64_t storage_offset = 0;
     bool has_strides = false;
 
@@ -63,11 +63,118 @@ struct OpShapes {
     std::vector<OpArgument> inputs;
     // Full schema from the Execution Trace ("aten::addmm(Tensor self, ...) -> Tensor"), else empty.
     NameId schema = StringPool::kEmpty;
-    // ET output tensor ids, for dataflow-faithful replay.
-    std::vector<std::int64_t> output_storage_ids;
-    std::vector<std::vector<std::int64_t>> output_dims;
 
     bool operator==(const OpShapes&) const = default;
+};
+// A hash of everything OpShapes::operator== compares.
+std::uint64_t content_hash(const OpShapes& shapes);
+
+// Lists of dims, interned: equal lists share one id.
+class DimsTable {
+  public:
+    static constexpr std::uint32_t kEmpty = 0;  // the empty list's id
+    DimsTable();
+    std::uint32_t intern(std::span<const std::int64_t> dims);
+    std::span<const std::int64_t> operator[](std::uint32_t id) const {
+        return {values_.data() + at_[id], at_[id + 1] - at_[id]};
+    }
+    std::size_t size() const { return at_.size() - 1; }
+    std::size_t bytes() const;  // held, for statistics
+
+  private:
+    std::vector<std::int64_t> values_;
+    std::vector<std::uint32_t> at_{0};  // list i is values_[at_[i], at_[i + 1])
+    std::unordered_multimap<std::uint64_t, std::uint32_t> index_;  // hash of the values -> id
+};
+
+// The storage ids of each op instance's tensors, beside the ops' shared OpShapes: an Execution
+// Trace records them and dataflow inference (engine/dataflow.h) infers them, one set per op
+// instance, so that ops recorded with equal shapes keep sharing one OpShapes entry. Every reader
+// and writer of storage ids goes through this table. An op has at most one record: one id per
+// input (in OpShapes::inputs order), the element ids of its TensorList inputs, and its outputs
+// (storage id and dims). Ids are kept in 32-bit words (wider ones in a side vector).
+class OpStorages {
+  public:
+    // A run of ids of one record (an input's TensorList elements).
+    class Ids {
+      public:
+        std::size_t size() const { return size_; }
+        bool empty() const { return size_ == 0; }
+        std::int64_t operator[](std::size_t i) const { return table_->decode(words_[i]); }
+
+      private:
+        friend class OpStorages;
+        Ids(const OpStorages* table, const std::uint32_t* words, std::size_t size)
+            : table_(table), words_(words), size_(size) {}
+        const OpStorages* table_ = nullptr;
+        const std::uint32_t* words_ = nullptr;
+        std::size_t size_ = 0;
+    };
+    struct Output {
+        std::int64_t storage = kNoId;
+        std::span<const std::int64_t> dims;
+    };
+    // What a writer gives for one output.
+    struct OutputIds {
+        std::int64_t storage = kNoId;
+        std::uint32_t dims = DimsTable::kEmpty;  // intern_dims()
+    };
+
+    // No op has a record: the trace has no storage ids.
+    bool empty() const { return records_ == 0; }
+    std::size_t records() const { return records_; }
+    bool has(std::uint32_t op) const { return op < at_.size() && at_[op] != kNone; }
+    // Storage id of input `input` of op `op` (an index into Trace::cpu_ops): kNoId when unknown,
+    // for non-tensors and for TensorLists (their elements have ids of their own).
+    std::int64_t input(std::uint32_t op, std::size_t input) const;
+    // The storage ids of the elements of TensorList input `input`; empty when unknown.
+    Ids list(std::uint32_t op, std::size_t input) const;
+    // The op's outputs: storage id (kNoId: not known) and dims (valid until the next write).
+    std::size_t outputs(std::uint32_t op) const;
+    Output output(std::uint32_t op, std::size_t k) const;
+
+    // All of an op's ids at once (Execution Trace joins): `lists` per input, shorter or empty
+    // where inputs have no element ids.
+    struct Record {
+        std::vector<std::int64_t> inputs;
+        std::vector<std::vector<std::int64_t>> lists;
+        std::vector<OutputIds> outputs;
+    };
+    Record get(std::uint32_t op) const;  // empty when the op has no record
+    // Gives op `op` this record, in place of any it had.
+    void set(std::uint32_t op, const Record& record);
+    // Gives op `op` a record of these input ids and `outputs` outputs, not known yet, in place of
+    // any it had; set_output() fills them in.
+    void add(std::uint32_t op, std::span<const std::int64_t> inputs, std::size_t outputs);
+    void set_output(std::uint32_t op, std::size_t k, OutputIds output);
+    // Room for the records of ops [0, ops) and `words` 32-bit words of ids, ahead of add().
+    void reserve(std::size_t ops, std::size_t words);
+    // The table of the outputs' dims (OutputIds::dims), for writers to intern dims in.
+    std::uint32_t intern_dims(std::span<const std::int64_t> dims) { return dims_.intern(dims); }
+    std::span<const std::int64_t> dims(std::uint32_t id) const { return dims_[id]; }
+    void clear();
+    std::size_t bytes() const;  // held, for statistics
+
+  private:
+    static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+    static constexpr std::uint32_t kWide = 0x80000000u;  // words from here: wide_[word - kWide]
+    std::uint32_t encode(std::int64_t id);
+    std::int64_t decode(std::uint32_t word) const {
+        return word < kWide ? word : word == kNone ? kNoId : wide_[word - kWide];
+    }
+    const std::uint32_t* record(std::uint32_t op) const {
+        return has(op) ? words_.data() + at_[op] : nullptr;
+    }
+    std::uint32_t* record(std::uint32_t op) { return has(op) ? words_.data() + at_[op] : nullptr; }
+    // A new record of op `op` (in place of any it had), ids unknown, dims empty.
+    std::uint32_t* allocate(std::uint32_t op, std::size_t inputs, std::size_t outputs,
+                            std::span<const std::uint32_t> list_sizes);
+
+    std::vector<std::uint32_t> at_;     // per op: where its record starts in words_, kNone for none
+    std::vector<std::uint32_t> words_;  // the records, one after the other
+    std::vector<std::int64_t> wide_;    // ids that do not fit a word below kWide
+    DimsTable dims_;
+    std::size_t records_ = 0;
 };
 
 // A CPU-side annotated range: cpu_op / Operator / user_annotation / python_function.
@@ -154,20 +261,33 @@ struct Trace {
     std::vector<RuntimeCall> runtime_calls;
     std::vector<GpuActivity> activities;
     // Distinct argument lists: ops recorded with the same shapes share one entry (real traces
-    // repeat a few hundred shape sets over every step, so the model stays small). Change an op's
-    // entry only through own_shapes().
+    // repeat a few hundred shape sets over every step, so the model stays small). Entries are
+    // never changed in place under their ops: an op gets another shapes through set_shapes().
     std::vector<OpShapes> op_shapes;
-    // Flow events (ac2g / async / async_cpu_to_gpu): id -> start's (pid, tid, ts) so launches can
-    // be tied to activities when correlation args are missing.
+    // Storage ids per op instance (Execution Trace, dataflow inference).
+    OpStorages storages;
+    // Flow events (ac2g / async / async_cpu_to_gpu) are counted, not kept: correlation args link
+    // launches and activities.
     std::size_t flow_events = 0;
     std::size_t events_total = 0;
 
-    // The op's own entry, ready to change: a new empty one when it has none, a private copy of
-    // the one it shares otherwise (entries are never changed in place under other ops).
-    OpShapes& own_shapes(CpuOp& op);
+    // The index of an op_shapes entry equal to `shapes`, added when there is none.
+    std::uint32_t share_shapes(OpShapes shapes);
+    // Gives `op` these shapes: an equal entry where there is one, else a new one.
+    void set_shapes(CpuOp& op, OpShapes shapes) { op.shapes = share_shapes(std::move(shapes)); }
+    // A copy of the op's shapes to change and give back with set_shapes() (empty when none).
+    OpShapes shapes_of(const CpuOp& op) const {
+        return op.shapes == kNoIndex ? OpShapes{} : op_shapes[op.shapes];
+    }
 
     std::size_t count(ActivityKind kind) const;
     Nanos total_time(ActivityKind kind) const;
+
+  private:
+    // share_shapes()'s index: content hash -> entry, over op_shapes[0, shapes_indexed_). An entry
+    // changed or replaced behind it is at worst not found (the lookup compares contents).
+    std::unordered_multimap<std::uint64_t, std::uint32_t> shapes_index_;
+    std::size_t shapes_indexed_ = 0;
 };
 
 }  // namespace replay

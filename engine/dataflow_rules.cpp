@@ -1,0 +1,277 @@
+// The inference's knowledge of ops by name and recorded inputs (dataflow_rules.h).
+#include "dataflow_rules.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "replay/recipe.h"
+
+namespace replay::dataflow_detail {
+namespace {
+
+std::optional<std::int64_t> parse_int(std::string_view text) {
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc()) return std::nullopt;
+    return v;
+}
+
+std::optional<Dims> parse_list(std::string_view text) {
+    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+    text = text.substr(1, text.size() - 2);
+    Dims out;
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        auto v = parse_int(text.substr(0, comma));
+        if (!v) return std::nullopt;
+        out.push_back(*v);
+        if (comma == std::string_view::npos) break;
+        text.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+std::int64_t wrap_dim(std::int64_t dim, std::size_t rank) {
+    return dim < 0 ? dim + static_cast<std::int64_t>(rank) : dim;
+}
+
+Dims broadcast(const Dims& a, const Dims& b) {
+    Dims out(std::max(a.size(), b.size()), 1);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const std::int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+        const std::int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+        out[out.size() - 1 - i] = x == 1 ? y : x;
+    }
+    return out;
+}
+
+// Ops whose output is a view of input 0: they write nothing.
+bool is_view_op(std::string_view name) {
+    static constexpr std::string_view kViews[] = {
+        "aten::view",      "aten::reshape",   "aten::_unsafe_view", "aten::expand",
+        "aten::t",         "aten::transpose", "aten::permute",      "aten::unsqueeze",
+        "aten::squeeze",   "aten::select",    "aten::slice",        "aten::as_strided",
+        "aten::alias",     "aten::detach",    "aten::view_as",      "aten::expand_as",
+        "aten::narrow",    "aten::flatten",   "aten::unflatten",    "aten::contiguous",
+        "aten::numpy_T",   "aten::lift_fresh", "aten::unbind",      "aten::split",
+        "aten::chunk",     "aten::split_with_sizes", "aten::diagonal", "aten::unfold"};
+    return std::find(std::begin(kViews), std::end(kViews), name) != std::end(kViews);
+}
+
+// In-place ops (aten::add_, aten::copy_, aten::resize_) write input 0 and return it.
+bool is_in_place_op(std::string_view name) {
+    return name.starts_with("aten::") && name.size() > 7 && name.back() == '_' &&
+           name[name.size() - 2] != '_';
+}
+
+WeightRule weight_rule(std::string_view name) {
+    if (name == "aten::linear") return WeightRule::Linear;
+    if (name.starts_with("aten::conv") || name == "aten::_convolution" ||
+        name == "aten::cudnn_convolution")
+        return WeightRule::Convolution;
+    if (name == "aten::mm" || name == "aten::matmul") return WeightRule::MmOrMatmul;
+    if (name == "aten::addmm") return WeightRule::Addmm;
+    if (name == "aten::embedding") return WeightRule::Embedding;
+    if (name == "aten::index_select") return WeightRule::IndexSelect;
+    if (name == "aten::layer_norm" || name == "aten::native_layer_norm" ||
+        name == "aten::group_norm")
+        return WeightRule::LayerNorm;
+    if (name == "aten::rms_norm" || name == "aten::_fused_rms_norm") return WeightRule::RmsNorm;
+    if (name == "aten::native_group_norm") return WeightRule::NativeGroupNorm;
+    if (name == "aten::batch_norm" || name == "aten::native_batch_norm" ||
+        name == "aten::cudnn_batch_norm" || name == "aten::_native_batch_norm_legit")
+        return WeightRule::BatchNorm;
+    return WeightRule::None;
+}
+
+}  // namespace
+
+bool is_tensor_input(const Trace& trace, const OpArgument& arg) {
+    if (!arg.list_ranks.empty()) return false;
+    return dtype_from_kineto(trace.names.view(arg.type)) != DType::Unknown;
+}
+
+std::int64_t numel(std::span<const std::int64_t> dims) {
+    std::int64_t n = 1;
+    for (auto d : dims) n *= std::max<std::int64_t>(d, 0);
+    return n;
+}
+
+std::int64_t tensor_bytes(const Trace& trace, std::span<const std::int64_t> dims, NameId type) {
+    const DType d = dtype_from_kineto(trace.names.view(type));
+    return numel(dims) * static_cast<std::int64_t>(element_size(d == DType::Unknown ? DType::Float32 : d));
+}
+
+NameFacts name_facts(std::string_view name) {
+    NameFacts f;
+    f.view = is_view_op(name);
+    f.in_place = is_in_place_op(name);
+    f.converts = name == "aten::to" || name == "aten::_to_copy" || name == "aten::type_as" ||
+                 name.starts_with("aten::empty") || name == "aten::zeros" || name == "aten::ones" ||
+                 name == "aten::full";
+    f.weights = weight_rule(name);
+    return f;
+}
+
+std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const OpShapes& s) {
+    auto concrete = [&](std::size_t i) -> std::string_view {
+        return i < s.inputs.size() ? trace.names.view(s.inputs[i].concrete) : std::string_view();
+    };
+    auto dims = [&](std::size_t i) -> const Dims* {
+        return i < s.inputs.size() && is_tensor_input(trace, s.inputs[i]) ? &s.inputs[i].dims
+                                                                          : nullptr;
+    };
+    const Dims* in0 = dims(0);
+    if (name == "aten::empty" || name == "aten::zeros" || name == "aten::ones" ||
+        name == "aten::full" || name == "aten::empty_strided" || name == "aten::randn" ||
+        name == "aten::rand")
+        return parse_list(concrete(0));
+    if (in0 == nullptr) return std::nullopt;
+    const std::size_t rank = in0->size();
+    if (name == "aten::view" || name == "aten::reshape" || name == "aten::_unsafe_view" ||
+        name == "aten::expand" || name == "aten::resize_" || name == "aten::as_strided" ||
+        name == "aten::new_empty" || name == "aten::new_zeros" || name == "aten::empty_like") {
+        if (name == "aten::empty_like") return *in0;
+        auto out = parse_list(concrete(1));
+        if (!out) return std::nullopt;
+        std::int64_t known = 1, unknown = -1;
+        for (std::size_t i = 0; i < out->size(); ++i) {
+            if ((*out)[i] == -1 && name == "aten::expand" && i + rank >= out->size())
+                (*out)[i] = (*in0)[i + rank - out->size()];
+            else if ((*out)[i] == -1)
+                unknown = static_cast<std::int64_t>(i);
+            else
+                known *= (*out)[i];
+        }
+        if (unknown >= 0 && known > 0) (*out)[static_cast<std::size_t>(unknown)] = numel(*in0) / known;
+        return out;
+    }
+    if (name == "aten::t") return rank == 2 ? Dims{(*in0)[1], (*in0)[0]} : *in0;
+    if (name == "aten::transpose") {
+        auto a = parse_int(concrete(1)), b = parse_int(concrete(2));
+        if (!a || !b) return std::nullopt;
+        Dims out = *in0;
+        const auto i = wrap_dim(*a, rank), j = wrap_dim(*b, rank);
+        if (i < 0 || j < 0 || i >= static_cast<std::int64_t>(rank) ||
+            j >= static_cast<std::int64_t>(rank))
+            return std::nullopt;
+        std::swap(out[static_cast<std::size_t>(i)], out[static_cast<std::size_t>(j)]);
+        return out;
+    }
+    if (name == "aten::permute") {
+        auto order = parse_list(concrete(1));
+        if (!order || order->size() != rank) return std::nullopt;
+        Dims out;
+        for (auto d : *order) {
+            const auto i = wrap_dim(d, rank);
+            if (i < 0 || i >= static_cast<std::int64_t>(rank)) return std::nullopt;
+            out.push_back((*in0)[static_cast<std::size_t>(i)]);
+        }
+        return out;
+    }
+    if (name == "aten::unsqueeze") {
+        auto d = parse_int(concrete(1));
+        if (!d) return std::nullopt;
+        const auto at = wrap_dim(*d, rank + 1);
+        if (at < 0 || at > static_cast<std::int64_t>(rank)) return std::nullopt;
+        Dims out = *in0;
+        out.insert(out.begin() + at, 1);
+        return out;
+    }
+    if (name == "aten::select") {
+        auto d = parse_int(concrete(1));
+        if (!d) return std::nullopt;
+        const auto at = wrap_dim(*d, rank);
+        if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
+        Dims out = *in0;
+        out.erase(out.begin() + at);
+        return out;
+    }
+    if (name == "aten::slice") {
+        auto d = parse_int(concrete(1)), start = parse_int(concrete(2)), end = parse_int(concrete(3));
+        auto step = parse_int(concrete(4));
+        if (!d || !start || !end) return std::nullopt;
+        const auto at = wrap_dim(*d, rank);
+        if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
+        Dims out = *in0;
+        const std::int64_t size = out[static_cast<std::size_t>(at)];
+        auto clamp = [&](std::int64_t v) {
+            if (v < 0) v += size;
+            return std::clamp<std::int64_t>(v, 0, size);
+        };
+        const std::int64_t s = clamp(*start), e = clamp(*end), k = step.value_or(1);
+        out[static_cast<std::size_t>(at)] = e > s && k > 0 ? (e - s + k - 1) / k : 0;
+        return out;
+    }
+    if (name == "aten::mm" || name == "aten::addmm") {
+        const Dims* a = dims(name == "aten::mm" ? 0 : 1);
+        const Dims* b = dims(name == "aten::mm" ? 1 : 2);
+        if (a == nullptr || b == nullptr || a->size() != 2 || b->size() != 2) return std::nullopt;
+        return Dims{(*a)[0], (*b)[1]};
+    }
+    if (name == "aten::bmm" || name == "aten::baddbmm") {
+        const Dims* a = dims(name == "aten::bmm" ? 0 : 1);
+        const Dims* b = dims(name == "aten::bmm" ? 1 : 2);
+        if (a == nullptr || b == nullptr || a->size() != 3 || b->size() != 3) return std::nullopt;
+        return Dims{(*a)[0], (*a)[1], (*b)[2]};
+    }
+    if (name == "aten::linear") {
+        const Dims* w = dims(1);
+        if (w == nullptr || w->size() != 2 || rank == 0) return std::nullopt;
+        Dims out = *in0;
+        out.back() = (*w)[0];
+        return out;
+    }
+    if (name == "aten::matmul") {
+        const Dims* b = dims(1);
+        if (b == nullptr || b->size() < 2 || rank < 2) return std::nullopt;
+        Dims batch = broadcast(Dims(in0->begin(), in0->end() - 2), Dims(b->begin(), b->end() - 2));
+        batch.push_back((*in0)[rank - 2]);
+        batch.push_back(b->back());
+        return batch;
+    }
+    if (name == "aten::embedding") {
+        const Dims* idx = dims(1);
+        if (idx == nullptr || rank != 2) return std::nullopt;
+        Dims out = *idx;
+        out.push_back((*in0)[1]);
+        return out;
+    }
+    if (name == "aten::index_select") {
+        const Dims* idx = dims(2);
+        auto d = parse_int(concrete(1));
+        if (idx == nullptr || !d) return std::nullopt;
+        const auto at = wrap_dim(*d, rank);
+        if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
+        Dims out = *in0;
+        out[static_cast<std::size_t>(at)] = numel(*idx);
+        return out;
+    }
+    if (name == "aten::sum" || name == "aten::mean" || name == "aten::amax" ||
+        name == "aten::amin") {
+        auto reduced = parse_list(concrete(1));
+        if (!reduced) return s.inputs.size() == 1 || concrete(1).empty() ? std::optional<Dims>(Dims{})
+                                                                          : std::nullopt;
+        const bool keep = concrete(2) == "True";
+        Dims out;
+        for (std::size_t i = 0; i < rank; ++i) {
+            const bool gone = std::any_of(reduced->begin(), reduced->end(), [&](std::int64_t d) {
+                return wrap_dim(d, rank) == static_cast<std::int64_t>(i);
+            });
+            if (!gone)
+                out.push_back((*in0)[i]);
+            else if (keep)
+                out.push_back(1);
+        }
+        return out;
+    }
+    // Elementwise and normalising ops, the common case: the inputs broadcast together.
+    Dims out = *in0;
+    for (std::size_t i = 1; i < s.inputs.size(); ++i)
+        if (const Dims* d = dims(i)) out = broadcast(out, *d);
+    return out;
+}
+
+
+}  // namespace replay::dataflow_detail

@@ -1,0 +1,81 @@
+// What dataflow inference (engine/dataflow.cpp) knows of ops by their names and recorded inputs:
+// which ops write nothing (views) or write their input in place, which convert dtypes, which
+// inputs are weight-like, and the dims of an op's output. Internal to engine/dataflow*.cpp.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "replay/trace_model.h"
+
+namespace replay::dataflow_detail {
+
+using Dims = std::vector<std::int64_t>;
+
+// A recorded argument that is one tensor of a known dtype (not a TensorList, not a scalar).
+bool is_tensor_input(const Trace& trace, const OpArgument& arg);
+std::int64_t numel(std::span<const std::int64_t> dims);
+// Bytes of a tensor of these dims and Kineto type text (float32 where the type says none).
+std::int64_t tensor_bytes(const Trace& trace, std::span<const std::int64_t> dims, NameId type);
+
+// Which inputs of an op are weight-like, by its name (weight_like()).
+enum class WeightRule : std::uint8_t {
+    None,
+    Linear,         // aten::linear: weight and bias
+    Convolution,    // aten::conv*, _convolution, cudnn_convolution: weight and bias
+    MmOrMatmul,     // mat2, under aten::linear
+    Addmm,          // bias and mat2, under aten::linear or with a 1-D bias (Conv1D layers)
+    Embedding,      // the table
+    IndexSelect,    // self, under aten::embedding
+    LayerNorm,      // layer_norm, native_layer_norm, group_norm: weight and bias
+    RmsNorm,        // weight
+    NativeGroupNorm,
+    BatchNorm,      // weight, bias, running mean and var
+};
+
+// What the inference asks about an op's name, worked out once per name.
+struct NameFacts {
+    bool view = false;      // the output is a view of input 0: writes nothing
+    bool in_place = false;  // writes input 0 and returns it (aten::add_, aten::copy_)
+    bool converts = false;  // the output's dtype is not input 0's (casts, creation ops)
+    WeightRule weights = WeightRule::None;
+};
+NameFacts name_facts(std::string_view name);
+
+// Is input `index` weight-like for an op of this rule? `under(rule)`: whether an enclosing op
+// has that rule (aten::mm under aten::linear); `rank0()`: the rank of the op's input 0.
+template <typename Under, typename Rank0>
+bool weight_like(WeightRule rule, std::size_t index, Under&& under, Rank0&& rank0) {
+    switch (rule) {
+        case WeightRule::Linear:
+        case WeightRule::Convolution:
+            return index == 1 || index == 2;
+        case WeightRule::MmOrMatmul:
+            return index == 1 && under(WeightRule::Linear);
+        case WeightRule::Addmm:
+            return (index == 0 || index == 2) && (under(WeightRule::Linear) || rank0() == 1);
+        case WeightRule::Embedding:
+            return index == 0;
+        case WeightRule::IndexSelect:
+            return index == 0 && under(WeightRule::Embedding);
+        case WeightRule::LayerNorm:
+            return index == 2 || index == 3;
+        case WeightRule::RmsNorm:
+            return index == 2;
+        case WeightRule::NativeGroupNorm:
+            return index == 1 || index == 2;
+        case WeightRule::BatchNorm:
+            return index >= 1 && index <= 4;
+        case WeightRule::None:
+            break;
+    }
+    return false;
+}
+
+// The dims of an op's (first) output where its name and recorded inputs tell them.
+std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const OpShapes& s);
+
+}  // namespace replay::dataflow_detail
