@@ -143,7 +143,6 @@ void add_reshape_copy(Trace& trace, const ReshapeSite& site, const OpArgument& i
     OpArgument destination = input;
     destination.strides = contiguous_strides(input.dims);
     destination.has_strides = true;
-    destination.storage_id = kNoId;
     destination.storage_offset = 0;
     OpArgument non_blocking;
     non_blocking.type = memory_format.type;
@@ -159,6 +158,12 @@ void add_reshape_copy(Trace& trace, const ReshapeSite& site, const OpArgument& i
     copy.shapes = static_cast<std::uint32_t>(trace.op_shapes.size());
     trace.op_shapes.push_back(std::move(copy_shapes));
     trace.cpu_ops.push_back(copy);
+    // Where the trace has storage ids already (an Execution Trace's), the copy reads the view's
+    // input into a buffer of its own; an inferred dataflow, made later, gives it its ids then.
+    if (trace.storages.has(site.view)) {
+        const std::int64_t ids[] = {kNoId, trace.storages.input(site.view, 0), kNoId};
+        trace.storages.add(static_cast<std::uint32_t>(trace.cpu_ops.size() - 1), ids, 0);
+    }
 
     RuntimeCall launch;
     launch.name = trace.names.intern("cudaLaunchKernel");
