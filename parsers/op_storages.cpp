@@ -185,14 +185,6 @@ void OpStorages::set_output(std::uint32_t op, std::size_t k, OutputIds output) {
     r[Layout(r).output_at(k) + 1] = output.dims;
 }
 
-void OpStorages::clear() {
-    at_.clear();
-    words_.clear();
-    wide_.clear();
-    dims_ = DimsTable();
-    records_ = 0;
-}
-
 std::size_t OpStorages::bytes() const {
     return heap_of(at_) + heap_of(words_) + heap_of(wide_) + dims_.bytes();
 }

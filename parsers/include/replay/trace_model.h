@@ -152,7 +152,6 @@ class OpStorages {
     // The table of the outputs' dims (OutputIds::dims), for writers to intern dims in.
     std::uint32_t intern_dims(std::span<const std::int64_t> dims) { return dims_.intern(dims); }
     std::span<const std::int64_t> dims(std::uint32_t id) const { return dims_[id]; }
-    void clear();
     std::size_t bytes() const;  // held, for statistics
 
   private:
