@@ -67,10 +67,17 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
         ->check(CLI::IsMember({"last", "all"}))
         ->capture_default_str();
     add_unique_options(app);
-    app.add_flag("--no-warm-inputs", no_warm_inputs,
-                 "sequential: do not read into L2, before each step, the inputs the recording "
-                 "had cached (replayed producers write their own buffers, not their "
-                 "consumers', so consumers would read activations from memory)");
+    auto* warm = app.add_option(
+                        "--warm-inputs", warm_inputs,
+                        "sequential: before a step, read into L2 the inputs the recording had "
+                        "cached (a replayed op that allocates its output writes another buffer "
+                        "than its consumer reads). needed: only before steps with an input no "
+                        "earlier replayed step read or wrote in its recorded storage's buffer "
+                        "(dataflow); all: before every step; none")
+                    ->check(CLI::IsMember({"needed", "all", "none"}))
+                    ->capture_default_str();
+    app.add_flag("--no-warm-inputs", no_warm_inputs, "sequential: --warm-inputs none")
+        ->excludes(warm);
     app.add_flag("--no-sequential-check", no_sequential_check,
                  "unique: skip the sequential pass that the predicted total is compared with");
     app.add_option("--collective-timeout", collective_timeout,
@@ -216,7 +223,10 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
                 : context == "previous"                            ? Context::Previous
                                                                    : Context::Recorded;
     o.sequential_check = !no_sequential_check;
-    o.warm_inputs = !no_warm_inputs;
+    using Warm = DriverOptions::WarmInputs;
+    o.warm_inputs = no_warm_inputs || warm_inputs == "none" ? Warm::None
+                    : warm_inputs == "all"                  ? Warm::All
+                                                            : Warm::Needed;
     o.nvtx = nvtx;
     o.only = only;
     o.energy = energy;

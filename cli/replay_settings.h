@@ -30,7 +30,8 @@ struct ReplaySettings {
     bool l2_flush = false;
     std::string context = "auto";
     bool no_sequential_check = false;
-    bool no_warm_inputs = false;
+    std::string warm_inputs = "needed";
+    bool no_warm_inputs = false;  // the same as --warm-inputs none
     bool no_cupti = false;
     int device = 0;
     std::uint64_t seed = 0;

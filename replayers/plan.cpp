@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "replay/ranks.h"
 #include "session.h"
@@ -59,7 +60,62 @@ std::string step_label(const Recipe& recipe) {
     return to_string(recipe.tier);
 }
 
+bool floating(DType t) {
+    switch (t) {
+        case DType::Float32:
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float64:
+        case DType::Float8E4M3:
+        case DType::Float8E5M2:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Calls f(storage, reuse_bytes, shared) for each recorded input of a GEMM or aten recipe;
+// returns false for other recipes (copies, Triton, collectives: their inputs are not tracked).
+template <typename F>
+bool for_each_input(const Recipe& recipe, F&& f) {
+    if (const auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
+        f(g->a_storage, g->a_reuse_bytes, true);
+        f(g->b_storage, g->b_reuse_bytes, true);
+        if (g->bias || g->beta != 0) f(g->c_storage, g->c_reuse_bytes, true);
+        return true;
+    }
+    if (const auto* a = std::get_if<AtenRecipe>(&recipe.detail)) {
+        for (const auto& arg : a->args)
+            for (const auto& t : arg.tensors) f(t.storage_id, t.reuse_bytes, floating(t.dtype));
+        return true;
+    }
+    return false;
+}
+
 }  // namespace
+
+std::vector<std::int64_t> shared_storages(const Recipe& recipe) {
+    std::vector<std::int64_t> out;
+    if (const auto* g = std::get_if<GemmRecipe>(&recipe.detail)) {
+        for (std::int64_t s : {g->a_storage, g->b_storage, g->c_storage})
+            if (s >= 0) out.push_back(s);
+        return out;
+    }
+    for_each_input(recipe, [&](std::int64_t storage, std::int64_t, bool shared) {
+        if (shared && storage >= 0) out.push_back(storage);
+    });
+    return out;
+}
+
+bool needs_warm_up(const Recipe& recipe, const std::unordered_set<std::int64_t>& touched) {
+    bool needed = false;
+    const bool known = for_each_input(recipe, [&](std::int64_t storage, std::int64_t reuse,
+                                                  bool shared) {
+        if (reuse == kReuseFirstTouch) return;  // from memory in the recording too
+        needed |= !shared || storage < 0 || !touched.count(storage);
+    });
+    return !known || needed;
+}
 
 std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& session,
                                          const std::vector<std::size_t>& kernel_of) {
@@ -76,6 +132,7 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
     const std::vector<Step> steps =
         plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
     std::vector<PlannedStep> plan;
+    std::unordered_set<std::int64_t> touched;  // storages the ready steps so far read or wrote
     for (std::size_t s = 0; s < steps.size(); ++s) {
         const Step& step = steps[s];
         const Recipe recorded = analysis.recipes.recipe(step.issue_node);
@@ -104,6 +161,8 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
                         std::find(p.waits.begin(), p.waits.end(), producer) == p.waits.end())
                         p.waits.push_back(producer);
         p.offset_ns = graph.launch_time(nodes[step.issue_node]) - origin;
+        p.warm = needs_warm_up(recorded, touched);
+        for (std::int64_t storage : shared_storages(recorded)) touched.insert(storage);
         plan.push_back(std::move(p));
     }
     return plan;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "replay/drivers.h"
@@ -31,7 +32,21 @@ struct PlannedStep {
     std::vector<std::uint32_t> nodes;  // the recorded graph nodes it re-creates, in order
     std::vector<std::size_t> kernels;  // the report's kernel per re-created node
     std::vector<double> recorded_us;   // the recorded duration per re-created node
+    // Whether its warm-up reads go out under --warm-inputs needed: false when an earlier ready
+    // step of the pass read or wrote every input it has, in the one buffer of its recorded
+    // storage (dataflow), so the L2 holds them as the recorded step's did, with the traffic in
+    // between evicting what it evicted then (needs_warm_up).
+    bool warm = true;
 };
+
+// Recorded storages whose replayed buffer is the storage's own (shared by every step that names
+// it), as the backends share them: GEMM operands and output, floating-point tensors of aten ops.
+// Integer tensors are synthesised per op (their values must suit each op's ranges).
+std::vector<std::int64_t> shared_storages(const Recipe& recipe);
+
+// Whether a step must read its inputs into L2 first: some input lacks a shared storage (no
+// dataflow), or its storage was not touched by an earlier ready step (`touched`).
+bool needs_warm_up(const Recipe& recipe, const std::unordered_set<std::int64_t>& touched);
 
 // Prepares every step's recipe (marking the kernels of those that cannot run) and returns the
 // ready ones in recorded order.

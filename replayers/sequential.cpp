@@ -140,6 +140,10 @@ class SequentialReplay {
     bool ready(std::size_t step) const {
         return plan_[step].prepared->disposition == Disposition::Ready;
     }
+    bool warms(const detail::PlannedStep& step) const {
+        using W = DriverOptions::WarmInputs;
+        return options_.warm_inputs == W::All || (options_.warm_inputs == W::Needed && step.warm);
+    }
 
     // ---- timing ----
     IterationResult timed_iteration(int iteration, Timeline* timeline);
@@ -180,7 +184,7 @@ void SequentialReplay::pre_issue(std::size_t u) {
     const LaunchUnit& unit = units_[u];
     if (unit.kind == LaunchUnit::Kind::Direct && !ready(unit.first)) return;
     for (int producer : unit.waits) backend_.stream_wait(unit.stream, producer);
-    if (unit.kind == LaunchUnit::Kind::Direct && options_.warm_inputs) {
+    if (unit.kind == LaunchUnit::Kind::Direct && warms(plan_[unit.first])) {
         const PlannedStep& step = plan_[unit.first];
         backend_.warm_inputs(step.prepared->handle, step.stream, step.tag);
         warmed_[u] = true;
@@ -235,7 +239,7 @@ std::uint32_t SequentialReplay::capture(std::size_t first, std::size_t last, boo
             const PlannedStep& step = plan_[i];
             if (!per_step)  // a graph of one step waits outside it (LaunchUnit::waits)
                 for (int producer : step.waits) backend_.stream_wait(step.stream, producer);
-            if (options_.warm_inputs)
+            if (warms(step))
                 backend_.warm_inputs(step.prepared->handle, step.stream, step.tag);
             backend_.issue(step.prepared->handle, step.stream, step.tag);
         }
@@ -487,6 +491,16 @@ void SequentialReplay::run(Timeline* timeline) {
         "the plan (" + std::to_string(plan_.size()) +
         " steps) was issued once untimed before the timed iterations: lazy module loads, "
         "library heuristics and workspaces, libtorch's first calls and allocations happen there");
+    if (options_.warm_inputs == DriverOptions::WarmInputs::Needed) {
+        const auto warmed = std::count_if(plan_.begin(), plan_.end(),
+                                          [](const PlannedStep& s) { return s.warm; });
+        report.notes.push_back(
+            "warm-up reads before " + std::to_string(warmed) + " of " +
+            std::to_string(plan_.size()) +
+            " steps; the others' inputs were all read or written before by an earlier replayed step "
+            "in their recorded storage's buffer (dataflow), so the L2 holds them as it held them in "
+            "the recording (--warm-inputs all: before every step)");
+    }
     if (use_graphs_ && !options_.graph) {
         report.notes.push_back(
             format_percent(graph_share_) +

@@ -261,7 +261,9 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
         report.options.emplace_back("warmup_ms", milliseconds(o.warmup_ms));
-        report.options.emplace_back("warm_inputs", o.warm_inputs ? "true" : "false");
+        report.options.emplace_back("warm_inputs", o.warm_inputs == DriverOptions::WarmInputs::None ? "none"
+                                                   : o.warm_inputs == DriverOptions::WarmInputs::All ? "all"
+                                                                                                 : "needed");
         report.options.emplace_back("graph", !o.graph ? "auto" : *o.graph ? "true" : "false");
         report.options.emplace_back("trace_iterations", o.trace_all_iterations ? "all" : "last");
     }

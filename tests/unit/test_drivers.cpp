@@ -772,6 +772,12 @@ std::unique_ptr<Analysis> two_stream_trace() {
     });
 }
 
+bool has_note(const replay::Report& r, const std::string& text) {
+    for (const auto& n : r.notes)
+        if (n.find(text) != std::string::npos) return true;
+    return false;
+}
+
 int slot_of(const Analysis& a, std::int64_t stream) {
     for (std::size_t i = 0; i < a.graph.streams().size(); ++i)
         if (a.graph.streams()[i].stream == stream) return static_cast<int>(i);
@@ -1260,11 +1266,72 @@ TEST(Drivers, EveryIterationInTheTimelineOnRequest) {
         EXPECT_NE(json.str().find(step), std::string::npos) << step;
 }
 
+// --warm-inputs needed: a step whose inputs an earlier replayed step read or wrote in their
+// recorded storage's buffer finds them in L2 as recorded, and gets no warm-up read; an input
+// outside the shared buffers (an integer tensor, one without a storage id) or one no replayed step
+// touched yet still gets one. A first touch in the recording was read from memory then: no read.
+TEST(Drivers, SequentialWarmsOnlyInputsTheReplayDidNotTouchAlready) {
+    TraceBuilder t;
+    const char* kernels[] = {"gemm_k", "relu_a", "relu_b", "relu_c", "relu_d"};
+    for (int i = 0; i < 5; ++i) {
+        t.op(i == 0 ? "aten::mm" : "aten::relu", 100 + 40 * i, 20);
+        t.launch(kernels[i], 105 + 40 * i, 1000 + 10 * i, 3, 7);
+    }
+    auto reads = [](std::int64_t storage, replay::DType dtype, std::int64_t reuse) {
+        Recipe r = relu(storage);
+        auto& tensor = std::get<replay::AtenRecipe>(r.detail).args[0].tensors[0];
+        tensor.dtype = dtype;
+        tensor.reuse_bytes = reuse;
+        return r;
+    };
+    const std::map<std::string, Recipe> recipes = {
+        // The GEMM's A and B come from memory (first touch); it writes storage 5 (C).
+        {"gemm_k",
+         [] {
+             Recipe g = gemm(1);
+             auto& d = std::get<replay::GemmRecipe>(g.detail);
+             d.b_storage = 2;
+             d.c_storage = 5;
+             d.a_reuse_bytes = d.b_reuse_bytes = replay::kReuseFirstTouch;
+             return g;
+         }()},
+        {"relu_a", reads(5, replay::DType::Float32, 4096)},  // the GEMM's output: in L2
+        {"relu_b", reads(9, replay::DType::Float32, 4096)},  // nothing replayed touched 9
+        {"relu_c", reads(5, replay::DType::Int64, 4096)},    // integers: synthesised per op
+        {"relu_d", reads(-1, replay::DType::Float32, 4096)},  // no storage id: no dataflow
+    };
+    auto a = analysis_of(t, "warm_needed.json",
+                         [&](const std::string& name, std::size_t) { return recipes.at(name); });
+    // Per mode: the recipes warmed in order, and warm-up reads per issue.
+    auto warmed = [&](replay::DriverOptions::WarmInputs mode) {
+        FakeBackend b;
+        replay::DriverOptions o;
+        o.warm_inputs = mode;
+        const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+        std::vector<std::string> first_pass;
+        double warms = 0, issues = 0;
+        for (const auto& c : b.calls) {
+            warms += c.what == "warm";
+            issues += c.what == "issue";
+            if (c.what == "warm" && issues < 5) first_pass.push_back(c.recipe);
+        }
+        return std::tuple{first_pass, warms / issues, r};
+    };
+    const auto [needed, needed_share, report] = warmed(replay::DriverOptions::WarmInputs::Needed);
+    EXPECT_EQ(needed, (std::vector<std::string>{recipes.at("relu_b").instance_key(),
+                                                recipes.at("relu_c").instance_key(),
+                                                recipes.at("relu_d").instance_key()}));
+    EXPECT_DOUBLE_EQ(needed_share, 3.0 / 5.0);
+    EXPECT_TRUE(has_note(report, "warm-up reads before 3 of 5 steps"));
+    EXPECT_DOUBLE_EQ(std::get<1>(warmed(replay::DriverOptions::WarmInputs::All)), 1.0);
+    EXPECT_DOUBLE_EQ(std::get<1>(warmed(replay::DriverOptions::WarmInputs::None)), 0.0);
+}
+
 TEST(Drivers, SequentialWithoutPacingOrWarmInputs) {
     auto a = two_stream_trace();
     FakeBackend b;
     replay::DriverOptions o;
-    o.warm_inputs = false;
+    o.warm_inputs = replay::DriverOptions::WarmInputs::None;
     replay::replay_sequential(*a, b, o, nullptr);
     EXPECT_TRUE(b.of("warm").empty());
     EXPECT_EQ(b.of("issue").size(), 6u);  // the untimed pass and one iteration
@@ -1532,12 +1599,6 @@ std::unique_ptr<replay::Backend> in_worker(const FakeBackend& config, double ker
     return backend;
 }
 
-bool has_note(const replay::Report& r, const std::string& text) {
-    for (const auto& n : r.notes)
-        if (n.find(text) != std::string::npos) return true;
-    return false;
-}
-
 TEST(Worker, RunsTheReplayAsInProcess) {
     auto a = two_stream_trace();
     FakeBackend here;
@@ -1710,7 +1771,7 @@ TEST(Worker, GraphsAndUntaggedRecordsComeBackAsInProcess) {
     config.warm_ns = 300;
     replay::DriverOptions o;
     o.graph = true;
-    o.warm_inputs = true;
+    o.warm_inputs = replay::DriverOptions::WarmInputs::All;
     o.iterations = 2;
     FakeBackend here = config;
     const replay::Report expected = replay::replay_sequential(*a, here, o, nullptr);

@@ -43,10 +43,15 @@ struct DriverOptions {
     bool l2_flush = false;
     Context context = Context::Recorded;
     // Sequential mode: before each step, read into L2 the inputs the recording had cached. A
-    // replayed producer writes its own output buffer, not its consumers' input buffers, so
-    // without this a consumer reads its activations from memory (on the H200: GPT-2's
-    // elementwise kernels 20-30% slow, the whole step +5.2%; with it +0.1%).
-    bool warm_inputs = true;
+    // replayed producer that allocates its output (a functional aten op) writes another buffer
+    // than its consumer reads, so without this a consumer reads its activations from memory
+    // (on the H200: GPT-2's elementwise kernels 20-30% slow, the whole step +5.2%; with it
+    // +0.1%). Needed: only steps with an input no earlier replayed step read or wrote in its
+    // recorded storage's buffer (dataflow; plan.h needs_warm_up): the others find the L2 as the
+    // recording left it, and every warm-up read is GPU time and a graph node the recording
+    // did not have. All: every step. None: no step.
+    enum class WarmInputs : std::uint8_t { None, Needed, All };
+    WarmInputs warm_inputs = WarmInputs::Needed;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
     // Each issue inside an NVTX range named nvtx_range_name() (ncu_command.h; backends with
     // NVTX: cuda).
