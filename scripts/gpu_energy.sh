@@ -51,7 +51,9 @@ if [ ! -x "$replay" ]; then
 fi
 # The cuBLAS/CUPTI that PyTorch uses, as scripts/gpu_validate.sh does.
 source scripts/pytorch_nvidia_libs.sh
-energy=(--backend cuda --energy --energy-window "$window" --energy-windows "$windows" -q)
+# ENERGY_ARGS: more replay options for every run (e.g. --warm-inputs all).
+read -r -a more <<< "${ENERGY_ARGS:-}"
+energy=(--backend cuda --energy --energy-window "$window" --energy-windows "$windows" -q "${more[@]}")
 
 # ENERGY_RUNS picks the unique processes to run now and ENERGY_PHASES the steps (unique,
 # sequential, compare): a device call limited to 10 minutes can run the script in parts into the

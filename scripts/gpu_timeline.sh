@@ -11,7 +11,8 @@
 # Usage: scripts/gpu_timeline.sh OUT_DIR [trace...]     (traces: decode bloom gpt2, default all)
 # Environment: REPLAY     the replay binary (default build-gpu/cli/replay)
 #              TRACE_DIR  where the captures are (default traces/h200)
-#              VARIANTS   which replays (default "none none-graph recorded recorded-graph")
+#              VARIANTS   which replays (default "none none-graph recorded recorded-graph"; each
+#                         also as NAME-all, with --warm-inputs all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_timeline.sh OUT_DIR [decode|bloom|gpt2 ...]}"
@@ -37,6 +38,11 @@ declare -A variant_args=(
   [none-graph]="--pace none --graph"
   [recorded]="--pace recorded"
   [recorded-graph]="--pace recorded --graph"
+  # The same with a warm-up read before every step (before --warm-inputs needed, the default).
+  [none-all]="--pace none --warm-inputs all"
+  [none-graph-all]="--pace none --graph --warm-inputs all"
+  [recorded-all]="--pace recorded --warm-inputs all"
+  [recorded-graph-all]="--pace recorded --graph --warm-inputs all"
 )
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$out/gpu.txt" 2>&1
@@ -116,6 +122,6 @@ for name in names:
         for c in checks:
             print(f"    {c}")
         for note in r["notes"]:
-            if note.startswith(("--graph", "timed records", "steps whose records", "first uses")):
+            if note.startswith(("--graph", "timed records", "steps whose records", "first uses", "warm-up reads before")):
                 print(f"    note: {note[:300]}")
 EOF
