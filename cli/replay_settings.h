@@ -30,7 +30,7 @@ struct ReplaySettings {
     bool l2_flush = false;
     std::string context = "auto";
     bool no_sequential_check = false;
-    std::string warm_inputs = "needed";
+    std::string warm_inputs = "all";
     bool no_warm_inputs = false;  // the same as --warm-inputs none
     bool no_cupti = false;
     int device = 0;

@@ -261,9 +261,7 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("pace", o.pace == Pace::Recorded ? "recorded" : "none");
         report.options.emplace_back("iterations", std::to_string(o.iterations));
         report.options.emplace_back("warmup_ms", milliseconds(o.warmup_ms));
-        report.options.emplace_back("warm_inputs", o.warm_inputs == DriverOptions::WarmInputs::None ? "none"
-                                                   : o.warm_inputs == DriverOptions::WarmInputs::All ? "all"
-                                                                                                 : "needed");
+        report.options.emplace_back("warm_inputs", to_string(o.warm_inputs));
         report.options.emplace_back("graph", !o.graph ? "auto" : *o.graph ? "true" : "false");
         report.options.emplace_back("trace_iterations", o.trace_all_iterations ? "all" : "last");
     }
@@ -339,3 +337,19 @@ void attribute(Session& session, const std::vector<std::size_t>& positions,
 }
 
 }  // namespace replay::detail
+
+namespace replay {
+
+const char* to_string(DriverOptions::WarmInputs warm) {
+    switch (warm) {
+        case DriverOptions::WarmInputs::None:
+            return "none";
+        case DriverOptions::WarmInputs::Needed:
+            return "needed";
+        case DriverOptions::WarmInputs::All:
+            break;
+    }
+    return "all";
+}
+
+}  // namespace replay

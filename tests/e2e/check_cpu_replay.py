@@ -54,7 +54,7 @@ with tempfile.TemporaryDirectory() as tmp:
             print(f"FAIL missing {f}"); failures += 1
     check_schema(os.path.join(seq, "report.json"), "report.schema.json")
     report = json.load(open(os.path.join(seq, "report.json")))
-    if report["options"].get("warm_inputs") != "needed":
+    if report["options"].get("warm_inputs") != "all":
         print(f"FAIL sequential replay should warm inputs by default: {report['options']}"); failures += 1
     replayed = [k for k in report["kernels"] if k["disposition"] == "replayed"]
     print(f"     sequential: {len(replayed)} of {len(report['kernels'])} unique kernels replayed, "

@@ -46,12 +46,14 @@ struct DriverOptions {
     // replayed producer that allocates its output (a functional aten op) writes another buffer
     // than its consumer reads, so without this a consumer reads its activations from memory
     // (on the H200: GPT-2's elementwise kernels 20-30% slow, the whole step +5.2%; with it
-    // +0.1%). Needed: only steps with an input no earlier replayed step read or wrote in its
-    // recorded storage's buffer (dataflow; plan.h needs_warm_up): the others find the L2 as the
-    // recording left it, and every warm-up read is GPU time and a graph node the recording
-    // did not have. All: every step. None: no step.
+    // +0.1%). All: every step. Needed: only steps with an input no earlier replayed step read
+    // or wrote in its recorded storage's buffer (dataflow; plan.h needs_warm_up), leaving the
+    // others the L2 that the replay itself left. Not the default: on the H200 (2026-11-25) it
+    // warmed 58-78% of the steps and every capture's kernel time came out 0.5-1.5 points slower
+    // than with All (the replay's own L2 state is colder than the recording's), while the span
+    // of the GPU-bound steps did not shrink. None: no step.
     enum class WarmInputs : std::uint8_t { None, Needed, All };
-    WarmInputs warm_inputs = WarmInputs::Needed;
+    WarmInputs warm_inputs = WarmInputs::All;
     bool sequential_check = true;  // unique mode: also time one sequential pass to compare
     // Each issue inside an NVTX range named nvtx_range_name() (ncu_command.h; backends with
     // NVTX: cuda).
@@ -82,6 +84,9 @@ struct DriverOptions {
     std::function<std::int64_t()> clock_ns;
     std::function<void(std::int64_t)> wait_until_ns;
 };
+
+// "none", "needed", "all": --warm-inputs and report.json's option.
+const char* to_string(DriverOptions::WarmInputs warm);
 
 // One group of recorded activities issued by one recipe (an op instance: a GEMM and its split-K
 // reduction, or the kernels of one aten op).
