@@ -35,6 +35,7 @@ void write_step_energy(JsonWriter& json, std::string_view name, const StepEnergy
     json.field("mj", s.mj).field("dynamic_mj", s.dynamic_mj).field("static_mj", s.static_mj);
     json.field("step_us", s.step_us).field("power_w", s.power_w);
     json.field("idle_power_w", s.idle_power_w).field("steps", s.steps);
+    json.field("warm_read_mj", s.warm_read_mj);
     json.field("source", s.source).field("gpu", s.gpu);
     json.end_object();
 }

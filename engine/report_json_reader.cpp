@@ -422,6 +422,8 @@ class ReportReader {
                 s.idle_power_w = number(x, Number::NonNegative);
             else if (key == "steps")
                 s.steps = number(x, Number::NonNegative);
+            else if (key == "warm_read_mj")  // reports before 2026-11-25 lack it
+                s.warm_read_mj = number(x, Number::Signed);
             else if (key == "source")
                 s.source = string(x);
             else if (key == "gpu")

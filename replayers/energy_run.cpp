@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+
+#include "replay/stats.h"
 
 namespace replay::detail {
 
@@ -81,6 +84,28 @@ void measure_step_energy(const EnergyRun& run, const std::function<double()>& is
     step.step_us = w.seconds_per_unit() * 1e6;
     step.power_w = watts;
     step.steps = w.units;
+}
+
+void take_out_warm_read_energy(const EnergyRun& run, const std::function<double()>& issue_some,
+                               const std::function<void()>& drain, ReportEnergy& energy) {
+    StepEnergy& step = energy.step;
+    if (!run.available() || step.samples_mj.empty()) return;
+    const WindowRun w = run.windows(issue_some, drain);
+    if (!w.failure.empty()) {
+        energy.notes.push_back("the step's warm-up reads were not measured alone (" + w.failure +
+                               "): the step's energy includes them");
+        return;
+    }
+    const std::vector<double> reads = dynamic_uj_per_unit(w, run.probe().idle_power_w);
+    step.warm_read_mj = stats::median(reads) / 1000.0;
+    for (double& s : step.samples_mj) s -= step.warm_read_mj;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "the step's L2 warm-up reads, looped alone (%.1f us per step), took %.2f mJ of "
+                  "dynamic energy per step: left out of the step's energy, as the recording had "
+                  "no such reads",
+                  w.seconds_per_unit() * 1e6, step.warm_read_mj);
+    energy.notes.push_back(line);
 }
 
 }  // namespace replay::detail

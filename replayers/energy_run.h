@@ -42,6 +42,13 @@ void describe_energy_run(const EnergyRun& run, const DriverOptions& options, Rep
 void measure_step_energy(const EnergyRun& run, const std::function<double()>& issue_some,
                          const std::function<void()>& drain, ReportEnergy& energy);
 
+// The step's L2 warm-up reads alone, looped through the windows (`issue_some` as above): their
+// dynamic energy per step goes to energy.step.warm_read_mj and out of its samples, which
+// measure_step_energy filled first. The recording had no such reads: they stand for cache
+// state that cost it nothing.
+void take_out_warm_read_energy(const EnergyRun& run, const std::function<double()>& issue_some,
+                               const std::function<void()>& drain, ReportEnergy& energy);
+
 // Sequential mode; `energy`, when given, measures the step looped through its windows, and
 // `last_iteration_s` receives the meter's clock when the last timed iteration started.
 Report replay_sequential(const Analysis& analysis, Backend& backend, const DriverOptions& options,

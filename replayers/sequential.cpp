@@ -123,6 +123,8 @@ class SequentialReplay {
   private:
     // --energy: the step looped back to back (no recorded pacing) through the energy windows.
     void measure_energy();
+    // --energy: the warm-up reads of the step alone through the windows (taken out of its energy).
+    void measure_warm_read_energy();
     const detail::EnergyRun* energy_;
     double last_iteration_s_ = NAN;
 
@@ -573,6 +575,49 @@ void SequentialReplay::measure_energy() {
                 launch(u);
             }
             return static_cast<double>(chunk) / static_cast<double>(units_.size());
+        },
+        [&] {
+            backend_.synchronize();
+            backend_.collect();  // untimed
+        },
+        session_.report().energy);
+    measure_warm_read_energy();
+}
+
+void SequentialReplay::measure_warm_read_energy() {
+    std::vector<std::size_t> warmed;
+    for (std::size_t i = 0; i < plan_.size(); ++i)
+        if (ready(i) && warms(plan_[i])) warmed.push_back(i);
+    if (warmed.empty()) return;
+    // The reads of a step back to back on one stream (they only read: no order to keep), from a
+    // graph where the step ran from graphs, so that the host's launches do not space them out
+    // more than in the step.
+    auto issue_reads = [&] {
+        for (std::size_t i : warmed) backend_.warm_inputs(plan_[i].prepared->handle, 0, 0);
+    };
+    std::uint32_t graph = 0;
+    if (use_graphs_ && issue_path_ != "direct") {
+        std::string why;
+        try {
+            backend_.begin_capture(0, true);
+            issue_reads();
+            graph = backend_.end_capture(why);
+        } catch (const std::exception&) {  // issued directly instead
+            std::string ended;
+            backend_.end_capture(ended);
+            graph = 0;
+        }
+    }
+    if (options_.progress) options_.progress("energy: the step's warm-up reads looped alone");
+    detail::take_out_warm_read_energy(
+        *energy_,
+        [&]() -> double {
+            if (graph != 0) {
+                backend_.launch_graph(graph);
+            } else {
+                issue_reads();
+            }
+            return 1.0;
         },
         [&] {
             backend_.synchronize();

@@ -209,6 +209,7 @@ for t in ("bloom_b1", "gpt2_train"):
               f"{fmt(st['step_us'], '.0f')} us (timed iteration span {fmt(tot.get('replayed_span_us'), '.0f')} us) "
               f"vs real step {fmt(mo['step_us'], '.0f')} us ({mo.get('gpu') or '?'}): duration "
               f"{fmt(pct(st['step_us'], mo['step_us']), '+.1f')}%")
+        print(f"    warm-up reads looped alone: {fmt(st.get('warm_read_mj'))} mJ dynamic per step, left out of the step's energy")
         print(f"    whole: {fmt(st['mj'])} mJ vs {fmt(mo['mj'])} mJ ({fmt(e['step_vs_model_pct'], '+.2f')}%: "
               f"idle power x duration, comparable only when the durations are)")
         print(f"    replayed dynamic + idle x real step: {fmt(e.get('step_at_model_mj'))} mJ vs {fmt(mo['mj'])} mJ "

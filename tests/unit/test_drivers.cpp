@@ -289,6 +289,7 @@ class FakeBackend : public replay::Backend {
     std::int64_t issue_host_ns = 0;         // by this much
     std::vector<Call> calls;
     SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
+    bool board_runs_warm_reads = false;  // with a board: a warm-up read runs 1 us there too
 
     replay::Environment environment() const override {
         replay::Environment e;
@@ -332,6 +333,7 @@ class FakeBackend : public replay::Backend {
     void flush_l2() override { add({"flush", ""}); }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         add({"warm", keys_.at(handle), stream, tag});
+        if (board != nullptr && board_runs_warm_reads && !capturing_) board->run("warm-up read", 1e-6);
         if (capturing_)
             captured_.push_back({handle, stream, tag, true});
         else if (warm_ns > 0)
@@ -1480,6 +1482,30 @@ TEST(Energy, TheSequentialStepIsLoopedThroughTheWindowsAndItsPowerDrawn) {
         EXPECT_GE(c.t_us, 0);
         EXPECT_GT(c.value, 0);
     }
+}
+
+// The step's warm-up reads cost energy that the recording did not spend: looped alone, their
+// energy is measured and left out of the step's.
+TEST(Energy, TheStepsWarmUpReadsAreMeasuredAloneAndLeftOut) {
+    auto a = unique_trace();
+    auto step_energy = [&](bool reads_cost) {
+        SimulatedBoard board;
+        board.dynamic_uj = {{"warm-up read", reads_cost ? 100.0 : 0.0}};
+        FakeBackend b;
+        b.board = &board;
+        b.board_runs_warm_reads = true;
+        replay::DriverOptions o = energy_options();
+        return replay::replay_sequential(*a, b, o, nullptr).energy;
+    };
+    const replay::ReportEnergy with = step_energy(true), without = step_energy(false);
+    ASSERT_TRUE(with.step.measured());
+    // Six steps, each warmed once (100 uJ) and issued once (200 uJ).
+    EXPECT_NEAR(with.step.warm_read_mj, 6 * 0.1, 6 * 0.1 * 0.03);
+    EXPECT_NEAR(with.step.dynamic_mj, 6 * 0.2, 6 * 0.2 * 0.03);
+    EXPECT_NEAR(without.step.warm_read_mj, 0, 0.02);
+    bool said = false;
+    for (const auto& n : with.notes) said |= n.find("left out of the step's energy") != std::string::npos;
+    EXPECT_TRUE(said);
 }
 
 TEST(Energy, WithoutACounterEnergyIsNotAvailableAndSaysWhy) {

@@ -145,6 +145,9 @@ struct StepEnergy {
     double power_w = NAN;       // average board power while the steps ran
     double idle_power_w = NAN;  // the idle power that static_mj is taken from
     double steps = 0;           // steps measured
+    // Replayed step: the dynamic energy per step of its L2 warm-up reads, looped alone, which
+    // samples_mj leave out (the recording had no such reads); NaN: none, or not measured.
+    double warm_read_mj = NAN;
     std::string source;         // model: the timing.json file
     std::string gpu;            // model: the GPU it was measured on
     bool measured() const { return std::isfinite(mj); }
