@@ -294,6 +294,51 @@ TEST(Simulation, ProfilerOverheadIsEstimatedAndRemovedPerOp) {
     EXPECT_GT(q.stats.gaps_clamped, 0u);
 }
 
+// Another host's CPU (Scenario::cpu_scale): the launch-bound chain's CPU work and calls take
+// twice as long, the GPU-bound chain's kernels do not; the overhead comes off before the scale.
+TEST(Simulation, CpuScaleStretchesCpuTimeNotGpuTime) {
+    TraceBuilder cpu;
+    cpu.op("step", 0, 150);
+    for (int i = 0; i < 5; ++i) cpu.launch(10 + 25 * i, 5, 15 + 25 * i, 2);
+    cpu.call("cudaDeviceSynchronize", 135, 3);
+    KernelGraph cpu_graph = KernelGraph::build(cpu.trace);
+    const StepSimulator cpu_sim(cpu_graph);
+    Scenario slower;
+    slower.cpu_scale = 2;
+    const Prediction p = run(cpu_sim, slower);
+    // 10 us before the first launch, 5 calls of 5 us, 4 gaps of 20 us, 5 us to the sync, and
+    // the sync's own 3 us (nothing pending): all CPU, all doubled.
+    EXPECT_EQ(p.steps[0].predicted(), us(2 * 150));
+    EXPECT_EQ(p.steps[0].path.runtime_calls, us(2 * 25));
+
+    TraceBuilder gpu;
+    gpu.op("step", 0, 520);
+    for (int i = 0; i < 5; ++i) gpu.launch(10 + 2 * i, 1, 15 + 101 * i, 100);
+    gpu.call("cudaDeviceSynchronize", 25, 496);
+    KernelGraph gpu_graph = KernelGraph::build(gpu.trace);
+    const StepSimulator gpu_sim(gpu_graph);
+    const Prediction recorded = run(gpu_sim);
+    const Prediction q = run(gpu_sim, slower);
+    // The CPU reaches the sync later (its 25 us doubled) but the GPU still ends it.
+    EXPECT_EQ(q.node_end[4] - q.node_start[0], recorded.node_end[4] - recorded.node_start[0]);
+    EXPECT_LT(q.steps[0].predicted() - recorded.steps[0].predicted(), us(15));
+
+    // Overhead removal, then the scale: the 40-op gap of 160 us of overhead becomes 2 x 0.
+    TraceBuilder ops;
+    ops.op("outer", 0, 200);
+    ops.launch(10, 4, 17, 2);
+    for (int i = 0; i < 40; ++i) ops.op("aten::view", 15 + 4 * i, 3);
+    ops.launch(180, 4, 187, 2);
+    KernelGraph ops_graph = KernelGraph::build(ops.trace);
+    const StepSimulator ops_sim(ops_graph);
+    Scenario clean;
+    clean.remove_op_overhead = true;
+    Scenario clean_slower = clean;
+    clean_slower.cpu_scale = 2;
+    const Prediction c1 = run(ops_sim, clean), c2 = run(ops_sim, clean_slower);
+    EXPECT_EQ(c2.call_start[1] - c2.call_end[0], 2 * (c1.call_start[1] - c1.call_end[0]));
+}
+
 // A second thread starts once the main thread has launched, and the main thread sleeps while
 // the second one launches: when the main thread gets faster, so does the second thread, and the
 // main thread's resumption follows the second thread.
