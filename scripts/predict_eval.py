@@ -109,6 +109,7 @@ print("| host | workload | recorded (profiled) | unprofiled (timing.json) | with
       "without overhead: trace's own estimate | calibrated on another workload, absolute | relative |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 same = {}
+errors = {"own": [], "absolute": [], "relative": []}
 for host in HOSTS:
     times = {w: report(SAME_GPU[host], host, w) for w in WORKLOADS}
     for w in WORKLOADS:
@@ -130,11 +131,17 @@ for host in HOSTS:
             for out, overhead in ((absolute, cal["need"]), (relative, cal["need"] / cal["est"] * s["est"])):
                 out.append(pct(step(predict(trace(host, w), "--times", times[w], "--op-overhead-us",
                                             f"{overhead:.4f}"), True, True), u))
+        errors["own"].append(abs(pct(step(s["d"], True, True), u)))
+        errors["absolute"] += [abs(e) for e in absolute]
+        errors["relative"] += [abs(e) for e in relative]
         mark = "**" if w in TARGETS else ""
         print(f"| {HOSTS[host]} | {mark}{w}{mark} | {recorded(s['d']) / 1e3:.2f} ms | {u / 1e3:.2f} ms | "
               f"{pct(step(s['d'], True, False), recorded(s['d'])):+.1f}% | "
               f"{pct(step(s['d'], True, True), u):+.1f}% ({s['est']:.2f} us/op; {s['need']:.2f} needed) | "
               f"{spread(absolute)} | {spread(relative)} |")
+
+print("\n" + "; ".join(f"{k}: median |error| {statistics.median(v):.1f}%, {sum(e <= 10 for e in v)}/{len(v)} within 10%"
+                       for k, v in errors.items()))
 
 print("\n## 2. Re-capture noise: the same workload captured twice on one host\n")
 print("| host | workload | median_us, capture | median_us, --et capture | apart |")
