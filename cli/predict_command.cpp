@@ -30,6 +30,12 @@ void PredictCommand::add_options(CLI::App& app) {
                    "Profiler cost per recorded op, measured elsewhere, instead of the estimate "
                    "from the trace's leaf-op footprints (their mean)")
         ->check(CLI::Range(0.0, 1e9));
+    app.add_option("--host-reference", host_reference_,
+                   "A trace recorded on the host to predict for (any workload; with --times from "
+                   "a replay on that host's GPU: this step there): the median, over the cpu_op "
+                   "and runtime-call names both traces record at least 5 times, of the ratio of "
+                   "their median durations scales the what-if's CPU work and runtime calls. "
+                   "Both traces should be profiled alike (record_shapes on or off in both)");
     app.add_option("--out", out_dir_,
                    "Write DIR/prediction.json (schemas/prediction.schema.json) and "
                    "DIR/predicted_trace.json (a Chrome trace of the predicted timeline: runtime "
@@ -37,14 +43,25 @@ void PredictCommand::add_options(CLI::App& app) {
     app.add_flag("--json", json_, "Print prediction.json on stdout instead of the text summary");
 }
 
-int PredictCommand::run(const Analysis& analysis, bool quiet) const {
+int PredictCommand::run(const Analysis& analysis, const LoadOptions& load) const {
+    const bool quiet = load.quiet;
     PredictOptions options;
     options.times_path = times_;
     options.model_path = model_;
     for (const auto& rule : scale_) options.scale.push_back(parse_scale_rule(rule));
     options.launch_us = launch_us_;
     options.op_overhead_us = op_overhead_us_;
-    const StepPrediction prediction = predict_step(analysis, options);
+    options.host_reference_path = host_reference_;
+    std::unique_ptr<Analysis> reference;
+    if (!host_reference_.empty()) {
+        LoadOptions plain;  // its own trace: none of this trace's side files
+        plain.quiet = load.quiet;
+        plain.strict = load.strict;
+        plain.max_event_bytes = load.max_event_bytes;
+        reference = load_trace(host_reference_, plain);
+    }
+    const StepPrediction prediction =
+        predict_step(analysis, options, reference ? &reference->trace() : nullptr);
     if (json_)
         write_prediction_json(std::cout, prediction);
     else
@@ -75,7 +92,7 @@ Command add_predict_command(CLI::App& app) {
     add_load_options(*predict, s->load, SideFiles::Offered);
     add_set_dims_option(*predict, s->load);
     s->predict.add_options(*predict);
-    return {predict, [s] { return s->predict.run(*load_trace(s->trace, s->load), s->load.quiet); }};
+    return {predict, [s] { return s->predict.run(*load_trace(s->trace, s->load), s->load); }};
 }
 
 }  // namespace replay::cli

@@ -8,6 +8,7 @@
 
 #include "replay/analysis.h"
 #include "replay/predict.h"
+#include "trace_loader.h"
 
 namespace replay::cli {
 
@@ -30,12 +31,14 @@ class PredictCommand {
         "wait itself is the GPU work on the path)\n"
         "  unexplained: time before points kept at their recorded time (a helper thread's "
         "first event, an activity without a launch)\n"
-        "--times, --model, --scale and --launch-us add a what-if prediction beside the recorded one.";
+        "--times, --model, --scale, --launch-us and --host-reference add a what-if prediction "
+        "beside the recorded one.";
 
     // The subcommand's own options; its trace inputs (--et, --shapes, --strict, --quiet) come
     // from the trace loader, as every command's do (add_predict_command).
     void add_options(CLI::App& app);
-    int run(const Analysis& analysis, bool quiet) const;
+    // `load` reads --host-reference (the same loader as the trace's, quiet and strict alike).
+    int run(const Analysis& analysis, const LoadOptions& load) const;
 
   private:
     std::string out_dir_;
@@ -45,6 +48,7 @@ class PredictCommand {
     std::vector<std::string> scale_;
     double launch_us_ = NAN;
     double op_overhead_us_ = NAN;
+    std::string host_reference_;
 };
 
 }  // namespace replay::cli

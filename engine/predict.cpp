@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "replay/report.h"
@@ -229,7 +230,8 @@ const ScenarioResult& StepPrediction::primary() const {
     return scenarios.front();
 }
 
-StepPrediction predict_step(const Analysis& analysis, const PredictOptions& options) {
+StepPrediction predict_step(const Analysis& analysis, const PredictOptions& options,
+                            const Trace* host_reference) {
     StepPrediction out;
     out.trace = analysis.trace().source;
     out.trace_hash = analysis.trace_hash;
@@ -274,6 +276,13 @@ StepPrediction predict_step(const Analysis& analysis, const PredictOptions& opti
                                      options.times_path, what_if.gpu_durations, out.notes);
         out.scaled_activities = apply_scale(analysis, options.scale, what_if.gpu_durations);
         if (!std::isnan(options.launch_us)) what_if.launch_call = to_nanos(options.launch_us);
+        if (!options.host_reference_path.empty()) {
+            if (host_reference == nullptr)
+                throw std::invalid_argument("predict_step: --host-reference without its trace");
+            out.host = estimate_host_scale(analysis.trace(), *host_reference,
+                                           options.host_reference_path);
+            what_if.cpu_scale = out.host->scale;
+        }
         out.what_if_gpu_time = sum(what_if.gpu_durations);
         run("what-if", what_if, true);
         what_if.remove_op_overhead = true;

@@ -109,6 +109,7 @@ std::string what_if_text(const StepPrediction& p) {
             (p.times->gpu.empty() ? "" : " on " + p.times->gpu) + ")");
     for (const auto& r : p.options.scale) add("--scale " + r.text);
     if (!std::isnan(p.options.launch_us)) add("--launch-us " + fixed(p.options.launch_us, 2));
+    if (p.host) add("--host-reference " + p.options.host_reference_path);
     return text;
 }
 
@@ -123,6 +124,34 @@ void write_path(JsonWriter& json, const CriticalPath& p) {
         .field("launch_latency_us", us(p.launch_latency))
         .field("gpu_activity_us", us(p.gpu_activity))
         .field("gpu_gap_us", us(p.gpu_gap));
+    json.end_object();
+}
+
+void write_host(JsonWriter& json, const StepPrediction& p) {
+    if (!p.host) {
+        json.key("host").null();
+        return;
+    }
+    const HostScale& h = *p.host;
+    json.key("host").begin_object();
+    json.field("reference", p.options.host_reference_path)
+        .field("cpu_scale", h.scale)
+        .field("ratio_p25", h.ratio_p25)
+        .field("ratio_p75", h.ratio_p75)
+        .field("names", static_cast<std::uint64_t>(h.names.size()));
+    json.key("ratios").begin_array();
+    for (const NameRatio& r : h.names) {
+        json.begin_object();
+        json.field("name", r.name)
+            .field("runtime_call", r.runtime_call)
+            .field("count", static_cast<std::uint64_t>(r.target_count))
+            .field("reference_count", static_cast<std::uint64_t>(r.reference_count))
+            .field("median_us", r.target_median_us)
+            .field("reference_median_us", r.reference_median_us)
+            .field("ratio", r.ratio());
+        json.end_object();
+    }
+    json.end_array();
     json.end_object();
 }
 
@@ -182,6 +211,16 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
                 << p.times->kernels_missing << " unique kernels missing from it)";
         if (!p.options.scale.empty()) out << "; " << p.scaled_activities << " activities scaled";
         out << "\n";
+        if (p.host) {
+            std::size_t calls = 0;
+            for (const NameRatio& r : p.host->names) calls += r.runtime_call;
+            out << "host CPU: times " << fixed(p.host->scale, 3) << " (median of "
+                << count(p.host->names.size(), "per-name ratio") << ", " << calls
+                << " of them runtime calls, reference / this trace's median duration; "
+                << "interquartile range " << fixed(p.host->ratio_p25, 3) << "-"
+                << fixed(p.host->ratio_p75, 3)
+                << "): CPU work and runtime calls of the what-if take that much longer\n";
+        }
         print_steps(out, *what_if, *what_if_clean, "what-if (vs recorded)");
     }
     for (const auto& note : p.notes) out << "note: " << note << "\n";
@@ -199,6 +238,10 @@ void write_prediction_json(std::ostream& out, const StepPrediction& p) {
     for (const auto& r : p.options.scale) json.value(r.text);
     json.end_array();
     json.field("launch_us", p.options.launch_us).field("op_overhead_us", p.options.op_overhead_us);
+    if (p.options.host_reference_path.empty())
+        json.key("host_reference").null();
+    else
+        json.field("host_reference", p.options.host_reference_path);
     json.end_object();
 
     const ModelParameters& m = p.parameters;
@@ -228,6 +271,7 @@ void write_prediction_json(std::ostream& out, const StepPrediction& p) {
     } else {
         json.key("times").null();
     }
+    write_host(json, p);
     json.field("recorded_gpu_time_us", us(p.recorded_gpu_time));
     json.field("what_if_gpu_time_us", us(p.what_if_gpu_time));
     json.field("scaled_activities", static_cast<std::uint64_t>(p.scaled_activities));

@@ -4,6 +4,7 @@
 #include "replay/simulation.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -112,14 +113,21 @@ class Simulation {
     // Recorded CPU time, less the profiler's overhead of the ops started in it in a corrected
     // run (never below zero). `count` adds it to the statistics (once per simulated gap).
     Nanos cpu_time(Nanos recorded, std::uint32_t ops, bool count) {
-        if (!s_.remove_op_overhead || recorded <= 0 || ops == 0) return recorded;
+        if (recorded <= 0) return recorded;
+        if (!s_.remove_op_overhead || ops == 0) return on_host(recorded);
         const Nanos cut = static_cast<Nanos>(ops) * p_.op_overhead;
         if (count) {
             stats_.ops_in_gaps += ops;
             stats_.overhead_removed += std::min(cut, recorded);
             stats_.gaps_clamped += cut > recorded;
         }
-        return std::max<Nanos>(0, recorded - cut);
+        return on_host(std::max<Nanos>(0, recorded - cut));
+    }
+
+    // A recorded CPU duration on the scenario's host.
+    Nanos on_host(Nanos recorded) const {
+        if (s_.cpu_scale == 1) return recorded;
+        return static_cast<Nanos>(std::llround(static_cast<double>(recorded) * s_.cpu_scale));
     }
 
     // Where thread `source.thread` is, on the predicted timeline, at its recorded time `t`.
@@ -129,7 +137,7 @@ class Simulation {
             return thread_start_[source.thread] +
                    cpu_time(t - u.origin, u.ops_between(u.origin, t, true), false);
         const SimCall& c = m_.calls[source.call];
-        if (source.inside_call) return call_start_[source.call] + (t - c.ts);
+        if (source.inside_call) return call_start_[source.call] + on_host(t - c.ts);
         return call_end_[source.call] +
                cpu_time(t - (c.ts + c.dur), u.ops_between(c.ts + c.dur, t, false), false);
     }
@@ -318,13 +326,14 @@ class Simulation {
                     gpu_done = node_end_[n];
                     waited_on_[k] = n;
                 }
-            call_end_[k] = gpu_done + c.return_overhead;
+            call_end_[k] = gpu_done + on_host(c.return_overhead);
             return;
         }
-        const Nanos dur = s_.launch_call >= 0 && c.kernel_launch ? s_.launch_call : c.free_dur;
+        const Nanos dur =
+            s_.launch_call >= 0 && c.kernel_launch ? s_.launch_call : on_host(c.free_dur);
         call_end_[k] = call_start_[k] + dur;
         if (c.queue_node != kNoIndex && done_[node_item(c.queue_node)]) {
-            const Nanos room = node_end_[c.queue_node] + c.queue_return;
+            const Nanos room = node_end_[c.queue_node] + on_host(c.queue_return);
             if (room > call_end_[k]) {
                 call_end_[k] = room;
                 waited_on_[k] = c.queue_node;
@@ -381,7 +390,7 @@ class Simulation {
             const std::uint32_t k = *(it - 1);
             const SimCall& c = m_.calls[k];
             if (t < c.ts + c.dur) {
-                point.time = std::min(call_start_[k] + (t - c.ts), call_end_[k]);
+                point.time = std::min(call_start_[k] + on_host(t - c.ts), call_end_[k]);
                 point.cause = {{At::CallStart, k},
                                c.blocking ? Bucket::Sync : Bucket::RuntimeCalls};
                 return point;

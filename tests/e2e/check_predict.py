@@ -116,9 +116,23 @@ with tempfile.TemporaryDirectory() as tmp:
     d = json.loads(r.stdout) if r.returncode == 0 else {}
     check(d.get("model", {}).get("op_overhead_source") == "calibrated" and d["model"]["op_overhead_us"] == 20,
           "--op-overhead-us is a calibration")
+    # Another host's CPU: the H100 capture of another workload as the reference.
+    out = os.path.join(tmp, "host")
+    r = run("predict", "--json", "--quiet", os.path.join(traces, "h200/bloom_b1.json.gz"),
+            "--host-reference", os.path.join(traces, "h100/llama_decode.json.gz"), "--out", out)
+    d = json.loads(r.stdout) if r.returncode == 0 else {}
+    v = subprocess.run([*validate, os.path.join(out, "prediction.json"), schema], capture_output=True, text=True) \
+        if r.returncode == 0 else None
+    host = d.get("host") or {}
+    check(v is not None and v.returncode == 0 and host.get("cpu_scale", 0) > 1 and host["names"] == len(host["ratios"]),
+          f"--host-reference: cpu_scale {host.get('cpu_scale')} from {host.get('names')} names, schema valid")
+    r = run("predict", "--quiet", bloom, "--host-reference", os.path.join(traces, "h200/mlp_compiled.json.gz"))
+    check(r.returncode == 2 and "share" in r.stderr and "mlp_compiled" in r.stderr,
+          f"--host-reference with too few names in common: exit {r.returncode}, {r.stderr.strip()[:160]}")
     h = run("predict", "--help")
     check(h.returncode == 0 and all(w in h.stdout for w in ("cpu-bound", "gpu-bound", "sync", "--times", "--scale",
-                                                            "--launch-us", "--op-overhead-us", "--et", "--out")),
+                                                            "--launch-us", "--op-overhead-us", "--host-reference",
+                                                            "--et", "--out")),
           "predict --help defines the critical-path categories and lists every option")
     check("replay predict TRACE" in run("--help").stdout, "replay --help lists predict")
     for args, why in ((["--scale", "tier9=1"], "unknown tier"), (["--scale", "gemm"], "no =FACTOR"),

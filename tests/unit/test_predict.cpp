@@ -293,6 +293,42 @@ TEST(Predict, JsonAndTextNameTheModelAndTheScenarios) {
     EXPECT_NE(timeline.str().find("what-if"), std::string::npos);
 }
 
+// The H200 BLOOM capture predicted for the H100's host, with the H100 capture of another
+// workload (Llama decode) as the reference: that host's CPU is slower, so the CPU-bound step
+// stretches by about the scale; a trace taken as its own reference changes nothing.
+TEST(Predict, HostReferenceScalesTheCpuOfACpuBoundStep) {
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/bloom_b1.json.gz");
+    const auto h200 = replay::analyze(o);
+    o.trace_path = trace_path("h100/llama_decode.json.gz");
+    const auto h100 = replay::analyze(o);
+
+    PredictOptions options;
+    options.host_reference_path = "h100/llama_decode.json.gz";
+    const StepPrediction p = replay::predict_step(*h200, options, &h100->trace());
+    ASSERT_TRUE(p.host.has_value());
+    EXPECT_GE(p.host->names.size(), 10u);
+    EXPECT_GT(p.host->scale, 1.2);  // the H100 host's CPU is slower
+    EXPECT_LE(p.host->ratio_p25, p.host->scale);
+    EXPECT_GE(p.host->ratio_p75, p.host->scale);
+    const double stretch = static_cast<double>(predicted(p, true, false)) /
+                           static_cast<double>(predicted(p, false, false));
+    EXPECT_NEAR(stretch, p.host->scale, 0.05 * p.host->scale);  // 99% of its path is CPU
+
+    std::ostringstream json, text;
+    replay::write_prediction_json(json, p);
+    replay::print_prediction(text, p);
+    EXPECT_NE(json.str().find("\"cpu_scale\""), std::string::npos);
+    EXPECT_NE(json.str().find("\"host_reference\": \"h100/llama_decode.json.gz\""),
+              std::string::npos);
+    EXPECT_NE(text.str().find("host CPU: times"), std::string::npos);
+
+    const StepPrediction self = replay::predict_step(*h200, options, &h200->trace());
+    EXPECT_DOUBLE_EQ(self.host->scale, 1.0);
+    EXPECT_EQ(predicted(self, true, false), predicted(self, false, false));
+    EXPECT_EQ(predicted(self, true, true), predicted(self, false, true));
+}
+
 }  // namespace
 
 // The unprofiled step time that examples/capture_trace.py measured beside a capture.

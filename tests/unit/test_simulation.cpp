@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "replay/kernel_graph.h"
 #include "replay/simulation.h"
@@ -112,12 +113,28 @@ Scenario scaled(const KernelGraph& graph, double factor, const std::string& name
 
 // Five launches 25 us apart (5 us calls, 20 us of CPU work between), 2 us kernels starting
 // 5 us after their launch, then a device sync: the CPU decides the step.
-TEST(Simulation, LaunchBoundChainIsCpuBoundAndFollowsTheLaunchCost) {
+Trace launch_bound_chain() {
     TraceBuilder b;
     b.op("step", 0, 150);
     for (int i = 0; i < 5; ++i) b.launch(10 + 25 * i, 5, 15 + 25 * i, 2);
     b.call("cudaDeviceSynchronize", 135, 3);
-    KernelGraph graph = KernelGraph::build(b.trace);
+    return std::move(b.trace);  // a copy would leave the name pool pointing into b's
+}
+
+// Two launches with 40 leaf ops (3 us each, 4 us apart) in the gap between them, inside an
+// outer op.
+Trace ops_between_two_launches() {
+    TraceBuilder b;
+    b.op("outer", 0, 200);
+    b.launch(10, 4, 17, 2);
+    for (int i = 0; i < 40; ++i) b.op("aten::view", 15 + 4 * i, 3);
+    b.launch(180, 4, 187, 2);
+    return std::move(b.trace);  // a copy would leave the name pool pointing into b's
+}
+
+TEST(Simulation, LaunchBoundChainIsCpuBoundAndFollowsTheLaunchCost) {
+    Trace trace = launch_bound_chain();
+    KernelGraph graph = KernelGraph::build(trace);
     const StepSimulator sim(graph);
     EXPECT_EQ(sim.estimates().launch_latency, us(5));
     EXPECT_EQ(sim.estimates().launch_latency_samples, 5u);
@@ -267,12 +284,8 @@ TEST(Simulation, CriticalPathRunsThroughALongGraphReplay) {
 // Forty leaf ops of 3 us, 1 us apart, between two launches: each leaves a 4 us footprint, which
 // is the overhead estimate; removing it empties the gap of its ops' cost.
 TEST(Simulation, ProfilerOverheadIsEstimatedAndRemovedPerOp) {
-    TraceBuilder b;
-    b.op("outer", 0, 200);
-    b.launch(10, 4, 17, 2);
-    for (int i = 0; i < 40; ++i) b.op("aten::view", 15 + 4 * i, 3);
-    b.launch(180, 4, 187, 2);
-    KernelGraph graph = KernelGraph::build(b.trace);
+    Trace trace = ops_between_two_launches();
+    KernelGraph graph = KernelGraph::build(trace);
     const StepSimulator sim(graph);
     EXPECT_EQ(sim.estimates().op_overhead, us(4));
     EXPECT_EQ(sim.estimates().op_overhead_samples, 40u);  // "outer" is no leaf
@@ -292,6 +305,44 @@ TEST(Simulation, ProfilerOverheadIsEstimatedAndRemovedPerOp) {
     const Prediction q = sim.run(clean, calibrated);
     EXPECT_EQ(q.call_start[1], q.call_end[0]);
     EXPECT_GT(q.stats.gaps_clamped, 0u);
+}
+
+// Another host's CPU (Scenario::cpu_scale): the launch-bound chain's CPU work and calls take
+// twice as long, the GPU-bound chain's kernels do not; the overhead comes off before the scale.
+TEST(Simulation, CpuScaleStretchesCpuTimeNotGpuTime) {
+    Trace cpu_trace = launch_bound_chain();
+    KernelGraph cpu_graph = KernelGraph::build(cpu_trace);
+    const StepSimulator cpu_sim(cpu_graph);
+    Scenario slower;
+    slower.cpu_scale = 2;
+    const Prediction p = run(cpu_sim, slower);
+    // 10 us before the first launch, 5 calls of 5 us, 4 gaps of 20 us, 5 us to the sync, and
+    // the sync's own 3 us (nothing pending): all CPU, all doubled.
+    EXPECT_EQ(p.steps[0].predicted(), us(2 * 150));
+    EXPECT_EQ(p.steps[0].path.runtime_calls, us(2 * 25));
+
+    TraceBuilder gpu;
+    gpu.op("step", 0, 520);
+    for (int i = 0; i < 5; ++i) gpu.launch(10 + 2 * i, 1, 15 + 101 * i, 100);
+    gpu.call("cudaDeviceSynchronize", 25, 496);
+    KernelGraph gpu_graph = KernelGraph::build(gpu.trace);
+    const StepSimulator gpu_sim(gpu_graph);
+    const Prediction recorded = run(gpu_sim);
+    const Prediction q = run(gpu_sim, slower);
+    // The CPU reaches the sync later (its 25 us doubled) but the GPU still ends it.
+    EXPECT_EQ(q.node_end[4] - q.node_start[0], recorded.node_end[4] - recorded.node_start[0]);
+    EXPECT_LT(q.steps[0].predicted() - recorded.steps[0].predicted(), us(15));
+
+    // Overhead removal, then the scale: the 40-op gap of 160 us of overhead becomes 2 x 0.
+    Trace ops_trace = ops_between_two_launches();
+    KernelGraph ops_graph = KernelGraph::build(ops_trace);
+    const StepSimulator ops_sim(ops_graph);
+    Scenario clean;
+    clean.remove_op_overhead = true;
+    Scenario clean_slower = clean;
+    clean_slower.cpu_scale = 2;
+    const Prediction c1 = run(ops_sim, clean), c2 = run(ops_sim, clean_slower);
+    EXPECT_EQ(c2.call_start[1] - c2.call_end[0], 2 * (c1.call_start[1] - c1.call_end[0]));
 }
 
 // A second thread starts once the main thread has launched, and the main thread sleeps while

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "replay/analysis.h"
+#include "replay/host_scale.h"
 #include "replay/simulation.h"
 
 namespace replay {
@@ -34,8 +35,12 @@ struct PredictOptions {
     std::vector<ScaleRule> scale;
     double launch_us = NAN;       // --launch-us: every kernel-launch call takes this long
     double op_overhead_us = NAN;  // --op-overhead-us: calibration instead of the estimate
+    // --host-reference: a trace recorded on the host to predict for; its CPU speed relative to
+    // this trace's host scales the what-if's CPU times (predict_step's `host_reference`).
+    std::string host_reference_path;
     bool what_if() const {
-        return !times_path.empty() || !model_path.empty() || !scale.empty() || !std::isnan(launch_us);
+        return !times_path.empty() || !model_path.empty() || !scale.empty() ||
+               !std::isnan(launch_us) || !host_reference_path.empty();
     }
 };
 
@@ -63,6 +68,7 @@ struct StepPrediction {
     ModelParameters parameters;
     PredictOptions options;
     std::optional<TimesSource> times;
+    std::optional<HostScale> host;  // --host-reference
     std::size_t modelled_kernels = 0;  // unique kernels timed by --model
     std::size_t scaled_activities = 0;
     Nanos recorded_gpu_time = 0;  // summed activity durations
@@ -77,8 +83,10 @@ struct StepPrediction {
     const ScenarioResult& primary() const;
 };
 
-// Throws InputError for an unreadable --times report.
-StepPrediction predict_step(const Analysis& analysis, const PredictOptions& options);
+// Throws InputError for an unreadable --times report, or a host reference (the parsed trace of
+// options.host_reference_path, required when that is set) too unlike this trace to compare.
+StepPrediction predict_step(const Analysis& analysis, const PredictOptions& options,
+                            const Trace* host_reference = nullptr);
 
 void print_prediction(std::ostream& out, const StepPrediction& prediction);
 // schemas/prediction.schema.json

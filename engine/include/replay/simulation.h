@@ -37,6 +37,9 @@ struct Scenario {
     std::vector<Nanos> gpu_durations;  // per graph node; empty: the recorded ones
     Nanos launch_call = -1;            // >= 0: every kernel-launch runtime call takes this long
     bool remove_op_overhead = false;   // take op_overhead off per op started in a CPU gap
+    // Another host's CPU: every recorded CPU time (the work between runtime calls, after the
+    // overhead is taken off, and the calls' own time) multiplied by this (host_scale.h).
+    double cpu_scale = 1;
 };
 
 // Where the predicted step's time went, along its critical path (the chain of dependencies that
