@@ -8,6 +8,21 @@ StringPool::StringPool() {
     intern("");
 }
 
+StringPool::StringPool(const StringPool& other) {
+    strings_.reserve(other.strings_.size());
+    index_.reserve(other.index_.size());
+    for (const std::string* s : other.strings_) {
+        const std::string& stored = storage_.emplace_back(*s);
+        index_.emplace(std::string_view(stored), static_cast<NameId>(strings_.size()));
+        strings_.push_back(&stored);
+    }
+}
+
+StringPool& StringPool::operator=(const StringPool& other) {
+    if (this != &other) *this = StringPool(other);
+    return *this;
+}
+
 NameId StringPool::intern(std::string_view text) {
     if (auto it = index_.find(text); it != index_.end()) return it->second;
     const auto id = static_cast<NameId>(strings_.size());

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -418,4 +419,24 @@ TEST(Splitter, ClosingBracketBeforeABraceInAStringInEveryChunking) {
         for (std::size_t step = 1; step < doc.size(); ++step)
             EXPECT_TRUE(split_in_steps(doc, step) == whole) << c.file << ", step " << step;
     }
+}
+
+// A copied name table owns its names: they outlive the original, keep their ids, and new names
+// go to the copy only.
+TEST(StringPool, ACopyOutlivesTheOriginal) {
+    std::optional<replay::StringPool> original(std::in_place);
+    const replay::NameId gemm = original->intern("nvjet_sm90_gemm");
+    const replay::NameId relu = original->intern(std::string(200, 'r'));  // not inlined
+    replay::StringPool copy = *original;
+    replay::StringPool assigned;
+    assigned = *original;
+    original.reset();
+    for (const replay::StringPool* pool : {&copy, &assigned}) {
+        EXPECT_EQ(pool->view(gemm), "nvjet_sm90_gemm");
+        EXPECT_EQ(pool->view(relu), std::string(200, 'r'));
+        EXPECT_EQ(pool->size(), 3u);
+    }
+    EXPECT_EQ(copy.intern("nvjet_sm90_gemm"), gemm);  // found in the copy's own index
+    EXPECT_EQ(copy.intern("new"), 3u);
+    EXPECT_EQ(assigned.size(), 3u);
 }

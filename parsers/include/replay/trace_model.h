@@ -23,6 +23,13 @@ inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::ma
 class StringPool {
   public:
     StringPool();
+    // A copy interns the same names under the same ids in storage of its own (the views and
+    // pointers of the original point into the original's). Moves keep the storage.
+    StringPool(const StringPool& other);
+    StringPool& operator=(const StringPool& other);
+    StringPool(StringPool&&) = default;
+    StringPool& operator=(StringPool&&) = default;
+    ~StringPool() = default;
     NameId intern(std::string_view text);
     std::string_view view(NameId id) const { return *strings_[id]; }
     std::size_t size() const { return strings_.size(); }
