@@ -159,6 +159,7 @@ class OpFacts {
         e.output_dims = it->second;
         return it->second;
     }
+
   private:
     void fill(EntryFacts& e, const OpShapes& shapes) {
         for (const OpArgument& arg : shapes.inputs) {
@@ -555,8 +556,8 @@ class ThreadPass {
         WeightRule weights = WeightRule::None;
     };
     OpChain chain_;
-    std::vector<Level> levels_;                     // beside chain_
-    std::array<std::uint32_t, 16> under_{};         // levels per WeightRule
+    std::vector<Level> levels_;              // beside chain_
+    std::array<std::uint32_t, 16> under_{};  // levels per WeightRule
     std::size_t step_ = static_cast<std::size_t>(-1);
     std::size_t first_step_ = static_cast<std::size_t>(-1);
     std::uint64_t epoch_ = 0;

@@ -4,6 +4,7 @@
 // op's whole chain again costs a dependent load per level, and op chains can nest hundreds deep.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -33,15 +34,14 @@ class OpChain {
         }
         while (chain_.size() > keep) {
             pop();
+            --in_bucket_[bucket(chain_.back())];
             chain_.pop_back();
         }
         for (auto it = walked_.rbegin(); it != walked_.rend(); ++it) {
             chain_.push_back(*it);
+            ++in_bucket_[bucket(*it)];
             push(*it);
         }
-    }
-    void enter(std::uint32_t op) {
-        enter(op, [] {}, [](std::uint32_t) {});
     }
 
     // The chain, outermost first.
@@ -52,8 +52,12 @@ class OpChain {
 
   private:
     static constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
-    // Searched from the top: the op entered next is mostly a child or a sibling of the last.
+    static constexpr std::size_t kBuckets = 256;
+    static std::size_t bucket(std::uint32_t op) { return (op * 0x9E3779B1u) >> 24; }
+    // Searched from the top (the op entered next is mostly a child or a sibling of the last),
+    // after the bucket counts rule most absent ops out without a search.
     std::size_t position(std::uint32_t op) const {
+        if (in_bucket_[bucket(op)] == 0) return kAbsent;
         for (std::size_t i = chain_.size(); i-- > 0;)
             if (chain_[i] == op) return i;
         return kAbsent;
@@ -62,6 +66,7 @@ class OpChain {
     const std::vector<CpuOp>& ops_;
     std::vector<std::uint32_t> chain_;
     std::vector<std::uint32_t> walked_;
+    std::array<std::uint32_t, kBuckets> in_bucket_{};  // ops of chain_ per bucket()
 };
 
 }  // namespace replay
