@@ -241,8 +241,16 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
     std::uint32_t last_run_decision = kNoIndex;
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        // Launch order is not activity order: ask for an activity a few nodes ahead.
-        if (n + 8 < nodes.size()) __builtin_prefetch(&graph.activity(nodes[n + 8]));
+        // Launch order is not activity order: ask for an activity (and its op, where the chain
+        // starts) a few nodes ahead.
+        if (n + 8 < nodes.size()) {
+            __builtin_prefetch(&graph.activity(nodes[n + 8]));
+            if (nodes[n + 8].op != kNoIndex) {
+                const char* op = reinterpret_cast<const char*>(&trace.cpu_ops[nodes[n + 8].op]);
+                __builtin_prefetch(op);
+                __builtin_prefetch(op + sizeof(CpuOp) - 1);
+            }
+        }
         Facts facts = facts_of(nodes[n]);
         // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
         if (current == kNoIndex || !(facts == previous)) {

@@ -296,7 +296,15 @@ class ThreadPass {
           chain_(trace.cpu_ops) {}
 
     void run(const std::vector<std::uint32_t>& ops) {
-        for (std::uint32_t i : ops) {
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+            // A thread's ops in start order lie apart in the op array: ask for one ahead (both
+            // cache lines an op may straddle).
+            if (k + 8 < ops.size()) {
+                const char* ahead = reinterpret_cast<const char*>(&trace_.cpu_ops[ops[k + 8]]);
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + sizeof(CpuOp) - 1);
+            }
+            const std::uint32_t i = ops[k];
             const CpuOp& op = trace_.cpu_ops[i];
             while (!open_.empty() && end_of(open_.back().op) <= op.ts) close();
             if (const std::size_t step = steps_.of(op.ts); step != step_) {
