@@ -62,7 +62,8 @@ TEST(OpChain, HoldsTheParentChainOfEachOpInAnyOrder) {
     replay::OpChain chain(ops);
     std::vector<std::uint32_t> beside;  // kept through the callbacks
     for (std::uint32_t op : visits) {
-        chain.enter(op, [&] { beside.pop_back(); }, [&](std::uint32_t q) { beside.push_back(q); });
+        chain.enter(
+            op, [&] { beside.pop_back(); }, [&](std::uint32_t q) { beside.push_back(q); });
         const std::vector<std::uint32_t> expected = walked_chain(ops, op);
         ASSERT_EQ(chain.ops(), expected) << "op " << op;
         ASSERT_EQ(beside, expected) << "op " << op;
@@ -102,9 +103,11 @@ std::string deep_trace_json() {
     for (double ts : launches) {
         const std::string ids = ",\"args\":{\"correlation\":" + std::to_string(++correlation);
         add("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
-            "\"tid\":1,\"ts\":" + std::to_string(ts) + ",\"dur\":0.2" + ids + "}}");
+            "\"tid\":1,\"ts\":" +
+            std::to_string(ts) + ",\"dur\":0.2" + ids + "}}");
         add("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"sm90_xmma_gemm_f32f32_tn\",\"pid\":0,"
-            "\"tid\":7,\"ts\":" + std::to_string(ts + 3000) + ",\"dur\":3" + ids +
+            "\"tid\":7,\"ts\":" +
+            std::to_string(ts + 3000) + ",\"dur\":3" + ids +
             ",\"device\":0,\"stream\":7,\"grid\":[8,1,1],\"block\":[128,1,1]}}");
     }
     return "{\"traceEvents\":[" + events + "]}";
