@@ -1,5 +1,7 @@
 #include "replay/analysis.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <future>
 #include <sstream>
@@ -83,12 +85,25 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(note.str());
         stage_done("shape log");
     }
-    // The content hash reads only the activities: it runs beside the graph and the classifier.
     const unsigned threads = parse_threads(options.parse);
+    // The inference needs only the ops' nesting: it runs beside the rest of the graph build,
+    // unless --set-dims rewrites the shapes in between.
+    const bool dataflow = options.infer_dataflow || !options.execution_trace_path.empty();
+    const bool dataflow_beside = dataflow && !options.set_dims;
+    const auto infer = [&] { analysis->dataflow = infer_dataflow(trace); };
+    const auto infer_beside = [&] {
+        infer();
+        // The inference's transient memory was freed into this thread's malloc arena, which the
+        // calling thread's later allocations do not reuse: give its pages back.
+        malloc_trim(0);
+    };
+    analysis->graph =
+        KernelGraph::build(trace, threads, dataflow_beside ? infer_beside : std::function<void()>{});
+    stage_done("graph");
+    // The content hash reads only the activities: it runs beside the classifier and what follows
+    // it on one thread (the graph build uses two).
     auto trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
                                  [&trace] { return trace_content_hash(trace); });
-    analysis->graph = KernelGraph::build(trace, threads);
-    stage_done("graph");
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
         // The rewrite interns names, which the hash reads: the hash (activities only, which the
         // rewrite leaves alone) is taken first.
@@ -98,9 +113,9 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         // The copies the new shape makes are kernels the graph must hold.
         if (analysis->dims_rewrite->reshape_copies > 0) analysis->graph = KernelGraph::build(trace, threads);
     }
-    // Before the classifier: it copies the storage ids and tensor lists into the recipes.
-    if (options.infer_dataflow || !options.execution_trace_path.empty())
-        analysis->dataflow = infer_dataflow(trace);  // with an ET: its storage ids, summarised
+    // Before the classifier: it copies the storage ids and tensor lists into the recipes. With an
+    // ET: its storage ids, summarised.
+    if (dataflow && !dataflow_beside) infer();
     if (analysis->dataflow.source == DataflowSource::Inferred)
         analysis->notes.push_back(describe(analysis->dataflow));
     analysis->tensor_lists =

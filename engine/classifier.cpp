@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "classifier_facts.h"
+#include "op_chain.h"
 
 namespace replay {
 
@@ -33,14 +34,17 @@ Facts activity_facts(const KernelGraph& graph, const GraphNode& node) {
 }
 
 // Facts of nodes one after the other: what the chain walk asks about a name or a shapes entry is
-// worked out once, and a node launched inside the same op as the one before reuses its chain.
+// worked out once, and the op chain is kept from one node to the next (OpChain), with the nearest
+// dispatcher and GEMM op at each level, so that a node's chain costs only its ops that the node
+// before did not share.
 class FactsOf {
   public:
     explicit FactsOf(const KernelGraph& graph)
         : graph_(graph),
           trace_(graph.trace()),
           name_kinds_(trace_.names.size(), 0),
-          shaped_(trace_.op_shapes.size(), -1) {}
+          shaped_(trace_.op_shapes.size(), -1),
+          chain_ops_(trace_.cpu_ops) {}
 
     Facts operator()(const GraphNode& node) {
         Facts f = activity_facts(graph_, node);
@@ -48,7 +52,7 @@ class FactsOf {
             last_op_ = node.op;
             chain_ = Chain{};
             ops_ = ChainOps{};
-            graph_.visit_op_chain(node, [&](std::uint32_t i) { return add_to_chain(i); });
+            if (node.op != kNoIndex) take_chain(node.op);
         }
         f.in_op = chain_.in_op;
         f.innermost_op = chain_.innermost_op;
@@ -82,24 +86,40 @@ class FactsOf {
         if (shaped_[shapes] < 0) shaped_[shapes] = has_shapes(trace_, shapes) ? 1 : 0;
         return shaped_[shapes] == 1;
     }
-    // Takes one more op of the chain, innermost first; false once nothing further can change.
-    bool add_to_chain(std::uint32_t i) {
-        const CpuOp& op = trace_.cpu_ops[i];
-        Chain& c = chain_;
-        if (!c.in_op) c.in_op = true, c.innermost_op = op.name;
-        const std::uint8_t kind = name_kind(op.name);
-        if (!c.aten_op && op.category == 0 && (kind & kDispatcher)) {
-            c.aten_op = {op.name, op.shapes};
+    // The chain's facts of `op`: the nearest dispatcher and GEMM op with shapes within the
+    // KernelGraph::kMaxOpChain ops that visit_op_chain() would visit.
+    void take_chain(std::uint32_t op) {
+        chain_ops_.enter(
+            op, [&] { nearest_.pop_back(); },
+            [&](std::uint32_t q) {
+                const CpuOp& cpu = trace_.cpu_ops[q];
+                const std::uint8_t kind = name_kind(cpu.name);
+                const std::uint32_t level = static_cast<std::uint32_t>(nearest_.size());
+                Nearest n = nearest_.empty() ? Nearest{} : nearest_.back();
+                if (cpu.category == 0 && (kind & kDispatcher)) n.aten = level;
+                if ((kind & kGemm) && shaped(cpu.shapes)) n.gemm = level;
+                nearest_.push_back(n);
+            });
+        const std::size_t top = nearest_.size() - 1;
+        const auto within = [&](std::uint32_t level) {
+            return level != kNoIndex && top - level < KernelGraph::kMaxOpChain;
+        };
+        chain_.in_op = true;
+        chain_.innermost_op = trace_.cpu_ops[op].name;
+        if (const std::uint32_t level = nearest_.back().aten; within(level)) {
+            const std::uint32_t i = chain_ops_.ops()[level];
+            chain_.aten_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
             ops_.aten_op = i;
             ops_.aten_children = aten_children_of(trace_, i);
             for (std::uint32_t child : ops_.aten_children)
-                c.aten_children.push_back({trace_.cpu_ops[child].name, trace_.cpu_ops[child].shapes});
+                chain_.aten_children.push_back(
+                    {trace_.cpu_ops[child].name, trace_.cpu_ops[child].shapes});
         }
-        if (!c.gemm_op && (kind & kGemm) && shaped(op.shapes)) {
-            c.gemm_op = {op.name, op.shapes};
+        if (const std::uint32_t level = nearest_.back().gemm; within(level)) {
+            const std::uint32_t i = chain_ops_.ops()[level];
+            chain_.gemm_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
             ops_.gemm_op = i;
         }
-        return !(c.aten_op && c.gemm_op);
     }
 
     const KernelGraph& graph_;
@@ -109,6 +129,13 @@ class FactsOf {
     std::uint32_t last_op_ = kNoIndex;      // the op whose chain chain_ holds
     Chain chain_;
     ChainOps ops_;
+    // The levels of chain_ops_ (outermost 0) of the nearest dispatcher and GEMM op with shapes
+    // at or above each level; kNoIndex for none.
+    struct Nearest {
+        std::uint32_t aten = kNoIndex, gemm = kNoIndex;
+    };
+    OpChain chain_ops_;
+    std::vector<Nearest> nearest_;  // beside chain_ops_
 };
 
 // The facts of one node the straightforward way: the whole op chain as the graph lists it.
@@ -214,8 +241,16 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
     std::uint32_t last_run_decision = kNoIndex;
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        // Launch order is not activity order: ask for an activity a few nodes ahead.
-        if (n + 8 < nodes.size()) __builtin_prefetch(&graph.activity(nodes[n + 8]));
+        // Launch order is not activity order: ask for an activity (and its op, where the chain
+        // starts) a few nodes ahead.
+        if (n + 8 < nodes.size()) {
+            __builtin_prefetch(&graph.activity(nodes[n + 8]));
+            if (nodes[n + 8].op != kNoIndex) {
+                const char* op = reinterpret_cast<const char*>(&trace.cpu_ops[nodes[n + 8].op]);
+                __builtin_prefetch(op);
+                __builtin_prefetch(op + sizeof(CpuOp) - 1);
+            }
+        }
         Facts facts = facts_of(nodes[n]);
         // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
         if (current == kNoIndex || !(facts == previous)) {

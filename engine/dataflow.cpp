@@ -1,11 +1,13 @@
 #include "replay/dataflow.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 #include <unordered_map>
 
 #include "dataflow_rules.h"
+#include "op_chain.h"
 #include "replay/recipe.h"
 
 namespace replay {
@@ -157,20 +159,6 @@ class OpFacts {
         e.output_dims = it->second;
         return it->second;
     }
-    // weight_like_input() with the names' rules looked up once.
-    bool weight_like(std::uint32_t op, std::size_t index) {
-        const CpuOp& cpu = trace_.cpu_ops[op];
-        const auto under = [&](WeightRule outer) {
-            for (std::uint32_t p = cpu.parent; p != kNoIndex; p = trace_.cpu_ops[p].parent)
-                if (name(trace_.cpu_ops[p].name).weights == outer) return true;
-            return false;
-        };
-        const auto rank0 = [&]() -> std::size_t {
-            const auto& in = trace_.op_shapes[cpu.shapes].inputs;
-            return in.empty() ? 0 : in[0].dims.size();
-        };
-        return dataflow_detail::weight_like(name(cpu.name).weights, index, under, rank0);
-    }
 
   private:
     void fill(EntryFacts& e, const OpShapes& shapes) {
@@ -300,10 +288,23 @@ class ThreadPass {
   public:
     ThreadPass(Trace& trace, OpFacts& facts, const Steps& steps, SharedState& shared,
                DataflowSummary& summary)
-        : trace_(trace), facts_(facts), steps_(steps), shared_(shared), summary_(summary) {}
+        : trace_(trace),
+          facts_(facts),
+          steps_(steps),
+          shared_(shared),
+          summary_(summary),
+          chain_(trace.cpu_ops) {}
 
     void run(const std::vector<std::uint32_t>& ops) {
-        for (std::uint32_t i : ops) {
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+            // A thread's ops in start order lie apart in the op array: ask for one ahead (both
+            // cache lines an op may straddle).
+            if (k + 8 < ops.size()) {
+                const char* ahead = reinterpret_cast<const char*>(&trace_.cpu_ops[ops[k + 8]]);
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + sizeof(CpuOp) - 1);
+            }
+            const std::uint32_t i = ops[k];
             const CpuOp& op = trace_.cpu_ops[i];
             while (!open_.empty() && end_of(open_.back().op) <= op.ts) close();
             if (const std::size_t step = steps_.of(op.ts); step != step_) {
@@ -313,6 +314,7 @@ class ThreadPass {
                 epoch_ = ++shared_.epochs;  // occurrences count afresh
                 step_ = step;
             }
+            enter(i);
             start(i);
             open_.push_back({i, false, Output{}});
         }
@@ -328,6 +330,38 @@ class ThreadPass {
     };
 
     Nanos end_of(std::uint32_t op) const { return trace_.cpu_ops[op].ts + trace_.cpu_ops[op].dur; }
+
+    // Makes chain_ `op`'s chain, with the facts of each enclosing op beside it. The op itself
+    // enters with the entry its shapes have before start() adjusts them; its children see it
+    // after, so its level is refreshed at the end of start().
+    void enter(std::uint32_t op) {
+        chain_.enter(
+            op,
+            [&] {
+                --under_[static_cast<std::size_t>(levels_.back().weights)];
+                levels_.pop_back();
+            },
+            [&](std::uint32_t q) {
+                const CpuOp& cpu = trace_.cpu_ops[q];
+                const Level level{cpu.shapes != kNoIndex ? &facts_.entry(cpu.shapes) : nullptr,
+                                  facts_.name(cpu.name).weights};
+                ++under_[static_cast<std::size_t>(level.weights)];
+                levels_.push_back(level);
+            });
+    }
+    // weight_like_input() of the op being started, with its enclosing ops' rules counted.
+    bool weight_like(std::uint32_t op, std::size_t index) const {
+        const CpuOp& cpu = trace_.cpu_ops[op];
+        const WeightRule own = levels_.back().weights;
+        const auto enclosing = [&](WeightRule outer) {  // the op's own level does not count
+            return under_[static_cast<std::size_t>(outer)] > (own == outer ? 1u : 0u);
+        };
+        const auto rank0 = [&]() -> std::size_t {
+            const auto& in = trace_.op_shapes[cpu.shapes].inputs;
+            return in.empty() ? 0 : in[0].dims.size();
+        };
+        return dataflow_detail::weight_like(own, index, enclosing, rank0);
+    }
     bool taken(std::int64_t storage) const {
         return std::find(taken_.begin(), taken_.end(), storage) != taken_.end();
     }
@@ -347,7 +381,7 @@ class ThreadPass {
         shared_.is_persistent[at] = true;
         ++summary_.persistent_storages;
         summary_.persistent_bytes += arg.bytes;
-        if (step_ == first_step_ && facts_.weight_like(op, index)) {
+        if (step_ == first_step_ && weight_like(op, index)) {
             const auto dims = trace_.storages.dims(arg.dims);
             summary_.parameters.push_back({{dims.begin(), dims.end()}, arg.type, storage});
         }
@@ -358,19 +392,18 @@ class ThreadPass {
                shared_.is_persistent[static_cast<std::size_t>(storage)];
     }
 
-    // Whether `producer` ran inside an op that encloses `op`: a weight's view or cast made for
-    // it (aten::t under aten::linear, autocast's aten::to under aten::addmm).
-    bool made_for(std::uint32_t producer, std::uint32_t op) const {
+    // Whether `producer` ran inside an op that encloses the op being started: a weight's view or
+    // cast made for it (aten::t under aten::linear, autocast's aten::to under aten::addmm).
+    bool made_for(std::uint32_t producer) const {
         const std::uint32_t outer = trace_.cpu_ops[producer].parent;
-        for (std::uint32_t p = trace_.cpu_ops[op].parent; p != kNoIndex && outer != kNoIndex;
-             p = trace_.cpu_ops[p].parent)
-            if (p == outer) return true;
-        return false;
+        const auto& chain = chain_.ops();
+        return outer != kNoIndex &&
+               std::find(chain.begin(), chain.end() - 1, outer) != chain.end() - 1;
     }
 
     // The most recent live output of these dims and a compatible dtype, not taken; for a
-    // weight-like input (`weight_of` an op) only what was made for the op from its own inputs.
-    const Output* produced(const ArgFacts& arg, std::uint32_t weight_of) const {
+    // weight-like input only what was made for the op being started from its own inputs.
+    const Output* produced(const ArgFacts& arg, bool weight) const {
         // The outputs of the input's dtype and those of any dtype, newest first, merged.
         const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
         const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
@@ -379,7 +412,7 @@ class ThreadPass {
             const bool from_typed = a == 0 || (t > 0 && (*typed)[t - 1].made > (*any)[a - 1].made);
             const Output& o = from_typed ? (*typed)[--t] : (*any)[--a];
             if (taken(o.storage)) continue;
-            if (weight_of != kNoIndex && !made_for(o.producer, weight_of)) continue;
+            if (weight && !made_for(o.producer)) continue;
             return &o;
         }
         return nullptr;
@@ -442,10 +475,9 @@ class ThreadPass {
         for (std::size_t i = 0; i < e.args.size(); ++i) {
             const ArgFacts& arg = e.args[i];
             if (!arg.tensor) continue;
-            std::int64_t storage = inherited(op, arg);
+            std::int64_t storage = inherited(arg);
             if (storage == kNoId) {
-                const bool weight = facts_.weight_like(op, i);
-                const Output* from = produced(arg, weight ? op : kNoIndex);
+                const Output* from = produced(arg, weight_like(op, i));
                 storage = from != nullptr ? from->storage : persistent(op, i, arg);
             }
             ids_[i] = storage;
@@ -456,24 +488,23 @@ class ThreadPass {
                 ++summary_.activation_inputs;
         }
         add_record(op);
+        levels_.back().entry = &e;
     }
 
     // An enclosing op's input of the same dims and dtype: the op was handed it (aten::linear
     // passes its input and weight on to aten::matmul, aten::embedding its weight on).
-    std::int64_t inherited(std::uint32_t op, const ArgFacts& arg) {
-        if (enclosing_of_ != op) {  // the enclosing ops with shapes, nearest first, once per op
-            enclosing_.clear();
-            for (std::uint32_t p = trace_.cpu_ops[op].parent; p != kNoIndex; p = trace_.cpu_ops[p].parent)
-                if (trace_.cpu_ops[p].shapes != kNoIndex)
-                    enclosing_.push_back({p, &facts_.entry(trace_.cpu_ops[p].shapes)});
-            enclosing_of_ = op;
-        }
-        for (const auto& [p, e] : enclosing_)
+    std::int64_t inherited(const ArgFacts& arg) const {
+        // chain_ holds the op on top, its enclosing ops below: those with shapes, nearest first.
+        for (std::size_t level = levels_.size() - 1; level-- > 0;) {
+            const EntryFacts* e = levels_[level].entry;
+            if (e == nullptr) continue;
+            const std::uint32_t p = chain_.ops()[level];
             for (std::size_t k = 0; k < e->args.size(); ++k) {
                 if (e->args[k].dims != arg.dims || e->args[k].type != arg.type) continue;
                 const std::int64_t storage = trace_.storages.input(p, k);
                 if (storage != kNoId && !taken(storage)) return storage;
             }
+        }
         return kNoId;
     }
 
@@ -527,8 +558,14 @@ class ThreadPass {
     std::vector<Open> open_;
     std::vector<std::int64_t> taken_;  // the storages the op being started reads so far
     std::vector<std::int64_t> ids_;    // its inputs' ids (kNoId for non-tensors)
-    std::vector<std::pair<std::uint32_t, const EntryFacts*>> enclosing_;  // of op enclosing_of_
-    std::uint32_t enclosing_of_ = kNoIndex;
+    // The op being started and its enclosing ops (chain_), with their shapes' facts and rules.
+    struct Level {
+        const EntryFacts* entry = nullptr;  // null: no shapes
+        WeightRule weights = WeightRule::None;
+    };
+    OpChain chain_;
+    std::vector<Level> levels_;              // beside chain_
+    std::array<std::uint32_t, 16> under_{};  // levels per WeightRule
     std::size_t step_ = static_cast<std::size_t>(-1);
     std::size_t first_step_ = static_cast<std::size_t>(-1);
     std::uint64_t epoch_ = 0;

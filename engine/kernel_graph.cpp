@@ -226,21 +226,15 @@ void sort_by_launch(const KernelGraph& graph, std::vector<GraphNode>& nodes) {
     };
     if (std::is_sorted(keys.begin(), keys.end(), before)) return;
     std::sort(keys.begin(), keys.end(), before);
-    // nodes[i] = old nodes[keys[i].node], in place, one cycle of the permutation at a time.
+    // Gathered into a new array rather than permuted in place: the loads are independent of
+    // one another (a permutation's cycles chain each load on the one before), so their cache
+    // misses overlap.
+    std::vector<GraphNode> sorted(nodes.size());
     for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (keys[i].node == i || keys[i].node == kNoIndex) continue;
-        const GraphNode first = nodes[i];
-        for (std::size_t at = i;;) {
-            const std::size_t from = keys[at].node;
-            keys[at].node = kNoIndex;
-            if (from == i) {
-                nodes[at] = first;
-                break;
-            }
-            nodes[at] = nodes[from];
-            at = from;
-        }
+        if (i + 16 < keys.size()) __builtin_prefetch(&nodes[keys[i + 16].node]);
+        sorted[i] = nodes[keys[i].node];
     }
+    nodes = std::move(sorted);
 }
 
 }  // namespace
@@ -257,17 +251,38 @@ const char* to_string(LinkState state) {
     return "?";
 }
 
-KernelGraph KernelGraph::build(Trace& trace, unsigned threads) {
+KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
+                               const std::function<void()>& after_nesting) {
     KernelGraph graph;
     graph.trace_ = &trace;
-    // The ops' nesting and the activities' launches are independent: one on a worker thread.
+    // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
+    // nesting on a worker thread. The launches' sweep needs the nesting's order, handed over as
+    // soon as it is done.
     ThreadSlots thread_slots;
-    auto nesting = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
-                              [&] { return nest_ops(trace, thread_slots); });
+    ThreadOps thread_ops;
+    std::promise<ThreadOps> nested;  // outlives `beside`, whose end the destructor waits for
+    std::future<void> beside;
     CallKinds call_kind(trace.names);
-    graph.nodes_ = launched_nodes(trace, call_kind);
-    sort_by_launch(graph, graph.nodes_);
-    const ThreadOps thread_ops = nesting.get();
+    if (threads > 1) {
+        std::future<ThreadOps> nested_ops = nested.get_future();
+        beside = std::async(std::launch::async, [&] {
+            try {
+                nested.set_value(nest_ops(trace, thread_slots));
+            } catch (...) {
+                nested.set_exception(std::current_exception());
+                return;
+            }
+            if (after_nesting) after_nesting();
+        });
+        graph.nodes_ = launched_nodes(trace, call_kind);
+        sort_by_launch(graph, graph.nodes_);
+        thread_ops = nested_ops.get();
+    } else {
+        thread_ops = nest_ops(trace, thread_slots);
+        if (after_nesting) after_nesting();
+        graph.nodes_ = launched_nodes(trace, call_kind);
+        sort_by_launch(graph, graph.nodes_);
+    }
 
     // The innermost op on the launching thread whose span holds the launch. Nodes come in launch
     // order, so each thread's sorted ops are swept once, keeping the chain of the op that
@@ -461,6 +476,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads) {
     }
     graph.stats_.waits = graph.waits_.size();
     graph.stats_.host_syncs = graph.syncs_.size();
+    if (beside.valid()) beside.get();
     return graph;
 }
 

@@ -55,6 +55,25 @@ bool wants_library(const Recipe& r) {
 
 constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
+// wants_library() of nodes' decisions, worked out once per table entry (the rule is a string).
+class WantsLibrary {
+  public:
+    explicit WantsLibrary(const NodeRecipes& recipes) : recipes_(recipes) {
+        wanted_.reserve(recipes.table().size());
+        for (const Recipe& r : recipes.table()) wanted_.push_back(wants_library(r));
+    }
+    bool operator()(std::uint32_t node) const {
+        const std::uint32_t entry = recipes_.entry(node);
+        // Entries added since are the library's own decisions, asked about one by one.
+        return entry < wanted_.size() ? wanted_[entry] != 0
+                                      : wants_library(recipes_.decision(node));
+    }
+
+  private:
+    const NodeRecipes& recipes_;
+    std::vector<std::uint8_t> wanted_;  // per table entry at construction
+};
+
 // An issue of one trace by ids: its neighbours' names, then per kernel its name, grid, block, the
 // key() of its recipe (numbered) and whether it is issued with its op. Issues with equal ids have
 // equal identity() texts, which are then built once per distinct issue.
@@ -95,7 +114,7 @@ class Matcher {
 
     // The best entry for the kernels of `track` from `at`, nullptr when none fits; `ambiguous`
     // says whether entries with other recipes fitted as well (the neighbours decided).
-    const LibraryEntry* best(const KernelGraph& graph, const NodeRecipes& recipes,
+    const LibraryEntry* best(const KernelGraph& graph, const WantsLibrary& wants,
                              const std::vector<std::uint32_t>& track, std::size_t at,
                              bool& ambiguous) {
         ambiguous = false;
@@ -114,8 +133,7 @@ class Matcher {
             bool all = true;
             for (std::size_t k = 0; k < e.kernels.size() && all; ++k) {
                 const GpuActivity& a = activity(at + k);
-                all = (k == 0 || wants_library(recipes.decision(track[at + k]))) &&
-                      a.name == ids.kernels[k] &&
+                all = (k == 0 || wants(track[at + k])) && a.name == ids.kernels[k] &&
                       std::equal(e.kernels[k].grid.begin(), e.kernels[k].grid.end(), a.grid) &&
                       std::equal(e.kernels[k].block.begin(), e.kernels[k].block.end(), a.block);
             }
@@ -221,7 +239,8 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
 }
 
 void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
-                              const std::string& source, std::int64_t storage_offset) {
+                              const std::string& source, std::int64_t storage_offset,
+                              const std::vector<bool>* first_names) {
     const auto& nodes = graph.nodes();
     // Decisions of equal key() get one number, each worked out once.
     std::vector<std::uint32_t> key_of(recipes.table().size(), kNone);
@@ -251,6 +270,10 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
                    (recipes.decision(t[end]).issued_with_op || key(t[end]) == key(t[at])))
                 ++end;
+            if (first_names != nullptr && !(*first_names)[name(t[at])]) {
+                at = end;
+                continue;
+            }
             const auto first = t.begin() + static_cast<std::ptrdiff_t>(at);
             const auto last = t.begin() + static_cast<std::ptrdiff_t>(end);
             // The instance's own recipes, where it has storage ids.
@@ -320,8 +343,16 @@ void RecipeLibrary::add_file(const std::string& path) {
 LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes,
                                   const RecipeLibrary& library) {
     LibraryStats stats;
+    WantsLibrary wants(recipes);
+    // This trace's issues matter only where their first kernel is named like a kernel that
+    // wants a recipe (Matcher::best looks entries up by that name).
+    std::vector<bool> candidate_names(graph.trace().names.size(), false);
+    for (const StreamTrack& track : graph.streams())
+        for (const std::uint32_t n : track.nodes)
+            if (graph.activity(graph.nodes()[n]).kind == ActivityKind::Kernel && wants(n))
+                candidate_names[graph.activity(graph.nodes()[n]).name] = true;
     RecipeLibrary own;
-    own.add_graph(graph, recipes, "this trace");
+    own.add_graph(graph, recipes, "this trace", 0, &candidate_names);
     Matcher own_matcher(own, graph.trace());
     Matcher library_matcher(library, graph.trace());
     std::unordered_map<const LibraryEntry*, std::size_t> uses;  // matches so far, per entry
@@ -339,16 +370,16 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
-            if (!wants_library(recipes.decision(t[at])) ||
+            if (!wants(t[at]) ||
                 graph.activity(graph.nodes()[t[at]]).kind != ActivityKind::Kernel) {
                 ++at;
                 continue;
             }
             ++stats.candidates;
             bool ambiguous = false;
-            const LibraryEntry* e = own_matcher.best(graph, recipes, t, at, ambiguous);
+            const LibraryEntry* e = own_matcher.best(graph, wants, t, at, ambiguous);
             const bool own_trace = e != nullptr;
-            if (e == nullptr) e = library_matcher.best(graph, recipes, t, at, ambiguous);
+            if (e == nullptr) e = library_matcher.best(graph, wants, t, at, ambiguous);
             if (e == nullptr) {
                 ++at;
                 continue;

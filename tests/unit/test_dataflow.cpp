@@ -112,6 +112,35 @@ TEST(Dataflow, EachLayerWeightHasItsOwnStorage) {
     EXPECT_EQ(summary.parameters.size(), 4u);  // two weights, two biases
 }
 
+// The same rules 300 ops deep: the inference keeps each op's enclosing ops from one op to the
+// next (OpChain) rather than walking them, and must see every level of the chain.
+TEST(Dataflow, RulesReachThroughADeepChainOfEnclosingOps) {
+    TraceBuilder b;
+    b.op("aten::linear", 0, 2000, "[[1, 4], [8, 4], [8]]", "[\"float\", \"float\", \"float\"]");
+    const int wrappers = 300;
+    for (int k = 1; k <= wrappers; ++k)
+        b.op("wrapper " + std::to_string(k), k, 2000 - 2 * k, "[[2, 2]]", "[\"float\"]");
+    b.op("aten::t", 400, 5, "[[8, 4]]", "[\"float\"]")
+        .op("aten::addmm", 410, 15, "[[8], [1, 4], [4, 8], [], []]",
+            "[\"float\", \"float\", \"float\", \"Scalar\", \"Scalar\"]");
+    linear_layer(b, 3000);  // after the deep chain has closed
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    const auto summary = replay::infer_dataflow(t);
+    ASSERT_EQ(summary.source, replay::DataflowSource::Inferred);
+    const std::size_t linear = 0, innermost = wrappers, addmm = wrappers + 2, next = wrappers + 3;
+    ASSERT_EQ(t.cpu_ops[addmm].parent, innermost);
+    EXPECT_TRUE(replay::weight_like_input(t, static_cast<std::uint32_t>(addmm), 2));
+    // Handed down 301 levels: the addmm's bias and input are the linear's.
+    EXPECT_EQ(storage(t, addmm, 0), storage(t, linear, 2));
+    EXPECT_EQ(storage(t, addmm, 1), storage(t, linear, 0));
+    // Its weight-like mat2 is aten::t's view of the linear's weight, made inside an enclosing op.
+    EXPECT_EQ(storage(t, addmm, 2), storage(t, linear, 1));
+    EXPECT_EQ(storage(t, innermost, 0), storage(t, 1, 0));  // each wrapper hands on its input
+    EXPECT_NE(storage(t, next + 2, 2), storage(t, addmm, 2));  // the next layer's own weight
+    EXPECT_EQ(summary.parameters.size(), 4u);  // two weights, two biases
+}
+
 // The storage ids are the op instance's; its shapes stay shared with every op recorded alike.
 TEST(Dataflow, OpsRecordedAlikeKeepSharingTheirShapes) {
     TraceBuilder b;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,12 @@ struct GraphStats {
 class KernelGraph {
   public:
     // Also fills CpuOp::parent (time nesting per thread) in `trace`, which must outlive the graph.
-    // `threads`: how many threads it may use (1: only the calling one).
-    static KernelGraph build(Trace& trace, unsigned threads = 2);
+    // `threads`: how many threads it may use (1: only the calling one). `after_nesting`, when
+    // given, runs once CpuOp::parent is set, beside the rest of the build on another thread where
+    // it may use two: it may read the trace and write what the build does not read (op shapes,
+    // Trace::storages), and build() returns when it has (its exception, if any, is build()'s).
+    static KernelGraph build(Trace& trace, unsigned threads = 2,
+                             const std::function<void()>& after_nesting = {});
 
     const Trace& trace() const { return *trace_; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }

@@ -49,8 +49,11 @@ class RecipeLibrary {
   public:
     // The replayable op issues of an analysed trace, one entry per distinct issue and neighbours.
     // `storage_offset` is added to the trace's storage ids, so that two sources' ids stay apart.
+    // `first_names` (per NameId of the trace), when given: only the issues whose first kernel has
+    // a name it marks (a library matched against kernels of those names needs no others).
     void add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
-                   const std::string& source, std::int64_t storage_offset = 0);
+                   const std::string& source, std::int64_t storage_offset = 0,
+                   const std::vector<bool>* first_names = nullptr);
     // A kernel_signatures.json file or a trace (told by content). Throws InputError.
     void add_file(const std::string& path);
     // Single-kernel entries (a signature file's unique kernels have no neighbours).

@@ -1,0 +1,137 @@
+// OpChain (engine/op_chain.h), the op stack kept from one op to the next by the dataflow
+// inference and the classifier: after each op it must hold exactly the op's CpuOp::parent chain,
+// whatever the order ops come in, and the classifier's facts read off it must be those of a walk
+// of each activity's chain, KernelGraph::kMaxOpChain included.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "op_chain.h"
+#include "replay/analysis.h"
+#include "replay/classifier.h"
+#include "replay/kernel_graph.h"
+#include "replay/kineto_parser.h"
+
+namespace {
+
+using replay::CpuOp;
+using replay::kNoIndex;
+
+// The chain of `op` by walking its parent links, outermost first.
+std::vector<std::uint32_t> walked_chain(const std::vector<CpuOp>& ops, std::uint32_t op) {
+    std::vector<std::uint32_t> chain;
+    for (std::uint32_t q = op; q != kNoIndex; q = ops[q].parent) chain.push_back(q);
+    std::reverse(chain.begin(), chain.end());
+    return chain;
+}
+
+// A 600-deep chain (op k inside op k-1), a second root, and side branches hanging off it.
+std::vector<CpuOp> deep_forest() {
+    std::vector<CpuOp> ops(600);
+    for (std::uint32_t k = 1; k < ops.size(); ++k) ops[k].parent = k - 1;
+    std::mt19937 random(7);
+    for (int i = 0; i < 400; ++i) {
+        CpuOp op;
+        op.parent = static_cast<std::uint32_t>(random() % ops.size());
+        ops.push_back(op);
+    }
+    ops.push_back(CpuOp{});  // a root of its own, then a chain under it
+    for (int i = 0; i < 50; ++i) {
+        CpuOp op;
+        op.parent = static_cast<std::uint32_t>(ops.size() - 1);
+        ops.push_back(op);
+    }
+    return ops;
+}
+
+TEST(OpChain, HoldsTheParentChainOfEachOpInAnyOrder) {
+    const std::vector<CpuOp> ops = deep_forest();
+    std::vector<std::uint32_t> order(ops.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    // In index order (children after parents, as a thread's ops come), reversed (the deepest
+    // first, then up), shuffled, and each op twice in a row.
+    std::vector<std::uint32_t> visits = order;
+    visits.insert(visits.end(), order.rbegin(), order.rend());
+    std::mt19937 random(11);
+    std::shuffle(order.begin(), order.end(), random);
+    for (std::uint32_t op : order) visits.insert(visits.end(), {op, op});
+
+    replay::OpChain chain(ops);
+    std::vector<std::uint32_t> beside;  // kept through the callbacks
+    for (std::uint32_t op : visits) {
+        chain.enter(
+            op, [&] { beside.pop_back(); }, [&](std::uint32_t q) { beside.push_back(q); });
+        const std::vector<std::uint32_t> expected = walked_chain(ops, op);
+        ASSERT_EQ(chain.ops(), expected) << "op " << op;
+        ASSERT_EQ(beside, expected) << "op " << op;
+        EXPECT_TRUE(chain.holds(op));
+        EXPECT_TRUE(chain.holds(expected.front()));
+        if (ops[op].parent == kNoIndex) continue;
+        // A sibling branch's op is not on the chain.
+        for (std::uint32_t other = 0; other < ops.size(); other += 97) {
+            if (std::find(expected.begin(), expected.end(), other) == expected.end()) {
+                EXPECT_FALSE(chain.holds(other)) << other << " on the chain of " << op;
+            }
+        }
+    }
+}
+
+// A trace whose kernels are launched inside a 300-deep op chain with the only GEMM op (and the
+// only dispatcher op) at its root, then from ever shallower ops: the GEMM op is within the
+// kMaxOpChain ops visit_op_chain() visits for the kernels of ops 0..255, not for 256 and deeper.
+std::string deep_trace_json() {
+    std::string events;
+    const auto add = [&](const std::string& event) {
+        events += (events.empty() ? "" : ",") + event;
+    };
+    const int depth = 300;
+    for (int k = 0; k < depth; ++k) {
+        const std::string name = k == 0 ? "aten::mm" : "wrapper " + std::to_string(k);
+        add("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" + name +
+            "\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(k) +
+            ",\"dur\":" + std::to_string(2 * (1000 - k)) +
+            ",\"args\":{\"Input Dims\":[[64,64],[64,64]],\"Input type\":[\"float\",\"float\"]}}");
+    }
+    int correlation = 0;
+    // Down the chain (launch at k + 0.5 lies in op k alone), then back up (2000 - k - 0.5).
+    std::vector<double> launches;
+    for (int k : {250, 254, 255, 256, 257, 299}) launches.push_back(k + 0.5);
+    for (int k : {299, 256, 255, 254, 100, 256, 3}) launches.push_back(2000 - k - 0.5);
+    for (double ts : launches) {
+        const std::string ids = ",\"args\":{\"correlation\":" + std::to_string(++correlation);
+        add("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+            "\"tid\":1,\"ts\":" +
+            std::to_string(ts) + ",\"dur\":0.2" + ids + "}}");
+        add("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"sm90_xmma_gemm_f32f32_tn\",\"pid\":0,"
+            "\"tid\":7,\"ts\":" +
+            std::to_string(ts + 3000) + ",\"dur\":3" + ids +
+            ",\"device\":0,\"stream\":7,\"grid\":[8,1,1],\"block\":[128,1,1]}}");
+    }
+    return "{\"traceEvents\":[" + events + "]}";
+}
+
+TEST(OpChain, ClassifierFactsEqualAWalkOfEachChainUpToTheCap) {
+    replay::ParseResult parsed = replay::parse_kineto_buffer(deep_trace_json(), {}, "deep.json");
+    replay::Trace& trace = parsed.trace;
+    const replay::KernelGraph graph = replay::KernelGraph::build(trace, 1);
+    ASSERT_EQ(graph.nodes().size(), 13u);
+    // Throws where a node's shared decision differs from classifying it alone by a chain walk.
+    const replay::NodeRecipes recipes = classify(graph, replay::ClassifyCheck::EveryActivity);
+    std::string within, beyond;
+    for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
+        std::size_t depth = 0;
+        for (std::uint32_t q = graph.nodes()[n].op; q != kNoIndex; q = trace.cpu_ops[q].parent)
+            ++depth;
+        ASSERT_GT(depth, 0u);
+        std::string& rule = depth <= replay::KernelGraph::kMaxOpChain ? within : beyond;
+        const std::string& got = recipes.decision(n).rule;
+        if (rule.empty()) rule = got;
+        EXPECT_EQ(got, rule) << "node " << n << " launched " << depth << " ops deep";
+    }
+    EXPECT_NE(within, beyond);  // the GEMM op counts only within the cap
+}
+
+}  // namespace
