@@ -190,6 +190,13 @@ class SimulatedBoard {
         dynamic_j_ += (it != dynamic_uj.end() ? it->second : 200.0) * 1e-6;
         history_.emplace_back(t_, dynamic_j_);
     }
+    // The device waiting for the host: `seconds` at `watts` above idle (clocks up, SMs idle).
+    void wait_for_host(double seconds, double watts) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        t_ += seconds;
+        dynamic_j_ += watts * seconds;
+        history_.emplace_back(t_, dynamic_j_);
+    }
     std::optional<replay::MeterReading> energy() {
         const std::lock_guard<std::mutex> lock(mutex_);
         // A read takes 0.5 to 1.5 x read_s (a fixed pseudo-random sequence): windows differ a
@@ -290,6 +297,8 @@ class FakeBackend : public replay::Backend {
     std::vector<Call> calls;
     SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
     bool board_runs_warm_reads = false;  // with a board: a warm-up read runs 1 us there too
+    double host_gap_s = 0;  // with a board: each issue from the host (not a graph) idles it first
+    double host_gap_w = 0;  // ... at this much above idle
 
     replay::Environment environment() const override {
         replay::Environment e;
@@ -321,6 +330,7 @@ class FakeBackend : public replay::Backend {
             captured_.push_back({handle, stream, tag, false});
             return;
         }
+        if (board != nullptr && host_gap_s > 0) board->wait_for_host(host_gap_s, host_gap_w);
         produce(handle, stream, tag);
     }
     void stream_wait(int waiter, int producer) override {
@@ -393,6 +403,7 @@ class FakeBackend : public replay::Backend {
         for (const Captured& c : graphs_.at(graph - 1)) {
             const std::size_t before = pending_.size();
             if (c.warm) {
+                if (board != nullptr && board_runs_warm_reads) board->run("warm-up read", 1e-6);
                 if (warm_ns > 0) record(c.tag, "warm kernel", warm_ns, c.stream, true, true);
             } else {
                 produce(c.handle, c.stream, c.tag);
@@ -1455,6 +1466,37 @@ TEST(Energy, UniqueModeMeasuresJoulesPerLaunchOfEachKernel) {
          kernel_named(r, "Memcpy DtoD (Device -> Device)").energy.uj.median) /
             1000.0,
         1e-9);
+}
+
+// A short kernel issued from the host waits for it between launches; looped from a CUDA graph it
+// runs back to back, and the idle gaps' power is not counted as its energy.
+TEST(Energy, UniqueLoopsRunFromGraphsSoHostGapsAreNotTheKernels) {
+    auto a = unique_trace();
+    const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();
+    auto measure = [&](bool graphs) {
+        SimulatedBoard board;
+        board.dynamic_uj = {{relu1, 300}, {relu2, 300}};
+        FakeBackend b;
+        b.board = &board;
+        b.graphs = graphs;
+        b.host_gap_s = 10e-6;  // 10 us at 40 W above idle: 400 uJ a launch
+        b.host_gap_w = 40;
+        replay::Report r = replay::replay_unique(*a, b, energy_options());
+        return std::pair{kernel_named(r, "relu_k").energy.dynamic_uj, r.energy.notes};
+    };
+    const auto [from_graph, graph_notes] = measure(true);
+    const auto [from_host, host_notes] = measure(false);
+    EXPECT_NEAR(from_graph, 300, 300 * 0.02);
+    // From the host: the gaps' 400 uJ counted as the kernel's (and a poll of 256 launches spans
+    // 2.8 ms of the 40 ms windows, so the figure is rough too).
+    EXPECT_GT(from_host, 600);
+    auto said = [](const std::vector<std::string>& notes, const std::string& text) {
+        return std::any_of(notes.begin(), notes.end(),
+                           [&](const std::string& n) { return n.find(text) != std::string::npos; });
+    };
+    EXPECT_TRUE(said(graph_notes, "launched back to back from a CUDA graph"));
+    EXPECT_FALSE(said(graph_notes, "energy loops: 0 of"));
+    EXPECT_TRUE(said(host_notes, "energy loops: 0 of"));
 }
 
 TEST(Energy, TheSequentialStepIsLoopedThroughTheWindowsAndItsPowerDrawn) {
