@@ -28,6 +28,7 @@ class EnergyRun {
     std::vector<MeterReading> finish(ReportEnergy& energy);
 
   private:
+    Backend& backend_;  // submit()s each batch of the windows' work
     std::unique_ptr<EnergyMeter> meter_;
     EnergyProbe probe_;
     int windows_ = 0, updates_ = 0;

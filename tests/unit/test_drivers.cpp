@@ -297,6 +297,7 @@ class FakeBackend : public replay::Backend {
     std::vector<Call> calls;
     SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
     bool board_runs_warm_reads = false;  // with a board: a warm-up read runs 1 us there too
+    int submits = 0;        // submit() calls (not in `calls`: sequences stay as they were)
     double host_gap_s = 0;  // with a board: each issue from the host (not a graph) idles it first
     double host_gap_w = 0;  // ... at this much above idle
 
@@ -336,6 +337,7 @@ class FakeBackend : public replay::Backend {
     void stream_wait(int waiter, int producer) override {
         add({"wait", "", waiter, 0, producer});
     }
+    void submit() override { ++submits; }
     void synchronize() override {
         add({"sync", ""});
         check_poison();
@@ -1484,6 +1486,18 @@ TEST(Energy, UniqueLoopsRunFromGraphsSoHostGapsAreNotTheKernels) {
         replay::Report r = replay::replay_unique(*a, b, energy_options());
         return std::pair{kernel_named(r, "relu_k").energy.dynamic_uj, r.energy.notes};
     };
+    // Every batch of the windows is submitted before the counter is read (the worker's backend
+    // would hold it otherwise): one submit per read at least.
+    {
+        SimulatedBoard board;
+        FakeBackend b;
+        b.board = &board;
+        b.graphs = true;
+        replay::DriverOptions o = energy_options();
+        o.sequential_check = false;
+        replay::replay_unique(*a, b, o);
+        EXPECT_GE(b.submits, 3 * 5 * 4);  // 3 loops x 5 windows x 4 counter periods
+    }
     const auto [from_graph, graph_notes] = measure(true);
     const auto [from_host, host_notes] = measure(false);
     EXPECT_NEAR(from_graph, 300, 300 * 0.02);
