@@ -108,6 +108,12 @@ void take_out_warm_read_energy(const EnergyRun& run, const std::function<double(
         return;
     }
     const std::vector<double> reads = dynamic_uj_per_unit(w, run.probe().idle_power_w);
+    if (reads.empty()) {
+        energy.notes.push_back(
+            "the step's warm-up reads were not measured alone (none ran): the step's energy "
+            "includes them");
+        return;
+    }
     step.warm_read_mj = stats::median(reads) / 1000.0;
     for (double& s : step.samples_mj) s -= step.warm_read_mj;
     char line[256];
