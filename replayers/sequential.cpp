@@ -499,9 +499,9 @@ void SequentialReplay::run(Timeline* timeline) {
         report.notes.push_back(
             "warm-up reads before " + std::to_string(warmed) + " of " +
             std::to_string(plan_.size()) +
-            " steps; the others' inputs were all read or written before by an earlier replayed step "
-            "in their recorded storage's buffer (dataflow), so the L2 holds them as it held them in "
-            "the recording (--warm-inputs all, the default: before every step)");
+            " steps; the others' inputs were all read or written before by an earlier replayed "
+            "step in their recorded storage's buffer (dataflow), so the L2 holds them as it held "
+            "them in the recording (--warm-inputs all, the default: before every step)");
     }
     if (use_graphs_ && !options_.graph) {
         report.notes.push_back(

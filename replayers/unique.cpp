@@ -87,7 +87,8 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
     const std::uint32_t graph = capture_loop(backend, work, batch);
     const double graph_us = batch * issue_us;  // device time of one launch of the graph
     const double read_ms = energy.probe().counter_read_ms;
-    const double lead_us = std::max(kPollEveryUs, kLeadReads * (std::isfinite(read_ms) ? read_ms : 0) * 1e3);
+    const double lead_us =
+        std::max(kPollEveryUs, kLeadReads * (std::isfinite(read_ms) ? read_ms : 0) * 1e3);
     double ahead_us = 0;  // device work issued but not yet due by the wall clock
     auto last = std::chrono::steady_clock::now();
     const WindowRun run = energy.windows(

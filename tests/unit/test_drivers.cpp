@@ -345,7 +345,8 @@ class FakeBackend : public replay::Backend {
     void flush_l2() override { add({"flush", ""}); }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         add({"warm", keys_.at(handle), stream, tag});
-        if (board != nullptr && board_runs_warm_reads && !capturing_) board->run("warm-up read", 1e-6);
+        if (board != nullptr && board_runs_warm_reads && !capturing_)
+            board->run("warm-up read", 1e-6);
         if (capturing_)
             captured_.push_back({handle, stream, tag, true});
         else if (warm_ns > 0)
@@ -1560,7 +1561,8 @@ TEST(Energy, TheStepsWarmUpReadsAreMeasuredAloneAndLeftOut) {
     EXPECT_NEAR(with.step.dynamic_mj, 6 * 0.2, 6 * 0.2 * 0.03);
     EXPECT_NEAR(without.step.warm_read_mj, 0, 0.02);
     bool said = false;
-    for (const auto& n : with.notes) said |= n.find("left out of the step's energy") != std::string::npos;
+    for (const auto& n : with.notes)
+        said |= n.find("left out of the step's energy") != std::string::npos;
     EXPECT_TRUE(said);
 }
 
