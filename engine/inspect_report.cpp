@@ -42,8 +42,8 @@ std::string shorten(std::string_view name, std::size_t width) {
 
 // Share of recorded kernel time whose recipe one process can replay: tier 4 collectives need
 // every rank.
-double single_process_coverage(const Analysis& a) {
-    const double kernel_ns = static_cast<double>(a.trace().total_time(ActivityKind::Kernel));
+double single_process_coverage(const Analysis& a, const ActivityTotals& totals) {
+    const double kernel_ns = static_cast<double>(totals.time(ActivityKind::Kernel));
     if (!(kernel_ns > 0)) return a.coverage;
     double collective_ns = 0;
     for (const auto& k : a.kernels)
@@ -74,6 +74,7 @@ std::map<std::string, std::pair<std::size_t, double>> reasons(const Analysis& a)
 void print_inspect(std::ostream& out, const Analysis& a, int top) {
     const Trace& t = a.trace();
     const ParseStats& s = a.parsed.stats;
+    const ActivityTotals totals = t.activity_totals();
     out << std::fixed;
     out << "trace      " << t.source << " (" << to_string(s.compression) << ", "
         << std::setprecision(1) << static_cast<double>(s.json_bytes) / 1e6 << " MB JSON, parsed in "
@@ -93,12 +94,12 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
         out << "  " << std::left << std::setw(28) << cat << std::right << std::setw(10) << n
             << "\n";
 
-    const double kernel_us = static_cast<double>(t.total_time(ActivityKind::Kernel)) / 1000.0;
+    const double kernel_us = static_cast<double>(totals.time(ActivityKind::Kernel)) / 1000.0;
     out << "\nGPU activities\n";
     for (ActivityKind kind : {ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset})
         out << "  " << std::left << std::setw(8) << to_string(kind) << std::right << std::setw(10)
-            << t.count(kind) << std::setw(16) << std::setprecision(1)
-            << static_cast<double>(t.total_time(kind)) / 1000.0 << " us\n";
+            << totals.count(kind) << std::setw(16) << std::setprecision(1)
+            << static_cast<double>(totals.time(kind)) / 1000.0 << " us\n";
 
     const TierTotals tiers = tier_totals(a);
     out << "\nGPU time by tier                         activities   unique        time us   "
@@ -115,7 +116,7 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
     }
     out << "  coverage: " << std::setprecision(2) << 100.0 * a.coverage << "% of "
         << std::setprecision(1) << kernel_us << " us kernel time has a recipe";
-    if (const double single = single_process_coverage(a); single < a.coverage)
+    if (const double single = single_process_coverage(a, totals); single < a.coverage)
         out << " (" << std::setprecision(2) << 100.0 * single
             << "% without the tier 4 collectives, which need every rank)";
     out << "\n  dataflow: " << to_string(a.dataflow.source);
@@ -169,20 +170,21 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
 void write_inspect_json(std::ostream& out, const Analysis& a, int top) {
     const Trace& t = a.trace();
     const ParseStats& s = a.parsed.stats;
+    const ActivityTotals totals = t.activity_totals();
     JsonWriter json(out);
     json.begin_object();
     json.field("trace", t.source).field("trace_hash", a.trace_hash);
     json.key("counts").begin_object();
     for (ActivityKind kind : {ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset})
-        json.field(to_string(kind), static_cast<std::uint64_t>(t.count(kind)));
+        json.field(to_string(kind), static_cast<std::uint64_t>(totals.count(kind)));
     json.end_object();
-    json.field("kernel_time_us", static_cast<double>(t.total_time(ActivityKind::Kernel)) / 1000.0);
-    json.field("kernel_time_ns", static_cast<std::int64_t>(t.total_time(ActivityKind::Kernel)));
-    json.field("memcpy_time_us", static_cast<double>(t.total_time(ActivityKind::Memcpy)) / 1000.0);
-    json.field("memset_time_us", static_cast<double>(t.total_time(ActivityKind::Memset)) / 1000.0);
+    json.field("kernel_time_us", static_cast<double>(totals.time(ActivityKind::Kernel)) / 1000.0);
+    json.field("kernel_time_ns", static_cast<std::int64_t>(totals.time(ActivityKind::Kernel)));
+    json.field("memcpy_time_us", static_cast<double>(totals.time(ActivityKind::Memcpy)) / 1000.0);
+    json.field("memset_time_us", static_cast<double>(totals.time(ActivityKind::Memset)) / 1000.0);
     json.field("unique_kernels", static_cast<std::uint64_t>(a.kernels.size()));
     json.field("coverage", a.coverage);
-    json.field("coverage_single_process", single_process_coverage(a));
+    json.field("coverage_single_process", single_process_coverage(a, totals));
     json.key("dataflow").begin_object();
     json.field("source", to_string(a.dataflow.source))
         .field("persistent_inputs", static_cast<std::uint64_t>(a.dataflow.persistent_inputs))

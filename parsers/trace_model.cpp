@@ -83,17 +83,14 @@ std::uint32_t Trace::share_shapes(OpShapes shapes) {
     return entry;
 }
 
-std::size_t Trace::count(ActivityKind kind) const {
-    std::size_t n = 0;
-    for (const auto& a : activities) n += a.kind == kind;
-    return n;
-}
-
-Nanos Trace::total_time(ActivityKind kind) const {
-    Nanos sum = 0;
-    for (const auto& a : activities)
-        if (a.kind == kind) sum += a.dur;
-    return sum;
+ActivityTotals Trace::activity_totals() const {
+    ActivityTotals totals;
+    for (const auto& a : activities) {
+        const auto kind = static_cast<std::size_t>(a.kind);
+        ++totals.counts[kind];
+        totals.times[kind] += a.dur;
+    }
+    return totals;
 }
 
 }  // namespace replay

@@ -124,7 +124,7 @@ Result measure(const std::string& path, int repeat) {
                     r.raw_bytes = parsed.stats.raw_bytes;
                     r.events = parsed.stats.events;
                     r.malformed = parsed.stats.malformed;
-                    r.kernels = parsed.trace.count(replay::ActivityKind::Kernel);
+                    r.kernels = parsed.trace.activity_totals().count(replay::ActivityKind::Kernel);
                     r.cpu_ops = parsed.trace.cpu_ops.size();
                     r.peak_buffer = parsed.stats.peak_buffer_bytes;
                     r.model = model_bytes(parsed.trace, &r.model_allocated);

@@ -37,7 +37,7 @@ struct Parsed {
 Parsed summarize(const replay::ParseResult& r) {
     Parsed p;
     p.valid_events = r.stats.events - r.stats.malformed;
-    p.kernels = r.trace.count(replay::ActivityKind::Kernel);
+    p.kernels = r.trace.activity_totals().count(replay::ActivityKind::Kernel);
     p.verdict = r.stats.truncated        ? kTruncated
                 : r.stats.damaged_places ? kDamaged
                 : r.stats.malformed      ? kMalformed

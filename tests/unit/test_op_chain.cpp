@@ -1,7 +1,8 @@
 // OpChain (engine/op_chain.h), the op stack kept from one op to the next by the dataflow
 // inference and the classifier: after each op it must hold exactly the op's CpuOp::parent chain,
 // whatever the order ops come in, and the classifier's facts read off it must be those of a walk
-// of each activity's chain, KernelGraph::kMaxOpChain included.
+// of each activity's chain, KernelGraph::kMaxOpChain included, also where launches jump between
+// unrelated chains and back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -132,6 +133,71 @@ TEST(OpChain, ClassifierFactsEqualAWalkOfEachChainUpToTheCap) {
         EXPECT_EQ(got, rule) << "node " << n << " launched " << depth << " ops deep";
     }
     EXPECT_NE(within, beyond);  // the GEMM op counts only within the cap
+}
+
+// Two threads whose launches interleave: thread 1 launches from "wrapper" inside aten::mm (then
+// once from aten::mm itself), thread 2 from aten::mul inside aten::add. In launch order each
+// node's op differs from the one before, and each op comes back after the other thread's.
+std::string interleaved_trace_json() {
+    std::string events;
+    const auto add = [&](const std::string& event) {
+        events += (events.empty() ? "" : ",") + event;
+    };
+    const auto op = [&](const std::string& name, int tid, int ts, int dur, const std::string& dims) {
+        add("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" + name +
+            "\",\"pid\":1,\"tid\":" + std::to_string(tid) + ",\"ts\":" + std::to_string(ts) +
+            ",\"dur\":" + std::to_string(dur) + ",\"args\":{\"Input Dims\":" + dims +
+            ",\"Input type\":[\"float\",\"float\"]}}");
+    };
+    op("aten::mm", 1, 0, 1000, "[[64,64],[64,64]]");
+    op("wrapper", 1, 10, 900, "[]");
+    op("aten::add", 2, 0, 1000, "[[64],[64]]");
+    op("aten::mul", 2, 10, 900, "[[64],[64]]");
+    int correlation = 0;
+    const auto launch = [&](int tid, double ts, const std::string& kernel) {
+        const std::string ids = ",\"args\":{\"correlation\":" + std::to_string(++correlation);
+        add("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+            "\"tid\":" +
+            std::to_string(tid) + ",\"ts\":" + std::to_string(ts) + ",\"dur\":0.2" + ids + "}}");
+        add("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" + kernel +
+            "\",\"pid\":0,\"tid\":7,\"ts\":" + std::to_string(ts + 3000) + ",\"dur\":3" + ids +
+            ",\"device\":0,\"stream\":7,\"grid\":[8,1,1],\"block\":[128,1,1]}}");
+    };
+    for (int k = 0; k < 4; ++k) {
+        launch(1, 20 + 10 * k, "sm90_xmma_gemm_f32f32_tn");
+        launch(2, 25 + 10 * k, "elementwise_kernel");
+    }
+    launch(1, 950, "sm90_xmma_gemm_f32f32_tn");  // aten::mm itself: wrapper ended at 910
+    launch(2, 955, "elementwise_kernel");         // aten::add itself
+    return "{\"traceEvents\":[" + events + "]}";
+}
+
+TEST(OpChain, ClassifierFactsOfInterleavedThreadsAreEachOpsOwn) {
+    replay::ParseResult parsed =
+        replay::parse_kineto_buffer(interleaved_trace_json(), {}, "interleaved.json");
+    replay::Trace& trace = parsed.trace;
+    const replay::KernelGraph graph = replay::KernelGraph::build(trace, 1);
+    ASSERT_EQ(graph.nodes().size(), 10u);
+    // Throws where a node's shared decision differs from classifying it alone by a chain walk.
+    const replay::NodeRecipes recipes = classify(graph, replay::ClassifyCheck::EveryActivity);
+    std::vector<std::string> ops;
+    for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
+        const std::uint32_t op = graph.nodes()[n].op;
+        ASSERT_NE(op, kNoIndex) << "node " << n;
+        ops.emplace_back(trace.names.view(trace.cpu_ops[op].name));
+        if (n > 0) {
+            EXPECT_NE(graph.nodes()[n].op, graph.nodes()[n - 1].op) << "node " << n;
+        }
+    }
+    EXPECT_EQ(ops, (std::vector<std::string>{"wrapper", "aten::mul", "wrapper", "aten::mul",
+                                             "wrapper", "aten::mul", "wrapper", "aten::mul",
+                                             "aten::mm", "aten::add"}));
+    // Thread 1's kernels are GEMMs of aten::mm wherever they were launched in it; thread 2's are
+    // not.
+    for (std::size_t n = 0; n < graph.nodes().size(); ++n)
+        EXPECT_EQ(recipes.decision(n).rule, recipes.decision(n % 2).rule) << "node " << n;
+    EXPECT_NE(recipes.decision(0).rule, recipes.decision(1).rule);
+    EXPECT_EQ(recipes.decision(0).tier, replay::Tier::Gemm) << recipes.decision(0).reason;
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 namespace fs = std::filesystem;
 using replay::ActivityKind;
+using replay::ActivityTotals;
 using replay::testing::bloom_json;
 using replay::testing::gzip;
 using replay::testing::kBloom;
@@ -52,11 +53,11 @@ std::map<std::string, Expected> expected_counts() {
 }
 
 void check(const replay::ParseResult& r, const Expected& e, const std::string& name) {
-    const auto& t = r.trace;
-    EXPECT_EQ(t.count(ActivityKind::Kernel), e.kernel) << name;
-    EXPECT_EQ(t.count(ActivityKind::Memcpy), e.memcpy) << name;
-    EXPECT_EQ(t.count(ActivityKind::Memset), e.memset) << name;
-    EXPECT_EQ(t.total_time(ActivityKind::Kernel), e.kernel_time_ns) << name;
+    const ActivityTotals totals = r.trace.activity_totals();
+    EXPECT_EQ(totals.count(ActivityKind::Kernel), e.kernel) << name;
+    EXPECT_EQ(totals.count(ActivityKind::Memcpy), e.memcpy) << name;
+    EXPECT_EQ(totals.count(ActivityKind::Memset), e.memset) << name;
+    EXPECT_EQ(totals.time(ActivityKind::Kernel), e.kernel_time_ns) << name;
     EXPECT_EQ(r.stats.malformed, 0u) << name;
     EXPECT_FALSE(r.stats.truncated) << name;
 }

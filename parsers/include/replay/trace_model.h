@@ -3,6 +3,7 @@
 // clock (Kineto `ts` converted exactly; `base_time_ns` is kept separately).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -237,6 +238,14 @@ struct GpuActivity {
     std::uint64_t byte_offset = 0;  // where the event starts in the (decompressed) input
 };
 
+// What a pass over the GPU activities totals per kind.
+struct ActivityTotals {
+    std::array<std::size_t, 3> counts{};
+    std::array<Nanos, 3> times{};
+    std::size_t count(ActivityKind kind) const { return counts[static_cast<std::size_t>(kind)]; }
+    Nanos time(ActivityKind kind) const { return times[static_cast<std::size_t>(kind)]; }
+};
+
 struct DeviceInfo {
     std::int64_t id = 0;
     std::string name;
@@ -286,8 +295,8 @@ struct Trace {
         return op.shapes == kNoIndex ? OpShapes{} : op_shapes[op.shapes];
     }
 
-    std::size_t count(ActivityKind kind) const;
-    Nanos total_time(ActivityKind kind) const;
+    // The count and recorded time of each kind of GPU activity, from one pass over them.
+    ActivityTotals activity_totals() const;
 
   private:
     // share_shapes()'s index: content hash -> entry, over op_shapes[0, shapes_indexed_). An entry
