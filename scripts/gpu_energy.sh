@@ -32,7 +32,11 @@
 # Environment: ENERGY_WINDOW_MS (default 400: four counter periods of the H100/H200, the fewest a
 #              window may span: one period's energy alternated by up to 2x from the next),
 #              ENERGY_WINDOWS (default 5: the rank test of compare/regress needs >= 5 per side),
-#              ENERGY_TRACES (default traces/h200: the folder of bloom_b1 and gpt2_train)
+#              ENERGY_TRACES (default traces/h200: the folder of bloom_b1 and gpt2_train),
+#              ENERGY_WORKLOADS (default "bloom_b1 gpt2_train": the captures to measure),
+#              ENERGY_DEADLINE (epoch seconds: each replay gets what is left before it as its
+#              timeout and is skipped with under a minute left, so that a device call limited to
+#              10 minutes still ends with its summary)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 out="${1:?usage: gpu_energy.sh OUT}"
@@ -60,31 +64,44 @@ energy=(--backend cuda --energy --energy-window "$window" --energy-windows "$win
 # same OUT, the summary reading whatever is there.
 phases="${ENERGY_PHASES:-unique,sequential,compare}"
 has() { [[ ",$phases," == *",$1,"* ]]; }
+read -r -a workloads <<< "${ENERGY_WORKLOADS:-bloom_b1 gpt2_train}"
+# time_left: the seconds a replay may take before ENERGY_DEADLINE (1 day without one); fails
+# with under a minute left.
+time_left() {
+  local left=86400
+  [ -n "${ENERGY_DEADLINE:-}" ] && left=$(( ENERGY_DEADLINE - $(date +%s) ))
+  if [ "$left" -lt 60 ]; then log "skipped: ${left} s left before ENERGY_DEADLINE"; return 1; fi
+  echo "$left"
+}
 has unique && for i in ${ENERGY_RUNS:-1 2 3 4 5}; do
   min=5
   [ "$i" = 1 ] && min=0
-  for t in bloom_b1 gpt2_train; do
+  for t in "${workloads[@]}"; do
+    left=$(time_left) || continue
     log "unique --energy run $i of $t (--energy-min-us $min)"
-    "$replay" "$traces/$t.json.gz" --mode unique "${energy[@]}" --energy-min-us "$min" \
+    timeout "$left" "$replay" "$traces/$t.json.gz" --mode unique "${energy[@]}" --energy-min-us "$min" \
       --out "$out/unique_${t}_$i" > "$out/unique_${t}_$i.txt" 2>&1 || { echo "run failed:"; tail -20 "$out/unique_${t}_$i.txt"; }
   done
 done
-has sequential && for t in bloom_b1 gpt2_train; do
+has sequential && for t in "${workloads[@]}"; do
+  left=$(time_left) || continue
   log "sequential --graph --energy of $t"
-  "$replay" "$traces/$t.json.gz" --mode sequential --graph --iterations 20 "${energy[@]}" \
+  timeout "$left" "$replay" "$traces/$t.json.gz" --mode sequential --graph --iterations 20 "${energy[@]}" \
     --out "$out/sequential_$t" > "$out/sequential_$t.txt" 2>&1 || { echo "run failed:"; tail -20 "$out/sequential_$t.txt"; }
 done
 
 if has compare; then
 log "fresh runs against run 1 (compare --energy)"
-for t in bloom_b1 gpt2_train; do
+for t in "${workloads[@]}"; do
   for i in 2 3 4 5; do
+    [ -f "$out/unique_${t}_$i/report.json" ] || continue
     "$replay" compare --energy "$out/unique_${t}_1/report.json" "$out/unique_${t}_$i/report.json" \
       --out "$out/compare_${t}_$i" > "$out/compare_${t}_$i.md" 2>&1
     echo "compare $t run 1 vs run $i: exit $?" | tee -a "$out/energy.log"
   done
 done
 
+if [[ " ${workloads[*]} " == *" bloom_b1 "* && -f "$out/unique_bloom_b1_1/report.json" ]] && left=$(time_left); then
 log "doctored baseline: run 1 of bloom_b1 with the energy of its largest kernel of >= 5 us lowered by 10%"
 python3 - "$out/unique_bloom_b1_1/report.json" "$out/doctored_bloom_b1.json" <<'PY' | tee "$out/doctored_id.txt"
 import json, sys
@@ -97,10 +114,19 @@ k["energy"]["samples_uj"] = [x * 0.9 for x in k["energy"]["samples_uj"]]
 json.dump(r, open(sys.argv[2], "w"), indent=1)
 print(k["id"], k["name"][:80])
 PY
-"$replay" regress --baseline "$out/doctored_bloom_b1.json" "$traces/bloom_b1.json.gz" --mode unique \
-  "${energy[@]}" --energy-min-us 5 --no-sequential-check --out "$out/regress_doctored" \
+timeout "$left" "$replay" regress --baseline "$out/doctored_bloom_b1.json" "$traces/bloom_b1.json.gz" \
+  --mode unique "${energy[@]}" --energy-min-us 5 --no-sequential-check --out "$out/regress_doctored" \
   > "$out/regress_doctored.md" 2>&1
 echo "doctored regress: exit $? (1 expected)" | tee -a "$out/energy.log"
+# The regress measured a fresh process too: against the undoctored run 1 it is the fifth fresh
+# run, which must flag nothing.
+fresh=$(ls "$out"/regress_doctored/*/report.json 2>/dev/null | head -1)
+if [ -n "$fresh" ]; then
+  "$replay" compare --energy "$out/unique_bloom_b1_1/report.json" "$fresh" \
+    --out "$out/compare_bloom_b1_6" > "$out/compare_bloom_b1_6.md" 2>&1
+  echo "compare bloom_b1 run 1 vs the regress's fresh run: exit $?" | tee -a "$out/energy.log"
+fi
+fi
 fi
 
 log summary
@@ -231,7 +257,7 @@ for t in ("bloom_b1", "gpt2_train"):
         trace = load(f"{out}/sequential_{t}/replay_trace.json")
         n = sum(1 for ev in (trace or {}).get("traceEvents", []) if ev.get("ph") == "C")
         print(f"  replay_trace.json: {n} power samples on the counter track")
-    for i in range(2, 6):
+    for i in range(2, 7):
         g = load(f"{out}/compare_{t}_{i}/regression.json")
         if g:
             print(f"  compare --energy run 1 vs {i}: {g['summary']['regressed']} regressed, "
