@@ -25,6 +25,7 @@ void write_kernel_energy(JsonWriter& json, const KernelEnergy& e) {
     json.field("dynamic_uj", e.dynamic_uj).field("launches", e.launches);
     json.field("power_w", e.power_w).field("edp_uj_us", e.edp_uj_us);
     json.field("flops", e.flops).field("pj_per_flop", e.pj_per_flop);
+    json.field("limited_windows", e.limited_windows).field("limited_by", e.limited_by);
     json.field("why", e.measured() ? std::string() : e.why);
     json.end_object();
 }
@@ -36,6 +37,7 @@ void write_step_energy(JsonWriter& json, std::string_view name, const StepEnergy
     json.field("step_us", s.step_us).field("power_w", s.power_w);
     json.field("idle_power_w", s.idle_power_w).field("steps", s.steps);
     json.field("warm_read_mj", s.warm_read_mj);
+    json.field("limited_windows", s.limited_windows).field("limited_by", s.limited_by);
     json.field("source", s.source).field("gpu", s.gpu);
     json.end_object();
 }

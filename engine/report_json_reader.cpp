@@ -402,6 +402,10 @@ class ReportReader {
                 e.launches = number(x, Number::NonNegative);
             else if (key == "flops")
                 e.flops = number(x, Number::NonNegative);
+            else if (key == "limited_windows")
+                e.limited_windows = static_cast<int>(number(x, Number::NonNegative));
+            else if (key == "limited_by")
+                e.limited_by = string(x);
             else if (key == "why")
                 e.why = string(x);
         });
@@ -424,6 +428,10 @@ class ReportReader {
                 s.steps = number(x, Number::NonNegative);
             else if (key == "warm_read_mj")  // reports before 2026-11-25 lack it
                 s.warm_read_mj = number(x, Number::Signed);
+            else if (key == "limited_windows")  // nor these
+                s.limited_windows = static_cast<int>(number(x, Number::NonNegative));
+            else if (key == "limited_by")
+                s.limited_by = string(x);
             else if (key == "source")
                 s.source = string(x);
             else if (key == "gpu")

@@ -134,6 +134,10 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
     const double timeout_s = 10 * probe.counter_period_ms / 1000.0;
     const std::size_t edges_needed = static_cast<std::size_t>(windows * updates) + 1;
     std::vector<MeterReading> edges;
+    // limits[k + 1]: the clock limits read between edges k and k + 1 (limits[0]: before the
+    // first edge).
+    std::vector<std::uint32_t> limits(1, 0);
+    bool reads_limits = true;
     MeterReading previous = *start;
     while (edges.size() < edges_needed) {
         run.units += issue_some();
@@ -147,9 +151,15 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
             // the midpoint halves the error of timing the edge at the later read (a read took
             // 2.4 ms on the H100, and a poll waits for a batch of launches to be issued).
             edges.push_back({e->value, 0.5 * (previous.t_s + e->t_s)});
+            limits.push_back(0);
         } else if (e->t_s - (edges.empty() ? start->t_s : edges.back().t_s) > timeout_s) {
             run.failure = meter.method() + " stopped changing during a window";
             break;
+        }
+        if (reads_limits) {
+            const auto l = meter.clock_limits();
+            reads_limits = l.has_value();
+            if (l) limits.back() |= *l;
         }
         previous = *e;
     }
@@ -157,11 +167,39 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
     if (const auto end = meter.energy()) run.busy_seconds = end->t_s - start->t_s;
     if (!run.failure.empty()) return run;
     for (int w = 0; w < windows; ++w) {
-        const MeterReading& a = edges[static_cast<std::size_t>(w * updates)];
-        const MeterReading& b = edges[static_cast<std::size_t>((w + 1) * updates)];
-        run.windows.push_back({b.value - a.value, b.t_s - a.t_s});
+        const auto first = static_cast<std::size_t>(w * updates);
+        const auto last = static_cast<std::size_t>((w + 1) * updates);
+        EnergyWindow window{edges[last].value - edges[first].value,
+                            edges[last].t_s - edges[first].t_s, 0};
+        for (std::size_t i = first + 1; i <= last && i < limits.size(); ++i)
+            window.clock_limits |= limits[i];
+        run.windows.push_back(window);
     }
     return run;
+}
+
+std::string describe_clock_limits(std::uint32_t limits) {
+    std::string out;
+    auto add = [&](std::uint32_t bit, const char* what) {
+        if ((limits & bit) == 0) return;
+        if (!out.empty()) out += ", ";
+        out += what;
+    };
+    add(kClockPowerCap, "power cap");
+    add(kClockThermal, "thermal slowdown");
+    add(kClockHardware, "hardware slowdown");
+    return out;
+}
+
+ClockLimitCount count_clock_limits(const WindowRun& run) {
+    std::uint32_t all = 0;
+    ClockLimitCount count;
+    for (const EnergyWindow& w : run.windows) {
+        count.windows += w.clock_limits != 0;
+        all |= w.clock_limits;
+    }
+    count.by = describe_clock_limits(all);
+    return count;
 }
 
 std::vector<double> dynamic_uj_per_unit(const WindowRun& run, double idle_power_w) {

@@ -95,6 +95,13 @@ void measure_step_energy(const EnergyRun& run, const std::function<double()>& is
     step.step_us = w.seconds_per_unit() * 1e6;
     step.power_w = watts;
     step.steps = w.units;
+    const ClockLimitCount limited = count_clock_limits(w);
+    step.limited_windows = limited.windows;
+    step.limited_by = limited.by;
+    if (limited.windows > 0)
+        energy.notes.push_back("the looped step ran with the board's clocks held down (" +
+                               limited.by + ") in " + std::to_string(limited.windows) + " of " +
+                               std::to_string(w.windows.size()) + " windows");
 }
 
 void take_out_warm_read_energy(const EnergyRun& run, const std::function<double()>& issue_some,

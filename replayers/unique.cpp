@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -129,6 +130,7 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
     }
     const double idle = energy.probe().idle_power_w;
     const std::vector<double> dynamic = dynamic_uj_per_unit(run, idle);
+    const ClockLimitCount limited = count_clock_limits(run);
     for (std::size_t j = 0; j < t.positions.size(); ++j) {
         KernelEnergy& e = report.kernels[t.positions[j]].energy;
         const double share = recorded_sum > 0 ? t.recorded_us[j] / recorded_sum
@@ -142,9 +144,33 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
         }
         e.dynamic_uj = stats::median(dyn);
         e.launches = run.units;
+        e.limited_windows = limited.windows;
+        e.limited_by = limited.by;
         e.why.clear();
     }
     return graph != 0 ? EnergyLoop::Graph : EnergyLoop::Host;
+}
+
+// Kernels whose windows ran with the board's clocks held down get one note naming how many.
+void note_clock_limits(Report& report) {
+    std::size_t limited = 0, measured = 0;
+    std::set<std::string> by;
+    for (const KernelResult& k : report.kernels) {
+        if (!k.energy.measured()) continue;
+        ++measured;
+        if (k.energy.limited_windows == 0) continue;
+        ++limited;
+        by.insert(k.energy.limited_by);
+    }
+    if (limited == 0) return;
+    std::string what;
+    for (const auto& b : by) what += (what.empty() ? "" : "; ") + b;
+    report.energy.notes.push_back(
+        std::to_string(limited) + " of " + std::to_string(measured) +
+        " kernels ran with the board's clocks held down (" + what +
+        ") in some of their windows (limited_windows): launched back to back they reach the "
+        "board's limit, so their energy per launch is at the clocks its controller chose, not "
+        "as the recorded step ran them, and it varies from process to process");
 }
 
 void run_templates(Session& session, const std::vector<Template>& templates,
@@ -217,6 +243,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             o.progress("unique kernels " + std::to_string(done) + "/" +
                        std::to_string(templates.size()));
     }
+    note_clock_limits(session.report());
     if (from_graph + from_host > 0)
         session.report().energy.notes.push_back(
             "energy loops: " + std::to_string(from_graph) + " of " +

@@ -42,6 +42,7 @@ struct Nvml::Api {
     nvmlReturn_t (*total_energy)(nvmlDevice_t, unsigned long long*) = nullptr;
     nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
     nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
+    nvmlReturn_t (*clock_event_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
 };
 
 std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::string& why) {
@@ -69,6 +70,9 @@ std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::
     resolve(library, "nvmlDeviceGetTotalEnergyConsumption", api->total_energy);
     resolve(library, "nvmlDeviceGetPowerUsage", api->power_usage);
     resolve(library, "nvmlDeviceGetEnforcedPowerLimit", api->power_limit);
+    // Renamed in CUDA 12.2's NVML (same signature and bits); older drivers have only the first.
+    if (!resolve(library, "nvmlDeviceGetCurrentClocksEventReasons", api->clock_event_reasons))
+        resolve(library, "nvmlDeviceGetCurrentClocksThrottleReasons", api->clock_event_reasons);
 
     auto error = [&](nvmlReturn_t status) -> std::string {
         const char* text = api->error_string != nullptr ? api->error_string(status) : nullptr;
@@ -143,6 +147,14 @@ std::optional<unsigned> Nvml::power_mw() const {
     return mw;
 }
 
+std::optional<std::uint64_t> Nvml::clock_event_reasons() const {
+    unsigned long long reasons = 0;
+    if (api_->clock_event_reasons == nullptr ||
+        api_->clock_event_reasons(device_, &reasons) != NVML_SUCCESS)
+        return std::nullopt;
+    return static_cast<std::uint64_t>(reasons);
+}
+
 std::optional<unsigned> Nvml::power_limit_mw() const {
     unsigned mw = 0;
     if (api_->power_limit == nullptr || api_->power_limit(device_, &mw) != NVML_SUCCESS)
@@ -169,6 +181,18 @@ class NvmlMeter final : public EnergyMeter {
     double power_limit_w() const override {
         const auto mw = nvml_.power_limit_mw();
         return mw ? *mw / 1000.0 : NAN;
+    }
+    std::optional<std::uint32_t> clock_limits() override {
+        const auto reasons = nvml_.clock_event_reasons();
+        if (!reasons) return std::nullopt;
+        // nvml.h's nvmlClocksEventReason* bits (the same values as the older ThrottleReason*).
+        constexpr std::uint64_t kSwPowerCap = 0x4, kHwSlowdown = 0x8, kSwThermal = 0x20,
+                                kHwThermal = 0x40, kHwPowerBrake = 0x80;
+        std::uint32_t limits = 0;
+        if (*reasons & kSwPowerCap) limits |= kClockPowerCap;
+        if (*reasons & (kSwThermal | kHwThermal)) limits |= kClockThermal;
+        if (*reasons & (kHwSlowdown | kHwPowerBrake)) limits |= kClockHardware;
+        return limits;
     }
 
   private:

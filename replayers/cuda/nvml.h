@@ -31,6 +31,9 @@ class Nvml {
     // Board power as the driver last read it, and the enforced limit, in milliwatts.
     std::optional<unsigned> power_mw() const;
     std::optional<unsigned> power_limit_mw() const;
+    // Why the clocks are below their maximum now (nvmlClocksEventReasons bits; the throttle
+    // reasons of older drivers), or nullopt where the driver cannot say.
+    std::optional<std::uint64_t> clock_event_reasons() const;
 
     struct Api;  // the resolved entry points
 

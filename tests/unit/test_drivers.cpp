@@ -179,6 +179,9 @@ class SimulatedBoard {
     double period_s = 0.01;
     double read_s = 20e-6;
     std::map<std::string, double> dynamic_uj;  // per instance key; default 200 uJ a launch
+    // The board's power limit: above it (over the last counter period) the meter says the
+    // clocks are held down by the power cap, as NVML's clock event reasons do.
+    double cap_w = INFINITY;
     // Added in every other counter period (as the H100's counter alternated under a steady load
     // of short kernels: 213 W, 162 W, 213 W, ...): a window of one period is noise.
     double alternating_w = 0;
@@ -212,6 +215,10 @@ class SimulatedBoard {
             end >= period_s ? (joules_at(end) - joules_at(end - period_s)) / period_s : idle_w;
         return replay::MeterReading{watts, t_};
     }
+    std::uint32_t clock_limits() {
+        const auto w = power();
+        return w && w->value > cap_w ? replay::kClockPowerCap : 0u;
+    }
 
   private:
     double tick(double t) const { return std::floor(t / period_s) * period_s; }
@@ -236,6 +243,7 @@ class BoardMeter final : public replay::EnergyMeter {
     std::optional<replay::MeterReading> energy() override { return board_.energy(); }
     std::optional<replay::MeterReading> power() override { return board_.power(); }
     double power_limit_w() const override { return 700; }
+    std::optional<std::uint32_t> clock_limits() override { return board_.clock_limits(); }
 
   private:
     SimulatedBoard& board_;
@@ -1473,6 +1481,42 @@ TEST(Energy, UniqueModeMeasuresJoulesPerLaunchOfEachKernel) {
 
 // A short kernel issued from the host waits for it between launches; looped from a CUDA graph it
 // runs back to back, and the idle gaps' power is not counted as its energy.
+TEST(Energy, WindowsThatReachTheBoardsPowerLimitAreCountedAndNoted) {
+    auto a = unique_trace();
+    SimulatedBoard board;
+    // The fake runs an issue for (handle + 1) us, a few us here. relu: 3000 uJ a launch, some
+    // hundreds of watts over the cap; the GEMM issue: 30 uJ, at most 30 W over idle: under it.
+    board.cap_w = 200;
+    const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();
+    const std::string gemm10 = gemm(10).instance_key(), gemm11 = gemm(11).instance_key();
+    board.dynamic_uj = {{relu1, 3000}, {relu2, 3000}, {gemm10, 30}, {gemm11, 30}};
+    FakeBackend b;
+    b.board = &board;
+    const replay::Report r = replay::replay_unique(*a, b, energy_options());
+    const auto& relu_k = kernel_named(r, "relu_k");
+    ASSERT_TRUE(relu_k.energy.measured()) << relu_k.energy.why;
+    EXPECT_EQ(relu_k.energy.limited_windows, 5);
+    EXPECT_EQ(relu_k.energy.limited_by, "power cap");
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    ASSERT_TRUE(gemm_k.energy.measured());
+    EXPECT_EQ(gemm_k.energy.limited_windows, 0);
+    EXPECT_EQ(gemm_k.energy.limited_by, "");
+    bool noted = false;
+    for (const auto& n : r.energy.notes)
+        noted |= n.find("kernels ran with the board's clocks held down (power cap)") !=
+                 std::string::npos;
+    EXPECT_TRUE(noted);
+
+    // Under the cap everywhere: nothing counted, no note.
+    SimulatedBoard cool;
+    cool.dynamic_uj = board.dynamic_uj;
+    FakeBackend c;
+    c.board = &cool;
+    const replay::Report q = replay::replay_unique(*a, c, energy_options());
+    for (const auto& k : q.kernels) EXPECT_EQ(k.energy.limited_windows, 0) << k.name;
+    for (const auto& n : q.energy.notes) EXPECT_EQ(n.find("held down"), std::string::npos) << n;
+}
+
 TEST(Energy, UniqueLoopsRunFromGraphsSoHostGapsAreNotTheKernels) {
     auto a = unique_trace();
     const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();

@@ -740,7 +740,11 @@ Report with_energy() {
     r.kernels[1].energy.why = "recorded median below --energy-min-us 6";
     r.kernels[2].energy.samples_uj = {600, 620, 610, 590, 605};
     r.kernels[2].energy.dynamic_uj = 300;
+    r.kernels[2].energy.limited_windows = 3;
+    r.kernels[2].energy.limited_by = "power cap";
     r.energy.step.samples_mj = {30, 31, 29, 30.5, 29.5};
+    r.energy.step.limited_windows = 1;
+    r.energy.step.limited_by = "power cap, thermal slowdown";
     r.energy.step.step_us = 200;
     r.energy.model.mj = 32;
     r.energy.model.step_us = 210;
@@ -848,9 +852,13 @@ TEST(ReportEnergy, JsonAndCsvRoundTrip) {
     for (std::size_t i = 0; i < r.kernels.size(); ++i) {
         EXPECT_EQ(back.kernels[i].energy.samples_uj, r.kernels[i].energy.samples_uj);
         EXPECT_EQ(back.kernels[i].energy.why, r.kernels[i].energy.why);
+        EXPECT_EQ(back.kernels[i].energy.limited_windows, r.kernels[i].energy.limited_windows);
+        EXPECT_EQ(back.kernels[i].energy.limited_by, r.kernels[i].energy.limited_by);
         expect_same_double(back.kernels[i].energy.power_w, r.kernels[i].energy.power_w);
     }
     EXPECT_EQ(back.energy.step.samples_mj, r.energy.step.samples_mj);
+    EXPECT_EQ(back.energy.step.limited_windows, 1);
+    EXPECT_EQ(back.energy.step.limited_by, "power cap, thermal slowdown");
     expect_same_double(back.energy.predicted_mj, r.energy.predicted_mj);
     expect_same_double(back.energy.step_at_model_mj, r.energy.step_at_model_mj);
     expect_same_double(back.energy.predicted_at_step_w, r.energy.predicted_at_step_w);

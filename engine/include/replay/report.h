@@ -42,6 +42,10 @@ struct KernelEnergy {
     DurationStats uj;                // summary of samples_uj (finalize_report)
     double dynamic_uj = NAN;         // median over the windows of the energy above idle per launch
     double launches = 0;             // launches issued back to back for the windows
+    // Windows in which the board held its clocks down (its power limit, heat) and what did:
+    // their energy per launch is at the clocks the controller chose, not the kernel's own.
+    int limited_windows = 0;
+    std::string limited_by;
     std::string why;                 // requested but not measured: why (energy n/a, never 0)
     double flops = NAN;              // work per launch (GEMMs), for pj_per_flop
     // Derived by finalize_report from the median energy and the replayed median time:
@@ -148,6 +152,8 @@ struct StepEnergy {
     // Replayed step: the dynamic energy per step of its L2 warm-up reads, looped alone, which
     // samples_mj leave out (the recording had no such reads); NaN: none, or not measured.
     double warm_read_mj = NAN;
+    int limited_windows = 0;    // replayed: windows with the clocks held down (KernelEnergy's)
+    std::string limited_by;
     std::string source;         // model: the timing.json file
     std::string gpu;            // model: the GPU it was measured on
     bool measured() const { return std::isfinite(mj); }

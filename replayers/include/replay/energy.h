@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -29,7 +30,21 @@ class EnergyMeter {
     virtual std::optional<MeterReading> energy() = 0;
     virtual std::optional<MeterReading> power() = 0;
     virtual double power_limit_w() const = 0;  // NaN when unknown
+    // What holds the board's clocks below what they would be now (ClockLimit bits, 0: nothing),
+    // or nullopt where the meter cannot tell. A window of back-to-back launches of a hungry
+    // kernel can reach the board's power limit, where the clocks drop and its energy per launch
+    // is the controller's, not the kernel's as the recorded step ran it.
+    virtual std::optional<std::uint32_t> clock_limits() { return std::nullopt; }
 };
+
+// The bits of EnergyMeter::clock_limits().
+enum ClockLimit : std::uint32_t {
+    kClockPowerCap = 1,   // the board's power limit (software power cap)
+    kClockThermal = 2,    // thermal slowdown (software or hardware)
+    kClockHardware = 4,   // hardware slowdown or power brake
+};
+// "power cap", "power cap, thermal slowdown", ...; "" for 0.
+std::string describe_clock_limits(std::uint32_t limits);
 
 // How long the probe watches the readings: enough changes for a median period and an idle power
 // that the counter's resolution does not limit.
@@ -54,6 +69,7 @@ int updates_per_window(const EnergyProbe& probe, double window_ms, std::string& 
 struct EnergyWindow {
     double mj = 0;       // counter change over the window
     double seconds = 0;  // between the two changes that bound it
+    std::uint32_t clock_limits = 0;  // ClockLimit bits seen at any read inside the window
     double power_w() const { return seconds > 0 ? mj / seconds / 1000.0 : NAN; }
 };
 
@@ -71,6 +87,13 @@ struct WindowRun {
 WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows, int updates,
                       const std::function<double()>& issue_some,
                       const std::function<void()>& drain);
+
+// How many of the run's windows had their clocks held down, and by what (describe_clock_limits).
+struct ClockLimitCount {
+    int windows = 0;
+    std::string by;
+};
+ClockLimitCount count_clock_limits(const WindowRun& run);
 
 // The dynamic energy (above the idle power) per unit of work of each window, microjoules: the
 // window's power less the idle power, over the time one unit took back to back.
