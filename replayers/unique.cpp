@@ -170,7 +170,7 @@ void note_clock_limits(Report& report) {
         " kernels ran with the board's clocks held down (" + what +
         ") in some of their windows (limited_windows): launched back to back they reach the "
         "board's limit, so their energy per launch is at the clocks its controller chose, not "
-        "as the recorded step ran them, and it varies from process to process");
+        "those of the recorded step");
 }
 
 void run_templates(Session& session, const std::vector<Template>& templates,
