@@ -204,6 +204,12 @@ Regression compare_reports(const Report& baseline, const Report& current,
         r.notes.push_back(
             "energy per launch compared (microjoules in the fields named _us): each kernel's "
             "energy windows are its samples");
+        const std::string ub = baseline.env("gpu_uuid"), uc = current.env("gpu_uuid");
+        if (!ub.empty() && !uc.empty() && ub != uc)
+            r.notes.push_back("energy was measured on two boards (" + ub + " and " + uc +
+                              "): boards of one model differ in energy at the same speed (two "
+                              "H200s measured GPT-2's elementwise kernels 8-10 % apart), so a "
+                              "change may be the board's");
         for (const auto* side : {&baseline, &current})
             if (!side->energy.requested || !side->energy.probe.available)
                 r.notes.push_back(std::string("the ") +

@@ -37,6 +37,7 @@ std::vector<std::pair<std::string, std::string>> environment_pairs(const Environ
         std::snprintf(buf, sizeof buf, "%.6g", x);
         return std::string(buf);
     };
+    if (!e.device_uuid.empty()) v.emplace_back("gpu_uuid", e.device_uuid);
     for (DType dtype : peak_dtypes())
         v.emplace_back(peak_tflops_key(dtype), figure(e.peaks.tflops_of(dtype)));
     v.emplace_back(kPeakMemoryKey, figure(e.peaks.memory_gb_per_s));

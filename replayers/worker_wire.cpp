@@ -302,8 +302,8 @@ Recipe decode_recipe(Decoder& d) {
 
 void encode(Encoder& e, const Environment& env) {
     for (const std::string* s :
-         {&env.backend, &env.device_name, &env.driver_version, &env.cuda_runtime_version,
-          &env.cublas_version, &env.libtorch_version, &env.timing})
+         {&env.backend, &env.device_name, &env.device_uuid, &env.driver_version,
+          &env.cuda_runtime_version, &env.cublas_version, &env.libtorch_version, &env.timing})
         e.str(*s);
     for (int v : {env.sm_clock_mhz, env.memory_clock_mhz, env.max_sm_clock_mhz, env.compute_major,
                   env.compute_minor})
@@ -320,8 +320,8 @@ void encode(Encoder& e, const Environment& env) {
 Environment decode_environment(Decoder& d) {
     Environment env;
     for (std::string* s :
-         {&env.backend, &env.device_name, &env.driver_version, &env.cuda_runtime_version,
-          &env.cublas_version, &env.libtorch_version, &env.timing})
+         {&env.backend, &env.device_name, &env.device_uuid, &env.driver_version,
+          &env.cuda_runtime_version, &env.cublas_version, &env.libtorch_version, &env.timing})
         *s = d.str();
     for (int* v : {&env.sm_clock_mhz, &env.memory_clock_mhz, &env.max_sm_clock_mhz,
                    &env.compute_major, &env.compute_minor})

@@ -325,6 +325,7 @@ Environment CudaBackend::environment() const {
     Environment e;
     e.backend = "cuda";
     e.device_name = properties_.name;
+    e.device_uuid = uuid_text(properties_.uuid);
     e.compute_major = properties_.major;
     e.compute_minor = properties_.minor;
     e.total_memory = static_cast<std::int64_t>(properties_.totalGlobalMem);

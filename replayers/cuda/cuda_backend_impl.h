@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +34,18 @@ constexpr int kStorageRoleBase = 1000;
 
 inline std::string cuda_version_text(int version) {
     return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi and NVML print a board's UUID.
+inline std::string uuid_text(const cudaUUID_t& uuid) {
+    std::string out = "GPU-";
+    char hex[3];
+    for (int i = 0; i < 16; ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+        std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(uuid.bytes[i]));
+        out += hex;
+    }
+    return out;
 }
 
 inline const char* memcpy_name(cudaMemcpyKind kind) {

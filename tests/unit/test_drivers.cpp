@@ -1665,6 +1665,23 @@ TEST(Energy, AKernelTenPercentHungrierAtTheSameSpeedIsFlagged) {
     // Compared on time, the same reports show no change: only the energy moved.
     const replay::Regression on_time = replay::compare_reports(baseline, run(1100), {});
     EXPECT_EQ(on_time.summary.regressed, 0u);
+
+    // Energy from two boards: the comparison says so; from one board (or unknown ones), not.
+    auto on_board = [](replay::Report r, const std::string& uuid) {
+        r.environment.emplace_back("gpu_uuid", uuid);
+        return r;
+    };
+    auto says_two_boards = [](const replay::Regression& g) {
+        for (const auto& n : g.notes)
+            if (n.find("energy was measured on two boards") != std::string::npos) return true;
+        return false;
+    };
+    const replay::Report current = run(1000);
+    EXPECT_TRUE(says_two_boards(replay::compare_reports(
+        on_board(baseline, "GPU-aaaa"), on_board(current, "GPU-bbbb"), options)));
+    EXPECT_FALSE(says_two_boards(replay::compare_reports(
+        on_board(baseline, "GPU-aaaa"), on_board(current, "GPU-aaaa"), options)));
+    EXPECT_FALSE(says_two_boards(replay::compare_reports(baseline, current, options)));
 }
 
 TEST(Energy, AHungrierKernelIsFlaggedOnABoardWhosePeriodsAlternate) {

@@ -80,6 +80,7 @@ TEST(WorkerWire, EnvironmentAndActivitiesRoundTrip) {
     Environment env;
     env.backend = "cuda";
     env.device_name = "NVIDIA H200";
+    env.device_uuid = "GPU-0a1b2c3d-0000-1111-2222-333344445555";
     env.timing = "cupti";
     env.sm_clock_mhz = 1980;
     env.total_memory = 150'000'000'000;
@@ -101,6 +102,8 @@ TEST(WorkerWire, EnvironmentAndActivitiesRoundTrip) {
     const Environment env2 = detail::decode_environment(d);
     const TimedActivity a2 = detail::decode_activity(d);
     EXPECT_EQ(env2.device_name, env.device_name);
+    EXPECT_EQ(env2.device_uuid, env.device_uuid);
+    EXPECT_EQ(env2.timing, env.timing);
     EXPECT_EQ(env2.total_memory, env.total_memory);
     EXPECT_EQ(env2.compute_major, 9);
     EXPECT_EQ(env2.notes, env.notes);

@@ -72,6 +72,9 @@ inline bool cached_in_recording(const InputRegion& input, std::size_t cache_byte
 struct Environment {
     std::string backend;  // "cuda" | "cpu"
     std::string device_name;
+    // The board itself ("GPU-" and the UUID, as nvidia-smi prints it; "" on the cpu backend):
+    // boards of one model differ in energy at the same speed, and regress --energy says so.
+    std::string device_uuid;
     std::string driver_version;
     std::string cuda_runtime_version;
     std::string cublas_version;
