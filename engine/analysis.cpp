@@ -152,9 +152,15 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(note.str());
     }
     stage_done("classify");
+    // The unique kernels are grouped by the nodes' decisions, which the reuse distances leave
+    // alone: the grouping runs beside them, the kernels take their recipes after.
+    auto kernels = std::async(threads > 1 ? std::launch::async : std::launch::deferred, [&] {
+        return unique_kernels_by_decision(analysis->graph, analysis->recipes);
+    });
     annotate_reuse(analysis->graph, analysis->recipes);
     stage_done("reuse");
-    analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);
+    analysis->kernels = kernels.get();
+    take_first_instance_recipes(analysis->kernels, analysis->recipes);
     stage_done("unique kernels");
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
     if (trace_hash.valid()) analysis->trace_hash = trace_hash.get();

@@ -111,6 +111,17 @@ std::string trace_content_hash(const Trace& trace) {
 }
 
 std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRecipes& recipes) {
+    auto kernels = unique_kernels_by_decision(graph, recipes);
+    take_first_instance_recipes(kernels, recipes);
+    return kernels;
+}
+
+void take_first_instance_recipes(std::vector<UniqueKernel>& kernels, const NodeRecipes& recipes) {
+    for (UniqueKernel& k : kernels) k.recipe = recipes.recipe(k.nodes.front());
+}
+
+std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
+                                                     const NodeRecipes& recipes) {
     // The signature text is the recipe's key, the kernel name, grid and block. Nodes are first
     // grouped by (recipe entry, name, grid, block), which fixes the text; the text, and so the
     // id, is then built once per group, and groups whose texts coincide (entries that differ
@@ -182,7 +193,7 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRec
         UniqueKernel& k = kernels[kernel_of_group[group_of[n]]];
         if (k.nodes.empty()) {
             k.kind = graph.activity(graph.nodes()[n]).kind;
-            k.recipe = recipes.recipe(n);  // the first instance's storage ids
+            k.recipe = recipes.decision(n);
         }
         k.nodes.push_back(n);
     }
