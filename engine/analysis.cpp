@@ -91,14 +91,15 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     const bool dataflow = options.infer_dataflow || !options.execution_trace_path.empty();
     const bool dataflow_beside = dataflow && !options.set_dims;
     const auto infer = [&] { analysis->dataflow = infer_dataflow(trace); };
-    const auto infer_beside = [&] {
-        infer();
+    const auto infer_beside = [&](const ThreadOps& ops) {
+        analysis->dataflow = infer_dataflow(trace, ops);
         // The inference's transient memory was freed into this thread's malloc arena, which the
         // calling thread's later allocations do not reuse: give its pages back.
         malloc_trim(0);
     };
+    using AfterNesting = std::function<void(const ThreadOps&)>;
     analysis->graph =
-        KernelGraph::build(trace, threads, dataflow_beside ? infer_beside : std::function<void()>{});
+        KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr);
     stage_done("graph");
     // The content hash reads only the activities: it runs beside the classifier and what follows
     // it on one thread (the graph build uses two).

@@ -36,18 +36,39 @@ class Steps {
     std::vector<Nanos> starts_;
 };
 
+// The ops the inference reads.
+bool has_recorded_shapes(const CpuOp& op) {
+    return op.category == 0 && op.shapes != kNoIndex;
+}
+
+struct Thread {
+    std::int64_t pid = 0, tid = 0;
+    std::vector<std::uint32_t> ops;  // in start order
+};
+
+// The threads' ops, threads in (pid, tid) order, then the one that started first first (the
+// forward pass before autograd's thread).
+std::vector<std::vector<std::uint32_t>> in_thread_order(const Trace& trace,
+                                                        std::vector<Thread> threads) {
+    std::sort(threads.begin(), threads.end(), [](const Thread& a, const Thread& b) {
+        return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid;
+    });
+    std::vector<std::vector<std::uint32_t>> out;
+    for (Thread& thread : threads) out.push_back(std::move(thread.ops));
+    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+        return trace.cpu_ops[a.front()].ts < trace.cpu_ops[b.front()].ts;
+    });
+    return out;
+}
+
 // Ops with recorded shapes grouped by thread, each thread's in start order (outer first).
 std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
-    struct Thread {
-        std::int64_t pid = 0, tid = 0;
-        std::vector<std::uint32_t> ops;
-    };
     std::vector<Thread> threads;
     std::unordered_map<std::int64_t, std::vector<std::size_t>> by_tid;  // tid -> threads
     std::size_t last = 0;  // consecutive ops are mostly one thread's
     for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
         const CpuOp& op = trace.cpu_ops[i];
-        if (op.category != 0 || op.shapes == kNoIndex) continue;
+        if (!has_recorded_shapes(op)) continue;
         if (threads.empty() || threads[last].pid != op.pid || threads[last].tid != op.tid) {
             auto& same_tid = by_tid[op.tid];
             const auto it = std::find_if(same_tid.begin(), same_tid.end(),
@@ -62,11 +83,6 @@ std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
         }
         threads[last].ops.push_back(i);
     }
-    // In (pid, tid) order, then each thread's ops in start order.
-    std::sort(threads.begin(), threads.end(), [](const Thread& a, const Thread& b) {
-        return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid;
-    });
-    std::vector<std::vector<std::uint32_t>> out;
     for (Thread& thread : threads) {
         auto& ops = thread.ops;
         const auto earlier = [&](std::uint32_t a, std::uint32_t b) {
@@ -76,13 +92,29 @@ std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
         };
         if (!std::is_sorted(ops.begin(), ops.end(), earlier))
             std::stable_sort(ops.begin(), ops.end(), earlier);
-        out.push_back(std::move(ops));
     }
-    // The thread that started first first: the forward pass before autograd's thread.
-    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
-        return trace.cpu_ops[a.front()].ts < trace.cpu_ops[b.front()].ts;
-    });
-    return out;
+    return in_thread_order(trace, std::move(threads));
+}
+
+// ops_by_thread() from the graph builder's order: the same ops in the same order (its ties of
+// start and duration are in index order too, as the stable sort leaves them).
+std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace, const ThreadOps& nested) {
+    // Which ops count, in one pass in index order: the threads' walks then read a byte per op.
+    std::vector<std::uint8_t> shaped(trace.cpu_ops.size());
+    for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i)
+        shaped[i] = has_recorded_shapes(trace.cpu_ops[i]);
+    std::vector<Thread> threads;
+    for (std::size_t t = 0; t < nested.threads(); ++t) {
+        const auto ops = nested.of(t);
+        Thread thread;
+        for (const std::uint32_t op : ops)
+            if (shaped[op]) thread.ops.push_back(op);
+        if (thread.ops.empty()) continue;
+        thread.pid = trace.cpu_ops[ops.front()].pid;
+        thread.tid = trace.cpu_ops[ops.front()].tid;
+        threads.push_back(std::move(thread));
+    }
+    return in_thread_order(trace, std::move(threads));
 }
 
 bool has_storage_ids(const Trace& trace) {
@@ -571,6 +603,28 @@ class ThreadPass {
     std::uint64_t epoch_ = 0;
 };
 
+template <typename OpsByThread>
+DataflowSummary infer_with(Trace& trace, OpsByThread ops_by_thread) {
+    if (has_storage_ids(trace)) return summarize_dataflow(trace, DataflowSource::ExecutionTrace);
+    DataflowSummary summary;
+    if (!has_tensor_shapes(trace)) return summary;
+    summary.source = DataflowSource::Inferred;
+    const Steps steps(trace);
+    const auto threads = ops_by_thread();
+    // One record per op of the passes: two header words, an id per input, an output (id, dims).
+    // The passes take every op with recorded shapes: counted in index order.
+    std::vector<std::size_t> inputs(trace.op_shapes.size());
+    for (std::size_t s = 0; s < inputs.size(); ++s) inputs[s] = trace.op_shapes[s].inputs.size();
+    std::size_t words = 0;
+    for (const CpuOp& op : trace.cpu_ops)
+        if (has_recorded_shapes(op)) words += 4 + inputs[op.shapes];
+    trace.storages.reserve(trace.cpu_ops.size(), words);
+    OpFacts facts(trace);
+    SharedState shared;
+    for (const auto& ops : threads) ThreadPass(trace, facts, steps, shared, summary).run(ops);
+    return summary;
+}
+
 }  // namespace
 
 const char* to_string(DataflowSource source) {
@@ -601,21 +655,11 @@ bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index) 
 }
 
 DataflowSummary infer_dataflow(Trace& trace) {
-    if (has_storage_ids(trace)) return summarize_dataflow(trace, DataflowSource::ExecutionTrace);
-    DataflowSummary summary;
-    if (!has_tensor_shapes(trace)) return summary;
-    summary.source = DataflowSource::Inferred;
-    const Steps steps(trace);
-    const auto threads = ops_by_thread(trace);
-    // One record per op of the passes: two header words, an id per input, an output (id, dims).
-    std::size_t words = 0;
-    for (const auto& ops : threads)
-        for (const std::uint32_t op : ops) words += 4 + trace.op_shapes[trace.cpu_ops[op].shapes].inputs.size();
-    trace.storages.reserve(trace.cpu_ops.size(), words);
-    OpFacts facts(trace);
-    SharedState shared;
-    for (const auto& ops : threads) ThreadPass(trace, facts, steps, shared, summary).run(ops);
-    return summary;
+    return infer_with(trace, [&] { return ops_by_thread(trace); });
+}
+
+DataflowSummary infer_dataflow(Trace& trace, const ThreadOps& ops) {
+    return infer_with(trace, [&] { return ops_by_thread(trace, ops); });
 }
 
 std::vector<std::vector<InputOrigin>> input_origins(const Trace& trace) {

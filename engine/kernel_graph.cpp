@@ -65,16 +65,6 @@ class CallKinds {
     std::vector<std::uint8_t> kinds_;
 };
 
-// Each thread's ops sorted by start (outer first on ties), as segments of one index array.
-struct ThreadOps {
-    std::vector<std::uint32_t> order;
-    std::vector<std::uint32_t> begin;  // per thread slot, and the end after the last
-    std::span<const std::uint32_t> of(std::uint32_t slot) const {
-        if (slot + 1 >= begin.size()) return {};
-        return {order.data() + begin[slot], order.data() + begin[slot + 1]};
-    }
-};
-
 // Sorts one thread's ops by (start, longest first, index). Kineto writes most threads' ops in
 // start order already, or in a few sorted runs: those are merged run by run (each merge reads
 // its runs front to back), anything else is sorted on copied keys (comparing through the op
@@ -252,34 +242,35 @@ const char* to_string(LinkState state) {
 }
 
 KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
-                               const std::function<void()>& after_nesting) {
+                               const std::function<void(const ThreadOps&)>& after_nesting) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
-    // nesting on a worker thread. The launches' sweep needs the nesting's order, handed over as
-    // soon as it is done.
+    // nesting on a worker thread. The launches' sweep needs the nesting's order, read by both
+    // threads once it is done.
     ThreadSlots thread_slots;
     ThreadOps thread_ops;
-    std::promise<ThreadOps> nested;  // outlives `beside`, whose end the destructor waits for
+    std::promise<void> nested;  // outlives `beside`, whose end the destructor waits for
     std::future<void> beside;
     CallKinds call_kind(trace.names);
     if (threads > 1) {
-        std::future<ThreadOps> nested_ops = nested.get_future();
+        std::future<void> nested_ops = nested.get_future();
         beside = std::async(std::launch::async, [&] {
             try {
-                nested.set_value(nest_ops(trace, thread_slots));
+                thread_ops = nest_ops(trace, thread_slots);
+                nested.set_value();
             } catch (...) {
                 nested.set_exception(std::current_exception());
                 return;
             }
-            if (after_nesting) after_nesting();
+            if (after_nesting) after_nesting(thread_ops);
         });
         graph.nodes_ = launched_nodes(trace, call_kind);
         sort_by_launch(graph, graph.nodes_);
-        thread_ops = nested_ops.get();
+        nested_ops.get();
     } else {
         thread_ops = nest_ops(trace, thread_slots);
-        if (after_nesting) after_nesting();
+        if (after_nesting) after_nesting(thread_ops);
         graph.nodes_ = launched_nodes(trace, call_kind);
         sort_by_launch(graph, graph.nodes_);
     }

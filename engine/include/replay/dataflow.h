@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "replay/thread_ops.h"
 #include "replay/trace_model.h"
 
 namespace replay {
@@ -51,6 +52,9 @@ bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index);
 // told. The ops' OpShapes stay shared; an op gets other shapes only where its TensorList's
 // element dtype is inferred. Needs CpuOp::parent.
 DataflowSummary infer_dataflow(Trace& trace);
+// The same, with each thread's ops in start order as KernelGraph::build hands them to its
+// `after_nesting` (not sorted again).
+DataflowSummary infer_dataflow(Trace& trace, const ThreadOps& ops);
 
 // One line for the analysis notes: "dataflow inferred: ...".
 std::string describe(const DataflowSummary& summary);
