@@ -19,12 +19,20 @@ using namespace dataflow_detail;
 constexpr std::int64_t kFirstInferredStorage = 1;
 constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
+bool is_step(std::string_view name) {
+    return name.starts_with("ProfilerStep#");
+}
+
 // ProfilerStep#N ranges: an op's step, so that a step does not read the previous step's outputs.
 class Steps {
   public:
     explicit Steps(const Trace& trace) {
         for (const CpuOp& op : trace.cpu_ops)
-            if (trace.names.view(op.name).starts_with("ProfilerStep#")) starts_.push_back(op.ts);
+            if (is_step(trace.names.view(op.name))) starts_.push_back(op.ts);
+        std::sort(starts_.begin(), starts_.end());
+    }
+    // From the steps' starts, in any order.
+    explicit Steps(std::vector<Nanos> starts) : starts_(std::move(starts)) {
         std::sort(starts_.begin(), starts_.end());
     }
     std::size_t of(Nanos ts) const {
@@ -97,12 +105,10 @@ std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
 }
 
 // ops_by_thread() from the graph builder's order: the same ops in the same order (its ties of
-// start and duration are in index order too, as the stable sort leaves them).
-std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace, const ThreadOps& nested) {
-    // Which ops count, in one pass in index order: the threads' walks then read a byte per op.
-    std::vector<std::uint8_t> shaped(trace.cpu_ops.size());
-    for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i)
-        shaped[i] = has_recorded_shapes(trace.cpu_ops[i]);
+// start and duration are in index order too, as the stable sort leaves them). `shaped`: per op,
+// has_recorded_shapes().
+std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace, const ThreadOps& nested,
+                                                      const std::vector<std::uint8_t>& shaped) {
     std::vector<Thread> threads;
     for (std::size_t t = 0; t < nested.threads(); ++t) {
         const auto ops = nested.of(t);
@@ -603,22 +609,46 @@ class ThreadPass {
     std::uint64_t epoch_ = 0;
 };
 
+// What the inference needs from every op, from one pass over the ops in index order (a large
+// trace's ops are ~100 MB: each pass over them costs ~10 ms): the steps' starts, which ops the
+// passes take (has_recorded_shapes) and the words of their records in Trace::storages.
+struct OpSurvey {
+    std::vector<Nanos> step_starts;
+    std::vector<std::uint8_t> shaped;  // per op
+    std::size_t words = 0;
+};
+
+OpSurvey survey(const Trace& trace) {
+    OpSurvey out;
+    std::vector<std::uint8_t> step_name(trace.names.size());  // per NameId
+    for (std::size_t n = 0; n < step_name.size(); ++n)
+        step_name[n] = is_step(trace.names.view(static_cast<NameId>(n)));
+    // One record per op: two header words, an id per input, an output (id, dims).
+    std::vector<std::size_t> record_words(trace.op_shapes.size());
+    for (std::size_t s = 0; s < record_words.size(); ++s)
+        record_words[s] = 4 + trace.op_shapes[s].inputs.size();
+    out.shaped.resize(trace.cpu_ops.size());
+    for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i) {
+        const CpuOp& op = trace.cpu_ops[i];
+        if (step_name[op.name]) out.step_starts.push_back(op.ts);
+        out.shaped[i] = has_recorded_shapes(op);
+        if (out.shaped[i]) out.words += record_words[op.shapes];
+    }
+    return out;
+}
+
+// `ops_by_thread(shaped)`: the ops with recorded shapes by thread (ops_by_thread()), given which
+// ops those are.
 template <typename OpsByThread>
 DataflowSummary infer_with(Trace& trace, OpsByThread ops_by_thread) {
     if (has_storage_ids(trace)) return summarize_dataflow(trace, DataflowSource::ExecutionTrace);
     DataflowSummary summary;
     if (!has_tensor_shapes(trace)) return summary;
     summary.source = DataflowSource::Inferred;
-    const Steps steps(trace);
-    const auto threads = ops_by_thread();
-    // One record per op of the passes: two header words, an id per input, an output (id, dims).
-    // The passes take every op with recorded shapes: counted in index order.
-    std::vector<std::size_t> inputs(trace.op_shapes.size());
-    for (std::size_t s = 0; s < inputs.size(); ++s) inputs[s] = trace.op_shapes[s].inputs.size();
-    std::size_t words = 0;
-    for (const CpuOp& op : trace.cpu_ops)
-        if (has_recorded_shapes(op)) words += 4 + inputs[op.shapes];
-    trace.storages.reserve(trace.cpu_ops.size(), words);
+    OpSurvey ops = survey(trace);
+    const Steps steps(std::move(ops.step_starts));
+    const auto threads = ops_by_thread(ops.shaped);
+    trace.storages.reserve(trace.cpu_ops.size(), ops.words);
     OpFacts facts(trace);
     SharedState shared;
     for (const auto& ops : threads) ThreadPass(trace, facts, steps, shared, summary).run(ops);
@@ -655,11 +685,14 @@ bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index) 
 }
 
 DataflowSummary infer_dataflow(Trace& trace) {
-    return infer_with(trace, [&] { return ops_by_thread(trace); });
+    return infer_with(trace,
+                      [&](const std::vector<std::uint8_t>&) { return ops_by_thread(trace); });
 }
 
 DataflowSummary infer_dataflow(Trace& trace, const ThreadOps& ops) {
-    return infer_with(trace, [&] { return ops_by_thread(trace, ops); });
+    return infer_with(trace, [&](const std::vector<std::uint8_t>& shaped) {
+        return ops_by_thread(trace, ops, shaped);
+    });
 }
 
 std::vector<std::vector<InputOrigin>> input_origins(const Trace& trace) {
