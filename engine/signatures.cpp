@@ -147,17 +147,29 @@ std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
     std::unordered_map<Group, std::uint32_t, GroupHash> group_index;
     std::vector<Group> groups;
     std::vector<std::uint32_t> group_of(graph.nodes().size());
+    // Each node's recorded duration, read here where its activity is at hand: the kernels'
+    // statistics then read them by node, not the activities again.
+    std::vector<Nanos> duration(graph.nodes().size());
+    Group last;
+    std::uint32_t last_group = kNoIndex;
     for (std::uint32_t n = 0; n < graph.nodes().size(); ++n) {
         // Launch order is not activity order: ask for an activity a few nodes ahead.
         if (n + 8 < graph.nodes().size()) __builtin_prefetch(&graph.activity(graph.nodes()[n + 8]));
         const GpuActivity& a = graph.activity(graph.nodes()[n]);
+        duration[n] = a.dur;
         Group g{recipes.entry(n),
                 a.name,
                 {a.grid[0], a.grid[1], a.grid[2]},
                 {a.block[0], a.block[1], a.block[2]}};
-        auto [it, inserted] = group_index.try_emplace(g, static_cast<std::uint32_t>(groups.size()));
-        if (inserted) groups.push_back(g);
-        group_of[n] = it->second;
+        // Neighbours in launch order are often of one group (a loop's steps, an op's kernels).
+        if (last_group == kNoIndex || !(g == last)) {
+            auto [it, inserted] =
+                group_index.try_emplace(g, static_cast<std::uint32_t>(groups.size()));
+            if (inserted) groups.push_back(g);
+            last = g;
+            last_group = it->second;
+        }
+        group_of[n] = last_group;
     }
 
     const auto& names = graph.trace().names;
@@ -200,8 +212,7 @@ std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
     std::vector<double> durations;
     for (UniqueKernel& k : kernels) {
         durations.clear();
-        for (std::uint32_t n : k.nodes)
-            durations.push_back(static_cast<double>(graph.activity(graph.nodes()[n]).dur) / 1000.0);
+        for (std::uint32_t n : k.nodes) durations.push_back(static_cast<double>(duration[n]) / 1000.0);
         k.recorded_us = summarize(durations);
     }
     std::stable_sort(kernels.begin(), kernels.end(),
