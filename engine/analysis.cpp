@@ -154,8 +154,9 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     }
     stage_done("classify");
     // The unique kernels are grouped by the nodes' decisions, which the reuse distances leave
-    // alone: the grouping runs beside them, the kernels take their recipes after.
+    // alone, as does the coverage: both run beside them, the kernels take their recipes after.
     auto kernels = std::async(threads > 1 ? std::launch::async : std::launch::deferred, [&] {
+        analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
         return unique_kernels_by_decision(analysis->graph, analysis->recipes);
     });
     annotate_reuse(analysis->graph, analysis->recipes);
@@ -163,7 +164,6 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     analysis->kernels = kernels.get();
     take_first_instance_recipes(analysis->kernels, analysis->recipes);
     stage_done("unique kernels");
-    analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
     if (trace_hash.valid()) analysis->trace_hash = trace_hash.get();
     stage_done("trace hash");
     return analysis;
