@@ -121,7 +121,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(describe(analysis->dataflow));
     analysis->tensor_lists =
         recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
-    analysis->recipes = classify(analysis->graph, options.classify_check);
+    analysis->recipes = classify(analysis->graph, options.classify_check, threads);
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
     // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
     // then those of the --recipes files.
