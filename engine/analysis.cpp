@@ -101,14 +101,11 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     analysis->graph =
         KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr);
     stage_done("graph");
-    // The content hash reads only the activities: it runs beside the classifier and what follows
-    // it on one thread (the graph build uses two).
-    auto trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
-                                 [&trace] { return trace_content_hash(trace); });
+    std::future<std::string> trace_hash;
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
         // The rewrite interns names, which the hash reads: the hash (activities only, which the
         // rewrite leaves alone) is taken first.
-        analysis->trace_hash = trace_hash.get();
+        analysis->trace_hash = trace_content_hash(trace);
         analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
         // The copies the new shape makes are kernels the graph must hold.
@@ -122,6 +119,11 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     analysis->tensor_lists =
         recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
     analysis->recipes = classify(analysis->graph, options.classify_check, threads);
+    // The content hash reads only the activities: it runs beside the recipe library and what
+    // follows (the graph build and the classifier use two threads, the library one).
+    if (!options.set_dims)
+        trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                                [&trace] { return trace_content_hash(trace); });
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
     // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
     // then those of the --recipes files.
