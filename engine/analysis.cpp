@@ -91,15 +91,32 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     const bool dataflow = options.infer_dataflow || !options.execution_trace_path.empty();
     const bool dataflow_beside = dataflow && !options.set_dims;
     const auto infer = [&] { analysis->dataflow = infer_dataflow(trace); };
+    // Its look over every op and its records' storage are prepared on the calling thread while
+    // the ops are nested, the passes run after, beside the launches' linking.
+    std::optional<DataflowPrep> prep;
+    std::promise<void> prepared;  // set (or broken with the prep's exception) before build ends
+    std::shared_future<void> prep_done = prepared.get_future().share();
+    const auto prepare = [&] {
+        try {
+            prep.emplace(trace);
+            prepared.set_value();
+        } catch (...) {
+            prepared.set_exception(std::current_exception());
+            throw;
+        }
+    };
     const auto infer_beside = [&](const ThreadOps& ops) {
-        analysis->dataflow = infer_dataflow(trace, ops);
+        prep_done.get();
+        analysis->dataflow = infer_dataflow(trace, ops, *prep);
         // The inference's transient memory was freed into this thread's malloc arena, which the
         // calling thread's later allocations do not reuse: give its pages back.
         malloc_trim(0);
     };
     using AfterNesting = std::function<void(const ThreadOps&)>;
+    using BesideNesting = std::function<void()>;
     analysis->graph =
-        KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr);
+        KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr,
+                           dataflow_beside ? BesideNesting(prepare) : nullptr);
     stage_done("graph");
     std::future<std::string> trace_hash;
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting

@@ -609,17 +609,21 @@ class ThreadPass {
     std::uint64_t epoch_ = 0;
 };
 
+}  // namespace
+
 // What the inference needs from every op, from one pass over the ops in index order (a large
 // trace's ops are ~100 MB: each pass over them costs ~10 ms): the steps' starts, which ops the
 // passes take (has_recorded_shapes) and the words of their records in Trace::storages.
-struct OpSurvey {
+struct DataflowPrep::Survey {
     std::vector<Nanos> step_starts;
     std::vector<std::uint8_t> shaped;  // per op
     std::size_t words = 0;
 };
 
-OpSurvey survey(const Trace& trace) {
-    OpSurvey out;
+namespace {
+
+DataflowPrep::Survey survey(const Trace& trace) {
+    DataflowPrep::Survey out;
     std::vector<std::uint8_t> step_name(trace.names.size());  // per NameId
     for (std::size_t n = 0; n < step_name.size(); ++n)
         step_name[n] = is_step(trace.names.view(static_cast<NameId>(n)));
@@ -637,21 +641,19 @@ OpSurvey survey(const Trace& trace) {
     return out;
 }
 
-// `ops_by_thread(shaped)`: the ops with recorded shapes by thread (ops_by_thread()), given which
-// ops those are.
-template <typename OpsByThread>
-DataflowSummary infer_with(Trace& trace, OpsByThread ops_by_thread) {
-    if (has_storage_ids(trace)) return summarize_dataflow(trace, DataflowSource::ExecutionTrace);
+bool infers(const Trace& trace) {
+    return !has_storage_ids(trace) && has_tensor_shapes(trace);
+}
+
+// The passes, the prep done and the ops grouped by thread.
+DataflowSummary run_passes(Trace& trace, const DataflowPrep::Survey& ops,
+                           const std::vector<std::vector<std::uint32_t>>& threads) {
     DataflowSummary summary;
-    if (!has_tensor_shapes(trace)) return summary;
     summary.source = DataflowSource::Inferred;
-    OpSurvey ops = survey(trace);
-    const Steps steps(std::move(ops.step_starts));
-    const auto threads = ops_by_thread(ops.shaped);
-    trace.storages.reserve(trace.cpu_ops.size(), ops.words);
+    const Steps steps(ops.step_starts);
     OpFacts facts(trace);
     SharedState shared;
-    for (const auto& ops : threads) ThreadPass(trace, facts, steps, shared, summary).run(ops);
+    for (const auto& thread : threads) ThreadPass(trace, facts, steps, shared, summary).run(thread);
     return summary;
 }
 
@@ -684,15 +686,29 @@ bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index) 
     return weight_like(name_facts(trace.names.view(cpu.name)).weights, index, under, rank0);
 }
 
+DataflowPrep::DataflowPrep(Trace& trace) {
+    if (!infers(trace)) return;
+    survey_ = std::make_unique<Survey>(survey(trace));
+    // The records' storage, every page touched here: the passes then only write records.
+    trace.storages.reserve(trace.cpu_ops.size(), survey_->words, OpStorages::Touch::Now);
+}
+DataflowPrep::~DataflowPrep() = default;
+DataflowPrep::DataflowPrep(DataflowPrep&&) noexcept = default;
+DataflowPrep& DataflowPrep::operator=(DataflowPrep&&) noexcept = default;
+
 DataflowSummary infer_dataflow(Trace& trace) {
-    return infer_with(trace,
-                      [&](const std::vector<std::uint8_t>&) { return ops_by_thread(trace); });
+    if (has_storage_ids(trace)) return summarize_dataflow(trace, DataflowSource::ExecutionTrace);
+    if (!has_tensor_shapes(trace)) return {};
+    const DataflowPrep::Survey ops = survey(trace);
+    trace.storages.reserve(trace.cpu_ops.size(), ops.words);
+    return run_passes(trace, ops, ops_by_thread(trace));
 }
 
-DataflowSummary infer_dataflow(Trace& trace, const ThreadOps& ops) {
-    return infer_with(trace, [&](const std::vector<std::uint8_t>& shaped) {
-        return ops_by_thread(trace, ops, shaped);
-    });
+DataflowSummary infer_dataflow(Trace& trace, const ThreadOps& ops, const DataflowPrep& prep) {
+    if (!prep.survey_)  // as infer_dataflow(trace) would have found
+        return has_storage_ids(trace) ? summarize_dataflow(trace, DataflowSource::ExecutionTrace)
+                                      : DataflowSummary{};
+    return run_passes(trace, *prep.survey_, ops_by_thread(trace, ops, prep.survey_->shaped));
 }
 
 std::vector<std::vector<InputOrigin>> input_origins(const Trace& trace) {

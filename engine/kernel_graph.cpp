@@ -255,7 +255,8 @@ const char* to_string(LinkState state) {
 }
 
 KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
-                               const std::function<void(const ThreadOps&)>& after_nesting) {
+                               const std::function<void(const ThreadOps&)>& after_nesting,
+                               const std::function<void()>& beside_nesting) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
@@ -278,11 +279,13 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
             }
             if (after_nesting) after_nesting(thread_ops);
         });
+        if (beside_nesting) beside_nesting();
         graph.nodes_ = launched_nodes(trace, call_kind);
         sort_by_launch(graph, graph.nodes_);
         nested_ops.get();
     } else {
         thread_ops = nest_ops(trace, thread_slots);
+        if (beside_nesting) beside_nesting();
         if (after_nesting) after_nesting(thread_ops);
         graph.nodes_ = launched_nodes(trace, call_kind);
         sort_by_launch(graph, graph.nodes_);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -166,18 +168,31 @@ TEST(Dataflow, OpsRecordedAlikeKeepSharingTheirShapes) {
     EXPECT_EQ(storage(t, 2, 3), replay::kNoId);  // a Scalar
 }
 
-// infer_dataflow(trace, ops) takes each thread's ops as the graph builder sorted them to nest
-// them; infer_dataflow(trace) groups and sorts them itself. Every op must get the same ids and
-// shapes either way: threads in the same order, ops of equal start and duration in index order.
-void expect_same_inference(replay::Trace sorted_again, replay::Trace handed_on) {
+// infer_dataflow(trace, ops, prep) takes each thread's ops as the graph builder sorted them to
+// nest them, and its look over the ops prepared while they were nested (as analyze() runs it,
+// with one thread and two); infer_dataflow(trace) groups and sorts them itself. Every op must get
+// the same ids and shapes either way: threads in the same order, ops of equal start and duration
+// in index order.
+void expect_same_inference(replay::Trace sorted_again, replay::Trace handed_on,
+                           unsigned graph_threads) {
     (void)replay::KernelGraph::build(sorted_again, 1);
     const auto a = replay::infer_dataflow(sorted_again);
     replay::DataflowSummary b;
     std::size_t threads = 0;
-    (void)replay::KernelGraph::build(handed_on, 1, [&](const replay::ThreadOps& ops) {
-        threads = ops.threads();
-        b = replay::infer_dataflow(handed_on, ops);
-    });
+    std::optional<replay::DataflowPrep> prep;
+    std::promise<void> prepared;
+    auto ready = prepared.get_future();
+    (void)replay::KernelGraph::build(
+        handed_on, graph_threads,
+        [&](const replay::ThreadOps& ops) {
+            ready.wait();
+            threads = ops.threads();
+            b = replay::infer_dataflow(handed_on, ops, *prep);
+        },
+        [&] {
+            prep.emplace(handed_on);
+            prepared.set_value();
+        });
     EXPECT_GT(threads, 0u);
     EXPECT_EQ(a.source, b.source);
     EXPECT_EQ(a.persistent_inputs, b.persistent_inputs);
@@ -207,14 +222,15 @@ TEST(Dataflow, OpsHandedOnByTheGraphGiveTheIdsOfOpsSortedAgain) {
         .op("aten::add", 10, 5, "[[2, 2], [2, 2]]", "[\"float\", \"float\"]")
         .op("aten::mul", 10, 5, "[[2, 2], [2, 2]]", "[\"float\", \"float\"]")
         .op("aten::neg", 20, 5, "[[2, 2]]", "[\"float\"]");
-    expect_same_inference(b.trace(), b.trace());
+    for (const unsigned threads : {1u, 2u}) expect_same_inference(b.trace(), b.trace(), threads);
     // Forward and autograd threads, several steps; a trace of many threads.
     for (const char* path :
          {"traces/h200/gpt2_train.json.gz", "traces/h200/bloom560m_fp16_b1_s5.json.gz",
           "traces/public/HolisticTraceAnalysis/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"}) {
         SCOPED_TRACE(path);
-        expect_same_inference(replay::parse_kineto(source_path(path)).trace,
-                              replay::parse_kineto(source_path(path)).trace);
+        for (const unsigned threads : {1u, 2u})
+            expect_same_inference(replay::parse_kineto(source_path(path)).trace,
+                                  replay::parse_kineto(source_path(path)).trace, threads);
     }
 }
 
