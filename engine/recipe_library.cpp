@@ -261,8 +261,8 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
     std::vector<std::uint8_t> starts(recipes.table().size()), with_op(recipes.table().size());
     for (std::size_t e = 0; e < starts.size(); ++e) {
         const Recipe& r = recipes.table()[e];
-        starts[e] = r.replayable() && r.tier != Tier::Collective && !r.issued_with_op &&
-                    r.rule != kRule;
+        starts[e] =
+            r.replayable() && r.tier != Tier::Collective && !r.issued_with_op && r.rule != kRule;
         with_op[e] = r.issued_with_op;
     }
     const auto name = [&](std::uint32_t node) { return graph.activity(nodes[node]).name; };
