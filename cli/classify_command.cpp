@@ -1,6 +1,7 @@
 // `replay classify TRACE -o FILE`: the unique kernels with their tiers, rules and recipes.
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include "commands.h"
 #include "output_files.h"
@@ -41,6 +42,7 @@ Command add_classify_command(CLI::App& app) {
                                  "recipe\n",
                                  s->output.c_str(), file.kernels.size(),
                                  100.0 * analysis->coverage);
+                keep_until_exit(std::move(analysis));
                 return 0;
             }};
 }

@@ -1,6 +1,7 @@
 // `replay inspect TRACE`: what ran on the GPU, by tier, stream and unique kernel.
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "commands.h"
 #include "replay/inspect_report.h"
@@ -33,6 +34,7 @@ Command add_inspect_command(CLI::App& app) {
                     write_inspect_json(std::cout, *analysis, s->top);
                 else
                     print_inspect(std::cout, *analysis, s->top);
+                keep_until_exit(std::move(analysis));
                 return 0;
             }};
 }

@@ -90,4 +90,11 @@ std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions&
     return analysis;
 }
 
+void keep_until_exit(std::unique_ptr<Analysis> analysis) {
+    // A plain pointer: no destructor of it runs at exit. One analysis is kept (a command ends
+    // once); another would be freed here as usual.
+    static const Analysis* kept = nullptr;
+    if (kept == nullptr) kept = analysis.release();
+}
+
 }  // namespace replay::cli

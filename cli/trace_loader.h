@@ -42,4 +42,9 @@ void add_set_dims_option(CLI::App& app, LoadOptions& options);
 // Parses and analyses one trace; prints the parse warnings unless quiet. Throws InputError.
 std::unique_ptr<Analysis> load_trace(const std::string& path, const LoadOptions& options);
 
+// For a command about to end: the analysis is left to the process's exit, which returns its
+// memory at once, instead of being freed piece by piece (~20 ms for a 1 GB trace). It stays
+// reachable from a static pointer (not a leak to LeakSanitizer); nothing it holds is open.
+void keep_until_exit(std::unique_ptr<Analysis> analysis);
+
 }  // namespace replay::cli

@@ -91,23 +91,38 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     const bool dataflow = options.infer_dataflow || !options.execution_trace_path.empty();
     const bool dataflow_beside = dataflow && !options.set_dims;
     const auto infer = [&] { analysis->dataflow = infer_dataflow(trace); };
-    const auto infer_beside = [&] {
-        infer();
+    // Its look over every op and its records' storage are prepared on the calling thread while
+    // the ops are nested, the passes run after, beside the launches' linking.
+    std::optional<DataflowPrep> prep;
+    std::promise<void> prepared;  // set (or broken with the prep's exception) before build ends
+    std::shared_future<void> prep_done = prepared.get_future().share();
+    const auto prepare = [&] {
+        try {
+            prep.emplace(trace);
+            prepared.set_value();
+        } catch (...) {
+            prepared.set_exception(std::current_exception());
+            throw;
+        }
+    };
+    const auto infer_beside = [&](const ThreadOps& ops) {
+        prep_done.get();
+        analysis->dataflow = infer_dataflow(trace, ops, *prep);
         // The inference's transient memory was freed into this thread's malloc arena, which the
         // calling thread's later allocations do not reuse: give its pages back.
         malloc_trim(0);
     };
+    using AfterNesting = std::function<void(const ThreadOps&)>;
+    using BesideNesting = std::function<void()>;
     analysis->graph =
-        KernelGraph::build(trace, threads, dataflow_beside ? infer_beside : std::function<void()>{});
+        KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr,
+                           dataflow_beside ? BesideNesting(prepare) : nullptr);
     stage_done("graph");
-    // The content hash reads only the activities: it runs beside the classifier and what follows
-    // it on one thread (the graph build uses two).
-    auto trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
-                                 [&trace] { return trace_content_hash(trace); });
+    std::future<std::string> trace_hash;
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
         // The rewrite interns names, which the hash reads: the hash (activities only, which the
         // rewrite leaves alone) is taken first.
-        analysis->trace_hash = trace_hash.get();
+        analysis->trace_hash = trace_content_hash(trace);
         analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
         // The copies the new shape makes are kernels the graph must hold.
@@ -120,7 +135,12 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(describe(analysis->dataflow));
     analysis->tensor_lists =
         recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
-    analysis->recipes = classify(analysis->graph, options.classify_check);
+    analysis->recipes = classify(analysis->graph, options.classify_check, threads);
+    // The content hash reads only the activities: it runs beside the recipe library and what
+    // follows (the graph build and the classifier use two threads, the library one).
+    if (!options.set_dims)
+        trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                                [&trace] { return trace_content_hash(trace); });
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
     // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
     // then those of the --recipes files.
@@ -152,11 +172,17 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(note.str());
     }
     stage_done("classify");
+    // The unique kernels are grouped by the nodes' decisions, which the reuse distances leave
+    // alone, as does the coverage: both run beside them, the kernels take their recipes after.
+    auto kernels = std::async(threads > 1 ? std::launch::async : std::launch::deferred, [&] {
+        analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
+        return unique_kernels_by_decision(analysis->graph, analysis->recipes);
+    });
     annotate_reuse(analysis->graph, analysis->recipes);
     stage_done("reuse");
-    analysis->kernels = unique_kernels(analysis->graph, analysis->recipes);
+    analysis->kernels = kernels.get();
+    take_first_instance_recipes(analysis->kernels, analysis->recipes);
     stage_done("unique kernels");
-    analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
     if (trace_hash.valid()) analysis->trace_hash = trace_hash.get();
     stage_done("trace hash");
     return analysis;

@@ -1,6 +1,8 @@
 #include "replay/classifier.h"
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,46 +35,49 @@ Facts activity_facts(const KernelGraph& graph, const GraphNode& node) {
     return f;
 }
 
-// Facts of nodes one after the other: what the chain walk asks about a name or a shapes entry is
-// worked out once, and the op chain is kept from one node to the next (OpChain), with the nearest
-// dispatcher and GEMM op at each level, so that a node's chain costs only its ops that the node
-// before did not share.
-class FactsOf {
-  public:
-    explicit FactsOf(const KernelGraph& graph)
-        : graph_(graph),
-          trace_(graph.trace()),
-          name_kinds_(trace_.names.size(), 0),
-          shaped_(trace_.op_shapes.size(), -1),
-          chain_ops_(trace_.cpu_ops) {}
+// The ops of a node's chain its facts name: the nearest dispatcher op and the nearest GEMM op
+// with shapes within the KernelGraph::kMaxOpChain ops that visit_op_chain() would visit
+// (kNoIndex: none).
+struct ChainEnds {
+    std::uint32_t aten = kNoIndex, gemm = kNoIndex;
+};
 
-    Facts operator()(const GraphNode& node) {
-        Facts f = activity_facts(graph_, node);
-        if (node.op != last_op_) {
-            last_op_ = node.op;
-            chain_ = Chain{};
-            ops_ = ChainOps{};
-            if (node.op != kNoIndex) take_chain(node.op);
-        }
-        f.in_op = chain_.in_op;
-        f.innermost_op = chain_.innermost_op;
-        f.gemm_op = chain_.gemm_op;
-        f.aten_op = chain_.aten_op;
-        f.aten_children = chain_.aten_children;
-        return f;
+// The op chain walk of nodes one after the other: the chain is kept from one node's op to the
+// next (OpChain), with the nearest dispatcher and GEMM op at each level, so that a node's chain
+// costs only its ops that the op before did not share; what it asks about a name or a shapes
+// entry is worked out once. Its loads are the classifier's cache misses (each op's first touch):
+// it runs ahead of the rest on a thread of its own (classify()).
+class ChainWalker {
+  public:
+    explicit ChainWalker(const Trace& trace)
+        : trace_(trace),
+          name_kinds_(trace.names.size(), 0),
+          shaped_(trace.op_shapes.size(), -1),
+          chain_ops_(trace.cpu_ops) {}
+
+    ChainEnds operator()(std::uint32_t op) {
+        chain_ops_.enter(
+            op, [&] { nearest_.pop_back(); },
+            [&](std::uint32_t q) {
+                const CpuOp& cpu = trace_.cpu_ops[q];
+                const std::uint8_t kind = name_kind(cpu.name);
+                const std::uint32_t level = static_cast<std::uint32_t>(nearest_.size());
+                Nearest n = nearest_.empty() ? Nearest{} : nearest_.back();
+                if (cpu.category == 0 && (kind & kDispatcher)) n.aten = level;
+                if ((kind & kGemm) && shaped(cpu.shapes)) n.gemm = level;
+                nearest_.push_back(n);
+            });
+        const std::size_t top = nearest_.size() - 1;
+        const auto op_at = [&](std::uint32_t level) {
+            return level != kNoIndex && top - level < KernelGraph::kMaxOpChain
+                       ? chain_ops_.ops()[level]
+                       : kNoIndex;
+        };
+        return {op_at(nearest_.back().aten), op_at(nearest_.back().gemm)};
     }
-    // The ops the facts of the last node name.
-    const ChainOps& chain_ops() const { return ops_; }
 
   private:
     enum : std::uint8_t { kKnown = 1, kDispatcher = 2, kGemm = 4 };
-    // The op chain's part of the facts.
-    struct Chain {
-        bool in_op = false;
-        NameId innermost_op = 0;
-        std::optional<OpRef> gemm_op, aten_op;
-        std::vector<OpRef> aten_children;
-    };
     std::uint8_t name_kind(NameId name) {
         std::uint8_t& k = name_kinds_[name];
         if (k == 0) {
@@ -86,49 +91,10 @@ class FactsOf {
         if (shaped_[shapes] < 0) shaped_[shapes] = has_shapes(trace_, shapes) ? 1 : 0;
         return shaped_[shapes] == 1;
     }
-    // The chain's facts of `op`: the nearest dispatcher and GEMM op with shapes within the
-    // KernelGraph::kMaxOpChain ops that visit_op_chain() would visit.
-    void take_chain(std::uint32_t op) {
-        chain_ops_.enter(
-            op, [&] { nearest_.pop_back(); },
-            [&](std::uint32_t q) {
-                const CpuOp& cpu = trace_.cpu_ops[q];
-                const std::uint8_t kind = name_kind(cpu.name);
-                const std::uint32_t level = static_cast<std::uint32_t>(nearest_.size());
-                Nearest n = nearest_.empty() ? Nearest{} : nearest_.back();
-                if (cpu.category == 0 && (kind & kDispatcher)) n.aten = level;
-                if ((kind & kGemm) && shaped(cpu.shapes)) n.gemm = level;
-                nearest_.push_back(n);
-            });
-        const std::size_t top = nearest_.size() - 1;
-        const auto within = [&](std::uint32_t level) {
-            return level != kNoIndex && top - level < KernelGraph::kMaxOpChain;
-        };
-        chain_.in_op = true;
-        chain_.innermost_op = trace_.cpu_ops[op].name;
-        if (const std::uint32_t level = nearest_.back().aten; within(level)) {
-            const std::uint32_t i = chain_ops_.ops()[level];
-            chain_.aten_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
-            ops_.aten_op = i;
-            ops_.aten_children = aten_children_of(trace_, i);
-            for (std::uint32_t child : ops_.aten_children)
-                chain_.aten_children.push_back(
-                    {trace_.cpu_ops[child].name, trace_.cpu_ops[child].shapes});
-        }
-        if (const std::uint32_t level = nearest_.back().gemm; within(level)) {
-            const std::uint32_t i = chain_ops_.ops()[level];
-            chain_.gemm_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
-            ops_.gemm_op = i;
-        }
-    }
 
-    const KernelGraph& graph_;
     const Trace& trace_;
     std::vector<std::uint8_t> name_kinds_;  // per NameId
     std::vector<std::int8_t> shaped_;       // per op_shapes entry: -1 not yet known
-    std::uint32_t last_op_ = kNoIndex;      // the op whose chain chain_ holds
-    Chain chain_;
-    ChainOps ops_;
     // The levels of chain_ops_ (outermost 0) of the nearest dispatcher and GEMM op with shapes
     // at or above each level; kNoIndex for none.
     struct Nearest {
@@ -136,6 +102,142 @@ class FactsOf {
     };
     OpChain chain_ops_;
     std::vector<Nearest> nearest_;  // beside chain_ops_
+};
+
+// The chain ends of the graph's nodes, walked in node order on a thread of their own (or all at
+// once first, with one thread), read by the classifier as they become ready. Only the nodes
+// whose op differs from the node before's have theirs.
+class ChainEndsAhead {
+  public:
+    ChainEndsAhead(const KernelGraph& graph, bool beside) : graph_(graph) {
+        ends_.resize(graph.nodes().size());
+        if (!beside) {
+            walk();
+            return;
+        }
+        walking_ = std::async(std::launch::async, [this] {
+            try {
+                walk();
+            } catch (...) {
+                failed_.store(true, std::memory_order_release);
+                publish(static_cast<std::uint32_t>(ends_.size()));
+                throw;
+            }
+        });
+    }
+    ChainEndsAhead(const ChainEndsAhead&) = delete;
+    ChainEndsAhead& operator=(const ChainEndsAhead&) = delete;
+    ~ChainEndsAhead() {
+        if (walking_.valid()) walking_.wait();
+    }
+
+    // Node `n`'s chain ends (its op differs from node n-1's), waiting for the walk to pass it.
+    const ChainEnds& at(std::uint32_t n) {
+        while (n >= ready_) {
+            const std::uint32_t now = walked_.load(std::memory_order_acquire);
+            if (failed_.load(std::memory_order_acquire)) walking_.get();  // rethrows
+            if (now > n) {
+                ready_ = now;
+                break;
+            }
+            walked_.wait(now, std::memory_order_acquire);
+        }
+        return ends_[n];
+    }
+
+  private:
+    // Published every kBatch nodes: the classifier rarely waits, and never per node.
+    static constexpr std::uint32_t kBatch = 2048;
+    void publish(std::uint32_t walked) {
+        walked_.store(walked, std::memory_order_release);
+        walked_.notify_one();
+    }
+    void walk() {
+        const Trace& trace = graph_.trace();
+        const auto& nodes = graph_.nodes();
+        ChainWalker walker(trace);
+        std::uint32_t last_op = kNoIndex;
+        for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+            // Launch order is not op order: ask for the op a few nodes ahead, where its chain
+            // starts.
+            if (n + 8 < nodes.size() && nodes[n + 8].op != kNoIndex) {
+                const char* op = reinterpret_cast<const char*>(&trace.cpu_ops[nodes[n + 8].op]);
+                __builtin_prefetch(op);
+                __builtin_prefetch(op + sizeof(CpuOp) - 1);
+            }
+            if ((n + 1) % kBatch == 0) publish(n);
+            if (nodes[n].op == last_op) continue;
+            last_op = nodes[n].op;
+            if (last_op != kNoIndex) ends_[n] = walker(last_op);
+        }
+        publish(static_cast<std::uint32_t>(nodes.size()));
+    }
+
+    const KernelGraph& graph_;
+    std::vector<ChainEnds> ends_;  // per node
+    std::atomic<std::uint32_t> walked_{0};  // nodes whose ends_ are written
+    std::atomic<bool> failed_{false};
+    std::uint32_t ready_ = 0;  // walked_ as the reader last saw it
+    std::future<void> walking_;
+};
+
+// Facts of nodes one after the other, their op chains' part from ChainEndsAhead: the facts of a
+// node whose op is the node before's are those of the node before but for the activity's own.
+class FactsOf {
+  public:
+    FactsOf(const KernelGraph& graph, bool beside)
+        : graph_(graph), trace_(graph.trace()), ends_(graph, beside) {}
+
+    Facts operator()(std::uint32_t n) {
+        const GraphNode& node = graph_.nodes()[n];
+        Facts f = activity_facts(graph_, node);
+        if (node.op != last_op_) {
+            last_op_ = node.op;
+            chain_ = Chain{};
+            ops_ = ChainOps{};
+            if (node.op != kNoIndex) take_chain(node.op, ends_.at(n));
+        }
+        f.in_op = chain_.in_op;
+        f.innermost_op = chain_.innermost_op;
+        f.gemm_op = chain_.gemm_op;
+        f.aten_op = chain_.aten_op;
+        f.aten_children = chain_.aten_children;
+        return f;
+    }
+    // The ops the facts of the last node name.
+    const ChainOps& chain_ops() const { return ops_; }
+
+  private:
+    // The op chain's part of the facts.
+    struct Chain {
+        bool in_op = false;
+        NameId innermost_op = 0;
+        std::optional<OpRef> gemm_op, aten_op;
+        std::vector<OpRef> aten_children;
+    };
+    void take_chain(std::uint32_t op, const ChainEnds& ends) {
+        chain_.in_op = true;
+        chain_.innermost_op = trace_.cpu_ops[op].name;
+        if (const std::uint32_t i = ends.aten; i != kNoIndex) {
+            chain_.aten_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
+            ops_.aten_op = i;
+            ops_.aten_children = aten_children_of(trace_, i);
+            for (std::uint32_t child : ops_.aten_children)
+                chain_.aten_children.push_back(
+                    {trace_.cpu_ops[child].name, trace_.cpu_ops[child].shapes});
+        }
+        if (const std::uint32_t i = ends.gemm; i != kNoIndex) {
+            chain_.gemm_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
+            ops_.gemm_op = i;
+        }
+    }
+
+    const KernelGraph& graph_;
+    const Trace& trace_;
+    ChainEndsAhead ends_;
+    std::uint32_t last_op_ = kNoIndex;  // the op whose chain chain_ holds
+    Chain chain_;
+    ChainOps ops_;
 };
 
 // The facts of one node the straightforward way: the whole op chain as the graph lists it.
@@ -219,7 +321,7 @@ void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
 
 }  // namespace
 
-NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
+NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned threads) {
     const Trace& trace = graph.trace();
     NodeRecipes recipes;
     recipes.resize_nodes(graph.nodes().size());
@@ -232,7 +334,7 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
     };
     std::vector<Decision> decisions;
     std::unordered_map<Facts, std::uint32_t, FactsHash> decided;  // facts -> decision
-    FactsOf facts_of(graph);
+    FactsOf facts_of(graph, threads > 1);
     const bool with_storages = !trace.storages.empty();
     Facts previous;
     std::uint32_t current = kNoIndex;
@@ -241,17 +343,9 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check) {
     std::uint32_t last_run_decision = kNoIndex;
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        // Launch order is not activity order: ask for an activity (and its op, where the chain
-        // starts) a few nodes ahead.
-        if (n + 8 < nodes.size()) {
-            __builtin_prefetch(&graph.activity(nodes[n + 8]));
-            if (nodes[n + 8].op != kNoIndex) {
-                const char* op = reinterpret_cast<const char*>(&trace.cpu_ops[nodes[n + 8].op]);
-                __builtin_prefetch(op);
-                __builtin_prefetch(op + sizeof(CpuOp) - 1);
-            }
-        }
-        Facts facts = facts_of(nodes[n]);
+        // Launch order is not activity order: ask for an activity a few nodes ahead.
+        if (n + 8 < nodes.size()) __builtin_prefetch(&graph.activity(nodes[n + 8]));
+        Facts facts = facts_of(n);
         // Neighbours in launch order are often alike (the kernels of one op, a loop's steps).
         if (current == kNoIndex || !(facts == previous)) {
             auto [it, inserted] =

@@ -19,12 +19,20 @@ using namespace dataflow_detail;
 constexpr std::int64_t kFirstInferredStorage = 1;
 constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
+bool is_step(std::string_view name) {
+    return name.starts_with("ProfilerStep#");
+}
+
 // ProfilerStep#N ranges: an op's step, so that a step does not read the previous step's outputs.
 class Steps {
   public:
     explicit Steps(const Trace& trace) {
         for (const CpuOp& op : trace.cpu_ops)
-            if (trace.names.view(op.name).starts_with("ProfilerStep#")) starts_.push_back(op.ts);
+            if (is_step(trace.names.view(op.name))) starts_.push_back(op.ts);
+        std::sort(starts_.begin(), starts_.end());
+    }
+    // From the steps' starts, in any order.
+    explicit Steps(std::vector<Nanos> starts) : starts_(std::move(starts)) {
         std::sort(starts_.begin(), starts_.end());
     }
     std::size_t of(Nanos ts) const {
@@ -36,18 +44,39 @@ class Steps {
     std::vector<Nanos> starts_;
 };
 
+// The ops the inference reads.
+bool has_recorded_shapes(const CpuOp& op) {
+    return op.category == 0 && op.shapes != kNoIndex;
+}
+
+struct Thread {
+    std::int64_t pid = 0, tid = 0;
+    std::vector<std::uint32_t> ops;  // in start order
+};
+
+// The threads' ops, threads in (pid, tid) order, then the one that started first first (the
+// forward pass before autograd's thread).
+std::vector<std::vector<std::uint32_t>> in_thread_order(const Trace& trace,
+                                                        std::vector<Thread> threads) {
+    std::sort(threads.begin(), threads.end(), [](const Thread& a, const Thread& b) {
+        return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid;
+    });
+    std::vector<std::vector<std::uint32_t>> out;
+    for (Thread& thread : threads) out.push_back(std::move(thread.ops));
+    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+        return trace.cpu_ops[a.front()].ts < trace.cpu_ops[b.front()].ts;
+    });
+    return out;
+}
+
 // Ops with recorded shapes grouped by thread, each thread's in start order (outer first).
 std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
-    struct Thread {
-        std::int64_t pid = 0, tid = 0;
-        std::vector<std::uint32_t> ops;
-    };
     std::vector<Thread> threads;
     std::unordered_map<std::int64_t, std::vector<std::size_t>> by_tid;  // tid -> threads
     std::size_t last = 0;  // consecutive ops are mostly one thread's
     for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
         const CpuOp& op = trace.cpu_ops[i];
-        if (op.category != 0 || op.shapes == kNoIndex) continue;
+        if (!has_recorded_shapes(op)) continue;
         if (threads.empty() || threads[last].pid != op.pid || threads[last].tid != op.tid) {
             auto& same_tid = by_tid[op.tid];
             const auto it = std::find_if(same_tid.begin(), same_tid.end(),
@@ -62,11 +91,6 @@ std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
         }
         threads[last].ops.push_back(i);
     }
-    // In (pid, tid) order, then each thread's ops in start order.
-    std::sort(threads.begin(), threads.end(), [](const Thread& a, const Thread& b) {
-        return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid;
-    });
-    std::vector<std::vector<std::uint32_t>> out;
     for (Thread& thread : threads) {
         auto& ops = thread.ops;
         const auto earlier = [&](std::uint32_t a, std::uint32_t b) {
@@ -76,13 +100,27 @@ std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace) {
         };
         if (!std::is_sorted(ops.begin(), ops.end(), earlier))
             std::stable_sort(ops.begin(), ops.end(), earlier);
-        out.push_back(std::move(ops));
     }
-    // The thread that started first first: the forward pass before autograd's thread.
-    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
-        return trace.cpu_ops[a.front()].ts < trace.cpu_ops[b.front()].ts;
-    });
-    return out;
+    return in_thread_order(trace, std::move(threads));
+}
+
+// ops_by_thread() from the graph builder's order: the same ops in the same order (its ties of
+// start and duration are in index order too, as the stable sort leaves them). `shaped`: per op,
+// has_recorded_shapes().
+std::vector<std::vector<std::uint32_t>> ops_by_thread(const Trace& trace, const ThreadOps& nested,
+                                                      const std::vector<std::uint8_t>& shaped) {
+    std::vector<Thread> threads;
+    for (std::size_t t = 0; t < nested.threads(); ++t) {
+        const auto ops = nested.of(t);
+        Thread thread;
+        for (const std::uint32_t op : ops)
+            if (shaped[op]) thread.ops.push_back(op);
+        if (thread.ops.empty()) continue;
+        thread.pid = trace.cpu_ops[ops.front()].pid;
+        thread.tid = trace.cpu_ops[ops.front()].tid;
+        threads.push_back(std::move(thread));
+    }
+    return in_thread_order(trace, std::move(threads));
 }
 
 bool has_storage_ids(const Trace& trace) {
@@ -573,6 +611,54 @@ class ThreadPass {
 
 }  // namespace
 
+// What the inference needs from every op, from one pass over the ops in index order (a large
+// trace's ops are ~100 MB: each pass over them costs ~10 ms): the steps' starts, which ops the
+// passes take (has_recorded_shapes) and the words of their records in Trace::storages.
+struct DataflowPrep::Survey {
+    std::vector<Nanos> step_starts;
+    std::vector<std::uint8_t> shaped;  // per op
+    std::size_t words = 0;
+};
+
+namespace {
+
+DataflowPrep::Survey survey(const Trace& trace) {
+    DataflowPrep::Survey out;
+    std::vector<std::uint8_t> step_name(trace.names.size());  // per NameId
+    for (std::size_t n = 0; n < step_name.size(); ++n)
+        step_name[n] = is_step(trace.names.view(static_cast<NameId>(n)));
+    // One record per op: two header words, an id per input, an output (id, dims).
+    std::vector<std::size_t> record_words(trace.op_shapes.size());
+    for (std::size_t s = 0; s < record_words.size(); ++s)
+        record_words[s] = 4 + trace.op_shapes[s].inputs.size();
+    out.shaped.resize(trace.cpu_ops.size());
+    for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i) {
+        const CpuOp& op = trace.cpu_ops[i];
+        if (step_name[op.name]) out.step_starts.push_back(op.ts);
+        out.shaped[i] = has_recorded_shapes(op);
+        if (out.shaped[i]) out.words += record_words[op.shapes];
+    }
+    return out;
+}
+
+bool infers(const Trace& trace) {
+    return !has_storage_ids(trace) && has_tensor_shapes(trace);
+}
+
+// The passes, the prep done and the ops grouped by thread.
+DataflowSummary run_passes(Trace& trace, const DataflowPrep::Survey& ops,
+                           const std::vector<std::vector<std::uint32_t>>& threads) {
+    DataflowSummary summary;
+    summary.source = DataflowSource::Inferred;
+    const Steps steps(ops.step_starts);
+    OpFacts facts(trace);
+    SharedState shared;
+    for (const auto& thread : threads) ThreadPass(trace, facts, steps, shared, summary).run(thread);
+    return summary;
+}
+
+}  // namespace
+
 const char* to_string(DataflowSource source) {
     switch (source) {
         case DataflowSource::Inferred:
@@ -600,22 +686,29 @@ bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index) 
     return weight_like(name_facts(trace.names.view(cpu.name)).weights, index, under, rank0);
 }
 
+DataflowPrep::DataflowPrep(Trace& trace) {
+    if (!infers(trace)) return;
+    survey_ = std::make_unique<Survey>(survey(trace));
+    // The records' storage, every page touched here: the passes then only write records.
+    trace.storages.reserve(trace.cpu_ops.size(), survey_->words, OpStorages::Touch::Now);
+}
+DataflowPrep::~DataflowPrep() = default;
+DataflowPrep::DataflowPrep(DataflowPrep&&) noexcept = default;
+DataflowPrep& DataflowPrep::operator=(DataflowPrep&&) noexcept = default;
+
 DataflowSummary infer_dataflow(Trace& trace) {
     if (has_storage_ids(trace)) return summarize_dataflow(trace, DataflowSource::ExecutionTrace);
-    DataflowSummary summary;
-    if (!has_tensor_shapes(trace)) return summary;
-    summary.source = DataflowSource::Inferred;
-    const Steps steps(trace);
-    const auto threads = ops_by_thread(trace);
-    // One record per op of the passes: two header words, an id per input, an output (id, dims).
-    std::size_t words = 0;
-    for (const auto& ops : threads)
-        for (const std::uint32_t op : ops) words += 4 + trace.op_shapes[trace.cpu_ops[op].shapes].inputs.size();
-    trace.storages.reserve(trace.cpu_ops.size(), words);
-    OpFacts facts(trace);
-    SharedState shared;
-    for (const auto& ops : threads) ThreadPass(trace, facts, steps, shared, summary).run(ops);
-    return summary;
+    if (!has_tensor_shapes(trace)) return {};
+    const DataflowPrep::Survey ops = survey(trace);
+    trace.storages.reserve(trace.cpu_ops.size(), ops.words);
+    return run_passes(trace, ops, ops_by_thread(trace));
+}
+
+DataflowSummary infer_dataflow(Trace& trace, const ThreadOps& ops, const DataflowPrep& prep) {
+    if (!prep.survey_)  // as infer_dataflow(trace) would have found
+        return has_storage_ids(trace) ? summarize_dataflow(trace, DataflowSource::ExecutionTrace)
+                                      : DataflowSummary{};
+    return run_passes(trace, *prep.survey_, ops_by_thread(trace, ops, prep.survey_->shaped));
 }
 
 std::vector<std::vector<InputOrigin>> input_origins(const Trace& trace) {

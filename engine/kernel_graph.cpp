@@ -65,16 +65,6 @@ class CallKinds {
     std::vector<std::uint8_t> kinds_;
 };
 
-// Each thread's ops sorted by start (outer first on ties), as segments of one index array.
-struct ThreadOps {
-    std::vector<std::uint32_t> order;
-    std::vector<std::uint32_t> begin;  // per thread slot, and the end after the last
-    std::span<const std::uint32_t> of(std::uint32_t slot) const {
-        if (slot + 1 >= begin.size()) return {};
-        return {order.data() + begin[slot], order.data() + begin[slot + 1]};
-    }
-};
-
 // Sorts one thread's ops by (start, longest first, index). Kineto writes most threads' ops in
 // start order already, or in a few sorted runs: those are merged run by run (each merge reads
 // its runs front to back), anything else is sorted on copied keys (comparing through the op
@@ -87,9 +77,17 @@ void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segme
         if (x.dur != y.dur) return x.dur > y.dur;
         return a < b;
     };
+    // The thread's ops lie apart in the op array (other threads' in between): each pass over
+    // them asks for an op a few places ahead.
+    constexpr std::size_t kAhead = 16;
+    const auto prefetch = [&](std::size_t i) {
+        if (i + kAhead < segment.size()) __builtin_prefetch(&ops[segment[i + kAhead]]);
+    };
     std::vector<std::size_t> runs = {0};  // where each sorted run starts, then the end
-    for (std::size_t i = 1; i < segment.size(); ++i)
+    for (std::size_t i = 1; i < segment.size(); ++i) {
+        prefetch(i);
         if (before(segment[i], segment[i - 1])) runs.push_back(i);
+    }
     runs.push_back(segment.size());
     if (runs.size() <= 2) return;
     if (8 * runs.size() <= segment.size()) {
@@ -114,8 +112,10 @@ void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segme
         std::uint32_t op;
     };
     std::vector<Key> keys(segment.size());
-    for (std::size_t i = 0; i < segment.size(); ++i)
+    for (std::size_t i = 0; i < segment.size(); ++i) {
+        prefetch(i);
         keys[i] = {ops[segment[i]].ts, ops[segment[i]].dur, segment[i]};
+    }
     std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
         if (x.ts != y.ts) return x.ts < y.ts;
         if (x.dur != y.dur) return x.dur > y.dur;
@@ -147,7 +147,10 @@ ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
                                            out.begin[slot + 1] - out.begin[slot]);
         sort_by_start(trace.cpu_ops, ops);
         stack.clear();
-        for (std::uint32_t i : ops) {
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+            // In start order the ops lie apart in the op array: one asked for a few places ahead.
+            if (k + 8 < ops.size()) __builtin_prefetch(&trace.cpu_ops[ops[k + 8]]);
+            const std::uint32_t i = ops[k];
             CpuOp& op = trace.cpu_ops[i];
             while (!stack.empty() && !(contains(trace.cpu_ops[stack.back()], op.ts) &&
                                        op.ts + op.dur <= trace.cpu_ops[stack.back()].ts +
@@ -252,34 +255,38 @@ const char* to_string(LinkState state) {
 }
 
 KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
-                               const std::function<void()>& after_nesting) {
+                               const std::function<void(const ThreadOps&)>& after_nesting,
+                               const std::function<void()>& beside_nesting) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
-    // nesting on a worker thread. The launches' sweep needs the nesting's order, handed over as
-    // soon as it is done.
+    // nesting on a worker thread. The launches' sweep needs the nesting's order, read by both
+    // threads once it is done.
     ThreadSlots thread_slots;
     ThreadOps thread_ops;
-    std::promise<ThreadOps> nested;  // outlives `beside`, whose end the destructor waits for
+    std::promise<void> nested;  // outlives `beside`, whose end the destructor waits for
     std::future<void> beside;
     CallKinds call_kind(trace.names);
     if (threads > 1) {
-        std::future<ThreadOps> nested_ops = nested.get_future();
+        std::future<void> nested_ops = nested.get_future();
         beside = std::async(std::launch::async, [&] {
             try {
-                nested.set_value(nest_ops(trace, thread_slots));
+                thread_ops = nest_ops(trace, thread_slots);
+                nested.set_value();
             } catch (...) {
                 nested.set_exception(std::current_exception());
                 return;
             }
-            if (after_nesting) after_nesting();
+            if (after_nesting) after_nesting(thread_ops);
         });
+        if (beside_nesting) beside_nesting();
         graph.nodes_ = launched_nodes(trace, call_kind);
         sort_by_launch(graph, graph.nodes_);
-        thread_ops = nested_ops.get();
+        nested_ops.get();
     } else {
         thread_ops = nest_ops(trace, thread_slots);
-        if (after_nesting) after_nesting();
+        if (beside_nesting) beside_nesting();
+        if (after_nesting) after_nesting(thread_ops);
         graph.nodes_ = launched_nodes(trace, call_kind);
         sort_by_launch(graph, graph.nodes_);
     }

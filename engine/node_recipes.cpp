@@ -143,10 +143,14 @@ std::size_t NodeRecipes::append(const NodeRecipes& from, std::size_t node,
     storage_at_.push_back(kNone);
     const auto storages = from.storages(node);
     if (!storages.empty()) {
-        std::vector<std::int64_t> moved(storages.begin(), storages.end());
-        for (auto& s : moved)
-            if (s >= 0) s += storage_offset;
-        storage_at_.back() = add_run(storage_pool_, moved);
+        // Into the pool directly (a node of this table's own would first be copied: the pool
+        // may move as it grows).
+        storage_at_.back() =
+            &from != this ? add_run(storage_pool_, storages)
+                          : add_run(storage_pool_, std::vector(storages.begin(), storages.end()));
+        if (storage_offset != 0)
+            for (std::int64_t& s : std::span(storage_pool_).last(storages.size()))
+                if (s >= 0) s += storage_offset;
     }
     return n;
 }

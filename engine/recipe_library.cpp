@@ -55,6 +55,12 @@ bool wants_library(const Recipe& r) {
 
 constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
+// Compared element by element: std::equal on three ints is a call to memcmp, and the matcher
+// compares a few for every kernel that wants a recipe.
+bool same_dims(const std::array<std::int32_t, 3>& dims, const std::int32_t (&recorded)[3]) {
+    return dims[0] == recorded[0] && dims[1] == recorded[1] && dims[2] == recorded[2];
+}
+
 // wants_library() of nodes' decisions, worked out once per table entry (the rule is a string).
 class WantsLibrary {
   public:
@@ -134,8 +140,8 @@ class Matcher {
             for (std::size_t k = 0; k < e.kernels.size() && all; ++k) {
                 const GpuActivity& a = activity(at + k);
                 all = (k == 0 || wants(track[at + k])) && a.name == ids.kernels[k] &&
-                      std::equal(e.kernels[k].grid.begin(), e.kernels[k].grid.end(), a.grid) &&
-                      std::equal(e.kernels[k].block.begin(), e.kernels[k].block.end(), a.block);
+                      same_dims(e.kernels[k].grid, a.grid) &&
+                      same_dims(e.kernels[k].block, a.block);
             }
             if (!all) continue;
             const std::size_t next = at + e.kernels.size();
@@ -249,6 +255,16 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
         if (k == kNone) k = number_key(recipes.decision(node).key());
         return k;
     };
+    // Per table entry, once: whether a node of that decision starts an issue (replayable, not a
+    // collective, not issued with the kernel before it, not the library's own) and whether it is
+    // issued with its op.
+    std::vector<std::uint8_t> starts(recipes.table().size()), with_op(recipes.table().size());
+    for (std::size_t e = 0; e < starts.size(); ++e) {
+        const Recipe& r = recipes.table()[e];
+        starts[e] =
+            r.replayable() && r.tier != Tier::Collective && !r.issued_with_op && r.rule != kRule;
+        with_op[e] = r.issued_with_op;
+    }
     const auto name = [&](std::uint32_t node) { return graph.activity(nodes[node]).name; };
     const auto has_storages = [&](std::uint32_t node) { return any_storage(recipes.storages(node)); };
     std::unordered_map<IssueKey, std::size_t, IssueKeyHash> known;  // issue -> entries_
@@ -257,9 +273,7 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
     for (const StreamTrack& track : graph.streams()) {
         const auto& t = track.nodes;
         for (std::size_t at = 0; at < t.size();) {
-            const Recipe& r = recipes.decision(t[at]);
-            if (!r.replayable() || r.tier == Tier::Collective || r.issued_with_op ||
-                r.rule == kRule) {
+            if (!starts[recipes.entry(t[at])]) {
                 ++at;
                 continue;
             }
@@ -268,7 +282,7 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             const std::uint32_t op = nodes[t[at]].op;
             std::size_t end = at + 1;
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
-                   (recipes.decision(t[end]).issued_with_op || key(t[end]) == key(t[at])))
+                   (with_op[recipes.entry(t[end])] || key(t[end]) == key(t[at])))
                 ++end;
             if (first_names != nullptr && !(*first_names)[name(t[at])]) {
                 at = end;
@@ -349,7 +363,7 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
     std::vector<bool> candidate_names(graph.trace().names.size(), false);
     for (const StreamTrack& track : graph.streams())
         for (const std::uint32_t n : track.nodes)
-            if (graph.activity(graph.nodes()[n]).kind == ActivityKind::Kernel && wants(n))
+            if (wants(n) && graph.activity(graph.nodes()[n]).kind == ActivityKind::Kernel)
                 candidate_names[graph.activity(graph.nodes()[n]).name] = true;
     RecipeLibrary own;
     own.add_graph(graph, recipes, "this trace", 0, &candidate_names);

@@ -1,8 +1,8 @@
 #include "replay/reuse.h"
 
 #include <algorithm>
-#include <unordered_map>
-#include <unordered_set>
+
+#include "id_map.h"
 
 namespace replay {
 namespace {
@@ -17,42 +17,68 @@ struct Touch {
     std::int64_t bytes = 0;
 };
 
-// The storages op `op` reads and writes, with their sizes.
-std::vector<Touch> touches_of(const Trace& trace, std::uint32_t op) {
-    const OpShapes& shapes = trace.op_shapes[trace.cpu_ops[op].shapes];
-    const OpStorages& ids = trace.storages;
-    std::vector<Touch> out;
-    std::size_t element = 4;  // outputs carry no dtype: take the first typed input's
-    bool element_known = false;
-    for (std::size_t k = 0; k < shapes.inputs.size(); ++k) {
-        const OpArgument& arg = shapes.inputs[k];
-        const DType type = dtype_from_kineto(
-            trace.names.view(arg.element_type != StringPool::kEmpty ? arg.element_type : arg.type));
-        const std::size_t size = type == DType::Unknown ? 4 : element_size(type);
-        if (!element_known && type != DType::Unknown) element = size, element_known = true;
-        const std::int64_t storage = ids.input(op, k);
-        const OpStorages::Ids list = ids.list(op, k);
-        if (storage != kNoId) {
-            out.push_back({storage, span_bytes(arg.dims, arg.strides, size)});
-        } else if (!list.empty()) {
-            // A TensorList: dims flattened, one rank per element.
-            std::size_t at = 0;
-            for (std::size_t i = 0; i < list.size() && i < arg.list_ranks.size(); ++i) {
-                const std::size_t rank = arg.list_ranks[i];
-                if (at + rank > arg.dims.size()) break;
-                const auto dims = std::span<const std::int64_t>(arg.dims).subspan(at, rank);
-                at += rank;
-                if (list[i] != kNoId) out.push_back({list[i], span_bytes(dims, {}, size)});
+// The storages ops read and write, with their sizes. What an argument's type name says of its
+// element size is worked out once per name (the sweep meets the same few types over and over).
+class Touches {
+  public:
+    explicit Touches(const Trace& trace) : trace_(trace), elements_(trace.names.size()) {}
+
+    // Op `op`'s touches, into `out` (cleared first).
+    void of(std::uint32_t op, std::vector<Touch>& out) {
+        out.clear();
+        const OpShapes& shapes = trace_.op_shapes[trace_.cpu_ops[op].shapes];
+        const OpStorages& ids = trace_.storages;
+        std::size_t element = 4;  // outputs carry no dtype: take the first typed input's
+        bool element_known = false;
+        for (std::size_t k = 0; k < shapes.inputs.size(); ++k) {
+            const OpArgument& arg = shapes.inputs[k];
+            const Element& type =
+                element_of(arg.element_type != StringPool::kEmpty ? arg.element_type : arg.type);
+            const std::size_t size = type.size;
+            if (!element_known && type.known) element = size, element_known = true;
+            const std::int64_t storage = ids.input(op, k);
+            const OpStorages::Ids list = ids.list(op, k);
+            if (storage != kNoId) {
+                out.push_back({storage, span_bytes(arg.dims, arg.strides, size)});
+            } else if (!list.empty()) {
+                // A TensorList: dims flattened, one rank per element.
+                std::size_t at = 0;
+                for (std::size_t i = 0; i < list.size() && i < arg.list_ranks.size(); ++i) {
+                    const std::size_t rank = arg.list_ranks[i];
+                    if (at + rank > arg.dims.size()) break;
+                    const auto dims = std::span<const std::int64_t>(arg.dims).subspan(at, rank);
+                    at += rank;
+                    if (list[i] != kNoId) out.push_back({list[i], span_bytes(dims, {}, size)});
+                }
             }
         }
+        for (std::size_t i = 0; i < ids.outputs(op); ++i) {
+            const OpStorages::Output output = ids.output(op, i);
+            if (output.storage == kNoId) continue;
+            out.push_back({output.storage, span_bytes(output.dims, {}, element)});
+        }
     }
-    for (std::size_t i = 0; i < ids.outputs(op); ++i) {
-        const OpStorages::Output output = ids.output(op, i);
-        if (output.storage == kNoId) continue;
-        out.push_back({output.storage, span_bytes(output.dims, {}, element)});
+
+  private:
+    struct Element {
+        std::uint8_t size = 4;  // bytes; 4 for an unknown dtype
+        bool known = false;     // the name is a dtype's
+        bool ready = false;
+    };
+    const Element& element_of(NameId type) {
+        Element& e = elements_[type];
+        if (!e.ready) {
+            const DType dtype = dtype_from_kineto(trace_.names.view(type));
+            e.known = dtype != DType::Unknown;
+            e.size = static_cast<std::uint8_t>(e.known ? element_size(dtype) : 4);
+            e.ready = true;
+        }
+        return e;
     }
-    return out;
-}
+
+    const Trace& trace_;
+    std::vector<Element> elements_;  // per NameId
+};
 
 }  // namespace
 
@@ -64,18 +90,19 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
     if (!any_storage) return;
     const Trace& trace = graph.trace();
     const auto& nodes = graph.nodes();
-    std::unordered_map<std::int64_t, std::int64_t> last_touch;  // storage -> clock of last touch
-    std::int64_t clock = 0;                                     // bytes touched so far
-    std::unordered_set<std::uint32_t> swept;                    // ops already accounted
+    IdMap<std::int64_t> last_touch(1024);  // storage -> clock of last touch
+    std::int64_t clock = 0;                // bytes touched so far
+    std::vector<bool> swept(trace.cpu_ops.size(), false);  // ops already accounted
+    Touches touches_of(trace);
     auto distance = [&](std::int64_t storage) {
         if (storage < 0) return kReuseUnknown;
-        auto it = last_touch.find(storage);
-        return it == last_touch.end() ? kReuseFirstTouch : clock - it->second;
+        const std::int64_t* last = last_touch.find(storage);
+        return last == nullptr ? kReuseFirstTouch : clock - *last;
     };
     auto apply = [&](const std::vector<Touch>& touches) {
         for (const Touch& t : touches) {
             clock += t.bytes;
-            last_touch[t.storage] = clock;
+            last_touch.at(t.storage, 0) = clock;
         }
     };
     // Nodes sharing storages may sit at different distances: each node keeps its own.
@@ -96,8 +123,10 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
         if (op != pending_op) {
             apply(pending);
             pending.clear();
-            if (swept.insert(op).second)
-                pending = touches_of(trace, op);
+            if (!swept[op]) {
+                swept[op] = true;
+                touches_of.of(op, pending);
+            }
             pending_op = op;
         }
         found.clear();

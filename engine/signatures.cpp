@@ -5,8 +5,12 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "id_map.h"
+
 namespace replay {
 namespace {
+
+constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 
 // FNV-1a, fed piece by piece.
 class Fnv1a {
@@ -14,7 +18,7 @@ class Fnv1a {
     void add(std::string_view bytes) {
         for (unsigned char c : bytes) {
             h_ ^= c;
-            h_ *= 1099511628211ULL;
+            h_ *= kFnvPrime;
         }
     }
     std::string hex() const {
@@ -22,9 +26,48 @@ class Fnv1a {
         std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
         return buf;
     }
+    std::uint64_t state() const { return h_; }
+    void set_state(std::uint64_t h) { h_ = h; }
 
   private:
     std::uint64_t h_ = 1469598103934665603ULL;
+};
+
+// FNV-1a over a text that repeats (a kernel's name, once per launch), fed at the cost of a
+// multiply-add. A step (h ^ c) * P adds ((h ^ c) - h) * P to h * P, and that term depends on h's
+// low byte alone (the xor touches no other bits), as does the low byte of the next state (a
+// product's low byte is that of its factors' low bytes). So feeding an n-byte text maps h to
+// h * P^n + add(text, h & 0xFF), exactly: the term is worked out once per text and low byte
+// that occur (the low bytes a text meets are spread over all 256, so several per text).
+class RepeatedTexts {
+  public:
+    explicit RepeatedTexts(std::size_t texts) : power_(texts, 0), add_(1024) {}
+
+    // The state after feeding text `id` (whose bytes are `text`) to FNV-1a state `h`.
+    std::uint64_t feed(std::uint64_t h, NameId id, std::string_view text) {
+        std::uint64_t& power = power_[id];
+        if (power == 0) {  // P^n is odd, never 0
+            power = 1;
+            for (std::size_t i = 0; i < text.size(); ++i) power *= kFnvPrime;
+        }
+        const std::uint64_t low = h & 0xFF;
+        const auto key = static_cast<std::int64_t>(std::uint64_t{id} << 8 | low);
+        std::uint64_t& add = add_.at(key, kUnknown);
+        if (add == kUnknown) {
+            // From the state `low` itself: feeding the text gives low * P^n + add.
+            Fnv1a from_low;
+            from_low.set_state(low);
+            from_low.add(text);
+            add = from_low.state() - low * power;
+        }
+        return h * power + add;
+    }
+
+  private:
+    // Not a term that occurs in practice; one that does is then only worked out again each time.
+    static constexpr std::uint64_t kUnknown = ~std::uint64_t{0};
+    std::vector<std::uint64_t> power_;  // per text: P^n, 0 until first fed
+    IdMap<std::uint64_t> add_;          // (text << 8 | low byte) -> its term
 };
 
 }  // namespace
@@ -45,9 +88,10 @@ std::string trace_content_hash(const Trace& trace) {
         const char* end = std::to_chars(digits, digits + sizeof digits, value).ptr;
         return std::string_view(digits, static_cast<std::size_t>(end - digits));
     };
+    RepeatedTexts names(trace.names.size());
     for (const GpuActivity& a : trace.activities) {
         const std::string_view name = trace.names.view(a.name);
-        h.add(name);
+        h.set_state(names.feed(h.state(), a.name, name));
         h.add(":");
         const std::string_view dur = number(a.dur);
         h.add(dur);
@@ -67,6 +111,17 @@ std::string trace_content_hash(const Trace& trace) {
 }
 
 std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRecipes& recipes) {
+    auto kernels = unique_kernels_by_decision(graph, recipes);
+    take_first_instance_recipes(kernels, recipes);
+    return kernels;
+}
+
+void take_first_instance_recipes(std::vector<UniqueKernel>& kernels, const NodeRecipes& recipes) {
+    for (UniqueKernel& k : kernels) k.recipe = recipes.recipe(k.nodes.front());
+}
+
+std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
+                                                     const NodeRecipes& recipes) {
     // The signature text is the recipe's key, the kernel name, grid and block. Nodes are first
     // grouped by (recipe entry, name, grid, block), which fixes the text; the text, and so the
     // id, is then built once per group, and groups whose texts coincide (entries that differ
@@ -92,17 +147,29 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRec
     std::unordered_map<Group, std::uint32_t, GroupHash> group_index;
     std::vector<Group> groups;
     std::vector<std::uint32_t> group_of(graph.nodes().size());
+    // Each node's recorded duration, read here where its activity is at hand: the kernels'
+    // statistics then read them by node, not the activities again.
+    std::vector<Nanos> duration(graph.nodes().size());
+    Group last;
+    std::uint32_t last_group = kNoIndex;
     for (std::uint32_t n = 0; n < graph.nodes().size(); ++n) {
         // Launch order is not activity order: ask for an activity a few nodes ahead.
         if (n + 8 < graph.nodes().size()) __builtin_prefetch(&graph.activity(graph.nodes()[n + 8]));
         const GpuActivity& a = graph.activity(graph.nodes()[n]);
+        duration[n] = a.dur;
         Group g{recipes.entry(n),
                 a.name,
                 {a.grid[0], a.grid[1], a.grid[2]},
                 {a.block[0], a.block[1], a.block[2]}};
-        auto [it, inserted] = group_index.try_emplace(g, static_cast<std::uint32_t>(groups.size()));
-        if (inserted) groups.push_back(g);
-        group_of[n] = it->second;
+        // Neighbours in launch order are often of one group (a loop's steps, an op's kernels).
+        if (last_group == kNoIndex || !(g == last)) {
+            auto [it, inserted] =
+                group_index.try_emplace(g, static_cast<std::uint32_t>(groups.size()));
+            if (inserted) groups.push_back(g);
+            last = g;
+            last_group = it->second;
+        }
+        group_of[n] = last_group;
     }
 
     const auto& names = graph.trace().names;
@@ -138,15 +205,14 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRec
         UniqueKernel& k = kernels[kernel_of_group[group_of[n]]];
         if (k.nodes.empty()) {
             k.kind = graph.activity(graph.nodes()[n]).kind;
-            k.recipe = recipes.recipe(n);  // the first instance's storage ids
+            k.recipe = recipes.decision(n);
         }
         k.nodes.push_back(n);
     }
     std::vector<double> durations;
     for (UniqueKernel& k : kernels) {
         durations.clear();
-        for (std::uint32_t n : k.nodes)
-            durations.push_back(static_cast<double>(graph.activity(graph.nodes()[n]).dur) / 1000.0);
+        for (std::uint32_t n : k.nodes) durations.push_back(static_cast<double>(duration[n]) / 1000.0);
         k.recorded_us = summarize(durations);
     }
     std::stable_sort(kernels.begin(), kernels.end(),

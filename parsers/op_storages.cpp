@@ -103,9 +103,14 @@ OpStorages::Output OpStorages::output(std::uint32_t op, std::size_t k) const {
     return {decode(r[at]), dims_[r[at + 1]]};
 }
 
-void OpStorages::reserve(std::size_t ops, std::size_t words) {
+void OpStorages::reserve(std::size_t ops, std::size_t words, Touch touch) {
     if (at_.size() < ops) at_.resize(ops, kNone);
     words_.reserve(words);
+    // Written and given back: the capacity stays, its pages now resident.
+    if (const std::size_t kept = words_.size(); touch == Touch::Now && words > kept) {
+        words_.resize(words);
+        words_.resize(kept);
+    }
 }
 
 std::uint32_t* OpStorages::allocate(std::uint32_t op, std::size_t inputs, std::size_t outputs,

@@ -108,9 +108,11 @@ TEST(Classifier, SharedDecisionsEqualClassifyingEachActivityAlone) {
         for (const bool dataflow : {true, false}) {
             auto a = analyze(trace, et, dataflow);
             replay::NodeRecipes checked;
-            EXPECT_NO_THROW(checked =
-                                replay::classify(a->graph, replay::ClassifyCheck::EveryActivity))
-                << trace << " " << et;
+            // The op chains walked first (one thread) and on a thread of their own, ahead.
+            for (const unsigned threads : {1u, 2u})
+                EXPECT_NO_THROW(checked = replay::classify(
+                                    a->graph, replay::ClassifyCheck::EveryActivity, threads))
+                    << trace << " " << et << " " << threads << " threads";
             ASSERT_EQ(checked.size(), a->graph.nodes().size()) << trace;
             // Without storage ids (no Execution Trace, no inferred dataflow) a few hundred
             // decisions cover thousands of activities. Storage ids, recorded or inferred, are

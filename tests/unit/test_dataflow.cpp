@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -164,6 +166,72 @@ TEST(Dataflow, OpsRecordedAlikeKeepSharingTheirShapes) {
     EXPECT_NE(output(t, 2), output(t, 5));
     EXPECT_NE(output(t, 2), replay::kNoId);
     EXPECT_EQ(storage(t, 2, 3), replay::kNoId);  // a Scalar
+}
+
+// infer_dataflow(trace, ops, prep) takes each thread's ops as the graph builder sorted them to
+// nest them, and its look over the ops prepared while they were nested (as analyze() runs it,
+// with one thread and two); infer_dataflow(trace) groups and sorts them itself. Every op must get
+// the same ids and shapes either way: threads in the same order, ops of equal start and duration
+// in index order.
+void expect_same_inference(replay::Trace sorted_again, replay::Trace handed_on,
+                           unsigned graph_threads) {
+    (void)replay::KernelGraph::build(sorted_again, 1);
+    const auto a = replay::infer_dataflow(sorted_again);
+    replay::DataflowSummary b;
+    std::size_t threads = 0;
+    std::optional<replay::DataflowPrep> prep;
+    std::promise<void> prepared;
+    auto ready = prepared.get_future();
+    (void)replay::KernelGraph::build(
+        handed_on, graph_threads,
+        [&](const replay::ThreadOps& ops) {
+            ready.wait();
+            threads = ops.threads();
+            b = replay::infer_dataflow(handed_on, ops, *prep);
+        },
+        [&] {
+            prep.emplace(handed_on);
+            prepared.set_value();
+        });
+    EXPECT_GT(threads, 0u);
+    EXPECT_EQ(a.source, b.source);
+    EXPECT_EQ(a.persistent_inputs, b.persistent_inputs);
+    EXPECT_EQ(a.activation_inputs, b.activation_inputs);
+    EXPECT_EQ(a.persistent_storages, b.persistent_storages);
+    EXPECT_EQ(a.persistent_bytes, b.persistent_bytes);
+    ASSERT_EQ(a.parameters.size(), b.parameters.size());
+    for (std::size_t i = 0; i < a.parameters.size(); ++i)
+        EXPECT_EQ(a.parameters[i].storage, b.parameters[i].storage) << "parameter " << i;
+    ASSERT_EQ(sorted_again.storages.records(), handed_on.storages.records());
+    EXPECT_EQ(sorted_again.op_shapes, handed_on.op_shapes);
+    for (std::uint32_t op = 0; op < sorted_again.cpu_ops.size(); ++op) {
+        ASSERT_EQ(sorted_again.cpu_ops[op].shapes, handed_on.cpu_ops[op].shapes) << "op " << op;
+        const auto x = sorted_again.storages.get(op), y = handed_on.storages.get(op);
+        ASSERT_EQ(x.inputs, y.inputs) << "op " << op;
+        ASSERT_EQ(x.outputs.size(), y.outputs.size()) << "op " << op;
+        for (std::size_t k = 0; k < x.outputs.size(); ++k)
+            EXPECT_EQ(x.outputs[k].storage, y.outputs[k].storage) << "op " << op;
+    }
+}
+
+TEST(Dataflow, OpsHandedOnByTheGraphGiveTheIdsOfOpsSortedAgain) {
+    // Two producers of the same dims with equal start and duration, out of start order in the
+    // file, then a reader: the most recent of the two (by index) is the one it reads.
+    TraceBuilder b;
+    b.op("aten::relu", 30, 5, "[[2, 2]]", "[\"float\"]")
+        .op("aten::add", 10, 5, "[[2, 2], [2, 2]]", "[\"float\", \"float\"]")
+        .op("aten::mul", 10, 5, "[[2, 2], [2, 2]]", "[\"float\", \"float\"]")
+        .op("aten::neg", 20, 5, "[[2, 2]]", "[\"float\"]");
+    for (const unsigned threads : {1u, 2u}) expect_same_inference(b.trace(), b.trace(), threads);
+    // Forward and autograd threads, several steps; a trace of many threads.
+    for (const char* path :
+         {"traces/h200/gpt2_train.json.gz", "traces/h200/bloom560m_fp16_b1_s5.json.gz",
+          "traces/public/HolisticTraceAnalysis/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"}) {
+        SCOPED_TRACE(path);
+        for (const unsigned threads : {1u, 2u})
+            expect_same_inference(replay::parse_kineto(source_path(path)).trace,
+                                  replay::parse_kineto(source_path(path)).trace, threads);
+    }
 }
 
 TEST(Dataflow, StepsShareParametersAndNotActivations) {

@@ -107,7 +107,9 @@ enum class ClassifyCheck {
     EveryActivity,
 };
 
-NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check = ClassifyCheck::None);
+// `threads` > 1: the op chains are walked on a second thread, ahead of the decisions.
+NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check = ClassifyCheck::None,
+                     unsigned threads = 1);
 
 // Share of recorded kernel time whose recipe is replayable (0..1); 0 for a trace without kernels.
 double kernel_time_coverage(const KernelGraph& graph, const NodeRecipes& recipes);

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "replay/thread_ops.h"
 #include "replay/trace_model.h"
 
 namespace replay {
@@ -51,6 +53,27 @@ bool weight_like_input(const Trace& trace, std::uint32_t op, std::size_t index);
 // told. The ops' OpShapes stay shared; an op gets other shapes only where its TensorList's
 // element dtype is inferred. Needs CpuOp::parent.
 DataflowSummary infer_dataflow(Trace& trace);
+
+// What the inference reads of every op before its passes (which ops it takes, the steps) and
+// the storage its records will fill, reserved and touched: none of it needs the ops' nesting,
+// so KernelGraph::build can run it on the calling thread while the ops are nested
+// (`beside_nesting`), off the inference's path. Not needed where the inference does not run.
+class DataflowPrep {
+  public:
+    explicit DataflowPrep(Trace& trace);
+    ~DataflowPrep();
+    DataflowPrep(DataflowPrep&&) noexcept;
+    DataflowPrep& operator=(DataflowPrep&&) noexcept;
+    struct Survey;  // defined in dataflow.cpp
+
+  private:
+    friend DataflowSummary infer_dataflow(Trace&, const ThreadOps&, const DataflowPrep&);
+    std::unique_ptr<Survey> survey_;  // null: no inference (recorded ids, or no shapes)
+};
+
+// infer_dataflow() with the prep done and each thread's ops in start order, as
+// KernelGraph::build hands them to its `after_nesting` (not sorted again).
+DataflowSummary infer_dataflow(Trace& trace, const ThreadOps& ops, const DataflowPrep& prep);
 
 // One line for the analysis notes: "dataflow inferred: ...".
 std::string describe(const DataflowSummary& summary);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "replay/thread_ops.h"
 #include "replay/trace_model.h"
 
 namespace replay {
@@ -69,8 +70,13 @@ class KernelGraph {
     // given, runs once CpuOp::parent is set, beside the rest of the build on another thread where
     // it may use two: it may read the trace and write what the build does not read (op shapes,
     // Trace::storages), and build() returns when it has (its exception, if any, is build()'s).
+    // It is handed each thread's ops in start order, valid while it runs. `beside_nesting`, when
+    // given, runs on the calling thread while the ops are nested, before the launches are
+    // linked (it may read the trace, and write Trace::storages); with one thread, before
+    // `after_nesting`.
     static KernelGraph build(Trace& trace, unsigned threads = 2,
-                             const std::function<void()>& after_nesting = {});
+                             const std::function<void(const ThreadOps&)>& after_nesting = {},
+                             const std::function<void()>& beside_nesting = {});
 
     const Trace& trace() const { return *trace_; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }

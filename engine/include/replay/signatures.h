@@ -26,6 +26,13 @@ struct UniqueKernel {
 
 // Sorted by recorded total time, largest first.
 std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRecipes& recipes);
+// unique_kernels() in two steps, so that the first can run beside annotate_reuse(): it reads only
+// the nodes' decisions (NodeRecipes::entry/decision), and each kernel's recipe is its decision
+// (storage ids -1, reuse distances unknown); the second gives each kernel its first instance's
+// whole recipe.
+std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
+                                                     const NodeRecipes& recipes);
+void take_first_instance_recipes(std::vector<UniqueKernel>& kernels, const NodeRecipes& recipes);
 
 std::string hash_hex(std::string_view text);
 // Content hash of the recorded GPU activities (name, duration, stream of each, in trace order):

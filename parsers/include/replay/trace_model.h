@@ -156,7 +156,10 @@ class OpStorages {
     void add(std::uint32_t op, std::span<const std::int64_t> inputs, std::size_t outputs);
     void set_output(std::uint32_t op, std::size_t k, OutputIds output);
     // Room for the records of ops [0, ops) and `words` 32-bit words of ids, ahead of add().
-    void reserve(std::size_t ops, std::size_t words);
+    // Touch::Now also touches every page of it (the page faults taken here, on the calling
+    // thread, not by the add()s that fill it).
+    enum class Touch { Later, Now };
+    void reserve(std::size_t ops, std::size_t words, Touch touch = Touch::Later);
     // The table of the outputs' dims (OutputIds::dims), for writers to intern dims in.
     std::uint32_t intern_dims(std::span<const std::int64_t> dims) { return dims_.intern(dims); }
     std::span<const std::int64_t> dims(std::uint32_t id) const { return dims_[id]; }

@@ -1,0 +1,113 @@
+// engine/signatures.cpp. trace_content_hash feeds each repeated kernel name to FNV-1a as one
+// multiply-add worked out once per name and low byte of the state: the value must be exactly
+// that of FNV-1a over the text itself ("name:dur:stream;" per activity, the text so far replaced
+// by its own hash each time it grows past 1 MiB), which archived baselines are found by. The
+// unique kernels, grouped beside the reuse annotation by analyze(), must be those grouped after it.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "replay/analysis.h"
+#include "replay/signatures.h"
+#include "replay/trace_model.h"
+#include "test_support.h"
+
+namespace {
+
+// The definition, spelled out: the text built, then hashed a byte at a time.
+std::string reference_hash(const replay::Trace& trace) {
+    std::string text;
+    for (const replay::GpuActivity& a : trace.activities) {
+        text.append(trace.names.view(a.name)).append(":");
+        text.append(std::to_string(a.dur)).append(":");
+        text.append(std::to_string(a.stream)).append(";");
+        if (text.size() > (1u << 20)) text = replay::hash_hex(text);
+    }
+    return replay::hash_hex(text);
+}
+
+// Names from 0 to 300 bytes, every byte value in them, each repeated many times after
+// activities of random durations and streams (so it meets every low byte of the state).
+replay::Trace repeated_names(std::size_t activities, unsigned seed) {
+    std::mt19937 random(seed);
+    replay::Trace trace;
+    std::vector<replay::NameId> names;
+    for (int i = 0; i < 40; ++i) {
+        std::string name(random() % 301, '\0');
+        for (char& c : name) c = static_cast<char>(random() % 256);
+        names.push_back(trace.names.intern(name + std::to_string(i)));
+    }
+    names.push_back(replay::StringPool::kEmpty);  // the empty name
+    for (std::size_t i = 0; i < activities; ++i) {
+        replay::GpuActivity a;
+        a.name = names[random() % names.size()];
+        a.dur = static_cast<replay::Nanos>(random() % 100000) - 10;  // a few negative
+        a.stream = static_cast<std::int64_t>(random() % 40);
+        trace.activities.push_back(a);
+    }
+    return trace;
+}
+
+TEST(TraceHash, RepeatedNamesHashAsTheirTextDoes) {
+    for (unsigned seed : {1u, 2u, 3u}) {
+        const replay::Trace trace = repeated_names(5000, seed);
+        EXPECT_EQ(replay::trace_content_hash(trace), reference_hash(trace)) << "seed " << seed;
+    }
+}
+
+TEST(TraceHash, TextsPastOneMebibyteRollOverAsTheirTextDoes) {
+    // ~170 bytes an activity: the text rolls over several times.
+    const replay::Trace trace = repeated_names(40000, 4);
+    EXPECT_EQ(replay::trace_content_hash(trace), reference_hash(trace));
+}
+
+TEST(TraceHash, EmptyTraceHashesAsTheEmptyText) {
+    EXPECT_EQ(replay::trace_content_hash(replay::Trace{}), replay::hash_hex(""));
+}
+
+// Whether any tensor slot of the recipe has a storage id, and a known reuse distance.
+std::pair<bool, bool> has_ids(const replay::Recipe& recipe) {
+    bool storage = false, reuse = false;
+    replay::Recipe r = recipe;
+    replay::visit_tensor_slots(r, [&](std::int64_t& s, std::int64_t& distance) {
+        storage = storage || s >= 0;
+        reuse = reuse || distance != replay::kReuseUnknown;
+    });
+    return {storage, reuse};
+}
+
+void expect_same_kernels(const std::vector<replay::UniqueKernel>& got,
+                         const std::vector<replay::UniqueKernel>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].id, want[i].id) << i;
+        EXPECT_EQ(got[i].nodes, want[i].nodes) << i;
+        EXPECT_TRUE(got[i].recipe == want[i].recipe) << i << " " << got[i].name;
+        EXPECT_EQ(got[i].recorded_us.sum, want[i].recorded_us.sum) << i;
+    }
+}
+
+TEST(UniqueKernels, GroupedBesideTheReuseAnnotationAsAfterIt) {
+    for (unsigned threads : {2u, 1u}) {
+        replay::AnalysisOptions options;
+        options.trace_path = replay::testing::trace_path("h200/bloom560m_fp16_b1_s5.json.gz");
+        options.parse.threads = threads;
+        const auto a = replay::analyze(options);
+        expect_same_kernels(a->kernels, replay::unique_kernels(a->graph, a->recipes));
+        // The inferred dataflow gives the first instances storage ids and reuse distances, which
+        // the grouping alone leaves out.
+        const auto grouped = replay::unique_kernels_by_decision(a->graph, a->recipes);
+        std::size_t with_storages = 0, with_reuse = 0;
+        for (std::size_t i = 0; i < grouped.size(); ++i) {
+            EXPECT_EQ(has_ids(grouped[i].recipe), std::make_pair(false, false)) << i;
+            const auto [storage, reuse] = has_ids(a->kernels[i].recipe);
+            with_storages += storage;
+            with_reuse += reuse;
+        }
+        EXPECT_GT(with_storages, 10u) << threads << " threads";
+        EXPECT_GT(with_reuse, 10u) << threads << " threads";
+    }
+}
+
+}  // namespace
