@@ -178,6 +178,9 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
     return run;
 }
 
+namespace {
+
+// The ClockLimit bits in words.
 std::string describe_clock_limits(std::uint32_t limits) {
     std::string out;
     auto add = [&](std::uint32_t bit, const char* what) {
@@ -190,6 +193,8 @@ std::string describe_clock_limits(std::uint32_t limits) {
     add(kClockHardware, "hardware slowdown");
     return out;
 }
+
+}  // namespace
 
 ClockLimitCount count_clock_limits(const WindowRun& run) {
     std::uint32_t all = 0;

@@ -43,8 +43,6 @@ enum ClockLimit : std::uint32_t {
     kClockThermal = 2,    // thermal slowdown (software or hardware)
     kClockHardware = 4,   // hardware slowdown or power brake
 };
-// "power cap", "power cap, thermal slowdown", ...; "" for 0.
-std::string describe_clock_limits(std::uint32_t limits);
 
 // How long the probe watches the readings: enough changes for a median period and an idle power
 // that the counter's resolution does not limit.
@@ -88,7 +86,8 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
                       const std::function<double()>& issue_some,
                       const std::function<void()>& drain);
 
-// How many of the run's windows had their clocks held down, and by what (describe_clock_limits).
+// How many of the run's windows had their clocks held down, and by what ("power cap",
+// "power cap, thermal slowdown", ...; "" for none).
 struct ClockLimitCount {
     int windows = 0;
     std::string by;
