@@ -46,10 +46,14 @@ void finalize_kernel(KernelResult& k) {
     }
     e.uj = summarize(e.samples_uj);
     const double us = k.replayed_us.count > 0 ? k.replayed_us.median : NAN;
-    if (us > 0) {
+    if (us > 0) e.edp_uj_us = e.uj.median * us;
+    // The loop's own power where it was read: energy / replayed median assumes the loop ran
+    // at the timed speed with idle gaps, and reads above the board's limit for a capped kernel
+    // (slower in the loop) or a host-issued one (its gaps above idle count as its own).
+    if (std::isfinite(e.loop_power_w))
+        e.power_w = e.loop_power_w;
+    else if (us > 0)
         e.power_w = e.uj.median / us;  // uJ / us = W
-        e.edp_uj_us = e.uj.median * us;
-    }
     if (e.flops > 0) e.pj_per_flop = e.uj.median * 1e6 / e.flops;
 }
 

@@ -26,6 +26,8 @@ void write_kernel_energy(JsonWriter& json, const KernelEnergy& e) {
     json.field("power_w", e.power_w).field("edp_uj_us", e.edp_uj_us);
     json.field("flops", e.flops).field("pj_per_flop", e.pj_per_flop);
     json.field("limited_windows", e.limited_windows).field("limited_by", e.limited_by);
+    json.field("loop_us", e.loop_us).field("loop_power_w", e.loop_power_w);
+    json.field("sm_clock_mhz", e.sm_clock_mhz).field("temperature_c", e.temperature_c);
     json.field("why", e.measured() ? std::string() : e.why);
     json.end_object();
 }
@@ -38,6 +40,7 @@ void write_step_energy(JsonWriter& json, std::string_view name, const StepEnergy
     json.field("idle_power_w", s.idle_power_w).field("steps", s.steps);
     json.field("warm_read_mj", s.warm_read_mj);
     json.field("limited_windows", s.limited_windows).field("limited_by", s.limited_by);
+    json.field("sm_clock_mhz", s.sm_clock_mhz).field("temperature_c", s.temperature_c);
     json.field("source", s.source).field("gpu", s.gpu);
     json.end_object();
 }

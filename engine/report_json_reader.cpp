@@ -406,6 +406,14 @@ class ReportReader {
                 e.limited_windows = static_cast<int>(number(x, Number::NonNegative));
             else if (key == "limited_by")
                 e.limited_by = string(x);
+            else if (key == "loop_us")  // reports before 2026-11-25 lack these
+                e.loop_us = number(x, Number::NonNegative);
+            else if (key == "loop_power_w")
+                e.loop_power_w = number(x, Number::NonNegative);
+            else if (key == "sm_clock_mhz")
+                e.sm_clock_mhz = number(x, Number::NonNegative);
+            else if (key == "temperature_c")
+                e.temperature_c = number(x, Number::Signed);
             else if (key == "why")
                 e.why = string(x);
         });
@@ -432,6 +440,10 @@ class ReportReader {
                 s.limited_windows = static_cast<int>(number(x, Number::NonNegative));
             else if (key == "limited_by")
                 s.limited_by = string(x);
+            else if (key == "sm_clock_mhz")
+                s.sm_clock_mhz = number(x, Number::NonNegative);
+            else if (key == "temperature_c")
+                s.temperature_c = number(x, Number::Signed);
             else if (key == "source")
                 s.source = string(x);
             else if (key == "gpu")

@@ -138,6 +138,13 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
     // first edge).
     std::vector<std::uint32_t> limits(1, 0);
     bool reads_limits = true;
+    // states[k + 1]: sums of the board's SM clock and temperature read between edges k and k + 1.
+    struct StateSum {
+        double mhz = 0, celsius = 0;
+        int mhz_reads = 0, celsius_reads = 0;
+    };
+    std::vector<StateSum> states(1);
+    bool reads_state = true;
     MeterReading previous = *start;
     while (edges.size() < edges_needed) {
         run.units += issue_some();
@@ -152,6 +159,7 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
             // 2.4 ms on the H100, and a poll waits for a batch of launches to be issued).
             edges.push_back({e->value, 0.5 * (previous.t_s + e->t_s)});
             limits.push_back(0);
+            states.emplace_back();
         } else if (e->t_s - (edges.empty() ? start->t_s : edges.back().t_s) > timeout_s) {
             run.failure = meter.method() + " stopped changing during a window";
             break;
@@ -160,6 +168,18 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
             const auto l = meter.clock_limits();
             reads_limits = l.has_value();
             if (l) limits.back() |= *l;
+        }
+        if (reads_state) {
+            const auto b = meter.board_state();
+            reads_state = b.has_value();
+            if (b && std::isfinite(b->sm_clock_mhz)) {
+                states.back().mhz += b->sm_clock_mhz;
+                ++states.back().mhz_reads;
+            }
+            if (b && std::isfinite(b->temperature_c)) {
+                states.back().celsius += b->temperature_c;
+                ++states.back().celsius_reads;
+            }
         }
         previous = *e;
     }
@@ -171,8 +191,16 @@ WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows,
         const auto last = static_cast<std::size_t>((w + 1) * updates);
         EnergyWindow window{edges[last].value - edges[first].value,
                             edges[last].t_s - edges[first].t_s, 0};
-        for (std::size_t i = first + 1; i <= last && i < limits.size(); ++i)
+        StateSum state;
+        for (std::size_t i = first + 1; i <= last && i < limits.size(); ++i) {
             window.clock_limits |= limits[i];
+            state.mhz += states[i].mhz;
+            state.mhz_reads += states[i].mhz_reads;
+            state.celsius += states[i].celsius;
+            state.celsius_reads += states[i].celsius_reads;
+        }
+        if (state.mhz_reads > 0) window.sm_clock_mhz = state.mhz / state.mhz_reads;
+        if (state.celsius_reads > 0) window.temperature_c = state.celsius / state.celsius_reads;
         run.windows.push_back(window);
     }
     return run;
@@ -205,6 +233,15 @@ ClockLimitCount count_clock_limits(const WindowRun& run) {
     }
     count.by = describe_clock_limits(all);
     return count;
+}
+
+BoardState median_board_state(const WindowRun& run) {
+    std::vector<double> mhz, celsius;
+    for (const EnergyWindow& w : run.windows) {
+        if (std::isfinite(w.sm_clock_mhz)) mhz.push_back(w.sm_clock_mhz);
+        if (std::isfinite(w.temperature_c)) celsius.push_back(w.temperature_c);
+    }
+    return {mhz.empty() ? NAN : stats::median(mhz), celsius.empty() ? NAN : stats::median(celsius)};
 }
 
 std::vector<double> dynamic_uj_per_unit(const WindowRun& run, double idle_power_w) {

@@ -98,6 +98,9 @@ void measure_step_energy(const EnergyRun& run, const std::function<double()>& is
     const ClockLimitCount limited = count_clock_limits(w);
     step.limited_windows = limited.windows;
     step.limited_by = limited.by;
+    const BoardState board = median_board_state(w);
+    step.sm_clock_mhz = board.sm_clock_mhz;
+    step.temperature_c = board.temperature_c;
     if (limited.windows > 0)
         energy.notes.push_back("the looped step ran with the board's clocks held down (" +
                                limited.by + ") in " + std::to_string(limited.windows) + " of " +

@@ -131,6 +131,10 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
     const double idle = energy.probe().idle_power_w;
     const std::vector<double> dynamic = dynamic_uj_per_unit(run, idle);
     const ClockLimitCount limited = count_clock_limits(run);
+    const BoardState board = median_board_state(run);
+    std::vector<double> loop_watts;
+    for (const EnergyWindow& w : run.windows) loop_watts.push_back(w.power_w());
+    const double loop_power_w = loop_watts.empty() ? NAN : stats::median(loop_watts);
     for (std::size_t j = 0; j < t.positions.size(); ++j) {
         KernelEnergy& e = report.kernels[t.positions[j]].energy;
         const double share = recorded_sum > 0 ? t.recorded_us[j] / recorded_sum
@@ -146,6 +150,10 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
         e.launches = run.units;
         e.limited_windows = limited.windows;
         e.limited_by = limited.by;
+        e.loop_us = run.seconds_per_unit() * 1e6;
+        e.loop_power_w = loop_power_w;
+        e.sm_clock_mhz = board.sm_clock_mhz;
+        e.temperature_c = board.temperature_c;
         e.why.clear();
     }
     return graph != 0 ? EnergyLoop::Graph : EnergyLoop::Host;

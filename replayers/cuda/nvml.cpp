@@ -43,6 +43,7 @@ struct Nvml::Api {
     nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;
     nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
     nvmlReturn_t (*clock_event_reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+    nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
 };
 
 std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::string& why) {
@@ -70,6 +71,7 @@ std::unique_ptr<Nvml> Nvml::open(const std::string& pci_bus_id, int index, std::
     resolve(library, "nvmlDeviceGetTotalEnergyConsumption", api->total_energy);
     resolve(library, "nvmlDeviceGetPowerUsage", api->power_usage);
     resolve(library, "nvmlDeviceGetEnforcedPowerLimit", api->power_limit);
+    resolve(library, "nvmlDeviceGetTemperature", api->temperature);
     // Renamed in CUDA 12.2's NVML (same signature and bits); older drivers have only the first.
     if (!resolve(library, "nvmlDeviceGetCurrentClocksEventReasons", api->clock_event_reasons))
         resolve(library, "nvmlDeviceGetCurrentClocksThrottleReasons", api->clock_event_reasons);
@@ -155,6 +157,15 @@ std::optional<std::uint64_t> Nvml::clock_event_reasons() const {
     return static_cast<std::uint64_t>(reasons);
 }
 
+std::optional<int> Nvml::temperature_c() const {
+    constexpr int kGpuSensor = 0;  // NVML_TEMPERATURE_GPU
+    unsigned celsius = 0;
+    if (api_->temperature == nullptr ||
+        api_->temperature(device_, kGpuSensor, &celsius) != NVML_SUCCESS)
+        return std::nullopt;
+    return static_cast<int>(celsius);
+}
+
 std::optional<unsigned> Nvml::power_limit_mw() const {
     unsigned mw = 0;
     if (api_->power_limit == nullptr || api_->power_limit(device_, &mw) != NVML_SUCCESS)
@@ -193,6 +204,12 @@ class NvmlMeter final : public EnergyMeter {
         if (*reasons & (kSwThermal | kHwThermal)) limits |= kClockThermal;
         if (*reasons & (kHwSlowdown | kHwPowerBrake)) limits |= kClockHardware;
         return limits;
+    }
+    std::optional<BoardState> board_state() override {
+        const auto mhz = nvml_.sm_clock_mhz();
+        const auto celsius = nvml_.temperature_c();
+        if (!mhz && !celsius) return std::nullopt;
+        return BoardState{mhz ? *mhz : NAN, celsius ? *celsius : NAN};
     }
 
   private:

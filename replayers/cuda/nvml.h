@@ -34,6 +34,8 @@ class Nvml {
     // Why the clocks are below their maximum now (nvmlClocksEventReasons bits; the throttle
     // reasons of older drivers), or nullopt where the driver cannot say.
     std::optional<std::uint64_t> clock_event_reasons() const;
+    // The GPU die's temperature (NVML_TEMPERATURE_GPU), degrees Celsius.
+    std::optional<int> temperature_c() const;
 
     struct Api;  // the resolved entry points
 

@@ -219,6 +219,12 @@ class SimulatedBoard {
         const auto w = power();
         return w && w->value > cap_w ? replay::kClockPowerCap : 0u;
     }
+    // Over the cap the controller lowers the SM clock; the die warms with the power drawn.
+    replay::BoardState board_state() {
+        const auto w = power();
+        const double watts = w ? w->value : idle_w;
+        return {watts > cap_w ? 1500.0 : 1980.0, 30.0 + watts / 10.0};
+    }
 
   private:
     double tick(double t) const { return std::floor(t / period_s) * period_s; }
@@ -244,6 +250,7 @@ class BoardMeter final : public replay::EnergyMeter {
     std::optional<replay::MeterReading> power() override { return board_.power(); }
     double power_limit_w() const override { return 700; }
     std::optional<std::uint32_t> clock_limits() override { return board_.clock_limits(); }
+    std::optional<replay::BoardState> board_state() override { return board_.board_state(); }
 
   private:
     SimulatedBoard& board_;
@@ -1465,7 +1472,10 @@ TEST(Energy, UniqueModeMeasuresJoulesPerLaunchOfEachKernel) {
     EXPECT_NEAR(gemm_k.energy.dynamic_uj / reduce.energy.dynamic_uj, 10.0, 0.3);
     EXPECT_GT(gemm_k.energy.pj_per_flop, 0);  // a GEMM: its work is known
     EXPECT_TRUE(std::isnan(relu_k.energy.pj_per_flop));
-    EXPECT_NEAR(relu_k.energy.power_w, relu_k.energy.uj.median / relu_k.replayed_us.median, 1e-9);
+    // power_w: the board's power over the windows, the loop's gaps at idle included, so below
+    // the energy over the timed median, which would count the kernel as running all along.
+    EXPECT_DOUBLE_EQ(relu_k.energy.power_w, relu_k.energy.loop_power_w);
+    EXPECT_LT(relu_k.energy.power_w, relu_k.energy.uj.median / relu_k.replayed_us.median);
     // Per tier and in total: count x energy per launch.
     double sum = 0;
     for (const auto& t : r.tiers)
@@ -1501,6 +1511,20 @@ TEST(Energy, WindowsThatReachTheBoardsPowerLimitAreCountedAndNoted) {
     ASSERT_TRUE(gemm_k.energy.measured());
     EXPECT_EQ(gemm_k.energy.limited_windows, 0);
     EXPECT_EQ(gemm_k.energy.limited_by, "");
+    // The windows' SM clock says which ran held down; the die was warmer under the hungry one.
+    EXPECT_DOUBLE_EQ(relu_k.energy.sm_clock_mhz, 1500);
+    EXPECT_DOUBLE_EQ(gemm_k.energy.sm_clock_mhz, 1980);
+    EXPECT_GT(relu_k.energy.temperature_c, gemm_k.energy.temperature_c);
+    // power_w is the loop's own power over its windows, gaps included: energy over the loop's
+    // time per launch, not over the timed median (which a loop with gaps does not keep).
+    for (const auto* k : {&relu_k, &gemm_k}) {
+        const replay::KernelEnergy& e = k->energy;
+        EXPECT_DOUBLE_EQ(e.power_w, e.loop_power_w) << k->name;
+        EXPECT_GE(e.loop_us, k->replayed_us.median) << k->name;
+        const double idle = r.energy.probe.idle_power_w;
+        EXPECT_NEAR(e.loop_power_w, idle + e.dynamic_uj / e.loop_us, 0.05 * e.loop_power_w)
+            << k->name;
+    }
     bool noted = false;
     for (const auto& n : r.energy.notes)
         noted |= n.find("kernels ran with the board's clocks held down (power cap)") !=

@@ -742,7 +742,13 @@ Report with_energy() {
     r.kernels[2].energy.dynamic_uj = 300;
     r.kernels[2].energy.limited_windows = 3;
     r.kernels[2].energy.limited_by = "power cap";
+    r.kernels[2].energy.loop_us = 7.5;
+    r.kernels[2].energy.loop_power_w = 420;  // power_w follows it (kernel 0: energy / median)
+    r.kernels[2].energy.sm_clock_mhz = 1755;
+    r.kernels[2].energy.temperature_c = 61.5;
     r.energy.step.samples_mj = {30, 31, 29, 30.5, 29.5};
+    r.energy.step.sm_clock_mhz = 1980;
+    r.energy.step.temperature_c = 48;
     r.energy.step.limited_windows = 1;
     r.energy.step.limited_by = "power cap, thermal slowdown";
     r.energy.step.step_us = 200;
@@ -855,7 +861,15 @@ TEST(ReportEnergy, JsonAndCsvRoundTrip) {
         EXPECT_EQ(back.kernels[i].energy.limited_windows, r.kernels[i].energy.limited_windows);
         EXPECT_EQ(back.kernels[i].energy.limited_by, r.kernels[i].energy.limited_by);
         expect_same_double(back.kernels[i].energy.power_w, r.kernels[i].energy.power_w);
+        expect_same_double(back.kernels[i].energy.loop_us, r.kernels[i].energy.loop_us);
+        expect_same_double(back.kernels[i].energy.loop_power_w, r.kernels[i].energy.loop_power_w);
+        expect_same_double(back.kernels[i].energy.sm_clock_mhz, r.kernels[i].energy.sm_clock_mhz);
+        expect_same_double(back.kernels[i].energy.temperature_c,
+                           r.kernels[i].energy.temperature_c);
     }
+    EXPECT_DOUBLE_EQ(back.kernels[2].energy.power_w, 420);
+    EXPECT_DOUBLE_EQ(back.energy.step.sm_clock_mhz, 1980);
+    EXPECT_DOUBLE_EQ(back.energy.step.temperature_c, 48);
     EXPECT_EQ(back.energy.step.samples_mj, r.energy.step.samples_mj);
     EXPECT_EQ(back.energy.step.limited_windows, 1);
     EXPECT_EQ(back.energy.step.limited_by, "power cap, thermal slowdown");

@@ -46,10 +46,19 @@ struct KernelEnergy {
     // their energy per launch is at the clocks the controller chose, not the kernel's own.
     int limited_windows = 0;
     std::string limited_by;
+    // The loop itself: its time per launch (the replayed median plus the gap to the next
+    // launch), the board's median power over the windows, and the windows' median SM clock and
+    // die temperature (NaN: not read; reports before 2026-11-25 have none of these).
+    double loop_us = NAN;
+    double loop_power_w = NAN;
+    double sm_clock_mhz = NAN;
+    double temperature_c = NAN;
     std::string why;                 // requested but not measured: why (energy n/a, never 0)
     double flops = NAN;              // work per launch (GEMMs), for pj_per_flop
     // Derived by finalize_report from the median energy and the replayed median time:
-    double power_w = NAN;      // energy / time: the kernel's power while it runs
+    // power_w: loop_power_w where measured (older reports: energy / replayed median, which
+    // reads above the board's limit when the loop ran slower than the timed runs)
+    double power_w = NAN;
     double edp_uj_us = NAN;    // energy-delay product
     double pj_per_flop = NAN;  // GEMMs
     bool measured() const { return !samples_uj.empty(); }
@@ -154,6 +163,8 @@ struct StepEnergy {
     double warm_read_mj = NAN;
     int limited_windows = 0;    // replayed: windows with the clocks held down (KernelEnergy's)
     std::string limited_by;
+    double sm_clock_mhz = NAN;  // replayed: the windows' median SM clock and die temperature
+    double temperature_c = NAN;
     std::string source;         // model: the timing.json file
     std::string gpu;            // model: the GPU it was measured on
     bool measured() const { return std::isfinite(mj); }

@@ -224,9 +224,10 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-// 8: submit(); 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
+// 9: EnergyMeter::board_state(); 8: submit();
+// 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
 // 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks
-inline constexpr std::uint32_t kBackendAbiVersion = 8;
+inline constexpr std::uint32_t kBackendAbiVersion = 9;
 
 // A fingerprint of the sizes of the types that cross the module boundary.
 constexpr std::uint32_t backend_abi_layout() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -22,6 +23,11 @@ struct MeterReading {
     double t_s = 0;    // when it was read, seconds on the meter's steady clock
 };
 
+struct BoardState {
+    double sm_clock_mhz = NAN;
+    double temperature_c = NAN;
+};
+
 // Implementations must allow power() from the sampler thread while the driver calls energy().
 class EnergyMeter {
   public:
@@ -35,6 +41,11 @@ class EnergyMeter {
     // kernel can reach the board's power limit, where the clocks drop and its energy per launch
     // is the controller's, not the kernel's as the recorded step ran it.
     virtual std::optional<std::uint32_t> clock_limits() { return std::nullopt; }
+    // The SM clock and the die's temperature now (NaN for what the meter cannot read), or
+    // nullopt for neither. A kernel's energy per launch moves with both (voltage follows the
+    // clock, leakage the heat) while its time may not: a memory-bound kernel runs as fast at a
+    // lower clock. Each window reports their means, so that two runs can be told apart.
+    virtual std::optional<BoardState> board_state() { return std::nullopt; }
 };
 
 // The bits of EnergyMeter::clock_limits().
@@ -68,6 +79,9 @@ struct EnergyWindow {
     double mj = 0;       // counter change over the window
     double seconds = 0;  // between the two changes that bound it
     std::uint32_t clock_limits = 0;  // ClockLimit bits seen at any read inside the window
+    // Means over the reads inside the window (NaN where the meter cannot tell).
+    double sm_clock_mhz = NAN;
+    double temperature_c = NAN;
     double power_w() const { return seconds > 0 ? mj / seconds / 1000.0 : NAN; }
 };
 
@@ -93,6 +107,9 @@ struct ClockLimitCount {
     std::string by;
 };
 ClockLimitCount count_clock_limits(const WindowRun& run);
+
+// The median over the run's windows of their mean SM clock and temperature (NaN where none read).
+BoardState median_board_state(const WindowRun& run);
 
 // The dynamic energy (above the idle power) per unit of work of each window, microjoules: the
 // window's power less the idle power, over the time one unit took back to back.
