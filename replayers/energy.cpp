@@ -235,6 +235,25 @@ ClockLimitCount count_clock_limits(const WindowRun& run) {
     return count;
 }
 
+WindowRun run_windows_apart(EnergyMeter& meter, const EnergyProbe& probe, int windows, int updates,
+                            const std::function<double()>& issue_some,
+                            const std::function<void()>& drain,
+                            const std::function<void(int)>& between) {
+    WindowRun run;
+    for (int w = 0; w < windows && run.failure.empty(); ++w) {
+        if (w > 0) between(w);
+        WindowRun one = run_windows(meter, probe, 1, updates, issue_some, drain);
+        run.units += one.units;
+        run.busy_seconds += one.busy_seconds;
+        run.failure = one.failure;
+        for (EnergyWindow window : one.windows) {
+            window.seconds_per_unit = one.seconds_per_unit();
+            run.windows.push_back(window);
+        }
+    }
+    return run;
+}
+
 BoardState median_board_state(const WindowRun& run) {
     std::vector<double> mhz, celsius;
     for (const EnergyWindow& w : run.windows) {
@@ -248,7 +267,10 @@ std::vector<double> dynamic_uj_per_unit(const WindowRun& run, double idle_power_
     std::vector<double> out;
     const double unit_s = run.seconds_per_unit();
     if (!(unit_s > 0)) return out;
-    for (const auto& w : run.windows) out.push_back((w.power_w() - idle_power_w) * unit_s * 1e6);
+    for (const auto& w : run.windows) {
+        const double s = std::isfinite(w.seconds_per_unit) ? w.seconds_per_unit : unit_s;
+        out.push_back((w.power_w() - idle_power_w) * s * 1e6);
+    }
     return out;
 }
 

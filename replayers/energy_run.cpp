@@ -58,6 +58,19 @@ WindowRun EnergyRun::windows(const std::function<double()>& issue_some,
         drain);
 }
 
+WindowRun EnergyRun::windows_apart(const std::function<double()>& issue_some,
+                                   const std::function<void()>& drain,
+                                   const std::function<void(int)>& between) const {
+    return run_windows_apart(
+        *meter_, probe_, windows_, updates_,
+        [&] {
+            const double units = issue_some();
+            backend_.submit();
+            return units;
+        },
+        drain, between);
+}
+
 double EnergyRun::now_s() const {
     if (!meter_) return NAN;
     const auto r = meter_->energy();

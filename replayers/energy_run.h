@@ -22,6 +22,10 @@ class EnergyRun {
     const EnergyProbe& probe() const { return probe_; }
     WindowRun windows(const std::function<double()>& issue_some,
                       const std::function<void()>& drain) const;
+    // One window at a time, `between(w)` before each window w > 0 (run_windows_apart).
+    WindowRun windows_apart(const std::function<double()>& issue_some,
+                            const std::function<void()>& drain,
+                            const std::function<void(int)>& between) const;
     // The meter's clock now (for aligning power samples with replayed work); NaN without one.
     double now_s() const;
     // Stops the sampler; its readings, and their summary into `energy`.

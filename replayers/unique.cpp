@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <stdexcept>
 
 #include "energy_run.h"
@@ -45,6 +47,53 @@ std::uint32_t capture_loop(Backend& backend, const std::vector<Prepared*>& work,
     }
 }
 
+// The work of one energy loop and its copies at other addresses (Backend::relocated), held until
+// the loop is done: a copy freed while the next is made would get the same memory back.
+class WorkPlacements {
+  public:
+    WorkPlacements(Backend& backend, const std::vector<Prepared*>& work)
+        : backend_(backend), current_(work) {}
+    ~WorkPlacements() {
+        for (const Prepared& p : copies_)
+            if (p.disposition == Disposition::Ready) backend_.release(p.handle);
+    }
+    WorkPlacements(const WorkPlacements&) = delete;
+    WorkPlacements& operator=(const WorkPlacements&) = delete;
+
+    const std::vector<Prepared*>& current() const { return current_; }
+    int count() const { return placements_; }
+    // Moves every piece of the work elsewhere; false (staying put) where the backend cannot move
+    // one of them, which it is then not asked again.
+    bool move() {
+        if (!movable_) return false;
+        std::vector<Prepared*> moved;
+        for (const Prepared* w : current_) {
+            copies_.push_back(backend_.relocated(w->handle));
+            if (copies_.back().disposition != Disposition::Ready) {
+                movable_ = false;
+                return false;
+            }
+            moved.push_back(&copies_.back());
+        }
+        previous_ = std::exchange(current_, std::move(moved));
+        ++placements_;
+        return true;
+    }
+    // Back to the placement before the last move (its copy could not be looped).
+    void undo() {
+        current_ = previous_;
+        --placements_;
+        movable_ = false;
+    }
+
+  private:
+    Backend& backend_;
+    std::vector<Prepared*> current_, previous_;
+    std::deque<Prepared> copies_;  // stable addresses: current_ points into it
+    int placements_ = 1;
+    bool movable_ = true;
+};
+
 // The template's launches back to back (cycling through its instances, no context) through the
 // windows; each kernel it re-creates gets the issue's dynamic energy by its recorded share plus
 // the idle power over its own replayed median. The launches go out as a CUDA graph where they can:
@@ -52,11 +101,14 @@ std::uint32_t capture_loop(Backend& backend, const std::vector<Prepared*>& work,
 // H100, GPT-2's 4.5 us kernels looped at one per 12 us or so), and the power of those idle gaps
 // would be counted as the kernel's, and a small dynamic power over idle is a noisy one. The
 // graphs are kept about kLeadReads counter reads of work ahead of the device (a read takes 2.3-2.4
-// ms on the H100 and the H200, and the device must not run dry while the host reads). Returns
-// what ran the loop.
+// ms on the H100 and the H200, and the device must not run dry while the host reads). Each window
+// after the first runs on a copy of the work at other addresses where the backend can make one
+// (WorkPlacements; `placements` says how many the windows had). Returns what ran the loop.
 enum class EnergyLoop : std::uint8_t { NotMeasured, Graph, Host };
 EnergyLoop measure_template_energy(Session& session, const Template& t,
-                             const std::vector<Prepared*>& work, const detail::EnergyRun& energy) {
+                                   const std::vector<Prepared*>& work,
+                                   const detail::EnergyRun& energy, int& placements) {
+    placements = 0;
     Report& report = session.report();
     const DriverOptions& o = session.options();
     double issue_us = 0, recorded_sum = 0, longest_recorded = 0;
@@ -83,16 +135,17 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
         std::clamp(static_cast<int>(std::ceil(kPollEveryUs / issue_us)), 1, kMaxLaunchesPerPoll);
     Backend& backend = session.backend();
     std::size_t next = 0;
-    const std::vector<std::size_t> no_kernels;
     bool ok = true;
-    const std::uint32_t graph = capture_loop(backend, work, batch);
+    WorkPlacements placed(backend, work);
+    std::uint32_t graph = capture_loop(backend, placed.current(), batch);
+    const bool from_graph = graph != 0;
     const double graph_us = batch * issue_us;  // device time of one launch of the graph
     const double read_ms = energy.probe().counter_read_ms;
     const double lead_us =
         std::max(kPollEveryUs, kLeadReads * (std::isfinite(read_ms) ? read_ms : 0) * 1e3);
     double ahead_us = 0;  // device work issued but not yet due by the wall clock
     auto last = std::chrono::steady_clock::now();
-    const WindowRun run = energy.windows(
+    const WindowRun run = energy.windows_apart(
         [&]() -> double {
             if (graph != 0) {
                 const auto now = std::chrono::steady_clock::now();
@@ -111,15 +164,32 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
                 }
                 return static_cast<double>(launched) * batch;
             }
+            const std::vector<Prepared*>& current = placed.current();
             int issued = 0;
             for (; issued < batch && ok; ++issued)
-                ok = session.try_issue(*work[next++ % work.size()], t.positions, 0, 0);
+                ok = session.try_issue(*current[next++ % current.size()], t.positions, 0, 0);
             return issued;
         },
         [&] {
             backend.synchronize();
             backend.collect();  // tag 0: untimed
+        },
+        [&](int) {
+            // The device drained: the next window starts on the work moved elsewhere, in a graph
+            // of its own (the last one's holds the old addresses).
+            if (!placed.move()) return;
+            if (from_graph) {
+                const std::uint32_t moved = capture_loop(backend, placed.current(), batch);
+                if (moved == 0) {
+                    placed.undo();
+                    return;
+                }
+                graph = moved;
+            }
+            ahead_us = 0;
+            last = std::chrono::steady_clock::now();
         });
+    placements = placed.count();
     if (!ok) {
         set_why("an issue failed during the energy windows");
         return EnergyLoop::NotMeasured;
@@ -156,7 +226,7 @@ EnergyLoop measure_template_energy(Session& session, const Template& t,
         e.temperature_c = board.temperature_c;
         e.why.clear();
     }
-    return graph != 0 ? EnergyLoop::Graph : EnergyLoop::Host;
+    return from_graph ? EnergyLoop::Graph : EnergyLoop::Host;
 }
 
 // Kernels whose windows ran with the board's clocks held down get one note naming how many.
@@ -188,6 +258,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     backend.set_stream_count(1);
     std::size_t done = 0;
     std::size_t from_graph = 0, from_host = 0;  // energy loops
+    std::size_t measured_loops = 0, moved_loops = 0;
     for (const Template& t : templates) {
         if (!session.stopped().empty()) break;
         ++done;
@@ -243,15 +314,28 @@ void run_templates(Session& session, const std::vector<Template>& templates,
         if (energy != nullptr && energy->available() && ok) {
             std::vector<Prepared*> work;
             for (const Ready& r : ready) work.push_back(r.work);
-            const EnergyLoop loop = measure_template_energy(session, t, work, *energy);
+            int placements = 0;
+            const EnergyLoop loop = measure_template_energy(session, t, work, *energy, placements);
             if (loop == EnergyLoop::Graph) ++from_graph;
             if (loop == EnergyLoop::Host) ++from_host;
+            if (loop != EnergyLoop::NotMeasured) {
+                ++measured_loops;
+                moved_loops += placements > 1;
+            }
         }
         if (o.progress && (done % 10 == 0 || done == templates.size()))
             o.progress("unique kernels " + std::to_string(done) + "/" +
                        std::to_string(templates.size()));
     }
     note_clock_limits(session.report());
+    if (moved_loops > 0)
+        session.report().energy.notes.push_back(
+            "energy windows on buffers of their own: " + std::to_string(moved_loops) + " of " +
+            std::to_string(measured_loops) +
+            " loops ran each window on a fresh copy of the kernel's tensors (aten ops), since a "
+            "memory-bound kernel's energy per launch depends on where its data lies; their "
+            "samples spread over placements as fresh runs do. The others (GEMMs, copies, "
+            "Triton) kept one placement for all windows");
     if (from_graph + from_host > 0)
         session.report().energy.notes.push_back(
             "energy loops: " + std::to_string(from_graph) + " of " +

@@ -187,6 +187,31 @@ for t in ("bloom_b1", "gpt2_train"):
               f"max {max(within):.2f}% ({runs[0]['energy'].get('window_updates')} counter periods a window)")
     for dev, name, m in worst[:5]:
         print(f"    worst {dev:5.2f}%  {m:10.1f} uJ  {name}")
+    # What moved with the misses: each process's deviation from the kernel's median beside its
+    # windows' SM clock and temperature (reports from 2026-11-25 on carry them).
+    pairs = []
+    for kid, (k, meds) in per.items():
+        if len(meds) < 5:
+            continue
+        m = statistics.median(meds)
+        for r in runs:
+            for q in r["kernels"]:
+                e = q.get("energy", {})
+                if q["id"] == kid and e.get("samples_uj"):
+                    pairs.append(((e["uj"]["median"] / m - 1) * 100, e.get("sm_clock_mhz"),
+                                  e.get("temperature_c"), q["name"][:40]))
+    def corr(xs, ys):
+        if len(xs) < 3 or statistics.pstdev(xs) == 0 or statistics.pstdev(ys) == 0:
+            return float("nan")
+        mx, my = statistics.mean(xs), statistics.mean(ys)
+        return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / len(xs) / statistics.pstdev(xs) / statistics.pstdev(ys)
+    for i, what in ((1, "SM clock"), (2, "temperature")):
+        got = [(q[0], q[i]) for q in pairs if q[i] is not None]
+        if got:
+            print(f"  deviation vs the windows' {what}: r = {corr([g[0] for g in got], [g[1] for g in got]):+.2f} "
+                  f"over {len(got)} kernel-processes (range {min(g[1] for g in got):.0f}-{max(g[1] for g in got):.0f})")
+    for d, mhz, c, name in sorted(pairs, key=lambda p: -abs(p[0]))[:8]:
+        print(f"    {d:+6.2f}%  {fmt(mhz, '.0f')} MHz  {fmt(c, '.1f')} C  {name}")
     gemms = {}
     for r in runs:
         for k in r["kernels"]:

@@ -29,6 +29,8 @@ class TorchAtenRunner final : public AtenRunner {
         return runner_.inputs(handle);
     }
     std::vector<std::string> notes() const override { return runner_.notes(); }
+    Prepared relocated(std::uint32_t handle) override { return runner_.relocated(handle); }
+    void release(std::uint32_t handle) override { runner_.release(handle); }
 
   private:
     TorchOpRunner runner_;

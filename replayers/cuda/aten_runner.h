@@ -23,6 +23,9 @@ class AtenRunner {
     // The op's tensor inputs as replayed (see TorchOpRunner::inputs).
     virtual std::vector<InputRegion> inputs(std::uint32_t handle) const = 0;
     virtual std::vector<std::string> notes() const = 0;
+    // TorchOpRunner::relocated() / release().
+    virtual Prepared relocated(std::uint32_t handle) = 0;
+    virtual void release(std::uint32_t handle) = 0;
 
     // nullptr with `why` when this build has no libtorch (or one without CUDA), or libtorch cannot
     // start on `device`. `dataflow`: share storages by recorded storage id.

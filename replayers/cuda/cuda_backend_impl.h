@@ -134,6 +134,8 @@ class CudaBackend final : public Backend {
     void begin_capture(int home, bool all_streams) override;
     std::uint32_t end_capture(std::string& why) override;
     void launch_graph(std::uint32_t graph) override;
+    Prepared relocated(std::uint32_t handle) override;
+    void release(std::uint32_t handle) override;
 
     bool gemm_buffers(std::uint32_t handle, CudaGemmBuffers& out) const;
 

@@ -176,6 +176,25 @@ Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
             add(AtenLaunch{p.handle, aten_->label(p.handle)}, aten_->inputs(p.handle))};
 }
 
+Prepared CudaBackend::relocated(std::uint32_t handle) {
+    const auto* aten = std::get_if<AtenLaunch>(&launch_at(handle));
+    if (aten == nullptr || !aten_)
+        return skipped("only aten ops' tensors are moved: GEMM operands come from a shared pool");
+    Prepared p = aten_->relocated(aten->runner_handle);
+    if (p.disposition != Disposition::Ready) return p;
+    // The copies ran on libtorch's current stream; the backend's streams must see them done.
+    REPLAY_CUDA_CALL(cudaDeviceSynchronize());
+    return {Disposition::Ready, std::move(p.reason),
+            add(AtenLaunch{p.handle, aten_->label(p.handle)}, aten_->inputs(p.handle))};
+}
+
+void CudaBackend::release(std::uint32_t handle) {
+    const auto* aten = std::get_if<AtenLaunch>(&launch_at(handle));
+    if (aten == nullptr || !aten_) return;
+    aten_->release(aten->runner_handle);
+    warm_reads_.at(handle - 1).clear();
+}
+
 Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
     if (t.cubin.empty()) return skipped("Triton kernel " + t.kernel + ": no compiled image");
     auto& kernel = triton_kernels_[t.variant];

@@ -315,6 +315,9 @@ class FakeBackend : public replay::Backend {
     int submits = 0;        // submit() calls (not in `calls`: sequences stay as they were)
     double host_gap_s = 0;  // with a board: each issue from the host (not a graph) idles it first
     double host_gap_w = 0;  // ... at this much above idle
+    // relocated() makes copies; the board knows copy n of a recipe as its instance key + "@n",
+    // so that a test can give each placement an energy of its own.
+    bool moves = false;
 
     replay::Environment environment() const override {
         replay::Environment e;
@@ -329,8 +332,20 @@ class FakeBackend : public replay::Backend {
         if (abort_prepare.count(key)) die();
         if (skip.count(key)) return {replay::Disposition::Skipped, "fake cannot run " + key, 0};
         keys_.push_back(key);
+        board_keys_.push_back(key);
+        runs_as_.push_back(static_cast<std::uint32_t>(keys_.size() - 1));
         return {replay::Disposition::Ready, "", static_cast<std::uint32_t>(keys_.size() - 1)};
     }
+    replay::Prepared relocated(std::uint32_t handle) override {
+        if (!moves) return replay::Backend::relocated(handle);
+        const std::string key = keys_.at(handle);
+        add({"relocate", key});
+        keys_.push_back(key);
+        board_keys_.push_back(key + "@" + std::to_string(++copies_));
+        runs_as_.push_back(runs_as_.at(handle));  // as fast as the original
+        return {replay::Disposition::Ready, "", static_cast<std::uint32_t>(keys_.size() - 1)};
+    }
+    void release(std::uint32_t handle) override { add({"release", board_keys_.at(handle)}); }
     void set_stream_count(int count) override { add({"streams", "", -1, 0, count}); }
     void issue(std::uint32_t handle, int stream, std::uint64_t tag) override {
         const std::string& key = keys_.at(handle);
@@ -443,6 +458,9 @@ class FakeBackend : public replay::Backend {
     }
 
   private:
+    std::vector<std::string> board_keys_;  // per handle: keys_ or a copy's "@n" key
+    std::vector<std::uint32_t> runs_as_;   // per handle: the prepared handle whose time it takes
+    int copies_ = 0;
     [[noreturn]] static void die() {
         const rlimit no_core{0, 0};
         setrlimit(RLIMIT_CORE, &no_core);
@@ -466,7 +484,8 @@ class FakeBackend : public replay::Backend {
     }
     void produce(std::uint32_t handle, int stream, std::uint64_t tag) {
         const std::string& key = keys_.at(handle);
-        if (board != nullptr) board->run(key, 1e-6 * static_cast<double>(handle + 1));
+        if (board != nullptr)
+            board->run(board_keys_.at(handle), 1e-6 * static_cast<double>(runs_as_.at(handle) + 1));
         if (phase_ == replay::Phase::Timed && abort_when_timed.count(key)) die();
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
             bool first = true;
@@ -1539,6 +1558,58 @@ TEST(Energy, WindowsThatReachTheBoardsPowerLimitAreCountedAndNoted) {
     const replay::Report q = replay::replay_unique(*a, c, energy_options());
     for (const auto& k : q.kernels) EXPECT_EQ(k.energy.limited_windows, 0) << k.name;
     for (const auto& n : q.energy.notes) EXPECT_EQ(n.find("held down"), std::string::npos) << n;
+}
+
+// A memory-bound kernel's energy per launch depends on where its data lies: each window after
+// the first runs on copies of the work at other addresses, re-captured into a graph of their own,
+// and the copies are freed when the kernel's windows are done. A backend that cannot move work
+// measures every window on one placement, as before.
+TEST(Energy, EachWindowRunsOnCopiesOfTheWorkAtOtherAddresses) {
+    auto a = unique_trace();
+    const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();
+    auto measure = [&](bool moves) {
+        SimulatedBoard board;
+        // Placement w of the relu work (copies 2w - 1 and 2w: it has two instances) costs
+        // 300 + 60 w uJ a launch.
+        board.dynamic_uj = {{relu1, 300}, {relu2, 300}};
+        for (int w = 1; w < 5; ++w)
+            for (int copy : {2 * w - 1, 2 * w})
+                board.dynamic_uj[(copy % 2 ? relu1 : relu2) + "@" + std::to_string(copy)] =
+                    300 + 60 * w;
+        FakeBackend b;
+        b.board = &board;
+        b.graphs = true;
+        b.moves = moves;
+        replay::DriverOptions o = energy_options();
+        o.sequential_check = false;
+        o.only = {kernel_named(replay::replay_unique(*a, b, o), "relu_k").id};
+        FakeBackend c;
+        c.board = &board;
+        c.graphs = true;
+        c.moves = moves;
+        replay::Report r = replay::replay_unique(*a, c, o);
+        return std::tuple{kernel_named(r, "relu_k").energy, c.of("release").size(),
+                          c.of("begin_capture").size(), r.energy.notes};
+    };
+    const auto [moved, released, captures, notes] = measure(true);
+    ASSERT_EQ(moved.samples_uj.size(), 5u);
+    for (std::size_t w = 0; w < 5; ++w)  // each window its own placement's energy (+ idle x own)
+        EXPECT_NEAR(moved.samples_uj[w] - moved.samples_uj[0], 60.0 * static_cast<double>(w),
+                    0.03 * moved.samples_uj[w])
+            << w;
+    EXPECT_EQ(released, 8u);  // four placements after the first, two instances each
+    EXPECT_EQ(captures, 5u);  // the loop's graph, re-captured on each placement
+    bool noted = false;
+    for (const auto& n : notes)
+        noted |= n.find("energy windows on buffers of their own: 1 of 1 loops") != std::string::npos;
+    EXPECT_TRUE(noted);
+
+    const auto [kept, none_released, one_capture, quiet] = measure(false);
+    ASSERT_EQ(kept.samples_uj.size(), 5u);
+    for (double s : kept.samples_uj) EXPECT_NEAR(s, kept.samples_uj[0], 0.03 * s);
+    EXPECT_EQ(none_released, 0u);
+    EXPECT_EQ(one_capture, 1u);
+    for (const auto& n : quiet) EXPECT_EQ(n.find("buffers of their own"), std::string::npos) << n;
 }
 
 TEST(Energy, UniqueLoopsRunFromGraphsSoHostGapsAreNotTheKernels) {

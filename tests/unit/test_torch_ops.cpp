@@ -492,5 +492,41 @@ TEST(CpuBackend, TiersAndEnvironment) {
     EXPECT_EQ(env.libtorch_version, TorchOpRunner::libtorch_version());
 }
 
+
+// --energy's placements: a copy of prepared work holds the same values at other addresses, and
+// views that shared one storage (here self and other of an add, one recorded storage) still share
+// one; the original is left as it was, and release() drops the copy's tensors.
+TEST_F(TorchOps, RelocatedWorkHoldsTheSameValuesElsewhere) {
+    const TensorSpec shared = spec({64, 32}, DType::Float32, {}, 7);
+    Prepared p = ready(op("aten::add", {tensor(shared), tensor(shared), scalar("1")}));
+    const auto before = runner.inputs(p.handle);
+    ASSERT_EQ(before.size(), 2u);
+    ASSERT_EQ(before[0].data, before[1].data);  // one recorded storage
+    std::vector<char> values(before[0].bytes);
+    std::copy_n(static_cast<const char*>(before[0].data), values.size(), values.begin());
+
+    Prepared moved = runner.relocated(p.handle);
+    ASSERT_EQ(moved.disposition, Disposition::Ready) << moved.reason;
+    EXPECT_NE(moved.handle, p.handle);
+    EXPECT_EQ(runner.label(moved.handle), "aten::add");
+    const auto after = runner.inputs(moved.handle);
+    ASSERT_EQ(after.size(), 2u);
+    EXPECT_NE(after[0].data, before[0].data);
+    EXPECT_EQ(after[0].data, after[1].data);  // still one storage
+    EXPECT_EQ(after[0].bytes, before[0].bytes);
+    EXPECT_TRUE(std::equal(values.begin(), values.end(), static_cast<const char*>(after[0].data)));
+    EXPECT_EQ(runner.run(moved.handle), "");
+    EXPECT_EQ(runner.inputs(p.handle)[0].data, before[0].data);  // the original stays put
+    EXPECT_EQ(runner.run(p.handle), "");
+
+    runner.release(moved.handle);
+    EXPECT_TRUE(runner.inputs(moved.handle).empty());
+    EXPECT_EQ(runner.relocated(moved.handle).disposition, Disposition::Failed);
+    // GEMMs (and copies) are not moved: their work is not an op's boxed stack.
+    Prepared g = runner.prepare_gemm(gemm_5x3072x1024(DType::Float32));
+    ASSERT_EQ(g.disposition, Disposition::Ready) << g.reason;
+    EXPECT_EQ(runner.relocated(g.handle).disposition, Disposition::Skipped);
+}
+
 }  // namespace
 }  // namespace replay

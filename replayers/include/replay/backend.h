@@ -172,6 +172,19 @@ class Backend {
     // The device's energy counter and power reading (--energy), valid while the backend lives;
     // nullptr with `why` where there is none (the default: the host has no board counter).
     virtual std::unique_ptr<EnergyMeter> energy_meter(std::string& why);
+    // ---- energy: the same work at other addresses ----
+    // A copy of prepared work on freshly allocated memory with the same contents: a new handle,
+    // or Skipped with why where the backend cannot move it (the default). --energy runs each
+    // window of a kernel's loop on a copy of its own, because a memory-bound kernel's energy per
+    // launch depends on where its data lies (on the H200 it moved by several percent between
+    // processes at the same speed, while one process's windows agreed within 1%). release()
+    // frees such a copy; the handle must not be issued again.
+    virtual Prepared relocated(std::uint32_t handle) {
+        (void)handle;
+        return {Disposition::Skipped, "this backend does not move prepared work", 0};
+    }
+    virtual void release(std::uint32_t handle) { (void)handle; }
+
     // ---- sequential mode's plan (see Phase) ----
     virtual void set_phase(Phase phase) = 0;
     // What was allocated, created or loaded since set_phase(Phase::Timed), one line per kind
@@ -224,7 +237,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-// 9: EnergyMeter::board_state(); 8: submit();
+// 9: EnergyMeter::board_state(), relocated(), release(); 8: submit();
 // 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
 // 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks
 inline constexpr std::uint32_t kBackendAbiVersion = 9;

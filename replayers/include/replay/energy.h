@@ -82,6 +82,8 @@ struct EnergyWindow {
     // Means over the reads inside the window (NaN where the meter cannot tell).
     double sm_clock_mhz = NAN;
     double temperature_c = NAN;
+    // The time one unit took in this window's own run (run_windows_apart); NaN: the run's.
+    double seconds_per_unit = NAN;
     double power_w() const { return seconds > 0 ? mj / seconds / 1000.0 : NAN; }
 };
 
@@ -99,6 +101,14 @@ struct WindowRun {
 WindowRun run_windows(EnergyMeter& meter, const EnergyProbe& probe, int windows, int updates,
                       const std::function<double()>& issue_some,
                       const std::function<void()>& drain);
+
+// The same, one window at a time: `between(w)` runs before each window w > 0 (outside every
+// window: the work may change, e.g. move to other addresses), and each window keeps its own time
+// per unit. Windows measured before a failure are kept, with the failure.
+WindowRun run_windows_apart(EnergyMeter& meter, const EnergyProbe& probe, int windows, int updates,
+                            const std::function<double()>& issue_some,
+                            const std::function<void()>& drain,
+                            const std::function<void(int)>& between);
 
 // How many of the run's windows had their clocks held down, and by what ("power cap",
 // "power cap, thermal slowdown", ...; "" for none).

@@ -57,6 +57,13 @@ class TorchOpRunner {
     // (see has_cuda()); otherwise a non-null stream is reported as a failure.
     std::string run(std::uint32_t handle, void* cuda_stream);
 
+    // A copy of prepared aten-op work on freshly allocated memory holding the same values (views
+    // that shared a storage still share one): a new handle, or Skipped for GEMMs and copies.
+    // The original stays as it was. release() drops a handle's tensors (the handle must not run
+    // again); it is for such copies, whose memory would otherwise stay held until the end.
+    Prepared relocated(std::uint32_t handle);
+    void release(std::uint32_t handle);
+
     // The tensor inputs of prepared aten-op work (its device memory, with the recorded reuse
     // distance and whether the op's signature names it a weight or bias); empty for other work.
     std::vector<InputRegion> inputs(std::uint32_t handle) const;
