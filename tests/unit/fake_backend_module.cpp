@@ -42,6 +42,10 @@ class FakeBackend final : public replay::Backend {
         return 0;
     }
     void launch_graph(std::uint32_t) override {}
+    replay::Prepared relocated(std::uint32_t handle) override {
+        return {replay::Disposition::Ready, "moved by the fake module's backend", handle + 100};
+    }
+    void release(std::uint32_t handle) override { named_ = "released " + std::to_string(handle); }
     bool runs_collectives() const override { return true; }
     std::vector<std::string> all_gather_text(const std::string& mine) override {
         return {"fake rank 0", mine};

@@ -112,6 +112,12 @@ TEST(BackendLoader, EveryCallReachesTheModulesBackend) {
     EXPECT_EQ(backend->energy_meter(why), nullptr);
     EXPECT_EQ(why, "asked the fake module's backend");
     EXPECT_TRUE(backend->runs_collectives());
+    // --energy's placements (relocated work was once dropped here too).
+    const Prepared moved = backend->relocated(7);
+    EXPECT_EQ(moved.reason, "moved by the fake module's backend");
+    EXPECT_EQ(moved.handle, 107u);
+    backend->release(107);
+    EXPECT_EQ(backend->first_uses(), std::vector<std::string>{"named: released 107"});
     EXPECT_EQ(backend->all_gather_text("mine"), (std::vector<std::string>{"fake rank 0", "mine"}));
 }
 

@@ -47,6 +47,8 @@ class ForwardingBackend : public Backend {
     }
     std::uint32_t end_capture(std::string& why) override { return inner_->end_capture(why); }
     void launch_graph(std::uint32_t graph) override { inner_->launch_graph(graph); }
+    Prepared relocated(std::uint32_t handle) override { return inner_->relocated(handle); }
+    void release(std::uint32_t handle) override { inner_->release(handle); }
     void set_recorded_ns(std::uint32_t handle, std::int64_t ns) override {
         inner_->set_recorded_ns(handle, ns);
     }
