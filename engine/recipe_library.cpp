@@ -107,14 +107,18 @@ class Matcher {
             const auto it = ids.find(name);
             return it == ids.end() ? kNone : it->second;
         };
-        by_name_.resize(trace.names.size());
         for (std::size_t i = 0; i < library.entries().size(); ++i) {
             const LibraryEntry& e = library.entries()[i];
             Ids& entry = ids_.emplace_back();
             for (const LaunchShape& k : e.kernels) entry.kernels.push_back(id(k.name));
             entry.before = id(e.before);
             entry.after = id(e.after);
-            if (entry.kernels.front() != kNone) by_name_[entry.kernels.front()].push_back(i);
+            if (entry.kernels.front() == kNone) continue;
+            GpuActivity first;
+            first.name = entry.kernels.front();
+            std::copy(e.kernels.front().grid.begin(), e.kernels.front().grid.end(), first.grid);
+            std::copy(e.kernels.front().block.begin(), e.kernels.front().block.end(), first.block);
+            by_launch_[LaunchSet::key(first)].push_back(i);
         }
     }
 
@@ -127,8 +131,11 @@ class Matcher {
         const auto activity = [&](std::size_t i) -> const GpuActivity& {
             return graph.activity(graph.nodes()[track[i]]);
         };
-        const auto& named = by_name_[activity(at).name];
-        if (named.empty()) return nullptr;
+        // The entries whose first kernel has this one's name, grid and block (and the rare other
+        // whose key collides), in entry order.
+        const auto found = by_launch_.find(LaunchSet::key(activity(at)));
+        if (found == by_launch_.end()) return nullptr;
+        const std::vector<std::size_t>& named = found->second;
         const NameId before = at > 0 ? activity(at - 1).name : StringPool::kEmpty;
         const auto& entries = library_.entries();
         fits_.clear();
@@ -176,12 +183,21 @@ class Matcher {
         NameId before = kNone, after = kNone;
     };
     const RecipeLibrary& library_;
-    std::vector<std::vector<std::size_t>> by_name_;  // per NameId: entries of that first kernel
+    // LaunchSet::key of an entry's first kernel -> the entries, in entry order.
+    std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_launch_;
     std::vector<Ids> ids_;                           // per entry
     std::vector<Fit> fits_;
 };
 
 }  // namespace
+
+std::uint64_t LaunchSet::key(const GpuActivity& kernel) {
+    std::uint64_t h = kernel.name;
+    for (const std::int32_t d : {kernel.grid[0], kernel.grid[1], kernel.grid[2], kernel.block[0],
+                                 kernel.block[1], kernel.block[2]})
+        h = (h ^ static_cast<std::uint32_t>(d)) * 0x9E3779B97F4A7C15ULL, h ^= h >> 29;
+    return h;
+}
 
 std::string LaunchShape::text() const {
     auto dims = [](const std::array<std::int32_t, 3>& d) {
@@ -246,7 +262,7 @@ void RecipeLibrary::add_kernel(const LaunchShape& kernel, const Recipe& recipe,
 
 void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
                               const std::string& source, std::int64_t storage_offset,
-                              const std::vector<bool>* first_names) {
+                              const LaunchSet* first_kernels) {
     const auto& nodes = graph.nodes();
     // Decisions of equal key() get one number, each worked out once.
     std::vector<std::uint32_t> key_of(recipes.table().size(), kNone);
@@ -284,7 +300,7 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
                    (with_op[recipes.entry(t[end])] || key(t[end]) == key(t[at])))
                 ++end;
-            if (first_names != nullptr && !(*first_names)[name(t[at])]) {
+            if (first_kernels != nullptr && !first_kernels->may_hold(graph.activity(nodes[t[at]]))) {
                 at = end;
                 continue;
             }
@@ -358,15 +374,15 @@ LibraryStats apply_recipe_library(const KernelGraph& graph, NodeRecipes& recipes
                                   const RecipeLibrary& library) {
     LibraryStats stats;
     WantsLibrary wants(recipes);
-    // This trace's issues matter only where their first kernel is named like a kernel that
-    // wants a recipe (Matcher::best looks entries up by that name).
-    std::vector<bool> candidate_names(graph.trace().names.size(), false);
+    // This trace's issues matter only where their first kernel has the name, grid and block of a
+    // kernel that wants a recipe (Matcher::best looks entries up by those).
+    LaunchSet candidates;
     for (const StreamTrack& track : graph.streams())
         for (const std::uint32_t n : track.nodes)
             if (wants(n) && graph.activity(graph.nodes()[n]).kind == ActivityKind::Kernel)
-                candidate_names[graph.activity(graph.nodes()[n]).name] = true;
+                candidates.add(graph.activity(graph.nodes()[n]));
     RecipeLibrary own;
-    own.add_graph(graph, recipes, "this trace", 0, &candidate_names);
+    own.add_graph(graph, recipes, "this trace", 0, &candidates);
     Matcher own_matcher(own, graph.trace());
     Matcher library_matcher(library, graph.trace());
     std::unordered_map<const LibraryEntry*, std::size_t> uses;  // matches so far, per entry

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "replay/classifier.h"
@@ -25,6 +26,19 @@ struct LaunchShape {
     std::array<std::int32_t, 3> block{0, 0, 0};
     bool operator==(const LaunchShape&) const = default;
     std::string text() const;  // "name grid[x,y,z] block[x,y,z]"
+};
+
+// Kernels as a set of (name, grid, block), hashed: `may_hold` is true for every kernel added and
+// for the rare other kernel whose hash collides (a filter that never misses; the matcher compares
+// name, grid and block itself).
+class LaunchSet {
+  public:
+    static std::uint64_t key(const GpuActivity& kernel);
+    void add(const GpuActivity& kernel) { keys_.insert(key(kernel)); }
+    bool may_hold(const GpuActivity& kernel) const { return keys_.contains(key(kernel)); }
+
+  private:
+    std::unordered_set<std::uint64_t> keys_;
 };
 
 // One op issue as a library holds it: the recipe of its first kernel and the kernels the issue
@@ -49,11 +63,11 @@ class RecipeLibrary {
   public:
     // The replayable op issues of an analysed trace, one entry per distinct issue and neighbours.
     // `storage_offset` is added to the trace's storage ids, so that two sources' ids stay apart.
-    // `first_names` (per NameId of the trace), when given: only the issues whose first kernel has
-    // a name it marks (a library matched against kernels of those names needs no others).
+    // `first_kernels`, when given: only the issues whose first kernel it may hold (a library
+    // matched against those kernels by name, grid and block needs no others).
     void add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
                    const std::string& source, std::int64_t storage_offset = 0,
-                   const std::vector<bool>* first_names = nullptr);
+                   const LaunchSet* first_kernels = nullptr);
     // A kernel_signatures.json file or a trace (told by content). Throws InputError.
     void add_file(const std::string& path);
     // Single-kernel entries (a signature file's unique kernels have no neighbours).
