@@ -39,6 +39,14 @@ class Steps {
         return static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), ts) -
                                         starts_.begin());
     }
+    // The same for times mostly in increasing order (a thread's ops): `at` is the answer for the
+    // time before, moved on from there (a trace of thousands of steps made the binary search a
+    // cache miss per op).
+    std::size_t of(Nanos ts, std::size_t& at) const {
+        if (at > starts_.size() || (at > 0 && starts_[at - 1] > ts)) return at = of(ts);
+        while (at < starts_.size() && starts_[at] <= ts) ++at;
+        return at;
+    }
 
   private:
     std::vector<Nanos> starts_;
@@ -243,6 +251,9 @@ struct Output {
     std::int64_t storage = kNoId;
     std::uint32_t producer = kNoIndex;  // Trace::cpu_ops
     std::uint32_t made = 0;             // LiveOutputs' count when it was added: recency
+    // In its LiveOutputs list: where the run of outputs of this storage that ends with it starts
+    // (an in-place accumulation, add_ after add_, adds hundreds in a row).
+    std::uint32_t run_begin = 0;
 };
 
 // The outputs seen so far in the step, by dims and dtype, each list in the order they were made.
@@ -273,8 +284,12 @@ class LiveOutputs {
         auto typed = std::find_if(lists.begin(), lists.end(),
                                   [&](const auto& l) { return l.first == out.dtype; });
         if (typed == lists.end()) typed = lists.insert(lists.end(), {out.dtype, List{}});
-        if (typed->second.empty()) used_.push_back(out.dims);  // (again) since the last clear()
-        typed->second.push_back(out);
+        List& list = typed->second;
+        if (list.empty()) used_.push_back(out.dims);  // (again) since the last clear()
+        out.run_begin = !list.empty() && list.back().storage == out.storage
+                            ? list.back().run_begin
+                            : static_cast<std::uint32_t>(list.size());
+        list.push_back(out);
     }
     void clear() {
         for (const std::uint32_t dims : used_)
@@ -345,7 +360,7 @@ class ThreadPass {
             const std::uint32_t i = ops[k];
             const CpuOp& op = trace_.cpu_ops[i];
             while (!open_.empty() && end_of(open_.back().op) <= op.ts) close();
-            if (const std::size_t step = steps_.of(op.ts); step != step_) {
+            if (const std::size_t step = steps_.of(op.ts, step_at_); step != step_) {
                 while (!open_.empty()) close();
                 if (shared_.live_step == static_cast<std::size_t>(-1) || step > shared_.live_step)
                     shared_.live.clear(), shared_.live_step = step;
@@ -448,8 +463,12 @@ class ThreadPass {
         std::size_t t = typed != nullptr ? typed->size() : 0, a = any != nullptr ? any->size() : 0;
         while (t > 0 || a > 0) {
             const bool from_typed = a == 0 || (t > 0 && (*typed)[t - 1].made > (*any)[a - 1].made);
-            const Output& o = from_typed ? (*typed)[--t] : (*any)[--a];
-            if (taken(o.storage)) continue;
+            std::size_t& at = from_typed ? t : a;
+            const Output& o = (from_typed ? *typed : *any)[--at];
+            if (taken(o.storage)) {
+                at = o.run_begin;  // the rest of its run is taken too
+                continue;
+            }
             if (weight && !made_for(o.producer)) continue;
             return &o;
         }
@@ -605,6 +624,7 @@ class ThreadPass {
     std::vector<Level> levels_;              // beside chain_
     std::array<std::uint32_t, 16> under_{};  // levels per WeightRule
     std::size_t step_ = static_cast<std::size_t>(-1);
+    std::size_t step_at_ = 0;  // Steps::of's place for the op before
     std::size_t first_step_ = static_cast<std::size_t>(-1);
     std::uint64_t epoch_ = 0;
 };

@@ -300,6 +300,34 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
 }
 
+// An in-place accumulation: each add_ writes its first operand again, so the live outputs of
+// its dims end in a long run of one storage (acc) with g's before it. Every add_ reads acc (the
+// newest), then g for its other operand: the run, taken by its first input, is passed over as a
+// whole, not one output at a time.
+TEST(Dataflow, AnAccumulationReadsTheOtherOperandBeforeItsOwnRun) {
+    TraceBuilder b;
+    b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"float\"]");   // g
+    b.op("aten::neg", 10, 5, "[[2, 3]]", "[\"float\"]");    // acc, from g
+    b.op("aten::relu", 20, 5, "[[4]]", "[\"float\"]");      // another dims between
+    for (int k = 0; k < 40; ++k)
+        b.op("aten::add_", 30 + 10 * k, 5, "[[2, 3], [2, 3], []]",
+             "[\"float\", \"float\", \"Scalar\"]");
+    b.op("aten::mul", 500, 5, "[[2, 3], [2, 3]]", "[\"float\", \"float\"]");
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    replay::infer_dataflow(t);
+    const std::int64_t g = output(t, 0), acc = output(t, 1);
+    ASSERT_NE(acc, g);
+    for (std::size_t op = 3; op < 43; ++op) {
+        EXPECT_EQ(storage(t, op, 0), acc) << "add_ " << op;
+        EXPECT_EQ(storage(t, op, 1), g) << "add_ " << op;
+        EXPECT_EQ(output(t, op), acc) << "add_ " << op;
+    }
+    // The mul reads acc, then g (the newest output of those dims that is not acc).
+    EXPECT_EQ(storage(t, 43, 0), acc);
+    EXPECT_EQ(storage(t, 43, 1), g);
+}
+
 // rotate_half: cat((-x2, x1)) of the two bf16 halves of q. Kineto gives the list's element dims
 // but no dtype; the ops that produced them give it.
 TEST(Dataflow, TensorListElementsTakeTheirProducersDtype) {
