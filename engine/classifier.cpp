@@ -35,12 +35,7 @@ Facts activity_facts(const KernelGraph& graph, const GraphNode& node) {
     return f;
 }
 
-// The ops of a node's chain its facts name: the nearest dispatcher op and the nearest GEMM op
-// with shapes within the KernelGraph::kMaxOpChain ops that visit_op_chain() would visit
-// (kNoIndex: none).
-struct ChainEnds {
-    std::uint32_t aten = kNoIndex, gemm = kNoIndex;
-};
+using ChainEnds = OpChainEnds;
 
 // The op chain walk of nodes one after the other: the chain is kept from one node's op to the
 // next (OpChain), with the nearest dispatcher and GEMM op at each level, so that a node's chain
@@ -105,19 +100,27 @@ class ChainWalker {
 };
 
 // The chain ends of the graph's nodes, walked in node order on a thread of their own (or all at
-// once first, with one thread), read by the classifier as they become ready. Only the nodes
-// whose op differs from the node before's have theirs.
+// once first, with one thread, or before: `walked`), read by the classifier as they become
+// ready. Only the nodes whose op differs from the node before's have theirs.
 class ChainEndsAhead {
   public:
-    ChainEndsAhead(const KernelGraph& graph, bool beside) : graph_(graph) {
+    ChainEndsAhead(const KernelGraph& graph, bool beside, std::vector<ChainEnds> walked)
+        : graph_(graph), ends_(std::move(walked)) {
+        if (!ends_.empty()) {
+            if (ends_.size() != graph.nodes().size())
+                throw std::logic_error("classify: the op chains walked are another graph's");
+            ready_ = static_cast<std::uint32_t>(ends_.size());
+            return;
+        }
         ends_.resize(graph.nodes().size());
         if (!beside) {
-            walk();
+            walk(graph_, ends_);
+            ready_ = static_cast<std::uint32_t>(ends_.size());
             return;
         }
         walking_ = std::async(std::launch::async, [this] {
             try {
-                walk();
+                walk(graph_, ends_, [this](std::uint32_t walked) { publish(walked); });
             } catch (...) {
                 failed_.store(true, std::memory_order_release);
                 publish(static_cast<std::uint32_t>(ends_.size()));
@@ -152,9 +155,15 @@ class ChainEndsAhead {
         walked_.store(walked, std::memory_order_release);
         walked_.notify_one();
     }
-    void walk() {
-        const Trace& trace = graph_.trace();
-        const auto& nodes = graph_.nodes();
+
+  public:
+    // Walks the chains of `graph`'s nodes into `ends` (one per node), telling `publish` every
+    // kBatch nodes and at the end how many are written.
+    template <typename Publish = void (*)(std::uint32_t)>
+    static void walk(const KernelGraph& graph, std::vector<ChainEnds>& ends,
+                     Publish publish = [](std::uint32_t) {}) {
+        const Trace& trace = graph.trace();
+        const auto& nodes = graph.nodes();
         ChainWalker walker(trace);
         std::uint32_t last_op = kNoIndex;
         for (std::uint32_t n = 0; n < nodes.size(); ++n) {
@@ -168,11 +177,12 @@ class ChainEndsAhead {
             if ((n + 1) % kBatch == 0) publish(n);
             if (nodes[n].op == last_op) continue;
             last_op = nodes[n].op;
-            if (last_op != kNoIndex) ends_[n] = walker(last_op);
+            if (last_op != kNoIndex) ends[n] = walker(last_op);
         }
         publish(static_cast<std::uint32_t>(nodes.size()));
     }
 
+  private:
     const KernelGraph& graph_;
     std::vector<ChainEnds> ends_;  // per node
     std::atomic<std::uint32_t> walked_{0};  // nodes whose ends_ are written
@@ -185,8 +195,8 @@ class ChainEndsAhead {
 // node whose op is the node before's are those of the node before but for the activity's own.
 class FactsOf {
   public:
-    FactsOf(const KernelGraph& graph, bool beside)
-        : graph_(graph), trace_(graph.trace()), ends_(graph, beside) {}
+    FactsOf(const KernelGraph& graph, bool beside, std::vector<ChainEnds> walked)
+        : graph_(graph), trace_(graph.trace()), ends_(graph, beside, std::move(walked)) {}
 
     Facts operator()(std::uint32_t n) {
         const GraphNode& node = graph_.nodes()[n];
@@ -321,7 +331,14 @@ void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
 
 }  // namespace
 
-NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned threads) {
+std::vector<OpChainEnds> walk_op_chains(const KernelGraph& graph) {
+    std::vector<OpChainEnds> ends(graph.nodes().size());
+    ChainEndsAhead::walk(graph, ends);
+    return ends;
+}
+
+NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned threads,
+                     std::vector<OpChainEnds> walked) {
     const Trace& trace = graph.trace();
     NodeRecipes recipes;
     recipes.resize_nodes(graph.nodes().size());
@@ -334,7 +351,7 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned thr
     };
     std::vector<Decision> decisions;
     std::unordered_map<Facts, std::uint32_t, FactsHash> decided;  // facts -> decision
-    FactsOf facts_of(graph, threads > 1);
+    FactsOf facts_of(graph, threads > 1, std::move(walked));
     const bool with_storages = !trace.storages.empty();
     Facts previous;
     std::uint32_t current = kNoIndex;

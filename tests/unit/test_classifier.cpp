@@ -108,11 +108,16 @@ TEST(Classifier, SharedDecisionsEqualClassifyingEachActivityAlone) {
         for (const bool dataflow : {true, false}) {
             auto a = analyze(trace, et, dataflow);
             replay::NodeRecipes checked;
-            // The op chains walked first (one thread) and on a thread of their own, ahead.
+            // The op chains walked first (one thread), on a thread of their own, ahead, and
+            // before the classifier (walk_op_chains, as analyze() does while the dataflow is
+            // inferred).
             for (const unsigned threads : {1u, 2u})
                 EXPECT_NO_THROW(checked = replay::classify(
                                     a->graph, replay::ClassifyCheck::EveryActivity, threads))
                     << trace << " " << et << " " << threads << " threads";
+            EXPECT_NO_THROW(checked = replay::classify(a->graph, replay::ClassifyCheck::EveryActivity,
+                                                       1, replay::walk_op_chains(a->graph)))
+                << trace << " " << et << " walked before";
             ASSERT_EQ(checked.size(), a->graph.nodes().size()) << trace;
             // Without storage ids (no Execution Trace, no inferred dataflow) a few hundred
             // decisions cover thousands of activities. Storage ids, recorded or inferred, are

@@ -107,9 +107,21 @@ enum class ClassifyCheck {
     EveryActivity,
 };
 
-// `threads` > 1: the op chains are walked on a second thread, ahead of the decisions.
+// The ops of a node's chain the classifier's facts name: the nearest dispatcher op and the
+// nearest GEMM op with shapes within the KernelGraph::kMaxOpChain ops of the chain (kNoIndex:
+// none).
+struct OpChainEnds {
+    std::uint32_t aten = kNoIndex, gemm = kNoIndex;
+};
+// The chain ends of every node whose op differs from the node before's (the others' are left
+// as they are), walked in node order. The walk reads the graph and the ops alone, not
+// Trace::storages: it may run before the classifier, while the dataflow is being inferred.
+std::vector<OpChainEnds> walk_op_chains(const KernelGraph& graph);
+
+// `walked`: the graph's walk_op_chains(), when it was walked before; else, with `threads` > 1,
+// the op chains are walked on a second thread, ahead of the decisions.
 NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check = ClassifyCheck::None,
-                     unsigned threads = 1);
+                     unsigned threads = 1, std::vector<OpChainEnds> walked = {});
 
 // Share of recorded kernel time whose recipe is replayable (0..1); 0 for a trace without kernels.
 double kernel_time_coverage(const KernelGraph& graph, const NodeRecipes& recipes);
