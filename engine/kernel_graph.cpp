@@ -304,6 +304,9 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     for (std::size_t slot = 0; slot < sweeps.size(); ++slot)
         sweeps[slot].next = thread_ops.begin[slot];
     std::size_t without_op = 0;
+    // Each launching node's thread slot, for the ordering calls below (its call is read here
+    // anyway; there it would be a second cache miss per node).
+    std::vector<std::uint32_t> node_slot(graph.nodes_.size(), kNoIndex);
     for (GraphNode& node : graph.nodes_) {
         if (node.launch == kNoIndex) {
             ++without_op;
@@ -311,6 +314,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
         }
         const RuntimeCall& call = trace.runtime_calls[node.launch];
         const std::uint32_t slot = thread_slots.slot(call.pid, call.tid);
+        node_slot[static_cast<std::size_t>(&node - graph.nodes_.data())] = slot;
         if (thread_ops.of(slot).empty()) {
             ++without_op;
             continue;
@@ -367,6 +371,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
 
     std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> slot_of;
     std::vector<std::uint32_t> per_stream;
+    std::vector<Nanos> busy;  // per stream, summed here where each activity is read anyway
     std::uint32_t last_slot = 0;
     for (GraphNode& node : graph.nodes_) {
         node.link = node.launch == kNoIndex ? LinkState::NoLaunch
@@ -383,11 +388,13 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
             if (inserted) {
                 graph.streams_.push_back(StreamTrack{a.device, a.stream, {}, 0});
                 per_stream.push_back(0);
+                busy.push_back(0);
             }
             last_slot = it->second;
         }
         node.stream_slot = last_slot;
         ++per_stream[last_slot];
+        busy[last_slot] += a.dur;
         switch (node.link) {
             case LinkState::Linked:
                 ++graph.stats_.linked;
@@ -401,13 +408,12 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
         }
         if (node.graph_launch) ++graph.stats_.graph_launched_activities;
     }
-    for (std::size_t s = 0; s < graph.streams_.size(); ++s)
+    for (std::size_t s = 0; s < graph.streams_.size(); ++s) {
         graph.streams_[s].nodes.reserve(per_stream[s]);
-    for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n) {
-        StreamTrack& track = graph.streams_[graph.nodes_[n].stream_slot];
-        track.nodes.push_back(n);
-        track.busy += graph.activity(graph.nodes_[n]).dur;
+        graph.streams_[s].busy = busy[s];
     }
+    for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n)
+        graph.streams_[graph.nodes_[n].stream_slot].nodes.push_back(n);
     // In GPU start order; a stream runs its work in launch order, so this is mostly sorted.
     for (auto& track : graph.streams_) {
         const auto start = [&](std::uint32_t n) { return graph.activity(graph.nodes_[n]).ts; };
@@ -437,8 +443,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
         launches_by_thread.resize(thread_slots.size());
         for (std::uint32_t n = 0; n < graph.nodes_.size(); ++n)
             if (graph.nodes_[n].launch != kNoIndex) {
-                const RuntimeCall& call = trace.runtime_calls[graph.nodes_[n].launch];
-                const std::uint32_t slot = thread_slots.slot(call.pid, call.tid);
+                const std::uint32_t slot = node_slot[n];
                 if (slot >= launches_by_thread.size()) launches_by_thread.resize(slot + 1);
                 launches_by_thread[slot].push_back(n);
             }
