@@ -119,7 +119,9 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     const auto hash_beside = [&] {
         if (trace_hash.valid()) return;
         trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
-                                [&trace] { return trace_content_hash(trace); });
+                                [&trace, &totals = analysis->activity_totals] {
+                                    return trace_content_hash(trace, &totals);
+                                });
     };
     const auto once_built = [&](const KernelGraph& graph) {
         walked = walk_op_chains(graph);
@@ -196,7 +198,10 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     analysis->kernels = kernels.get();
     take_first_instance_recipes(analysis->kernels, analysis->recipes);
     stage_done("unique kernels");
-    if (trace_hash.valid()) analysis->trace_hash = trace_hash.get();
+    if (trace_hash.valid())
+        analysis->trace_hash = trace_hash.get();
+    else  // --set-dims: hashed before the rewrite, whose copies are activities too
+        analysis->activity_totals = trace.activity_totals();
     stage_done("trace hash");
     return analysis;
 }

@@ -74,7 +74,7 @@ std::map<std::string, std::pair<std::size_t, double>> reasons(const Analysis& a)
 void print_inspect(std::ostream& out, const Analysis& a, int top) {
     const Trace& t = a.trace();
     const ParseStats& s = a.parsed.stats;
-    const ActivityTotals totals = t.activity_totals();
+    const ActivityTotals& totals = a.activity_totals;
     out << std::fixed;
     out << "trace      " << t.source << " (" << to_string(s.compression) << ", "
         << std::setprecision(1) << static_cast<double>(s.json_bytes) / 1e6 << " MB JSON, parsed in "
@@ -170,7 +170,7 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
 void write_inspect_json(std::ostream& out, const Analysis& a, int top) {
     const Trace& t = a.trace();
     const ParseStats& s = a.parsed.stats;
-    const ActivityTotals totals = t.activity_totals();
+    const ActivityTotals& totals = a.activity_totals;
     JsonWriter json(out);
     json.begin_object();
     json.field("trace", t.source).field("trace_hash", a.trace_hash);

@@ -78,7 +78,7 @@ std::string hash_hex(std::string_view text) {
     return h.hex();
 }
 
-std::string trace_content_hash(const Trace& trace) {
+std::string trace_content_hash(const Trace& trace, ActivityTotals* totals) {
     // The hash of the text "name:dur:stream;" per activity, where the text so far is replaced by
     // its own hash each time it grows past 1 MiB; computed without building the text.
     Fnv1a h;
@@ -89,7 +89,11 @@ std::string trace_content_hash(const Trace& trace) {
         return std::string_view(digits, static_cast<std::size_t>(end - digits));
     };
     RepeatedTexts names(trace.names.size());
+    ActivityTotals sums;
     for (const GpuActivity& a : trace.activities) {
+        const auto kind = static_cast<std::size_t>(a.kind);
+        ++sums.counts[kind];
+        sums.times[kind] += a.dur;
         const std::string_view name = trace.names.view(a.name);
         h.set_state(names.feed(h.state(), a.name, name));
         h.add(":");
@@ -107,6 +111,7 @@ std::string trace_content_hash(const Trace& trace) {
             length = rolled.size();
         }
     }
+    if (totals != nullptr) *totals = sums;
     return h.hex();
 }
 

@@ -5,10 +5,12 @@
 // unique kernels, grouped beside the reuse annotation by analyze(), must be those grouped after it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
 #include "replay/analysis.h"
+#include "replay/shape_rewrite.h"
 #include "replay/signatures.h"
 #include "replay/trace_model.h"
 #include "test_support.h"
@@ -60,6 +62,31 @@ TEST(TraceHash, TextsPastOneMebibyteRollOverAsTheirTextDoes) {
     // ~170 bytes an activity: the text rolls over several times.
     const replay::Trace trace = repeated_names(40000, 4);
     EXPECT_EQ(replay::trace_content_hash(trace), reference_hash(trace));
+}
+
+// The activities' totals per kind come from the hash's pass (analyze() keeps them beside the hash,
+// inspect prints them): the same as Trace::activity_totals().
+TEST(TraceHash, TotalsFromTheSamePassAreTheTraces) {
+    replay::Trace trace = repeated_names(3000, 5);
+    for (std::size_t i = 0; i < trace.activities.size(); i += 3)
+        trace.activities[i].kind = i % 2 ? replay::ActivityKind::Memcpy : replay::ActivityKind::Memset;
+    replay::ActivityTotals totals;
+    EXPECT_EQ(replay::trace_content_hash(trace, &totals), reference_hash(trace));
+    const replay::ActivityTotals want = trace.activity_totals();
+    EXPECT_EQ(totals.counts, want.counts);
+    EXPECT_EQ(totals.times, want.times);
+    EXPECT_GT(want.count(replay::ActivityKind::Memset), 0u);
+    // analyze() too, with two threads and one, and with --set-dims (which adds copies).
+    for (const unsigned threads : {2u, 1u, 0u}) {
+        replay::AnalysisOptions options;
+        options.trace_path = replay::testing::trace_path("h200/bloom_b1.json.gz");
+        options.parse.threads = std::max(threads, 1u);
+        if (threads == 0) options.set_dims = replay::parse_set_dims("batch=4,seq=128");
+        const auto a = replay::analyze(options);
+        EXPECT_EQ(a->activity_totals.counts, a->trace().activity_totals().counts) << threads;
+        EXPECT_EQ(a->activity_totals.times, a->trace().activity_totals().times) << threads;
+        EXPECT_GT(a->activity_totals.count(replay::ActivityKind::Kernel), 100u) << threads;
+    }
 }
 
 TEST(TraceHash, EmptyTraceHashesAsTheEmptyText) {

@@ -52,6 +52,7 @@ struct Analysis {
     TensorListSummary tensor_lists;  // tensor lists Kineto recorded as [], recovered
     std::string
         trace_hash;  // content hash of the recorded GPU activities (compression-independent)
+    ActivityTotals activity_totals;  // the activities' counts and times per kind
     std::vector<std::string> notes;
     std::string execution_trace;  // the --et file, when one was joined
     std::string shape_log;        // the --shapes file, when one was joined

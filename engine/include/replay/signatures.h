@@ -36,7 +36,8 @@ void take_first_instance_recipes(std::vector<UniqueKernel>& kernels, const NodeR
 
 std::string hash_hex(std::string_view text);
 // Content hash of the recorded GPU activities (name, duration, stream of each, in trace order):
-// the same for a trace and its compressed copies.
-std::string trace_content_hash(const Trace& trace);
+// the same for a trace and its compressed copies. `totals`, when given, gets the activities'
+// counts and times per kind from the same pass (Trace::activity_totals()).
+std::string trace_content_hash(const Trace& trace, ActivityTotals* totals = nullptr);
 
 }  // namespace replay
