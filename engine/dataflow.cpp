@@ -449,9 +449,8 @@ class ThreadPass {
     // cast made for it (aten::t under aten::linear, autocast's aten::to under aten::addmm).
     bool made_for(std::uint32_t producer) const {
         const std::uint32_t outer = trace_.cpu_ops[producer].parent;
-        const auto& chain = chain_.ops();
-        return outer != kNoIndex &&
-               std::find(chain.begin(), chain.end() - 1, outer) != chain.end() - 1;
+        // On the chain but not the op itself (chains nest hundreds deep: no linear search).
+        return outer != kNoIndex && outer != chain_.ops().back() && chain_.holds(outer);
     }
 
     // The most recent live output of these dims and a compatible dtype, not taken; for a
