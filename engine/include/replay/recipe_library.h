@@ -34,10 +34,18 @@ struct LaunchShape {
 class LaunchSet {
   public:
     static std::uint64_t key(const GpuActivity& kernel);
-    void add(const GpuActivity& kernel) { keys_.insert(key(kernel)); }
-    bool may_hold(const GpuActivity& kernel) const { return keys_.contains(key(kernel)); }
+    void add(const GpuActivity& kernel) {
+        if (kernel.name >= names_.size()) names_.resize(kernel.name + 1, false);
+        names_[kernel.name] = true;
+        keys_.insert(key(kernel));
+    }
+    // Most kernels are told apart by their name alone, without the hash.
+    bool may_hold(const GpuActivity& kernel) const {
+        return kernel.name < names_.size() && names_[kernel.name] && keys_.contains(key(kernel));
+    }
 
   private:
+    std::vector<bool> names_;  // per NameId: whether a kernel of that name was added
     std::unordered_set<std::uint64_t> keys_;
 };
 
