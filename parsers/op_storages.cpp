@@ -3,6 +3,7 @@
 #include <bit>
 #include <stdexcept>
 
+#include "replay/huge_pages.h"
 #include "replay/trace_model.h"
 
 namespace replay {
@@ -105,7 +106,10 @@ OpStorages::Output OpStorages::output(std::uint32_t op, std::size_t k) const {
 
 void OpStorages::reserve(std::size_t ops, std::size_t words, Touch touch) {
     if (at_.size() < ops) at_.resize(ops, kNone);
-    words_.reserve(words);
+    if (words > words_.capacity()) {
+        words_.reserve(words);
+        advise_huge_pages(words_.data() + words_.size(), (words - words_.size()) * sizeof(std::uint32_t));
+    }
     // Written and given back: the capacity stays, its pages now resident.
     if (const std::size_t kept = words_.size(); touch == Touch::Now && words > kept) {
         words_.resize(words);
