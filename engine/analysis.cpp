@@ -112,29 +112,13 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         // calling thread's later allocations do not reuse: give its pages back.
         malloc_trim(0);
     };
-    // While the inference runs, the calling thread walks the op chains for the classifier (they
-    // need no storage ids), then starts the content hash (activities only) beside what follows.
-    std::vector<OpChainEnds> walked;
-    std::future<std::string> trace_hash;
-    const auto hash_beside = [&] {
-        if (trace_hash.valid()) return;
-        trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
-                                [&trace, &totals = analysis->activity_totals] {
-                                    return trace_content_hash(trace, &totals);
-                                });
-    };
-    const auto once_built = [&](const KernelGraph& graph) {
-        walked = walk_op_chains(graph);
-        hash_beside();
-    };
     using AfterNesting = std::function<void(const ThreadOps&)>;
     using BesideNesting = std::function<void()>;
-    using OnceBuilt = std::function<void(const KernelGraph&)>;
     analysis->graph =
         KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr,
-                           dataflow_beside ? BesideNesting(prepare) : nullptr,
-                           dataflow_beside && threads > 1 ? OnceBuilt(once_built) : nullptr);
+                           dataflow_beside ? BesideNesting(prepare) : nullptr);
     stage_done("graph");
+    std::future<std::string> trace_hash;
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
         // The rewrite interns names, which the hash reads: the hash (activities only, which the
         // rewrite leaves alone) is taken first.
@@ -151,11 +135,18 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(describe(analysis->dataflow));
     analysis->tensor_lists =
         recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
-    // Without the walk ahead, the classifier walks the chains on a second thread; the content hash
-    // then runs beside the recipe library and what follows.
-    analysis->recipes =
-        classify(analysis->graph, options.classify_check, threads, std::move(walked));
-    if (!options.set_dims) hash_beside();
+    // The classifier walks the op chains on a second thread; what the walk found is kept for the
+    // reuse annotation.
+    std::vector<OpChainEnds> walked;
+    analysis->recipes = classify(analysis->graph, options.classify_check, threads, &walked);
+    // The content hash reads only the activities: it runs beside the recipe library and what
+    // follows (the graph build and the classifier use two threads, the library one); the
+    // activities' totals come from the same pass.
+    if (!options.set_dims)
+        trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                                [&trace, &totals = analysis->activity_totals] {
+                                    return trace_content_hash(trace, &totals);
+                                });
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
     // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
     // then those of the --recipes files.
@@ -193,7 +184,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
         return unique_kernels_by_decision(analysis->graph, analysis->recipes);
     });
-    annotate_reuse(analysis->graph, analysis->recipes);
+    annotate_reuse(analysis->graph, analysis->recipes, walked);
     stage_done("reuse");
     analysis->kernels = kernels.get();
     take_first_instance_recipes(analysis->kernels, analysis->recipes);

@@ -52,7 +52,11 @@ class ChainWalker {
 
     ChainEnds operator()(std::uint32_t op) {
         chain_ops_.enter(
-            op, [&] { nearest_.pop_back(); },
+            op,
+            [&] {
+                nearest_.pop_back();
+                refs_.pop_back();
+            },
             [&](std::uint32_t q) {
                 const CpuOp& cpu = trace_.cpu_ops[q];
                 const std::uint8_t kind = name_kind(cpu.name);
@@ -60,15 +64,23 @@ class ChainWalker {
                 Nearest n = nearest_.empty() ? Nearest{} : nearest_.back();
                 if (cpu.category == 0 && (kind & kDispatcher)) n.aten = level;
                 if ((kind & kGemm) && shaped(cpu.shapes)) n.gemm = level;
+                if (cpu.shapes != kNoIndex) n.recorded = level;
                 nearest_.push_back(n);
+                refs_.push_back({cpu.name, cpu.shapes});
             });
         const std::size_t top = nearest_.size() - 1;
-        const auto op_at = [&](std::uint32_t level) {
-            return level != kNoIndex && top - level < KernelGraph::kMaxOpChain
-                       ? chain_ops_.ops()[level]
-                       : kNoIndex;
+        const auto within = [&](std::uint32_t level) {
+            return level != kNoIndex && top - level < KernelGraph::kMaxOpChain;
         };
-        return {op_at(nearest_.back().aten), op_at(nearest_.back().gemm)};
+        const auto op_at = [&](std::uint32_t level) {
+            return within(level) ? chain_ops_.ops()[level] : kNoIndex;
+        };
+        const Nearest& n = nearest_.back();
+        ChainEnds ends{op_at(n.aten), op_at(n.gemm), op_at(n.recorded)};
+        ends.innermost_name = refs_.back().name;
+        if (within(n.aten)) ends.aten_name = refs_[n.aten].name, ends.aten_shapes = refs_[n.aten].shapes;
+        if (within(n.gemm)) ends.gemm_name = refs_[n.gemm].name, ends.gemm_shapes = refs_[n.gemm].shapes;
+        return ends;
     }
 
   private:
@@ -90,37 +102,30 @@ class ChainWalker {
     const Trace& trace_;
     std::vector<std::uint8_t> name_kinds_;  // per NameId
     std::vector<std::int8_t> shaped_;       // per op_shapes entry: -1 not yet known
-    // The levels of chain_ops_ (outermost 0) of the nearest dispatcher and GEMM op with shapes
-    // at or above each level; kNoIndex for none.
+    // The levels of chain_ops_ (outermost 0) of the nearest dispatcher op, GEMM op with shapes
+    // and op with a shapes entry at or above each level; kNoIndex for none.
     struct Nearest {
-        std::uint32_t aten = kNoIndex, gemm = kNoIndex;
+        std::uint32_t aten = kNoIndex, gemm = kNoIndex, recorded = kNoIndex;
     };
     OpChain chain_ops_;
-    std::vector<Nearest> nearest_;  // beside chain_ops_
+    std::vector<Nearest> nearest_;                   // beside chain_ops_
+    std::vector<classifier_detail::OpRef> refs_;     // each level's op: name, shapes entry
 };
 
 // The chain ends of the graph's nodes, walked in node order on a thread of their own (or all at
-// once first, with one thread, or before: `walked`), read by the classifier as they become
-// ready. Only the nodes whose op differs from the node before's have theirs.
+// once first, with one thread), read by the classifier as they become ready. Only the nodes
+// whose op differs from the node before's have theirs.
 class ChainEndsAhead {
   public:
-    ChainEndsAhead(const KernelGraph& graph, bool beside, std::vector<ChainEnds> walked)
-        : graph_(graph), ends_(std::move(walked)) {
-        if (!ends_.empty()) {
-            if (ends_.size() != graph.nodes().size())
-                throw std::logic_error("classify: the op chains walked are another graph's");
-            ready_ = static_cast<std::uint32_t>(ends_.size());
-            return;
-        }
+    ChainEndsAhead(const KernelGraph& graph, bool beside) : graph_(graph) {
         ends_.resize(graph.nodes().size());
         if (!beside) {
-            walk(graph_, ends_);
-            ready_ = static_cast<std::uint32_t>(ends_.size());
+            walk();
             return;
         }
         walking_ = std::async(std::launch::async, [this] {
             try {
-                walk(graph_, ends_, [this](std::uint32_t walked) { publish(walked); });
+                walk();
             } catch (...) {
                 failed_.store(true, std::memory_order_release);
                 publish(static_cast<std::uint32_t>(ends_.size()));
@@ -147,6 +152,11 @@ class ChainEndsAhead {
         }
         return ends_[n];
     }
+    // Every node's ends, once the walk is done (those the classifier did not ask for too).
+    std::vector<ChainEnds> take() {
+        if (walking_.valid()) walking_.get();
+        return std::move(ends_);
+    }
 
   private:
     // Published every kBatch nodes: the classifier rarely waits, and never per node.
@@ -155,15 +165,9 @@ class ChainEndsAhead {
         walked_.store(walked, std::memory_order_release);
         walked_.notify_one();
     }
-
-  public:
-    // Walks the chains of `graph`'s nodes into `ends` (one per node), telling `publish` every
-    // kBatch nodes and at the end how many are written.
-    template <typename Publish = void (*)(std::uint32_t)>
-    static void walk(const KernelGraph& graph, std::vector<ChainEnds>& ends,
-                     Publish publish = [](std::uint32_t) {}) {
-        const Trace& trace = graph.trace();
-        const auto& nodes = graph.nodes();
+    void walk() {
+        const Trace& trace = graph_.trace();
+        const auto& nodes = graph_.nodes();
         ChainWalker walker(trace);
         std::uint32_t last_op = kNoIndex;
         for (std::uint32_t n = 0; n < nodes.size(); ++n) {
@@ -177,12 +181,11 @@ class ChainEndsAhead {
             if ((n + 1) % kBatch == 0) publish(n);
             if (nodes[n].op == last_op) continue;
             last_op = nodes[n].op;
-            if (last_op != kNoIndex) ends[n] = walker(last_op);
+            if (last_op != kNoIndex) ends_[n] = walker(last_op);
         }
         publish(static_cast<std::uint32_t>(nodes.size()));
     }
 
-  private:
     const KernelGraph& graph_;
     std::vector<ChainEnds> ends_;  // per node
     std::atomic<std::uint32_t> walked_{0};  // nodes whose ends_ are written
@@ -195,8 +198,8 @@ class ChainEndsAhead {
 // node whose op is the node before's are those of the node before but for the activity's own.
 class FactsOf {
   public:
-    FactsOf(const KernelGraph& graph, bool beside, std::vector<ChainEnds> walked)
-        : graph_(graph), trace_(graph.trace()), ends_(graph, beside, std::move(walked)) {}
+    FactsOf(const KernelGraph& graph, bool beside)
+        : graph_(graph), trace_(graph.trace()), ends_(graph, beside) {}
 
     Facts operator()(std::uint32_t n) {
         const GraphNode& node = graph_.nodes()[n];
@@ -205,7 +208,7 @@ class FactsOf {
             last_op_ = node.op;
             chain_ = Chain{};
             ops_ = ChainOps{};
-            if (node.op != kNoIndex) take_chain(node.op, ends_.at(n));
+            if (node.op != kNoIndex) take_chain(ends_.at(n));
         }
         f.in_op = chain_.in_op;
         f.innermost_op = chain_.innermost_op;
@@ -216,6 +219,8 @@ class FactsOf {
     }
     // The ops the facts of the last node name.
     const ChainOps& chain_ops() const { return ops_; }
+    // Every node's chain ends, the classifier done.
+    std::vector<ChainEnds> take_chain_ends() { return ends_.take(); }
 
   private:
     // The op chain's part of the facts.
@@ -225,19 +230,21 @@ class FactsOf {
         std::optional<OpRef> gemm_op, aten_op;
         std::vector<OpRef> aten_children;
     };
-    void take_chain(std::uint32_t op, const ChainEnds& ends) {
+    // The chain's ops by what the walk read of them (ChainEnds), not from the ops themselves.
+    void take_chain(const ChainEnds& ends) {
         chain_.in_op = true;
-        chain_.innermost_op = trace_.cpu_ops[op].name;
+        chain_.innermost_op = ends.innermost_name;
         if (const std::uint32_t i = ends.aten; i != kNoIndex) {
-            chain_.aten_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
+            const OpRef aten{ends.aten_name, ends.aten_shapes};
+            chain_.aten_op = aten;
             ops_.aten_op = i;
-            ops_.aten_children = aten_children_of(trace_, i);
+            ops_.aten_children = aten_children_of(trace_, i, aten);
             for (std::uint32_t child : ops_.aten_children)
                 chain_.aten_children.push_back(
                     {trace_.cpu_ops[child].name, trace_.cpu_ops[child].shapes});
         }
         if (const std::uint32_t i = ends.gemm; i != kNoIndex) {
-            chain_.gemm_op = OpRef{trace_.cpu_ops[i].name, trace_.cpu_ops[i].shapes};
+            chain_.gemm_op = OpRef{ends.gemm_name, ends.gemm_shapes};
             ops_.gemm_op = i;
         }
     }
@@ -331,14 +338,8 @@ void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
 
 }  // namespace
 
-std::vector<OpChainEnds> walk_op_chains(const KernelGraph& graph) {
-    std::vector<OpChainEnds> ends(graph.nodes().size());
-    ChainEndsAhead::walk(graph, ends);
-    return ends;
-}
-
 NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned threads,
-                     std::vector<OpChainEnds> walked) {
+                     std::vector<OpChainEnds>* walked) {
     const Trace& trace = graph.trace();
     NodeRecipes recipes;
     recipes.resize_nodes(graph.nodes().size());
@@ -351,7 +352,7 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned thr
     };
     std::vector<Decision> decisions;
     std::unordered_map<Facts, std::uint32_t, FactsHash> decided;  // facts -> decision
-    FactsOf facts_of(graph, threads > 1, std::move(walked));
+    FactsOf facts_of(graph, threads > 1);
     const bool with_storages = !trace.storages.empty();
     Facts previous;
     std::uint32_t current = kNoIndex;
@@ -395,6 +396,7 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned thr
         last_run_node = n;
         last_run_decision = current;
     }
+    if (walked != nullptr) *walked = facts_of.take_chain_ends();
     if (check == ClassifyCheck::EveryActivity) check_one_by_one(graph, recipes);
     return recipes;
 }

@@ -108,6 +108,8 @@ bool is_dispatcher_op(std::string_view name);
 bool has_shapes(const Trace& trace, std::uint32_t shapes);
 // The ops Facts::aten_children names, of the aten op `op` (indices into cpu_ops).
 std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op);
+// The same for op `op` whose name and shapes entry are `ref` (read elsewhere already).
+std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op, const OpRef& ref);
 // The recipe the rules give an activity with these facts: the first rule that matches builds it,
 // with the storage ids `storages` gives.
 Recipe decide(const Trace& trace, const Facts& facts, StorageIds& storages);

@@ -462,7 +462,11 @@ std::vector<std::uint32_t> children_of(const Trace& trace, std::uint32_t op) {
 
 std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op) {
     const CpuOp& aten = trace.cpu_ops[op];
-    if (!index_list_unrecorded(trace, OpRef{aten.name, aten.shapes})) return {};
+    return aten_children_of(trace, op, OpRef{aten.name, aten.shapes});
+}
+
+std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op, const OpRef& ref) {
+    if (!index_list_unrecorded(trace, ref)) return {};
     return children_of(trace, op);
 }
 

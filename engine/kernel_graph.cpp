@@ -260,8 +260,7 @@ const char* to_string(LinkState state) {
 
 KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
                                const std::function<void(const ThreadOps&)>& after_nesting,
-                               const std::function<void()>& beside_nesting,
-                               const std::function<void(const KernelGraph&)>& once_built) {
+                               const std::function<void()>& beside_nesting) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
@@ -493,7 +492,6 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     }
     graph.stats_.waits = graph.waits_.size();
     graph.stats_.host_syncs = graph.syncs_.size();
-    if (once_built) once_built(graph);
     if (beside.valid()) beside.get();
     return graph;
 }

@@ -82,7 +82,8 @@ class Touches {
 
 }  // namespace
 
-void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
+void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes,
+                    std::span<const OpChainEnds> walked) {
     // Without recorded storage ids (no Execution Trace, no dataflow) every distance stays unknown.
     bool any_storage = false;
     for (std::size_t n = 0; n < recipes.size() && !any_storage; ++n)
@@ -109,14 +110,25 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes) {
     std::vector<std::int64_t> found;
     std::vector<Touch> pending;
     std::uint32_t pending_op = kNoIndex;
+    // The walk has a node's ends where its op differs from the node before's.
+    const bool from_walk = walked.size() == nodes.size();
+    std::uint32_t walked_op = kNoIndex, walked_recorded = kNoIndex;
     for (std::uint32_t n = 0; n < nodes.size() && n < recipes.size(); ++n) {
         // The innermost op with recorded shapes is the one whose arguments the recipe holds.
         std::uint32_t op = kNoIndex;
-        graph.visit_op_chain(nodes[n], [&](std::uint32_t o) {
-            if (trace.cpu_ops[o].shapes == kNoIndex) return true;
-            op = o;
-            return false;
-        });
+        if (from_walk) {
+            if (nodes[n].op != walked_op) {
+                walked_op = nodes[n].op;
+                walked_recorded = walked_op == kNoIndex ? kNoIndex : walked[n].recorded;
+            }
+            op = walked_recorded;
+        } else {
+            graph.visit_op_chain(nodes[n], [&](std::uint32_t o) {
+                if (trace.cpu_ops[o].shapes == kNoIndex) return true;
+                op = o;
+                return false;
+            });
+        }
         if (op == kNoIndex) continue;
         // The kernels of one op (launched one after the other) all see the memory state from
         // before the op: its touches count from the next op on.

@@ -9,6 +9,7 @@
 
 #include "replay/analysis.h"
 #include "replay/recipe_json.h"
+#include "replay/reuse.h"
 #include "test_support.h"
 
 using replay::testing::trace_path;
@@ -86,6 +87,33 @@ TEST(Classifier, SplitKReductionIsIssuedWithItsGemm) {
     EXPECT_EQ(reductions, 24u);
 }
 
+// annotate_reuse() takes each node's innermost op with shapes from the classifier's op-chain walk
+// (as analyze() hands it on) or finds it on the op chain itself: the same reuse distances.
+TEST(Reuse, DistancesFromTheClassifiersWalkEqualThoseFromTheOpChains) {
+    for (const char* trace : {"h200/bloom560m_fp16_b1_s5.json.gz", "h200/gpt2_train.json.gz",
+                              "h200/mixtral_prefill.json.gz", "h200/llama_decode_graph.json.gz"}) {
+        auto a = analyze(trace);
+        std::size_t known = 0;
+        std::vector<replay::OpChainEnds> walked;
+        replay::NodeRecipes with_walk = replay::classify(a->graph, replay::ClassifyCheck::None, 2, &walked);
+        ASSERT_EQ(walked.size(), a->graph.nodes().size()) << trace;
+        replay::NodeRecipes without = with_walk;
+        replay::annotate_reuse(a->graph, with_walk, walked);
+        replay::annotate_reuse(a->graph, without);
+        for (std::size_t n = 0; n < a->graph.nodes().size(); ++n) {
+            const auto x = with_walk.reuse(n), y = without.reuse(n);
+            ASSERT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << trace << " node " << n;
+            known += std::count_if(x.begin(), x.end(),
+                                   [](std::int64_t d) { return d != replay::kReuseUnknown; });
+        }
+        // The inferred dataflow gives storage ids to reuse; the CUDA-graph decode's kernels have
+        // no op (nothing to measure there, but every node to walk past).
+        if (std::string_view(trace).find("graph") == std::string_view::npos) {
+            EXPECT_GT(known, 100u) << trace;
+        }
+    }
+}
+
 // classify() decides once per distinct set of what the rules look at; each activity classified
 // on its own, from the op chain the graph lists for it, must get the very same recipe
 // (ClassifyCheck::EveryActivity throws on the first that does not). With the Execution Trace
@@ -108,16 +136,11 @@ TEST(Classifier, SharedDecisionsEqualClassifyingEachActivityAlone) {
         for (const bool dataflow : {true, false}) {
             auto a = analyze(trace, et, dataflow);
             replay::NodeRecipes checked;
-            // The op chains walked first (one thread), on a thread of their own, ahead, and
-            // before the classifier (walk_op_chains, as analyze() does while the dataflow is
-            // inferred).
+            // The op chains walked first (one thread) and on a thread of their own, ahead.
             for (const unsigned threads : {1u, 2u})
                 EXPECT_NO_THROW(checked = replay::classify(
                                     a->graph, replay::ClassifyCheck::EveryActivity, threads))
                     << trace << " " << et << " " << threads << " threads";
-            EXPECT_NO_THROW(checked = replay::classify(a->graph, replay::ClassifyCheck::EveryActivity,
-                                                       1, replay::walk_op_chains(a->graph)))
-                << trace << " " << et << " walked before";
             ASSERT_EQ(checked.size(), a->graph.nodes().size()) << trace;
             // Without storage ids (no Execution Trace, no inferred dataflow) a few hundred
             // decisions cover thousands of activities. Storage ids, recorded or inferred, are

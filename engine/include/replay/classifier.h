@@ -108,21 +108,22 @@ enum class ClassifyCheck {
 };
 
 // The ops of a node's chain the classifier's facts name: the nearest dispatcher op and the
-// nearest GEMM op with shapes within the KernelGraph::kMaxOpChain ops of the chain (kNoIndex:
-// none).
+// nearest GEMM op with shapes within the KernelGraph::kMaxOpChain ops of the chain, and the
+// nearest op with a shapes entry (CpuOp::shapes set: the op whose arguments a recipe holds, for
+// annotate_reuse) (kNoIndex: none). With the names and shapes entries of the chain's first op and
+// of `aten` and `gemm`, read while walking: their readers need not touch the ops again (a cache
+// miss each on a large trace).
 struct OpChainEnds {
-    std::uint32_t aten = kNoIndex, gemm = kNoIndex;
+    std::uint32_t aten = kNoIndex, gemm = kNoIndex, recorded = kNoIndex;
+    NameId innermost_name = 0, aten_name = 0, gemm_name = 0;
+    std::uint32_t aten_shapes = kNoIndex, gemm_shapes = kNoIndex;
 };
-// The chain ends of every node whose op differs from the node before's (the others' are left
-// as they are), walked in node order. The walk reads the graph and the ops alone, not
-// Trace::storages: it may run before the classifier, while the dataflow is being inferred.
-std::vector<OpChainEnds> walk_op_chains(const KernelGraph& graph);
 
-// `walked`: the graph's walk_op_chains(), when it was walked before; else, with `threads` > 1,
-// the op chains are walked on a second thread, ahead of the decisions.
+// `threads` > 1: the op chains are walked on a second thread, ahead of the decisions. `walked`,
+// when given, gets what the walk found: the OpChainEnds of every node whose op differs from the
+// node before's (the others' are left empty).
 NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check = ClassifyCheck::None,
-                     unsigned threads = 1, std::vector<OpChainEnds> walked = {});
-
+                     unsigned threads = 1, std::vector<OpChainEnds>* walked = nullptr);
 // Share of recorded kernel time whose recipe is replayable (0..1); 0 for a trace without kernels.
 double kernel_time_coverage(const KernelGraph& graph, const NodeRecipes& recipes);
 

@@ -3,6 +3,7 @@
 // not a layer's weights, which the rest of the step pushed out since they were last read.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "replay/classifier.h"
@@ -15,7 +16,10 @@ namespace replay {
 // carry recorded storage ids (Execution Trace): GPU ops are swept in launch order, each touching
 // its inputs' and outputs' bytes (an LRU stack distance, counting a storage touched twice twice,
 // so an upper bound). Inputs without storage ids keep kReuseUnknown. A node whose distances differ
-// from those of the other nodes sharing its recipe gets an entry of its own.
-void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes);
+// from those of the other nodes sharing its recipe gets an entry of its own. `walked`, when given
+// (the graph's walk_op_chains()), names each node's innermost op with shapes, which is otherwise
+// looked up on its op chain.
+void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes,
+                    std::span<const OpChainEnds> walked = {});
 
 }  // namespace replay
