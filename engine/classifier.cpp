@@ -78,8 +78,14 @@ class ChainWalker {
         const Nearest& n = nearest_.back();
         ChainEnds ends{op_at(n.aten), op_at(n.gemm), op_at(n.recorded)};
         ends.innermost_name = refs_.back().name;
-        if (within(n.aten)) ends.aten_name = refs_[n.aten].name, ends.aten_shapes = refs_[n.aten].shapes;
-        if (within(n.gemm)) ends.gemm_name = refs_[n.gemm].name, ends.gemm_shapes = refs_[n.gemm].shapes;
+        if (within(n.aten)) {
+            ends.aten_name = refs_[n.aten].name;
+            ends.aten_shapes = refs_[n.aten].shapes;
+        }
+        if (within(n.gemm)) {
+            ends.gemm_name = refs_[n.gemm].name;
+            ends.gemm_shapes = refs_[n.gemm].shapes;
+        }
         return ends;
     }
 
@@ -108,8 +114,8 @@ class ChainWalker {
         std::uint32_t aten = kNoIndex, gemm = kNoIndex, recorded = kNoIndex;
     };
     OpChain chain_ops_;
-    std::vector<Nearest> nearest_;                   // beside chain_ops_
-    std::vector<classifier_detail::OpRef> refs_;     // each level's op: name, shapes entry
+    std::vector<Nearest> nearest_;                // beside chain_ops_
+    std::vector<classifier_detail::OpRef> refs_;  // each level's op: name, shapes entry
 };
 
 // The chain ends of the graph's nodes, walked in node order on a thread of their own (or all at

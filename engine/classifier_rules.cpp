@@ -465,7 +465,8 @@ std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op
     return aten_children_of(trace, op, OpRef{aten.name, aten.shapes});
 }
 
-std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op, const OpRef& ref) {
+std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op,
+                                            const OpRef& ref) {
     if (!index_list_unrecorded(trace, ref)) return {};
     return children_of(trace, op);
 }

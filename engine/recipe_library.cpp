@@ -300,7 +300,8 @@ void RecipeLibrary::add_graph(const KernelGraph& graph, const NodeRecipes& recip
             while (end < t.size() && op != kNoIndex && nodes[t[end]].op == op &&
                    (with_op[recipes.entry(t[end])] || key(t[end]) == key(t[at])))
                 ++end;
-            if (first_kernels != nullptr && !first_kernels->may_hold(graph.activity(nodes[t[at]]))) {
+            if (first_kernels != nullptr &&
+                !first_kernels->may_hold(graph.activity(nodes[t[at]]))) {
                 at = end;
                 continue;
             }

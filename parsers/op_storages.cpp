@@ -108,7 +108,8 @@ void OpStorages::reserve(std::size_t ops, std::size_t words, Touch touch) {
     if (at_.size() < ops) at_.resize(ops, kNone);
     if (words > words_.capacity()) {
         words_.reserve(words);
-        advise_huge_pages(words_.data() + words_.size(), (words - words_.size()) * sizeof(std::uint32_t));
+        advise_huge_pages(words_.data() + words_.size(),
+                          (words - words_.size()) * sizeof(std::uint32_t));
     }
     // Written and given back: the capacity stays, its pages now resident.
     if (const std::size_t kept = words_.size(); touch == Touch::Now && words > kept) {

@@ -95,14 +95,16 @@ TEST(Reuse, DistancesFromTheClassifiersWalkEqualThoseFromTheOpChains) {
         auto a = analyze(trace);
         std::size_t known = 0;
         std::vector<replay::OpChainEnds> walked;
-        replay::NodeRecipes with_walk = replay::classify(a->graph, replay::ClassifyCheck::None, 2, &walked);
+        replay::NodeRecipes with_walk =
+            replay::classify(a->graph, replay::ClassifyCheck::None, 2, &walked);
         ASSERT_EQ(walked.size(), a->graph.nodes().size()) << trace;
         replay::NodeRecipes without = with_walk;
         replay::annotate_reuse(a->graph, with_walk, walked);
         replay::annotate_reuse(a->graph, without);
         for (std::size_t n = 0; n < a->graph.nodes().size(); ++n) {
             const auto x = with_walk.reuse(n), y = without.reuse(n);
-            ASSERT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << trace << " node " << n;
+            ASSERT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end()))
+                << trace << " node " << n;
             known += std::count_if(x.begin(), x.end(),
                                    [](std::int64_t d) { return d != replay::kReuseUnknown; });
         }

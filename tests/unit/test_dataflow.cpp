@@ -306,9 +306,9 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
 // whole, not one output at a time.
 TEST(Dataflow, AnAccumulationReadsTheOtherOperandBeforeItsOwnRun) {
     TraceBuilder b;
-    b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"float\"]");   // g
-    b.op("aten::neg", 10, 5, "[[2, 3]]", "[\"float\"]");    // acc, from g
-    b.op("aten::relu", 20, 5, "[[4]]", "[\"float\"]");      // another dims between
+    b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"float\"]");  // g
+    b.op("aten::neg", 10, 5, "[[2, 3]]", "[\"float\"]");  // acc, from g
+    b.op("aten::relu", 20, 5, "[[4]]", "[\"float\"]");    // another dims between
     for (int k = 0; k < 40; ++k)
         b.op("aten::add_", 30 + 10 * k, 5, "[[2, 3], [2, 3], []]",
              "[\"float\", \"float\", \"Scalar\"]");

@@ -69,7 +69,8 @@ TEST(TraceHash, TextsPastOneMebibyteRollOverAsTheirTextDoes) {
 TEST(TraceHash, TotalsFromTheSamePassAreTheTraces) {
     replay::Trace trace = repeated_names(3000, 5);
     for (std::size_t i = 0; i < trace.activities.size(); i += 3)
-        trace.activities[i].kind = i % 2 ? replay::ActivityKind::Memcpy : replay::ActivityKind::Memset;
+        trace.activities[i].kind =
+            i % 2 ? replay::ActivityKind::Memcpy : replay::ActivityKind::Memset;
     replay::ActivityTotals totals;
     EXPECT_EQ(replay::trace_content_hash(trace, &totals), reference_hash(trace));
     const replay::ActivityTotals want = trace.activity_totals();

@@ -73,9 +73,8 @@ class RecipeLibrary {
     // `storage_offset` is added to the trace's storage ids, so that two sources' ids stay apart.
     // `first_kernels`, when given: only the issues whose first kernel it may hold (a library
     // matched against those kernels by name, grid and block needs no others).
-    void add_graph(const KernelGraph& graph, const NodeRecipes& recipes,
-                   const std::string& source, std::int64_t storage_offset = 0,
-                   const LaunchSet* first_kernels = nullptr);
+    void add_graph(const KernelGraph& graph, const NodeRecipes& recipes, const std::string& source,
+                   std::int64_t storage_offset = 0, const LaunchSet* first_kernels = nullptr);
     // A kernel_signatures.json file or a trace (told by content). Throws InputError.
     void add_file(const std::string& path);
     // Single-kernel entries (a signature file's unique kernels have no neighbours).
