@@ -112,13 +112,24 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         // calling thread's later allocations do not reuse: give its pages back.
         malloc_trim(0);
     };
+    // The content hash reads only the activities and their names, which nothing after the parse
+    // writes (--set-dims aside): it starts once the calling thread's part of the graph build is
+    // done, beside the rest of the inference, and the activities' totals come from its pass.
+    std::future<std::string> trace_hash;
+    const auto hash_beside = [&] {
+        trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
+                                [&trace, &totals = analysis->activity_totals] {
+                                    return trace_content_hash(trace, &totals);
+                                });
+    };
     using AfterNesting = std::function<void(const ThreadOps&)>;
     using BesideNesting = std::function<void()>;
+    using OnceLinked = std::function<void()>;
     analysis->graph =
         KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr,
-                           dataflow_beside ? BesideNesting(prepare) : nullptr);
+                           dataflow_beside ? BesideNesting(prepare) : nullptr,
+                           options.set_dims ? nullptr : OnceLinked(hash_beside));
     stage_done("graph");
-    std::future<std::string> trace_hash;
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
         // The rewrite interns names, which the hash reads: the hash (activities only, which the
         // rewrite leaves alone) is taken first.
@@ -139,14 +150,6 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     // reuse annotation.
     std::vector<OpChainEnds> walked;
     analysis->recipes = classify(analysis->graph, options.classify_check, threads, &walked);
-    // The content hash reads only the activities: it runs beside the recipe library and what
-    // follows (the graph build and the classifier use two threads, the library one); the
-    // activities' totals come from the same pass.
-    if (!options.set_dims)
-        trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
-                                [&trace, &totals = analysis->activity_totals] {
-                                    return trace_content_hash(trace, &totals);
-                                });
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
     // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
     // then those of the --recipes files.
@@ -179,12 +182,13 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     }
     stage_done("classify");
     // The unique kernels are grouped by the nodes' decisions, which the reuse distances leave
-    // alone, as does the coverage: both run beside them, the kernels take their recipes after.
+    // alone, as does the coverage: the grouping runs beside them (the coverage after them, the
+    // shorter of the two), the kernels take their recipes after.
     auto kernels = std::async(threads > 1 ? std::launch::async : std::launch::deferred, [&] {
-        analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
         return unique_kernels_by_decision(analysis->graph, analysis->recipes);
     });
     annotate_reuse(analysis->graph, analysis->recipes, walked);
+    analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
     stage_done("reuse");
     analysis->kernels = kernels.get();
     take_first_instance_recipes(analysis->kernels, analysis->recipes);

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "id_map.h"
+#include "sorted_runs.h"
 #include "replay/huge_pages.h"
 
 namespace replay {
@@ -67,10 +68,16 @@ class CallKinds {
 };
 
 // Sorts one thread's ops by (start, longest first, index). Kineto writes most threads' ops in
-// start order already, or in a few sorted runs: those are merged run by run (each merge reads
-// its runs front to back), anything else is sorted on copied keys (comparing through the op
-// indices would miss the cache each time).
+// start order already; others (a trace of repeated copies: one sorted run per copy) are sorted on
+// copied keys, comparing through the op indices would miss the cache each time, their runs merged
+// where they are few.
 void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segment) {
+    // The thread's ops lie apart in the op array (other threads' in between): each pass over
+    // them asks for an op a few places ahead.
+    constexpr std::size_t kAhead = 16;
+    const auto prefetch = [&](std::size_t i) {
+        if (i + kAhead < segment.size()) __builtin_prefetch(&ops[segment[i + kAhead]]);
+    };
     const auto before = [&](std::uint32_t a, std::uint32_t b) {
         const CpuOp& x = ops[a];
         const CpuOp& y = ops[b];
@@ -78,36 +85,12 @@ void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segme
         if (x.dur != y.dur) return x.dur > y.dur;
         return a < b;
     };
-    // The thread's ops lie apart in the op array (other threads' in between): each pass over
-    // them asks for an op a few places ahead.
-    constexpr std::size_t kAhead = 16;
-    const auto prefetch = [&](std::size_t i) {
-        if (i + kAhead < segment.size()) __builtin_prefetch(&ops[segment[i + kAhead]]);
-    };
-    std::vector<std::size_t> runs = {0};  // where each sorted run starts, then the end
-    for (std::size_t i = 1; i < segment.size(); ++i) {
+    bool sorted = true;
+    for (std::size_t i = 1; i < segment.size() && sorted; ++i) {
         prefetch(i);
-        if (before(segment[i], segment[i - 1])) runs.push_back(i);
+        sorted = !before(segment[i], segment[i - 1]);
     }
-    runs.push_back(segment.size());
-    if (runs.size() <= 2) return;
-    if (8 * runs.size() <= segment.size()) {
-        std::vector<std::uint32_t> buffer(segment.size());
-        std::span<std::uint32_t> from = segment, to = buffer;
-        while (runs.size() > 2) {
-            std::vector<std::size_t> merged = {0};
-            for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
-                const std::size_t mid = runs[r + 1], end = runs[std::min(r + 2, runs.size() - 1)];
-                std::merge(from.begin() + runs[r], from.begin() + mid, from.begin() + mid,
-                           from.begin() + end, to.begin() + runs[r], before);
-                merged.push_back(end);
-            }
-            runs = std::move(merged);
-            std::swap(from, to);
-        }
-        if (from.data() != segment.data()) std::copy(from.begin(), from.end(), segment.begin());
-        return;
-    }
+    if (sorted) return;
     struct Key {
         Nanos ts, dur;
         std::uint32_t op;
@@ -117,11 +100,13 @@ void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segme
         prefetch(i);
         keys[i] = {ops[segment[i]].ts, ops[segment[i]].dur, segment[i]};
     }
-    std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+    const auto key_before = [](const Key& x, const Key& y) {
         if (x.ts != y.ts) return x.ts < y.ts;
         if (x.dur != y.dur) return x.dur > y.dur;
         return x.op < y.op;
-    });
+    };
+    if (!merge_sorted_runs(std::span<Key>(keys), key_before))
+        std::sort(keys.begin(), keys.end(), key_before);
     for (std::size_t i = 0; i < segment.size(); ++i) segment[i] = keys[i].op;
 }
 
@@ -232,7 +217,9 @@ void sort_by_launch(const KernelGraph& graph, std::vector<GraphNode>& nodes) {
         return x.node < y.node;
     };
     if (std::is_sorted(keys.begin(), keys.end(), before)) return;
-    std::sort(keys.begin(), keys.end(), before);
+    // A trace of repeated copies comes in a sorted run per copy (a few hundred).
+    if (!merge_sorted_runs(std::span<Key>(keys), before))
+        std::sort(keys.begin(), keys.end(), before);
     // Gathered into a new array rather than permuted in place: the loads are independent of
     // one another (a permutation's cycles chain each load on the one before), so their cache
     // misses overlap.
@@ -260,7 +247,8 @@ const char* to_string(LinkState state) {
 
 KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
                                const std::function<void(const ThreadOps&)>& after_nesting,
-                               const std::function<void()>& beside_nesting) {
+                               const std::function<void()>& beside_nesting,
+                               const std::function<void()>& once_linked) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
@@ -492,6 +480,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     }
     graph.stats_.waits = graph.waits_.size();
     graph.stats_.host_syncs = graph.syncs_.size();
+    if (once_linked) once_linked();
     if (beside.valid()) beside.get();
     return graph;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "op_chain.h"
+#include "sorted_runs.h"
 #include "replay/analysis.h"
 #include "replay/classifier.h"
 #include "replay/kernel_graph.h"
@@ -202,6 +203,42 @@ TEST(OpChain, ClassifierFactsOfInterleavedThreadsAreEachOpsOwn) {
         EXPECT_EQ(recipes.decision(n).rule, recipes.decision(n % 2).rule) << "node " << n;
     EXPECT_NE(recipes.decision(0).rule, recipes.decision(1).rule);
     EXPECT_EQ(recipes.decision(0).tier, replay::Tier::Gemm) << recipes.decision(0).reason;
+}
+
+// merge_sorted_runs (engine/sorted_runs.h), which the graph builder's sorts use: items in a few
+// sorted runs (a repeated trace's copies) come out as std::sort puts them; too many runs are left
+// for the caller.
+TEST(SortedRuns, FewRunsAreMergedAsASortWouldOrderThem) {
+    struct Item {
+        std::int64_t key;
+        std::uint32_t index;
+    };
+    const auto before = [](const Item& x, const Item& y) {
+        return x.key != y.key ? x.key < y.key : x.index < y.index;
+    };
+    std::mt19937 random(7);
+    for (const std::size_t runs : {1u, 2u, 3u, 17u, 153u}) {
+        std::vector<Item> items;
+        for (std::size_t r = 0; r < runs; ++r) {
+            std::int64_t key = static_cast<std::int64_t>(random() % 50);
+            for (int k = 0; k < 400; ++k) {
+                key += static_cast<std::int64_t>(random() % 3);  // ties within and across runs
+                items.push_back({key, static_cast<std::uint32_t>(items.size())});
+            }
+        }
+        std::vector<Item> want = items;
+        std::sort(want.begin(), want.end(), before);
+        ASSERT_TRUE(replay::merge_sorted_runs(std::span<Item>(items), before)) << runs;
+        for (std::size_t i = 0; i < items.size(); ++i)
+            ASSERT_EQ(items[i].index, want[i].index) << runs << " runs, item " << i;
+    }
+    // One run per item or so: left alone.
+    std::vector<Item> shuffled;
+    for (std::uint32_t i = 0; i < 1000; ++i)
+        shuffled.push_back({static_cast<std::int64_t>(random() % 100000), i});
+    const std::vector<Item> before_call = shuffled;
+    EXPECT_FALSE(replay::merge_sorted_runs(std::span<Item>(shuffled), before));
+    for (std::size_t i = 0; i < shuffled.size(); ++i) EXPECT_EQ(shuffled[i].index, before_call[i].index);
 }
 
 }  // namespace
