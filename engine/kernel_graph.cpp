@@ -6,8 +6,8 @@
 #include <span>
 
 #include "id_map.h"
-#include "sorted_runs.h"
 #include "replay/huge_pages.h"
+#include "sorted_runs.h"
 
 namespace replay {
 namespace {

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "op_chain.h"
-#include "sorted_runs.h"
 #include "replay/analysis.h"
 #include "replay/classifier.h"
 #include "replay/kernel_graph.h"
 #include "replay/kineto_parser.h"
+#include "sorted_runs.h"
 
 namespace {
 
@@ -238,7 +238,8 @@ TEST(SortedRuns, FewRunsAreMergedAsASortWouldOrderThem) {
         shuffled.push_back({static_cast<std::int64_t>(random() % 100000), i});
     const std::vector<Item> before_call = shuffled;
     EXPECT_FALSE(replay::merge_sorted_runs(std::span<Item>(shuffled), before));
-    for (std::size_t i = 0; i < shuffled.size(); ++i) EXPECT_EQ(shuffled[i].index, before_call[i].index);
+    for (std::size_t i = 0; i < shuffled.size(); ++i)
+        EXPECT_EQ(shuffled[i].index, before_call[i].index);
 }
 
 }  // namespace
