@@ -148,8 +148,8 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
     // The classifier walks the op chains on a second thread; what the walk found is kept for the
     // reuse annotation.
-    std::vector<OpChainEnds> walked;
-    analysis->recipes = classify(analysis->graph, options.classify_check, threads, &walked);
+    std::vector<std::uint32_t> shaped_ops;
+    analysis->recipes = classify(analysis->graph, options.classify_check, threads, &shaped_ops);
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
     // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
     // then those of the --recipes files.
@@ -187,7 +187,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     auto kernels = std::async(threads > 1 ? std::launch::async : std::launch::deferred, [&] {
         return unique_kernels_by_decision(analysis->graph, analysis->recipes);
     });
-    annotate_reuse(analysis->graph, analysis->recipes, walked);
+    annotate_reuse(analysis->graph, analysis->recipes, shaped_ops);
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);
     stage_done("reuse");
     analysis->kernels = kernels.get();

@@ -35,7 +35,16 @@ Facts activity_facts(const KernelGraph& graph, const GraphNode& node) {
     return f;
 }
 
-using ChainEnds = OpChainEnds;
+// The ops of a node's chain the classifier's facts name: the nearest dispatcher op and the
+// nearest GEMM op with shapes within the KernelGraph::kMaxOpChain ops of the chain, and the
+// nearest op with a shapes entry (for annotate_reuse) (kNoIndex: none). With the names and shapes
+// entries of the chain's first op and of `aten` and `gemm`, read while walking: the decisions
+// need not touch the ops again (a cache miss each on a large trace).
+struct ChainEnds {
+    std::uint32_t aten = kNoIndex, gemm = kNoIndex, recorded = kNoIndex;
+    NameId innermost_name = 0, aten_name = 0, gemm_name = 0;
+    std::uint32_t aten_shapes = kNoIndex, gemm_shapes = kNoIndex;
+};
 
 // The op chain walk of nodes one after the other: the chain is kept from one node's op to the
 // next (OpChain), with the nearest dispatcher and GEMM op at each level, so that a node's chain
@@ -158,10 +167,12 @@ class ChainEndsAhead {
         }
         return ends_[n];
     }
-    // Every node's ends, once the walk is done (those the classifier did not ask for too).
-    std::vector<ChainEnds> take() {
+    // Every node's innermost op with a shapes entry, once the walk is done.
+    std::vector<std::uint32_t> shaped_ops() {
         if (walking_.valid()) walking_.get();
-        return std::move(ends_);
+        std::vector<std::uint32_t> ops(ends_.size());
+        for (std::size_t n = 0; n < ends_.size(); ++n) ops[n] = ends_[n].recorded;
+        return ops;
     }
 
   private:
@@ -225,8 +236,8 @@ class FactsOf {
     }
     // The ops the facts of the last node name.
     const ChainOps& chain_ops() const { return ops_; }
-    // Every node's chain ends, the classifier done.
-    std::vector<ChainEnds> take_chain_ends() { return ends_.take(); }
+    // ChainEndsAhead::shaped_ops(), the classifier done.
+    std::vector<std::uint32_t> shaped_ops() { return ends_.shaped_ops(); }
 
   private:
     // The op chain's part of the facts.
@@ -345,7 +356,7 @@ void check_one_by_one(const KernelGraph& graph, const NodeRecipes& recipes) {
 }  // namespace
 
 NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned threads,
-                     std::vector<OpChainEnds>* walked) {
+                     std::vector<std::uint32_t>* shaped_ops) {
     const Trace& trace = graph.trace();
     NodeRecipes recipes;
     recipes.resize_nodes(graph.nodes().size());
@@ -402,7 +413,7 @@ NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check, unsigned thr
         last_run_node = n;
         last_run_decision = current;
     }
-    if (walked != nullptr) *walked = facts_of.take_chain_ends();
+    if (shaped_ops != nullptr) *shaped_ops = facts_of.shaped_ops();
     if (check == ClassifyCheck::EveryActivity) check_one_by_one(graph, recipes);
     return recipes;
 }

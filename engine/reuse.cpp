@@ -83,7 +83,7 @@ class Touches {
 }  // namespace
 
 void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes,
-                    std::span<const OpChainEnds> walked) {
+                    std::span<const std::uint32_t> shaped_ops) {
     // Without recorded storage ids (no Execution Trace, no dataflow) every distance stays unknown.
     bool any_storage = false;
     for (std::size_t n = 0; n < recipes.size() && !any_storage; ++n)
@@ -110,8 +110,8 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes,
     std::vector<std::int64_t> found;
     std::vector<Touch> pending;
     std::uint32_t pending_op = kNoIndex;
-    // The walk has a node's ends where its op differs from the node before's.
-    const bool from_walk = walked.size() == nodes.size();
+    // The classifier's walk names the op where a node's op differs from the node before's.
+    const bool from_walk = shaped_ops.size() == nodes.size();
     std::uint32_t walked_op = kNoIndex, walked_recorded = kNoIndex;
     for (std::uint32_t n = 0; n < nodes.size() && n < recipes.size(); ++n) {
         // The innermost op with recorded shapes is the one whose arguments the recipe holds.
@@ -119,7 +119,7 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes,
         if (from_walk) {
             if (nodes[n].op != walked_op) {
                 walked_op = nodes[n].op;
-                walked_recorded = walked_op == kNoIndex ? kNoIndex : walked[n].recorded;
+                walked_recorded = walked_op == kNoIndex ? kNoIndex : shaped_ops[n];
             }
             op = walked_recorded;
         } else {

@@ -94,7 +94,7 @@ TEST(Reuse, DistancesFromTheClassifiersWalkEqualThoseFromTheOpChains) {
                               "h200/mixtral_prefill.json.gz", "h200/llama_decode_graph.json.gz"}) {
         auto a = analyze(trace);
         std::size_t known = 0;
-        std::vector<replay::OpChainEnds> walked;
+        std::vector<std::uint32_t> walked;
         replay::NodeRecipes with_walk =
             replay::classify(a->graph, replay::ClassifyCheck::None, 2, &walked);
         ASSERT_EQ(walked.size(), a->graph.nodes().size()) << trace;

@@ -107,23 +107,12 @@ enum class ClassifyCheck {
     EveryActivity,
 };
 
-// The ops of a node's chain the classifier's facts name: the nearest dispatcher op and the
-// nearest GEMM op with shapes within the KernelGraph::kMaxOpChain ops of the chain, and the
-// nearest op with a shapes entry (CpuOp::shapes set: the op whose arguments a recipe holds, for
-// annotate_reuse) (kNoIndex: none). With the names and shapes entries of the chain's first op and
-// of `aten` and `gemm`, read while walking: their readers need not touch the ops again (a cache
-// miss each on a large trace).
-struct OpChainEnds {
-    std::uint32_t aten = kNoIndex, gemm = kNoIndex, recorded = kNoIndex;
-    NameId innermost_name = 0, aten_name = 0, gemm_name = 0;
-    std::uint32_t aten_shapes = kNoIndex, gemm_shapes = kNoIndex;
-};
-
-// `threads` > 1: the op chains are walked on a second thread, ahead of the decisions. `walked`,
-// when given, gets what the walk found: the OpChainEnds of every node whose op differs from the
-// node before's (the others' are left empty).
+// `threads` > 1: the op chains are walked on a second thread, ahead of the decisions.
+// `shaped_ops`, when given, gets per node what the walk found for annotate_reuse: the innermost
+// op with a shapes entry (CpuOp::shapes set) within the KernelGraph::kMaxOpChain ops of its chain,
+// for each node whose op differs from the node before's (kNoIndex for the others and for none).
 NodeRecipes classify(const KernelGraph& graph, ClassifyCheck check = ClassifyCheck::None,
-                     unsigned threads = 1, std::vector<OpChainEnds>* walked = nullptr);
+                     unsigned threads = 1, std::vector<std::uint32_t>* shaped_ops = nullptr);
 // Share of recorded kernel time whose recipe is replayable (0..1); 0 for a trace without kernels.
 double kernel_time_coverage(const KernelGraph& graph, const NodeRecipes& recipes);
 

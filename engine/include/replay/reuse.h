@@ -16,10 +16,10 @@ namespace replay {
 // carry recorded storage ids (Execution Trace): GPU ops are swept in launch order, each touching
 // its inputs' and outputs' bytes (an LRU stack distance, counting a storage touched twice twice,
 // so an upper bound). Inputs without storage ids keep kReuseUnknown. A node whose distances differ
-// from those of the other nodes sharing its recipe gets an entry of its own. `walked`, when given
-// (the graph's walk_op_chains()), names each node's innermost op with shapes, which is otherwise
-// looked up on its op chain.
+// from those of the other nodes sharing its recipe gets an entry of its own. `shaped_ops`, when
+// given (classify()'s), names each node's innermost op with shapes, which is otherwise looked up
+// on its op chain.
 void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes,
-                    std::span<const OpChainEnds> walked = {});
+                    std::span<const std::uint32_t> shaped_ops = {});
 
 }  // namespace replay
