@@ -314,6 +314,8 @@ class FakeBackend : public replay::Backend {
     bool board_runs_warm_reads = false;  // with a board: a warm-up read runs 1 us there too
     int submits = 0;        // submit() calls (not in `calls`: sequences stay as they were)
     double host_gap_s = 0;  // with a board: each issue from the host (not a graph) idles it first
+    // Multiplies every kernel's device time (the board's and the timing records').
+    std::int64_t time_scale = 1;
     double host_gap_w = 0;  // ... at this much above idle
     // relocated() makes copies; the board knows copy n of a recipe as its instance key + "@n",
     // so that a test can give each placement an energy of its own.
@@ -485,7 +487,8 @@ class FakeBackend : public replay::Backend {
     void produce(std::uint32_t handle, int stream, std::uint64_t tag) {
         const std::string& key = keys_.at(handle);
         if (board != nullptr)
-            board->run(board_keys_.at(handle), 1e-6 * static_cast<double>(runs_as_.at(handle) + 1));
+            board->run(board_keys_.at(handle),
+                       1e-6 * static_cast<double>(time_scale * (runs_as_.at(handle) + 1)));
         if (phase_ == replay::Phase::Timed && abort_when_timed.count(key)) die();
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
             bool first = true;
@@ -498,8 +501,8 @@ class FakeBackend : public replay::Backend {
             }
             return;
         }
-        record(tag, "recipe label", 1000 * static_cast<std::int64_t>(handle + 1), stream, false,
-               false);
+        record(tag, "recipe label", time_scale * 1000 * static_cast<std::int64_t>(handle + 1),
+               stream, false, false);
     }
     void record(std::uint64_t tag, const std::string& name, std::int64_t ns, int stream,
                 bool per_kernel_record, bool warm) {
@@ -1576,10 +1579,15 @@ TEST(Energy, EachWindowRunsOnCopiesOfTheWorkAtOtherAddresses) {
             for (int copy : {2 * w - 1, 2 * w})
                 board.dynamic_uj[(copy % 2 ? relu1 : relu2) + "@" + std::to_string(copy)] =
                     300 + 60 * w;
+        // Launches of 8 us or more: the loop's graph then holds 1 ms of work, one graph per
+        // counter read, whatever the host's clock says (with shorter ones the loop queues as many
+        // graphs per read as the wall clock lets it, and on a loaded machine the reads' share of
+        // the window, and with it the energy per launch, moved by 4 %).
         FakeBackend b;
         b.board = &board;
         b.graphs = true;
         b.moves = moves;
+        b.time_scale = 8;
         replay::DriverOptions o = energy_options();
         o.sequential_check = false;
         o.only = {kernel_named(replay::replay_unique(*a, b, o), "relu_k").id};
@@ -1587,6 +1595,7 @@ TEST(Energy, EachWindowRunsOnCopiesOfTheWorkAtOtherAddresses) {
         c.board = &board;
         c.graphs = true;
         c.moves = moves;
+        c.time_scale = 8;
         replay::Report r = replay::replay_unique(*a, c, o);
         return std::tuple{kernel_named(r, "relu_k").energy, c.of("release").size(),
                           c.of("begin_capture").size(), r.energy.notes};
