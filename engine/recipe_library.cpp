@@ -84,10 +84,16 @@ class WantsLibrary {
 // key() of its recipe (numbered) and whether it is issued with its op. Issues with equal ids have
 // equal identity() texts, which are then built once per distinct issue.
 using IssueKey = std::vector<std::uint64_t>;
+// One step of the hashes of issue keys and launches.
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+    h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 29);
+}
+
 struct IssueKeyHash {
     std::size_t operator()(const IssueKey& key) const {
         std::uint64_t h = key.size();
-        for (const std::uint64_t v : key) h = (h ^ v) * 0x9E3779B97F4A7C15ULL, h ^= h >> 29;
+        for (const std::uint64_t v : key) h = mix(h, v);
         return static_cast<std::size_t>(h);
     }
 };
@@ -114,11 +120,9 @@ class Matcher {
             entry.before = id(e.before);
             entry.after = id(e.after);
             if (entry.kernels.front() == kNone) continue;
-            GpuActivity first;
-            first.name = entry.kernels.front();
-            std::copy(e.kernels.front().grid.begin(), e.kernels.front().grid.end(), first.grid);
-            std::copy(e.kernels.front().block.begin(), e.kernels.front().block.end(), first.block);
-            by_launch_[LaunchSet::key(first)].push_back(i);
+            const LaunchShape& first = e.kernels.front();
+            by_launch_[LaunchSet::key(entry.kernels.front(), first.grid.data(), first.block.data())]
+                .push_back(i);
         }
     }
 
@@ -135,11 +139,11 @@ class Matcher {
         // whose key collides), in entry order.
         const auto found = by_launch_.find(LaunchSet::key(activity(at)));
         if (found == by_launch_.end()) return nullptr;
-        const std::vector<std::size_t>& named = found->second;
+        const std::vector<std::size_t>& alike = found->second;
         const NameId before = at > 0 ? activity(at - 1).name : StringPool::kEmpty;
         const auto& entries = library_.entries();
         fits_.clear();
-        for (std::size_t i : named) {
+        for (std::size_t i : alike) {
             const LibraryEntry& e = entries[i];
             const Ids& ids = ids_[i];
             if (at + e.kernels.size() > track.size()) continue;
@@ -191,12 +195,9 @@ class Matcher {
 
 }  // namespace
 
-std::uint64_t LaunchSet::key(const GpuActivity& kernel) {
-    std::uint64_t h = kernel.name;
-    for (const std::int32_t d : {kernel.grid[0], kernel.grid[1], kernel.grid[2], kernel.block[0],
-                                 kernel.block[1], kernel.block[2]})
-        h = (h ^ static_cast<std::uint32_t>(d)) * 0x9E3779B97F4A7C15ULL, h ^= h >> 29;
-    return h;
+std::uint64_t LaunchSet::key(NameId name, const std::int32_t* grid, const std::int32_t* block) {
+    return mix(mix(mix(name, pack(grid[0], grid[1])), pack(grid[2], block[0])),
+               pack(block[1], block[2]));
 }
 
 std::string LaunchShape::text() const {

@@ -33,7 +33,11 @@ struct LaunchShape {
 // name, grid and block itself).
 class LaunchSet {
   public:
-    static std::uint64_t key(const GpuActivity& kernel);
+    // Of a kernel's name, grid (3 values) and block (3 values).
+    static std::uint64_t key(NameId name, const std::int32_t* grid, const std::int32_t* block);
+    static std::uint64_t key(const GpuActivity& kernel) {
+        return key(kernel.name, kernel.grid, kernel.block);
+    }
     void add(const GpuActivity& kernel) {
         if (kernel.name >= names_.size()) names_.resize(kernel.name + 1, false);
         names_[kernel.name] = true;
