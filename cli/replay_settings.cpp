@@ -168,6 +168,16 @@ void ReplaySettings::add_unique_options(CLI::App& app) {
                    "tens of milliseconds per run)")
         ->check(CLI::IsMember({"auto", "recorded", "previous", "none"}))
         ->capture_default_str();
+    app.add_option("--code-cache", code_cache,
+                   "unique, --context recorded: where the kernel's own code is when a timed run "
+                   "starts. l2: the SMs' instruction caches are emptied and only the kernel's "
+                   "data leaves L2 (its code stays there, as in a recorded step where dozens of "
+                   "other kernels ran in between); sm: the whole L2 is evicted and the code "
+                   "stays in the SMs' instruction caches from the run before (back to back with "
+                   "itself: small kernels time fast); memory: the whole L2 and the instruction "
+                   "caches are evicted (code from memory)")
+        ->check(CLI::IsMember({"l2", "sm", "memory"}))
+        ->capture_default_str();
 }
 
 void ReplaySettings::add_device_options(CLI::App& app) {
@@ -223,6 +233,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     o.context = context == "none" || (context == "auto" && on_cpu) ? Context::None
                 : context == "previous"                            ? Context::Previous
                                                                    : Context::Recorded;
+    for (auto code : {CodeCache::Sm, CodeCache::L2, CodeCache::Memory})
+        if (code_cache == code_cache_name(code)) o.code_cache = code;
     o.sequential_check = !no_sequential_check;
     for (auto mode : {DriverOptions::WarmInputs::None, DriverOptions::WarmInputs::Needed,
                       DriverOptions::WarmInputs::All})

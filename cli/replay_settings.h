@@ -29,6 +29,7 @@ struct ReplaySettings {
     int runs = 50;
     bool l2_flush = false;
     std::string context = "auto";
+    std::string code_cache = "l2";
     bool no_sequential_check = false;
     std::string warm_inputs = "all";
     bool no_warm_inputs = false;  // the same as --warm-inputs none

@@ -253,6 +253,8 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("runs", std::to_string(o.runs));
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
         report.options.emplace_back("context", context_name(o.context));
+        if (o.context == Context::Recorded)
+            report.options.emplace_back("code_cache", code_cache_name(o.code_cache));
         if (!o.only.empty()) {
             std::string ids;
             for (const auto& id : o.only) ids += (ids.empty() ? "" : ",") + id;

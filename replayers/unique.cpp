@@ -289,7 +289,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             const Ready& r = ready[i % ready.size()];
             session.set_iteration(++issues);
             const bool recorded_cache = o.context == Context::Recorded;
-            if (recorded_cache) backend.flush_l2();
+            if (recorded_cache) backend.reset_caches(r.work->handle, o.code_cache);
             if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
                 return false;
             if (recorded_cache) backend.warm_inputs(r.work->handle, 0, 0);  // untimed

@@ -31,8 +31,8 @@ constexpr double kPrepareLimitS = 300;
 
 struct Step {
     Command command;
-    std::uint32_t handle = 0;   // Issue, Warm: the parent's work handle; LaunchGraph: graph's
-    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer
+    std::uint32_t handle = 0;   // Issue, Warm, ResetCaches: the parent's work handle; LaunchGraph: graph's
+    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer; ResetCaches: code
     std::uint64_t tag = 0;
     std::string range{};  // Issue: its NVTX range (name_next_issue), "" for none
 };
@@ -125,6 +125,12 @@ class WorkerBackend final : public Backend {
         push({Command::Wait, 0, waiter, producer, 0});
     }
     void flush_l2() override { push({Command::Flush}); }
+    void reset_caches(std::uint32_t handle, CodeCache code) override {
+        if (work_.at(handle).failed)
+            flush_l2();
+        else
+            push({Command::ResetCaches, handle, static_cast<std::int64_t>(code)});
+    }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         if (!work_.at(handle).failed) push({Command::Warm, handle, stream, 0, tag});
     }
@@ -261,7 +267,8 @@ class WorkerBackend final : public Backend {
 
     bool skipped(const Step& s) const {
         if (s.command == Command::LaunchGraph) return graphs_[s.handle - 1].remote == 0;
-        return (s.command == Command::Issue || s.command == Command::Warm) &&
+        return (s.command == Command::Issue || s.command == Command::Warm ||
+                s.command == Command::ResetCaches) &&
                work_[s.handle].failed;
     }
     // The step runs work that a synchronize after it must wait for.
@@ -352,6 +359,13 @@ class WorkerBackend final : public Backend {
                                   .u32(work_[s.handle].remote)
                                   .i64(s.a)
                                   .i64(static_cast<std::int64_t>(s.tag))
+                                  .take(),
+                              limit(0));
+                return;
+            case Command::ResetCaches:
+                worker_->send(Encoder(Command::ResetCaches)
+                                  .u32(work_[s.handle].remote)
+                                  .u8(static_cast<std::uint8_t>(s.a))
                                   .take(),
                               limit(0));
                 return;

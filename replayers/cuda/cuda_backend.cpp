@@ -177,6 +177,26 @@ void CudaBackend::flush_l2() {
     REPLAY_CUDA_CALL(launch_l2_touch(l2_flush_buffer_, l2_flush_bytes_,
                                      static_cast<unsigned*>(touch_sink_), stream_at(0)));
     for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
+    unwritten_fills_ = false;  // reading 2x L2 wrote every dirty line back
+}
+
+void CudaBackend::reset_caches(std::uint32_t handle, CodeCache code) {
+    launch_at(handle);  // a handle check
+    if (l2_flush_buffer_ == nullptr) return;  // see flush_l2()
+    // Dropping lines is only safe once the fills of prepared work are in memory, and needs
+    // sm_80's discard; else (the first run after a prepare) the whole L2 goes.
+    const bool drop = code == CodeCache::L2 && !unwritten_fills_ && properties_.major >= 8;
+    if (drop) {
+        for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
+        for (const TouchList& list : own_data_[handle - 1])
+            REPLAY_CUDA_CALL(launch_l2_drop_list(list, stream_at(0)));
+        for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
+    } else {
+        flush_l2();
+    }
+    if (code != CodeCache::Sm)
+        REPLAY_CUDA_CALL(launch_instruction_cache_evict(
+            properties_.multiProcessorCount, static_cast<float*>(touch_sink_), stream_at(0)));
 }
 
 void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index, std::uint64_t tag) {

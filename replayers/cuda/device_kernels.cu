@@ -75,6 +75,48 @@ __global__ void l2_touch_ranges_kernel(SectorRanges ranges, unsigned* sink) {
     if (acc == 0x9e3779b9u) *sink = acc;
 }
 
+// Line ranges of a TouchList for discard: whole 128-byte lines only.
+struct LineRanges {
+    const unsigned char* begin[TouchList::kCapacity];
+    std::size_t lines[TouchList::kCapacity];
+    int count;
+};
+
+__global__ void l2_drop_ranges_kernel(LineRanges ranges) {
+    constexpr std::size_t kLine = 128;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (int r = 0; r < ranges.count; ++r)
+        for (std::size_t i = first; i < ranges.lines[r]; i += stride) {
+            const unsigned char* line = ranges.begin[r] + i * kLine;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+            asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
+#else
+            (void)line;  // no discard before sm_80: the backend flushes instead there
+#endif
+        }
+}
+
+// 8,192 x 4 dependent FMAs, straight-line: 32,768 SASS instructions of 16 bytes, 512 KiB of
+// code, four times what an SM's instruction caches hold, so after it no SM holds anything of
+// the code that ran before. Inline assembly, so that neither compiler folds or rolls it.
+#define REPLAY_X2(s) s s
+#define REPLAY_X16(s) REPLAY_X2(REPLAY_X2(REPLAY_X2(REPLAY_X2(s))))
+#define REPLAY_X8192(s) REPLAY_X2(REPLAY_X16(REPLAY_X16(REPLAY_X16(s))))
+__global__ void instruction_cache_evict_kernel(float a, float b, float* sink) {
+    float x0 = static_cast<float>(threadIdx.x), x1 = x0 + 1.0f, x2 = x0 + 2.0f, x3 = x0 + 3.0f;
+    asm volatile(REPLAY_X8192("fma.rn.f32 %0, %0, %4, %5;\n\t"
+                              "fma.rn.f32 %1, %1, %4, %5;\n\t"
+                              "fma.rn.f32 %2, %2, %4, %5;\n\t"
+                              "fma.rn.f32 %3, %3, %4, %5;\n\t")
+                 : "+f"(x0), "+f"(x1), "+f"(x2), "+f"(x3)
+                 : "f"(a), "f"(b));
+    if (x0 + x1 + x2 + x3 == 1234.5f) *sink = x0;
+}
+#undef REPLAY_X8192
+#undef REPLAY_X16
+#undef REPLAY_X2
+
 // [data, data + bytes) rounded out to whole 32-byte sectors: allocations are at least 256-byte
 // aligned and sized, so rounding out stays inside the allocation.
 std::size_t sector_range(const void* data, std::size_t bytes, const unsigned*& begin) {
@@ -117,6 +159,33 @@ cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStre
     if (ranges.count == 0) return cudaSuccess;
     // Enough threads for the largest range: the others finish sooner.
     l2_touch_ranges_kernel<<<touch_blocks(largest), kTouchThreads, 0, stream>>>(ranges, sink);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_l2_drop_list(const TouchList& list, cudaStream_t stream) {
+    constexpr std::uintptr_t kLine = 128;
+    LineRanges ranges{};
+    std::size_t largest = 0;
+    for (int r = 0; r < list.count && r < TouchList::kCapacity; ++r) {
+        if (list.bytes[r] == 0 || list.data[r] == nullptr) continue;
+        // Rounded in: a line shared with another buffer keeps that buffer's unwritten bytes.
+        const auto first = (reinterpret_cast<std::uintptr_t>(list.data[r]) + kLine - 1) & ~(kLine - 1);
+        const auto end = (reinterpret_cast<std::uintptr_t>(list.data[r]) + list.bytes[r]) & ~(kLine - 1);
+        if (end <= first) continue;
+        ranges.begin[ranges.count] = reinterpret_cast<const unsigned char*>(first);
+        ranges.lines[ranges.count] = (end - first) / kLine;
+        largest = std::max(largest, ranges.lines[ranges.count]);
+        ++ranges.count;
+    }
+    if (ranges.count == 0) return cudaSuccess;
+    l2_drop_ranges_kernel<<<touch_blocks(largest), kTouchThreads, 0, stream>>>(ranges);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_instruction_cache_evict(int sm_count, float* sink, cudaStream_t stream) {
+    // Four blocks of four warps per SM: every SM, and every one of its sub-partitions, runs it.
+    const unsigned blocks = static_cast<unsigned>(std::max(sm_count, 1)) * 4;
+    instruction_cache_evict_kernel<<<blocks, 128, 0, stream>>>(1.0f, 0.0f, sink);
     return cudaGetLastError();
 }
 

@@ -448,6 +448,58 @@ TEST_F(CudaBackendTest, WarmedInputsAreServedFromL2) {
     EXPECT_LT(warm_median, 0.95 * cold_median);
 }
 
+// Unique mode's --code-cache l2: reset_caches() drops the kernel's own data from L2 (the next run
+// reads it from memory, as after a flush) where nothing else is touched; sm and memory flush.
+TEST_F(CudaBackendTest, ResettingCachesDropsTheKernelsOwnData) {
+    if (backend_->environment().libtorch_version.empty()) GTEST_SKIP() << "no libtorch";
+    AtenRecipe add;
+    add.op = "aten::add";
+    add.overload = "Tensor";
+    for (int i = 0; i < 2; ++i) add.args.push_back(half_tensor({4096, 1024}, kReuseFirstTouch));
+    AtenArgument alpha;
+    alpha.kind = ArgKind::Scalar;
+    alpha.type = "Scalar";
+    alpha.value = "1";
+    add.args.push_back(alpha);
+    const std::uint32_t handle = prepare_ready(as_aten_recipe(add));
+
+    // Per run, in turn: after a flush (cold), right after itself (its data in L2), after a
+    // reset for code in L2, for code in the SMs and for code in memory.
+    constexpr int kStates = 5, kRuns = 20;
+    for (int run = 0; run < kStates * kRuns; ++run) {
+        switch (run % kStates) {
+            case 0:
+                backend_->flush_l2();
+                break;
+            case 1:
+                break;
+            default:
+                backend_->reset_caches(handle, static_cast<CodeCache>(run % kStates - 2));
+        }
+        backend_->issue(handle, 0, static_cast<std::uint64_t>(run) + 1);
+    }
+    backend_->synchronize();
+    std::vector<std::vector<double>> ns(kStates);
+    for (const auto& [tag, activities] : by_tag(backend_->collect())) {
+        double total = 0;
+        for (const auto& a : activities) total += static_cast<double>(a.end_ns - a.start_ns);
+        ns[(tag - 1) % kStates].push_back(total);
+    }
+    std::vector<double> median(kStates);
+    for (int s = 0; s < kStates; ++s) {
+        ASSERT_EQ(ns[s].size(), static_cast<std::size_t>(kRuns)) << "state " << s;
+        std::sort(ns[s].begin(), ns[s].end());
+        median[s] = ns[s][kRuns / 2];
+    }
+    std::printf("add of two 8 MiB fp16 tensors: flushed %.0f ns, after itself %.0f ns, reset "
+                "for code in SMs %.0f, in L2 %.0f, in memory %.0f ns\n",
+                median[0], median[1], median[2], median[3], median[4]);
+    EXPECT_LT(median[1], 0.95 * median[0]) << "L2 made no difference: nothing to check";
+    EXPECT_GT(median[3], 0.9 * median[0]) << "the kernel's data was still in L2";
+    EXPECT_GT(median[2], 0.9 * median[0]);
+    EXPECT_GT(median[4], 0.9 * median[0]);
+}
+
 TEST(CudaBackendEvents, EventTimingWhenCuptiIsOff) {
     BackendOptions options;
     options.use_cupti = false;

@@ -259,13 +259,14 @@ class BoardMeter final : public replay::EnergyMeter {
 // ---- the fake backend -------------------------------------------------------------------------
 
 struct Call {
-    // prepare | streams | issue | wait | sync | flush | warm | collect | phase | blocker |
+    // prepare | streams | issue | wait | sync | flush | reset | warm | collect | phase | blocker |
     // begin_capture | end_capture | launch_graph | first_uses
     std::string what;
-    std::string recipe;  // prepare, issue, warm, blocker: the recipe's instance key
+    std::string recipe;  // prepare, issue, reset, warm, blocker: the recipe's instance key
     int stream = -1;
     std::uint64_t tag = 0;
-    std::int64_t value = 0;  // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph
+    // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph; reset: CodeCache
+    std::int64_t value = 0;
     replay::Phase phase = replay::Phase::Plan;  // the phase the call came in
     bool captured = false;                      // made while a graph was being captured
     std::int64_t host_ns = -1;                  // the test clock at the call, when one is given
@@ -375,6 +376,9 @@ class FakeBackend : public replay::Backend {
         check_poison();
     }
     void flush_l2() override { add({"flush", ""}); }
+    void reset_caches(std::uint32_t handle, replay::CodeCache code) override {
+        add({"reset", keys_.at(handle), -1, 0, static_cast<std::int64_t>(code)});
+    }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         add({"warm", keys_.at(handle), stream, tag});
         if (board != nullptr && board_runs_warm_reads && !capturing_)
@@ -575,13 +579,16 @@ replay::DriverOptions unique_options(replay::Context context, int warmup = 2, in
 }
 
 // The issues of work (not of predecessors) with the calls that came before each since the last
-// one, as "flush,issue(key#tag),warm(key)" lines, per template in order.
+// one, as "reset(code cache) issue(key#tag) warm(key)" lines, per template in order.
 std::vector<std::string> timed_sequence(const FakeBackend& b) {
     std::vector<std::string> lines;
     std::string line;
     for (const auto& c : b.calls) {
         if (c.what == "flush")
             line += "flush ";
+        else if (c.what == "reset")
+            line += std::string("reset(") +
+                    replay::code_cache_name(static_cast<replay::CodeCache>(c.value)) + ") ";
         else if (c.what == "warm")
             line += "warm(" + c.recipe + ") ";
         else if (c.what == "issue")
@@ -610,10 +617,11 @@ TEST(Drivers, UniquePlanCyclesInstancesWithTheirPredecessors) {
     // Three templates in recorded order: relu (two distinct instances: the third relu repeats
     // the first's storage), GEMM + reduction (two instances), the copy. Each work issue comes
     // after an L2 eviction, its recorded predecessor (untimed, tag 0) and the read-in of its
-    // inputs; the first relu has no predecessor.
+    // inputs; the first relu has no predecessor. The caches are reset for the work itself:
+    // its data leaves L2, its code stays there (--code-cache l2, the default).
     std::vector<std::string> expected;
     auto run = [&](const std::string& work, const std::string& before, int tag) {
-        std::string line = "flush ";
+        std::string line = "reset(l2) ";
         if (!before.empty()) line += "issue(" + before + "#0) ";
         line += "warm(" + work + ") issue(" + work + "#" + std::to_string(tag) + ") ";
         expected.push_back(line);
@@ -712,6 +720,41 @@ TEST(Drivers, UniqueContextDecidesWhatRunsBeforeATimedRun) {
                 EXPECT_EQ(calls[i - 2].what, "warm");
             }
         EXPECT_EQ(work_issues, 3u);
+    }
+}
+
+TEST(Drivers, UniqueResetsTheCachesForTheCodeCacheAskedAndSaysWhich) {
+    for (auto code : {replay::CodeCache::Sm, replay::CodeCache::L2, replay::CodeCache::Memory}) {
+        auto a = unique_trace();
+        FakeBackend b;
+        auto o = unique_options(replay::Context::Recorded, 1, 2);
+        o.code_cache = code;
+        const replay::Report r = replay::replay_unique(*a, b, o);
+        // One reset per run (warmup and timed) of each of the three templates, for the work
+        // that runs next, and no whole flush besides.
+        const auto resets = b.of("reset");
+        EXPECT_EQ(resets.size(), 9u);
+        for (const auto& c : resets) EXPECT_EQ(c.value, static_cast<std::int64_t>(code));
+        EXPECT_TRUE(b.of("flush").empty());
+        const auto& calls = b.calls;
+        for (std::size_t i = 0; i + 1 < calls.size(); ++i)
+            if (calls[i].what == "reset") {
+                std::size_t next = i + 1;  // the work's issue, after its predecessor's
+                while (next < calls.size() && !(calls[next].what == "issue" &&
+                                                calls[next].recipe == calls[i].recipe))
+                    ++next;
+                EXPECT_LT(next, calls.size());
+            }
+        bool said = false;
+        for (const auto& [key, value] : r.options)
+            if (key == "code_cache") said = value == replay::code_cache_name(code);
+        EXPECT_TRUE(said) << replay::code_cache_name(code);
+    }
+    {  // no reset without --context recorded
+        auto a = unique_trace();
+        FakeBackend b;
+        replay::replay_unique(*a, b, unique_options(replay::Context::Previous, 1, 2));
+        EXPECT_TRUE(b.of("reset").empty());
     }
 }
 

@@ -42,6 +42,8 @@ struct DriverOptions {
     int runs = 50;
     bool l2_flush = false;
     Context context = Context::Recorded;
+    // With Context::Recorded: where the timed kernel's own code is when it starts (backend.h).
+    CodeCache code_cache = CodeCache::L2;
     // Sequential mode: before each step, read into L2 the inputs the recording had cached. A
     // replayed producer that allocates its output (a functional aten op) writes another buffer
     // than its consumer reads, so without this a consumer reads its activations from memory
