@@ -8,6 +8,12 @@
 # Usage: scripts/gpu_fidelity.sh OUT_DIR [trace...]
 #   traces default to traces/h200/{llama_decode,bloom_b1,gpt2_train}.json.gz
 #   SKIP_BUILD=1 reuses build-gpu (scripts/gpu_build.sh builds it otherwise)
+#   DATAFLOWS    (default "inferred no-dataflow") which dataflow variants run
+#   MODES        (default "sequential unique")
+#   CODE_CACHES  (default "l2") unique mode's --code-cache values, each a run of its own
+#   DEADLINE     (epoch seconds) no replay starts after it, so a time-limited call still ends
+#                with its summary
+#   EXTRA_ARGS   more replay arguments for every run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_fidelity.sh OUT_DIR [trace...]}"
@@ -44,15 +50,30 @@ printf "%-34s %-24s %s\n" trace run figures | tee "$out/summary.txt"
 for trace in "${traces[@]}"; do
   name="$(basename "$trace" .json.gz)"
   "$replay" inspect "$trace" > "$out/$name.inspect.txt" 2>&1
-  for variant in inferred no-dataflow; do
+  for variant in ${DATAFLOWS:-inferred no-dataflow}; do
     extra=()
     [ "$variant" = no-dataflow ] && extra=(--no-dataflow)
-    for mode in sequential unique; do
-      dir="$out/$name.$variant.$mode"
-      args=(--mode "$mode")
-      [ "$mode" = sequential ] && args+=(--iterations 3)
-      "$replay" "$trace" "${extra[@]}" "${args[@]}" --out "$dir" -q > "$dir.log" 2>&1
-      printf "%-34s %-24s %s\n" "$name" "$variant $mode" "$(figures "$dir/report.json")" | tee -a "$out/summary.txt"
+    for mode in ${MODES:-sequential unique}; do
+      caches=(-)
+      [ "$mode" = unique ] && read -r -a caches <<< "${CODE_CACHES:-l2}"
+      for cache in "${caches[@]}"; do
+        if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then
+          echo "DEADLINE passed: stopping before $name $variant $mode" | tee -a "$out/summary.txt"
+          break 4
+        fi
+        run="$variant $mode"
+        dir="$out/$name.$variant.$mode"
+        args=(--mode "$mode")
+        [ "$mode" = sequential ] && args+=(--iterations 3)
+        if [ "$cache" != - ]; then
+          args+=(--code-cache "$cache")
+          run+=" $cache"
+          dir+=".$cache"
+        fi
+        # shellcheck disable=SC2086
+        "$replay" "$trace" "${extra[@]}" "${args[@]}" ${EXTRA_ARGS:-} --out "$dir" -q > "$dir.log" 2>&1
+        printf "%-34s %-24s %s\n" "$name" "$run" "$(figures "$dir/report.json")" | tee -a "$out/summary.txt"
+      done
     done
   done
 done
