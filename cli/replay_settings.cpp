@@ -67,16 +67,16 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
         ->check(CLI::IsMember({"last", "all"}))
         ->capture_default_str();
     add_unique_options(app);
-    auto* warm = app.add_option(
-                        "--warm-inputs", warm_inputs,
-                        "sequential: before a step, read into L2 the inputs the recording had "
-                        "cached (a replayed op that allocates its output writes another buffer "
-                        "than its consumer reads). all: before every step; needed: only before "
-                        "steps with an input no earlier replayed step read or wrote in its "
-                        "recorded storage's buffer (dataflow: fewer reads, but kernels about 1 "
-                        "point slower on the H200); none")
-                    ->check(CLI::IsMember({"needed", "all", "none"}))
-                    ->capture_default_str();
+    auto* warm =
+        app.add_option("--warm-inputs", warm_inputs,
+                       "sequential: before a step, read into L2 the inputs the recording had "
+                       "cached (a replayed op that allocates its output writes another buffer "
+                       "than its consumer reads). all: before every step; needed: only before "
+                       "steps with an input no earlier replayed step read or wrote in its "
+                       "recorded storage's buffer (dataflow: fewer reads, but kernels about 1 "
+                       "point slower on the H200); none")
+            ->check(CLI::IsMember({"needed", "all", "none"}))
+            ->capture_default_str();
     app.add_flag("--no-warm-inputs", no_warm_inputs, "sequential: --warm-inputs none")
         ->excludes(warm);
     app.add_flag("--no-sequential-check", no_sequential_check,
@@ -168,15 +168,13 @@ void ReplaySettings::add_unique_options(CLI::App& app) {
                    "tens of milliseconds per run)")
         ->check(CLI::IsMember({"auto", "recorded", "previous", "none"}))
         ->capture_default_str();
-    app.add_option("--code-cache", code_cache,
-                   "unique, --context recorded: where the kernel's own code is when a timed run "
-                   "starts. l2: the SMs' instruction caches are emptied and only the kernel's "
-                   "data leaves L2 (its code stays there, as in a recorded step where dozens of "
-                   "other kernels ran in between); sm: the whole L2 is evicted and the code "
-                   "stays in the SMs' instruction caches from the run before (back to back with "
-                   "itself: small kernels time fast); memory: the whole L2 and the instruction "
-                   "caches are evicted (code from memory)")
-        ->check(CLI::IsMember({"l2", "sm", "memory"}))
+    app.add_option("--instruction-cache", instruction_cache,
+                   "unique, --context recorded: cold: the SMs' instruction caches are emptied "
+                   "with the L2 eviction before each timed run, so the kernel fetches its code "
+                   "again, as after the dozens of other kernels between its recorded instances; "
+                   "warm: its code stays there from the run before (back to back with itself: "
+                   "small kernels time fast)")
+        ->check(CLI::IsMember({"cold", "warm"}))
         ->capture_default_str();
 }
 
@@ -233,8 +231,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     o.context = context == "none" || (context == "auto" && on_cpu) ? Context::None
                 : context == "previous"                            ? Context::Previous
                                                                    : Context::Recorded;
-    for (auto code : {CodeCache::Sm, CodeCache::L2, CodeCache::Memory})
-        if (code_cache == code_cache_name(code)) o.code_cache = code;
+    o.instruction_cache =
+        instruction_cache == "warm" ? InstructionCache::Warm : InstructionCache::Cold;
     o.sequential_check = !no_sequential_check;
     for (auto mode : {DriverOptions::WarmInputs::None, DriverOptions::WarmInputs::Needed,
                       DriverOptions::WarmInputs::All})

@@ -22,14 +22,14 @@ struct ReplaySettings {
     std::string out_dir = "replay_out";
     std::string pace = "none";
     int iterations = 1;
-    double warmup_ms = -1;  // unset: kGpuWarmupMs on a GPU, 0 on the cpu backend
+    double warmup_ms = -1;                 // unset: kGpuWarmupMs on a GPU, 0 on the cpu backend
     bool graph = false, no_graph = false;  // neither: DriverOptions::graph decides
     std::string trace_iterations = "last";
     int warmup = 10;
     int runs = 50;
     bool l2_flush = false;
     std::string context = "auto";
-    std::string code_cache = "l2";
+    std::string instruction_cache = "cold";
     bool no_sequential_check = false;
     std::string warm_inputs = "all";
     bool no_warm_inputs = false;  // the same as --warm-inputs none
@@ -45,9 +45,9 @@ struct ReplaySettings {
     std::string isolation = "worker";
     double kernel_timeout_s = 10;
     bool nvtx = false;
-    std::vector<std::string> only;  // unique mode: these unique-kernel ids alone
-    int collective_timeout = 60;        // seconds; every rendezvous and collective (several ranks)
-    DistributedOptions distributed;     // set by the replay command when a launcher started it
+    std::vector<std::string> only;   // unique mode: these unique-kernel ids alone
+    int collective_timeout = 60;     // seconds; every rendezvous and collective (several ranks)
+    DistributedOptions distributed;  // set by the replay command when a launcher started it
 
     // `with_out`: --out is offered with this command's meaning of it (regress has its own).
     void add_options(CLI::App& app, bool with_out = true);

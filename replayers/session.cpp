@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "replay/ncu_command.h"
-
 #include "replay/record_match.h"
 
 namespace replay::detail {
@@ -191,7 +190,8 @@ Report Session::finish(const char* mode, double seconds) {
             k.outcome = KernelOutcome::Failed;
             k.reason = "its timing record is missing: " + m.first_reason;
         } else if (k.outcome == KernelOutcome::Replayed) {
-            k.reason = std::to_string(m.count) + " of its issues came back without its own timing " +
+            k.reason = std::to_string(m.count) +
+                       " of its issues came back without its own timing " +
                        "record, not counted: " + m.first_reason;
         }
     }
@@ -254,7 +254,9 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
         report.options.emplace_back("context", context_name(o.context));
         if (o.context == Context::Recorded)
-            report.options.emplace_back("code_cache", code_cache_name(o.code_cache));
+            report.options.emplace_back(
+                "instruction_cache",
+                o.instruction_cache == InstructionCache::Cold ? "cold" : "warm");
         if (!o.only.empty()) {
             std::string ids;
             for (const auto& id : o.only) ids += (ids.empty() ? "" : ",") + id;

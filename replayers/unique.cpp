@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <utility>
 #include <stdexcept>
+#include <utility>
 
 #include "energy_run.h"
 #include "plan.h"
@@ -289,7 +289,9 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             const Ready& r = ready[i % ready.size()];
             session.set_iteration(++issues);
             const bool recorded_cache = o.context == Context::Recorded;
-            if (recorded_cache) backend.reset_caches(r.work->handle, o.code_cache);
+            if (recorded_cache) backend.flush_l2();
+            if (recorded_cache && o.instruction_cache == InstructionCache::Cold)
+                backend.evict_instruction_caches();
             if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
                 return false;
             if (recorded_cache) backend.warm_inputs(r.work->handle, 0, 0);  // untimed
@@ -412,7 +414,7 @@ Report replay_unique(const Analysis& analysis, Backend& backend, const DriverOpt
         energy = std::make_unique<detail::EnergyRun>(backend, options, session.report().energy);
     run_templates(session,
                   only_selected(session, detail::plan_unique(
-                                              analysis, detail::kernel_of_nodes(analysis, session))),
+                                             analysis, detail::kernel_of_nodes(analysis, session))),
                   energy.get());
     // Collectives after the kernels, on every rank alike. --only times the selected kernels of
     // this rank's trace, which other ranks' selections need not match: a collective that one rank

@@ -31,8 +31,8 @@ constexpr double kPrepareLimitS = 300;
 
 struct Step {
     Command command;
-    std::uint32_t handle = 0;   // Issue, Warm, ResetCaches: the parent's work handle; LaunchGraph: graph's
-    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer; ResetCaches: code
+    std::uint32_t handle = 0;   // Issue, Warm: the parent's work handle; LaunchGraph: graph's
+    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer
     std::uint64_t tag = 0;
     std::string range{};  // Issue: its NVTX range (name_next_issue), "" for none
 };
@@ -125,12 +125,7 @@ class WorkerBackend final : public Backend {
         push({Command::Wait, 0, waiter, producer, 0});
     }
     void flush_l2() override { push({Command::Flush}); }
-    void reset_caches(std::uint32_t handle, CodeCache code) override {
-        if (work_.at(handle).failed)
-            flush_l2();
-        else
-            push({Command::ResetCaches, handle, static_cast<std::int64_t>(code)});
-    }
+    void evict_instruction_caches() override { push({Command::EvictCode}); }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         if (!work_.at(handle).failed) push({Command::Warm, handle, stream, 0, tag});
     }
@@ -200,8 +195,8 @@ class WorkerBackend final : public Backend {
         if (!batch_.empty()) synchronize();  // the graph must not hold a fault of the batch
         capture_ = Graph{home, all_streams, {}, 0, {}};
         if (dead_.empty())
-            worker_->send(
-                Encoder(Command::BeginCapture).i64(home).u8(all_streams ? 1 : 0).take(), limit(0));
+            worker_->send(Encoder(Command::BeginCapture).i64(home).u8(all_streams ? 1 : 0).take(),
+                          limit(0));
     }
     std::uint32_t end_capture(std::string& why) override {
         if (!capture_) throw std::logic_error("end_capture() without begin_capture()");
@@ -267,8 +262,7 @@ class WorkerBackend final : public Backend {
 
     bool skipped(const Step& s) const {
         if (s.command == Command::LaunchGraph) return graphs_[s.handle - 1].remote == 0;
-        return (s.command == Command::Issue || s.command == Command::Warm ||
-                s.command == Command::ResetCaches) &&
+        return (s.command == Command::Issue || s.command == Command::Warm) &&
                work_[s.handle].failed;
     }
     // The step runs work that a synchronize after it must wait for.
@@ -362,16 +356,10 @@ class WorkerBackend final : public Backend {
                                   .take(),
                               limit(0));
                 return;
-            case Command::ResetCaches:
-                worker_->send(Encoder(Command::ResetCaches)
-                                  .u32(work_[s.handle].remote)
-                                  .u8(static_cast<std::uint8_t>(s.a))
-                                  .take(),
-                              limit(0));
-                return;
             case Command::LaunchGraph:
-                worker_->send(Encoder(Command::LaunchGraph).u32(graphs_[s.handle - 1].remote).take(),
-                              run_time_limit(options_, recorded_ns(s)));
+                worker_->send(
+                    Encoder(Command::LaunchGraph).u32(graphs_[s.handle - 1].remote).take(),
+                    run_time_limit(options_, recorded_ns(s)));
                 return;
             case Command::Wait:
                 worker_->send(Encoder(Command::Wait).i64(s.a).i64(s.b).take(), limit(0));
@@ -505,7 +493,8 @@ class WorkerBackend final : public Backend {
                 first = worker_->failure();
                 continue;
             }
-            const std::string at_fault = why +
+            const std::string at_fault =
+                why +
                 " (the work in flight when the worker faulted; it was restarted and the replay "
                 "went on without it)";
             if (const Step& s = batch_[culprit]; s.command == Command::LaunchGraph) {
@@ -540,7 +529,7 @@ class WorkerBackend final : public Backend {
     std::unique_ptr<WorkerProcess> worker_;
     std::vector<Work> work_;  // by the parent's handle
     std::vector<Step> batch_;
-    std::vector<Graph> graphs_;      // by the parent's graph handle - 1
+    std::vector<Graph> graphs_;     // by the parent's graph handle - 1
     std::optional<Graph> capture_;  // being captured
     Phase phase_ = Phase::Plan;
     int streams_ = 0;

@@ -105,18 +105,9 @@ class Server {
             case Command::Flush:
                 backend_.flush_l2();
                 return true;
-            case Command::ResetCaches: {
-                const std::uint32_t handle = d.u32();
-                const std::uint8_t value = d.u8();
-                if (value > static_cast<std::uint8_t>(CodeCache::Memory))
-                    throw WireError("reset_caches: no code cache state " + std::to_string(value));
-                const auto code = static_cast<CodeCache>(value);
-                if (failed_.count(handle))
-                    backend_.flush_l2();
-                else
-                    backend_.reset_caches(handle, code);
+            case Command::EvictCode:
+                backend_.evict_instruction_caches();
                 return true;
-            }
             case Command::Warm: {
                 const std::uint32_t handle = d.u32();
                 const int stream = static_cast<int>(d.i64());

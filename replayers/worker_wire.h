@@ -32,7 +32,7 @@ enum class Command : std::uint8_t {
     EndCapture,      // -> reply Captured
     LaunchGraph,     // graph
     NameIssue,       // the NVTX range of the next Issue
-    ResetCaches,     // handle, code cache (Backend::reset_caches)
+    EvictCode,       // Backend::evict_instruction_caches
     // worker -> parent
     Ready,        // environment
     Unavailable,  // why the backend cannot run here

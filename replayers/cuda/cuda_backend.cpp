@@ -28,8 +28,8 @@ CudaBackend::CudaBackend(const BackendOptions& options)
     REPLAY_CUDA_CALL(cudaGetDeviceProperties(&properties_, options_.device));
     REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&clock_khz_, cudaDevAttrClockRate, options_.device));
     REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&l2_bytes_, cudaDevAttrL2CacheSize, options_.device));
-    REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&memory_clock_khz_, cudaDevAttrMemoryClockRate,
-                                            options_.device));
+    REPLAY_CUDA_CALL(
+        cudaDeviceGetAttribute(&memory_clock_khz_, cudaDevAttrMemoryClockRate, options_.device));
     REPLAY_CUDA_CALL(cudaDeviceGetAttribute(&memory_bus_width_, cudaDevAttrGlobalMemoryBusWidth,
                                             options_.device));
     char bus_id[32] = {};
@@ -114,7 +114,8 @@ void CudaBackend::run(const Launch& launch, int stream_index, cudaStream_t strea
         if (copy->memset)
             REPLAY_CUDA_CALL(cudaMemsetAsync(copy->dst, copy->value, copy->bytes, stream));
         else
-            REPLAY_CUDA_CALL(cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, copy->kind, stream));
+            REPLAY_CUDA_CALL(
+                cudaMemcpyAsync(copy->dst, copy->src, copy->bytes, copy->kind, stream));
     } else if (const auto* gemm = std::get_if<GemmEntry>(&launch)) {
         gemm->launch.run(blas_context_, stream, workspace_at(stream_index));
     } else if (const auto* aten = std::get_if<AtenLaunch>(&launch)) {
@@ -177,26 +178,14 @@ void CudaBackend::flush_l2() {
     REPLAY_CUDA_CALL(launch_l2_touch(l2_flush_buffer_, l2_flush_bytes_,
                                      static_cast<unsigned*>(touch_sink_), stream_at(0)));
     for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
-    unwritten_fills_ = false;  // reading 2x L2 wrote every dirty line back
 }
 
-void CudaBackend::reset_caches(std::uint32_t handle, CodeCache code) {
-    launch_at(handle);  // a handle check
-    if (l2_flush_buffer_ == nullptr) return;  // see flush_l2()
-    // Dropping lines is only safe once the fills of prepared work are in memory, and needs
-    // sm_80's discard; else (the first run after a prepare) the whole L2 goes.
-    const bool drop = code == CodeCache::L2 && !unwritten_fills_ && properties_.major >= 8;
-    if (drop) {
-        for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
-        for (const TouchList& list : own_data_[handle - 1])
-            REPLAY_CUDA_CALL(launch_l2_drop_list(list, stream_at(0)));
-        for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
-    } else {
-        flush_l2();
-    }
-    if (code != CodeCache::Sm)
-        REPLAY_CUDA_CALL(launch_instruction_cache_evict(
-            properties_.multiProcessorCount, static_cast<float*>(touch_sink_), stream_at(0)));
+void CudaBackend::evict_instruction_caches() {
+    if (touch_sink_ == nullptr) return;  // no memory for the sink (see notes)
+    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
+    REPLAY_CUDA_CALL(launch_instruction_cache_evict(
+        properties_.multiProcessorCount, static_cast<float*>(touch_sink_), stream_at(0)));
+    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
 }
 
 void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index, std::uint64_t tag) {

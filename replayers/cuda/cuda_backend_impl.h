@@ -124,7 +124,7 @@ class CudaBackend final : public Backend {
     void stream_wait(int waiter, int producer) override;
     void synchronize() override;
     void flush_l2() override;
-    void reset_caches(std::uint32_t handle, CodeCache code) override;
+    void evict_instruction_caches() override;
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override;
     void name_next_issue(const std::string& range) override { next_range_ = range; }
     std::vector<TimedActivity> collect() override;
@@ -146,9 +146,7 @@ class CudaBackend final : public Backend {
     Prepared prepare_aten(const AtenRecipe& recipe);
     Prepared prepare_triton(const TritonRecipe& recipe);
     // `inputs`: the work's inputs; those the recording had in L2 become its warm-up reads.
-    // `outputs`: the rest of what it touches; with the inputs, what reset_caches() drops.
-    std::uint32_t add(Launch launch, const std::vector<InputRegion>& inputs,
-                      const std::vector<InputRegion>& outputs = {});
+    std::uint32_t add(Launch launch, const std::vector<InputRegion>& inputs);
     const Launch& launch_at(std::uint32_t handle) const;
     // The work's CUDA calls on `stream`, untimed.
     void run(const Launch& launch, int stream_index, cudaStream_t stream);
@@ -190,12 +188,8 @@ class CudaBackend final : public Backend {
     bool aten_tried_ = false;
 
     std::map<std::string, std::shared_ptr<const TritonKernel>> triton_kernels_;  // by variant
-    std::vector<Launch> launches_;  // handle h is launches_[h - 1]
+    std::vector<Launch> launches_;                    // handle h is launches_[h - 1]
     std::vector<std::vector<TouchList>> warm_reads_;  // per handle, decided when prepared
-    std::vector<std::vector<TouchList>> own_data_;    // per handle: what reset_caches() drops
-    // Work was prepared (its buffers filled) since the last flush_l2(): until a flush writes
-    // them back, dropping lines of L2 could lose what the fills made.
-    bool unwritten_fills_ = true;
     std::uint64_t fills_ = 0;
 
     std::vector<CapturedGraph> graphs_;  // graph g is graphs_[g - 1]

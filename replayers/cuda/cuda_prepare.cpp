@@ -70,8 +70,7 @@ Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
         launch.dst = get(MemoryKind::Device, 10);
         launch.label = "Memset (Device)";
         if (launch.dst == nullptr) return skipped(why);
-        const std::vector<InputRegion> written{{launch.dst, bytes}};
-        return {Disposition::Ready, note, add(std::move(launch), {}, written)};
+        return {Disposition::Ready, note, add(std::move(launch), {})};
     }
     MemoryKind src = MemoryKind::Device, dst = MemoryKind::Device;
     launch.pageable = !c.host_pinned && c.direction != CopyDirection::DeviceToDevice &&
@@ -104,10 +103,7 @@ Prepared CudaBackend::prepare_copy(const CopyRecipe& c) {
     auto kind_name = [&](MemoryKind k) { return k == MemoryKind::Device ? "Device" : host_name; };
     launch.label = std::string("Memcpy ") + memcpy_name(launch.kind) + " (" + kind_name(src) +
                    " -> " + kind_name(dst) + ")";
-    std::vector<InputRegion> ends;  // the device sides: raw bytes no other work reads
-    if (src == MemoryKind::Device) ends.push_back({from, bytes});
-    if (dst == MemoryKind::Device) ends.push_back({to, bytes});
-    return {Disposition::Ready, note, add(std::move(launch), {}, ends)};
+    return {Disposition::Ready, note, add(std::move(launch), {})};
 }
 
 Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
@@ -164,11 +160,8 @@ Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
         inputs.push_back({buffers.c, extents.c * c_size, g.c_reuse_bytes, weight_b});
     std::string note = launch.note();
     const std::vector<InputRegion> warm = inputs;
-    std::vector<InputRegion> written;  // D (C when beta is 0) is the output
-    if (g.bias || g.beta == 0) written.push_back({buffers.c, extents.c * c_size});
     return {Disposition::Ready, std::move(note),
-            add(GemmEntry{std::move(launch), std::move(buffers), std::move(inputs)}, warm,
-                written)};
+            add(GemmEntry{std::move(launch), std::move(buffers), std::move(inputs)}, warm)};
 }
 
 Prepared CudaBackend::prepare_aten(const AtenRecipe& recipe) {
@@ -200,7 +193,6 @@ void CudaBackend::release(std::uint32_t handle) {
     if (aten == nullptr || !aten_) return;
     aten_->release(aten->runner_handle);
     warm_reads_.at(handle - 1).clear();
-    own_data_.at(handle - 1).clear();
 }
 
 Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
@@ -250,35 +242,21 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
     return {Disposition::Ready, "", add(std::move(launch), {})};
 }
 
-namespace {
-
-void append(std::vector<TouchList>& lists, const InputRegion& region) {
-    if (region.data == nullptr || region.bytes == 0) return;
-    if (lists.empty() || lists.back().count == TouchList::kCapacity) lists.emplace_back();
-    TouchList& list = lists.back();
-    list.data[list.count] = region.data;
-    list.bytes[list.count] = region.bytes;
-    ++list.count;
-}
-
-}  // namespace
-
-std::uint32_t CudaBackend::add(Launch launch, const std::vector<InputRegion>& inputs,
-                               const std::vector<InputRegion>& outputs) {
+std::uint32_t CudaBackend::add(Launch launch, const std::vector<InputRegion>& inputs) {
     // Which inputs the step reads into L2 first is decided here, once: warming a step is then
     // one launch with its ranges as arguments.
-    std::vector<TouchList> warm, own;
+    std::vector<TouchList> warm;
     for (const InputRegion& in : inputs) {
-        if (!in.keep_contents) append(own, in);
-        if (l2_bytes_ > 0 && cached_in_recording(in, static_cast<std::size_t>(l2_bytes_)))
-            append(warm, in);
+        if (l2_bytes_ <= 0 || !cached_in_recording(in, static_cast<std::size_t>(l2_bytes_)))
+            continue;
+        if (warm.empty() || warm.back().count == TouchList::kCapacity) warm.emplace_back();
+        TouchList& list = warm.back();
+        list.data[list.count] = in.data;
+        list.bytes[list.count] = in.bytes;
+        ++list.count;
     }
-    for (const InputRegion& out : outputs)
-        if (!out.keep_contents) append(own, out);
     launches_.push_back(std::move(launch));
     warm_reads_.push_back(std::move(warm));
-    own_data_.push_back(std::move(own));
-    unwritten_fills_ = true;
     return static_cast<std::uint32_t>(launches_.size());
 }
 

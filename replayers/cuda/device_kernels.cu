@@ -75,31 +75,9 @@ __global__ void l2_touch_ranges_kernel(SectorRanges ranges, unsigned* sink) {
     if (acc == 0x9e3779b9u) *sink = acc;
 }
 
-// Line ranges of a TouchList for discard: whole 128-byte lines only.
-struct LineRanges {
-    const unsigned char* begin[TouchList::kCapacity];
-    std::size_t lines[TouchList::kCapacity];
-    int count;
-};
-
-__global__ void l2_drop_ranges_kernel(LineRanges ranges) {
-    constexpr std::size_t kLine = 128;
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    for (int r = 0; r < ranges.count; ++r)
-        for (std::size_t i = first; i < ranges.lines[r]; i += stride) {
-            const unsigned char* line = ranges.begin[r] + i * kLine;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-            asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
-#else
-            (void)line;  // no discard before sm_80: the backend flushes instead there
-#endif
-        }
-}
-
 // 8,192 x 4 dependent FMAs, straight-line: 32,768 SASS instructions of 16 bytes, 512 KiB of
-// code, four times what an SM's instruction caches hold, so after it no SM holds anything of
-// the code that ran before. Inline assembly, so that neither compiler folds or rolls it.
+// code, several times what an SM's instruction caches hold, so that after it no SM holds any
+// code of the kernels before. Inline assembly, so that neither compiler folds or rolls it.
 #define REPLAY_X2(s) s s
 #define REPLAY_X16(s) REPLAY_X2(REPLAY_X2(REPLAY_X2(REPLAY_X2(s))))
 #define REPLAY_X8192(s) REPLAY_X2(REPLAY_X16(REPLAY_X16(REPLAY_X16(s))))
@@ -159,26 +137,6 @@ cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStre
     if (ranges.count == 0) return cudaSuccess;
     // Enough threads for the largest range: the others finish sooner.
     l2_touch_ranges_kernel<<<touch_blocks(largest), kTouchThreads, 0, stream>>>(ranges, sink);
-    return cudaGetLastError();
-}
-
-cudaError_t launch_l2_drop_list(const TouchList& list, cudaStream_t stream) {
-    constexpr std::uintptr_t kLine = 128;
-    LineRanges ranges{};
-    std::size_t largest = 0;
-    for (int r = 0; r < list.count && r < TouchList::kCapacity; ++r) {
-        if (list.bytes[r] == 0 || list.data[r] == nullptr) continue;
-        // Rounded in: a line shared with another buffer keeps that buffer's unwritten bytes.
-        const auto first = (reinterpret_cast<std::uintptr_t>(list.data[r]) + kLine - 1) & ~(kLine - 1);
-        const auto end = (reinterpret_cast<std::uintptr_t>(list.data[r]) + list.bytes[r]) & ~(kLine - 1);
-        if (end <= first) continue;
-        ranges.begin[ranges.count] = reinterpret_cast<const unsigned char*>(first);
-        ranges.lines[ranges.count] = (end - first) / kLine;
-        largest = std::max(largest, ranges.lines[ranges.count]);
-        ++ranges.count;
-    }
-    if (ranges.count == 0) return cudaSuccess;
-    l2_drop_ranges_kernel<<<touch_blocks(largest), kTouchThreads, 0, stream>>>(ranges);
     return cudaGetLastError();
 }
 

@@ -1,5 +1,6 @@
 // Small device helpers of the CUDA backend (compiled by nvcc, C++17, no ATen): random fills for
-// GEMM operands and reads that bring buffers into L2 (warm-up reads, L2 eviction).
+// GEMM operands, reads that bring buffers into L2 (warm-up reads, L2 eviction), and code that
+// empties the SMs' instruction caches.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,15 +34,8 @@ struct TouchList {
 // Reads every range of `list` once through L2, like launch_l2_touch.
 cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStream_t stream);
 
-// Drops every whole 128-byte line of the ranges of `list` from L2 without writing it back
-// (PTX discard.global.L2, sm_80 and later): what L2 held of the ranges is gone and the next read
-// comes from memory, while everything else in L2 (other data, every kernel's code) stays. The
-// lines' contents become memory's copy: only for data whose latest contents were written back
-// (an L2 flush since they were made) or whose contents do not matter (outputs).
-cudaError_t launch_l2_drop_list(const TouchList& list, cudaStream_t stream);
-
 // Runs 512 KiB of straight-line code on every SM, so that no SM's instruction caches still hold
-// code of the kernels before; L2 keeps that code. `sink`: 4 bytes it may write.
+// code of the kernels before it. `sink`: 4 bytes it may write.
 cudaError_t launch_instruction_cache_evict(int sm_count, float* sink, cudaStream_t stream);
 
 }  // namespace replay::cuda

@@ -183,8 +183,7 @@ std::vector<InputRegion> TorchOpRunner::inputs(std::uint32_t handle) const {
                                                 {t.strides().data(), t.strides().size()});
         regions.push_back(InputRegion{t.data_ptr(),
                                       static_cast<std::size_t>(extent * t.element_size()),
-                                      in.reuse_bytes, in.parameter,
-                                      !t.is_floating_point() && !t.is_complex()});
+                                      in.reuse_bytes, in.parameter});
     }
     return regions;
 }

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -24,12 +23,11 @@
 #include "replay/analysis.h"
 #include "replay/drivers.h"
 #include "replay/energy.h"
+#include "replay/ncu_command.h"
 #include "replay/regression.h"
 #include "replay/regression_printers.h"
 #include "replay/timeline.h"
 #include "replay/worker_backend.h"
-#include "replay/ncu_command.h"
-#include "replay/timeline.h"
 #include "test_support.h"
 
 namespace {
@@ -70,16 +68,15 @@ class TraceBuilder {
                       double dur, int stream = 7) {
         const int correlation = ++correlation_;
         events_.push_back(R"({"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,)"
-                          R"("tid":1,"ts":)" + num(launch_ts) +
-                          R"(,"dur":1,"args":{"correlation":)" + std::to_string(correlation) +
-                          "}}");
+                          R"("tid":1,"ts":)" +
+                          num(launch_ts) + R"(,"dur":1,"args":{"correlation":)" +
+                          std::to_string(correlation) + "}}");
         for (const std::string& name : names) {
-            events_.push_back(R"({"ph":"X","cat":"kernel","name":")" + name +
-                              R"(","pid":0,"tid":)" + std::to_string(stream) + R"(,"ts":)" +
-                              num(ts) + R"(,"dur":)" + num(dur) + R"(,"args":{"correlation":)" +
-                              std::to_string(correlation) + R"(,"stream":)" +
-                              std::to_string(stream) +
-                              R"(,"device":0,"grid":[1,1,1],"block":[128,1,1]}})");
+            events_.push_back(
+                R"({"ph":"X","cat":"kernel","name":")" + name + R"(","pid":0,"tid":)" +
+                std::to_string(stream) + R"(,"ts":)" + num(ts) + R"(,"dur":)" + num(dur) +
+                R"(,"args":{"correlation":)" + std::to_string(correlation) + R"(,"stream":)" +
+                std::to_string(stream) + R"(,"device":0,"grid":[1,1,1],"block":[128,1,1]}})");
             ts += dur;
         }
     }
@@ -233,7 +230,8 @@ class SimulatedBoard {
         for (const auto& [at, cumulative] : history_)
             if (at <= t) dynamic = cumulative;
         const auto period_index = static_cast<long long>(std::floor(t / period_s + 1e-9));
-        return idle_w * t + dynamic + alternating_w * period_s * static_cast<double>(period_index / 2);
+        return idle_w * t + dynamic +
+               alternating_w * period_s * static_cast<double>(period_index / 2);
     }
     std::mutex mutex_;
     double t_ = 1.0;
@@ -259,14 +257,13 @@ class BoardMeter final : public replay::EnergyMeter {
 // ---- the fake backend -------------------------------------------------------------------------
 
 struct Call {
-    // prepare | streams | issue | wait | sync | flush | reset | warm | collect | phase | blocker |
-    // begin_capture | end_capture | launch_graph | first_uses
+    // prepare | streams | issue | wait | sync | flush | evict_code | warm | collect | phase |
+    // blocker | begin_capture | end_capture | launch_graph | first_uses
     std::string what;
-    std::string recipe;  // prepare, issue, reset, warm, blocker: the recipe's instance key
+    std::string recipe;  // prepare, issue, warm, blocker: the recipe's instance key
     int stream = -1;
     std::uint64_t tag = 0;
-    // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph; reset: CodeCache
-    std::int64_t value = 0;
+    std::int64_t value = 0;  // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph
     replay::Phase phase = replay::Phase::Plan;  // the phase the call came in
     bool captured = false;                      // made while a graph was being captured
     std::int64_t host_ns = -1;                  // the test clock at the call, when one is given
@@ -297,21 +294,21 @@ class FakeBackend : public replay::Backend {
     // Instance keys whose issue poisons the fake device as a device-side assert does a CUDA
     // context: the issue returns, every later issue and synchronize throws.
     std::set<std::string> poison_issue;
-    std::int64_t warm_ns = 0;          // > 0: warm_inputs gives a record this long
+    std::int64_t warm_ns = 0;  // > 0: warm_inputs gives a record this long
     // Timed phase: records come back untagged, as CUPTI's do without correlation ids.
     bool untag_when_timed = false;
     // Timed phase: this instance key's first record gets another name (a kernel that changed).
     std::map<std::string, std::string> renamed_when_timed;
-    bool graphs = false;                   // capture_blocker says yes (except not_capturable)
-    std::set<std::string> not_capturable;  // instance keys that cannot be captured
+    bool graphs = false;                    // capture_blocker says yes (except not_capturable)
+    std::set<std::string> not_capturable;   // instance keys that cannot be captured
     int drop_graph_record_in_collect = -1;  // n >= 0: the n-th collect loses a graph record
     TestClock* clock = nullptr;             // when given: stamps calls; each issue advances it
     // Records start at the steady clock of the issue (the same clock in a worker process), as a
     // GPU's would when it runs each launch as it arrives.
     bool stamp_steady_clock = false;
-    std::int64_t issue_host_ns = 0;         // by this much
+    std::int64_t issue_host_ns = 0;  // by this much
     std::vector<Call> calls;
-    SimulatedBoard* board = nullptr;  // --energy: its meter; without one, the default (none)
+    SimulatedBoard* board = nullptr;     // --energy: its meter; without one, the default (none)
     bool board_runs_warm_reads = false;  // with a board: a warm-up read runs 1 us there too
     int submits = 0;        // submit() calls (not in `calls`: sequences stay as they were)
     double host_gap_s = 0;  // with a board: each issue from the host (not a graph) idles it first
@@ -367,18 +364,14 @@ class FakeBackend : public replay::Backend {
         if (board != nullptr && host_gap_s > 0) board->wait_for_host(host_gap_s, host_gap_w);
         produce(handle, stream, tag);
     }
-    void stream_wait(int waiter, int producer) override {
-        add({"wait", "", waiter, 0, producer});
-    }
+    void stream_wait(int waiter, int producer) override { add({"wait", "", waiter, 0, producer}); }
     void submit() override { ++submits; }
     void synchronize() override {
         add({"sync", ""});
         check_poison();
     }
     void flush_l2() override { add({"flush", ""}); }
-    void reset_caches(std::uint32_t handle, replay::CodeCache code) override {
-        add({"reset", keys_.at(handle), -1, 0, static_cast<std::int64_t>(code)});
-    }
+    void evict_instruction_caches() override { add({"evict_code", ""}); }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         add({"warm", keys_.at(handle), stream, tag});
         if (board != nullptr && board_runs_warm_reads && !capturing_)
@@ -579,16 +572,13 @@ replay::DriverOptions unique_options(replay::Context context, int warmup = 2, in
 }
 
 // The issues of work (not of predecessors) with the calls that came before each since the last
-// one, as "reset(code cache) issue(key#tag) warm(key)" lines, per template in order.
+// one, as "flush evict_code issue(key#tag) warm(key)" lines, per template in order.
 std::vector<std::string> timed_sequence(const FakeBackend& b) {
     std::vector<std::string> lines;
     std::string line;
     for (const auto& c : b.calls) {
-        if (c.what == "flush")
-            line += "flush ";
-        else if (c.what == "reset")
-            line += std::string("reset(") +
-                    replay::code_cache_name(static_cast<replay::CodeCache>(c.value)) + ") ";
+        if (c.what == "flush" || c.what == "evict_code")
+            line += c.what + " ";
         else if (c.what == "warm")
             line += "warm(" + c.recipe + ") ";
         else if (c.what == "issue")
@@ -617,11 +607,11 @@ TEST(Drivers, UniquePlanCyclesInstancesWithTheirPredecessors) {
     // Three templates in recorded order: relu (two distinct instances: the third relu repeats
     // the first's storage), GEMM + reduction (two instances), the copy. Each work issue comes
     // after an L2 eviction, its recorded predecessor (untimed, tag 0) and the read-in of its
-    // inputs; the first relu has no predecessor. The caches are reset for the work itself:
-    // its data leaves L2, its code stays there (--code-cache l2, the default).
+    // inputs; the first relu has no predecessor. The eviction empties the instruction caches
+    // too (--instruction-cache cold, the default).
     std::vector<std::string> expected;
     auto run = [&](const std::string& work, const std::string& before, int tag) {
-        std::string line = "reset(l2) ";
+        std::string line = "flush evict_code ";
         if (!before.empty()) line += "issue(" + before + "#0) ";
         line += "warm(" + work + ") issue(" + work + "#" + std::to_string(tag) + ") ";
         expected.push_back(line);
@@ -723,38 +713,32 @@ TEST(Drivers, UniqueContextDecidesWhatRunsBeforeATimedRun) {
     }
 }
 
-TEST(Drivers, UniqueResetsTheCachesForTheCodeCacheAskedAndSaysWhich) {
-    for (auto code : {replay::CodeCache::Sm, replay::CodeCache::L2, replay::CodeCache::Memory}) {
+TEST(Drivers, UniqueEmptiesTheInstructionCachesUnlessAskedWarmAndSaysWhich) {
+    for (auto cache : {replay::InstructionCache::Cold, replay::InstructionCache::Warm}) {
         auto a = unique_trace();
         FakeBackend b;
         auto o = unique_options(replay::Context::Recorded, 1, 2);
-        o.code_cache = code;
+        o.instruction_cache = cache;
         const replay::Report r = replay::replay_unique(*a, b, o);
-        // One reset per run (warmup and timed) of each of the three templates, for the work
-        // that runs next, and no whole flush besides.
-        const auto resets = b.of("reset");
-        EXPECT_EQ(resets.size(), 9u);
-        for (const auto& c : resets) EXPECT_EQ(c.value, static_cast<std::int64_t>(code));
-        EXPECT_TRUE(b.of("flush").empty());
-        const auto& calls = b.calls;
-        for (std::size_t i = 0; i + 1 < calls.size(); ++i)
-            if (calls[i].what == "reset") {
-                std::size_t next = i + 1;  // the work's issue, after its predecessor's
-                while (next < calls.size() && !(calls[next].what == "issue" &&
-                                                calls[next].recipe == calls[i].recipe))
-                    ++next;
-                EXPECT_LT(next, calls.size());
+        // Three templates of one warmup and two runs: an eviction before each.
+        EXPECT_EQ(b.of("flush").size(), 9u);
+        const bool cold = cache == replay::InstructionCache::Cold;
+        EXPECT_EQ(b.of("evict_code").size(), cold ? 9u : 0u);
+        for (std::size_t i = 0; i < b.calls.size(); ++i)
+            if (b.calls[i].what == "evict_code") {
+                EXPECT_EQ(b.calls[i - 1].what, "flush");
             }
-        bool said = false;
+        std::string said;
         for (const auto& [key, value] : r.options)
-            if (key == "code_cache") said = value == replay::code_cache_name(code);
-        EXPECT_TRUE(said) << replay::code_cache_name(code);
+            if (key == "instruction_cache") said = value;
+        EXPECT_EQ(said, cold ? "cold" : "warm");
     }
-    {  // no reset without --context recorded
+    {  // --context previous: no eviction of either cache
         auto a = unique_trace();
         FakeBackend b;
         replay::replay_unique(*a, b, unique_options(replay::Context::Previous, 1, 2));
-        EXPECT_TRUE(b.of("reset").empty());
+        EXPECT_TRUE(b.of("flush").empty());
+        EXPECT_TRUE(b.of("evict_code").empty());
     }
 }
 
@@ -797,7 +781,8 @@ TEST(Drivers, AnIssueThatRanOtherKernelsSharesTheirTimeByRecordedDurations) {
     // At another shape (--set-dims) cuBLASLt runs the split-K GEMM as one kernel of another
     // name: the issue's time is the GEMM's and its reduction's together, shared by their
     // recorded medians, not a failure of both.
-    for (auto storage : {10, 11}) b.per_kernel[gemm(storage).instance_key()] = {{"gemm_64x64_k", 24000}};
+    for (auto storage : {10, 11})
+        b.per_kernel[gemm(storage).instance_key()] = {{"gemm_64x64_k", 24000}};
     const replay::Report r =
         replay::replay_unique(*a, b, unique_options(replay::Context::None, 0, 2));
     const auto& gemm_k = kernel_named(r, "gemm_k");
@@ -811,14 +796,16 @@ TEST(Drivers, AnIssueThatRanOtherKernelsSharesTheirTimeByRecordedDurations) {
     EXPECT_NEAR(gemm_k.samples_us[0] + reduce.samples_us[0], 24.0, 1e-2);
     EXPECT_FALSE(gemm_k.name_match);
     EXPECT_EQ(gemm_k.replayed_names, (std::vector<std::string>{"gemm_64x64_k"}));
-    EXPECT_NE(gemm_k.reason.find("shared by the recorded durations"), std::string::npos) << gemm_k.reason;
+    EXPECT_NE(gemm_k.reason.find("shared by the recorded durations"), std::string::npos)
+        << gemm_k.reason;
 }
 
 TEST(Drivers, ARecordThatIsNotTheKernelsOwnFailsTheKernel) {
     auto a = unique_trace();
     FakeBackend b;
     // The GEMM's issue came back with its workspace memset only: never a 0.3 us GEMM sample.
-    for (auto storage : {10, 11}) b.per_kernel[gemm(storage).instance_key()] = {{"Memset (Device)", 300}};
+    for (auto storage : {10, 11})
+        b.per_kernel[gemm(storage).instance_key()] = {{"Memset (Device)", 300}};
     const replay::Report r =
         replay::replay_unique(*a, b, unique_options(replay::Context::None, 0, 2));
     const auto& gemm_k = kernel_named(r, "gemm_k");
@@ -890,8 +877,7 @@ std::vector<std::string> call_lines(const FakeBackend& b) {
         if (c.what == "issue" || c.what == "warm") {
             line.append(" ").append(std::to_string(c.stream)).append(" ").append(c.recipe);
             if (c.what == "issue") line.append(" #").append(std::to_string(c.tag));
-        }
-        else if (c.what == "wait")
+        } else if (c.what == "wait")
             line += " " + std::to_string(c.stream) + "<-" + std::to_string(c.value);
         else if (c.what == "phase")
             line += c.value == 1 ? " timed" : " plan";
@@ -927,16 +913,15 @@ TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedLaunchTimes) {
     const std::string relu_key = relu(1).instance_key();
     const std::string gemm_key = gemm(10).instance_key();
     const std::string copy_key = copy().instance_key();
-    const std::vector<std::string> pass = {
-        "warm " + std::to_string(s7) + " " + relu_key,
-        "issue " + std::to_string(s7) + " " + relu_key + " #1",
-        "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
-        "warm " + std::to_string(s8) + " " + gemm_key,
-        "issue " + std::to_string(s8) + " " + gemm_key + " #2",
-        "warm " + std::to_string(s7) + " " + copy_key,
-        "issue " + std::to_string(s7) + " " + copy_key + " #3",
-        "sync",
-        "collect"};
+    const std::vector<std::string> pass = {"warm " + std::to_string(s7) + " " + relu_key,
+                                           "issue " + std::to_string(s7) + " " + relu_key + " #1",
+                                           "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
+                                           "warm " + std::to_string(s8) + " " + gemm_key,
+                                           "issue " + std::to_string(s8) + " " + gemm_key + " #2",
+                                           "warm " + std::to_string(s7) + " " + copy_key,
+                                           "issue " + std::to_string(s7) + " " + copy_key + " #3",
+                                           "sync",
+                                           "collect"};
     std::vector<std::string> expected = pass;
     expected.push_back("phase timed");
     expected.insert(expected.end(), pass.begin(), pass.end());
@@ -967,8 +952,8 @@ TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedLaunchTimes) {
     bool sync_note = false, plan_note = false;
     for (const auto& n : r.notes) {
         sync_note |= n.find("1 recorded host synchronisations") == 0;
-        plan_note |= n.find("was issued once untimed before the timed iterations") !=
-                     std::string::npos;
+        plan_note |=
+            n.find("was issued once untimed before the timed iterations") != std::string::npos;
     }
     EXPECT_TRUE(sync_note);
     EXPECT_TRUE(plan_note);
@@ -1048,8 +1033,8 @@ TEST(Drivers, SequentialDoesAllItsSetUpBeforeTheTimedPhase) {
     const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
     // In the Timed phase only issues, waits, warm-up reads, graph launches, synchronisation and
     // collection: nothing prepared, made, asked or captured there.
-    const std::set<std::string> allowed = {"issue",        "wait",    "warm",   "launch_graph",
-                                           "sync",         "collect", "phase",  "first_uses"};
+    const std::set<std::string> allowed = {"issue", "wait",    "warm",  "launch_graph",
+                                           "sync",  "collect", "phase", "first_uses"};
     bool timed = false;
     for (const auto& c : b.calls) {
         timed |= c.phase == replay::Phase::Timed;
@@ -1287,9 +1272,9 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
     for (const auto& c : b.of("begin_capture"))
         captures.push_back(std::to_string(c.stream) + (c.value ? " all" : " one"));
     const int s7 = slot_of(*a, 7), s8 = slot_of(*a, 8);
-    EXPECT_EQ(captures, (std::vector<std::string>{std::to_string(s7) + " one",
-                                                  std::to_string(s8) + " one",
-                                                  std::to_string(s7) + " one"}));
+    EXPECT_EQ(captures,
+              (std::vector<std::string>{std::to_string(s7) + " one", std::to_string(s8) + " one",
+                                        std::to_string(s7) + " one"}));
     for (const auto& c : b.of("wait")) EXPECT_FALSE(c.captured);
     std::vector<std::int64_t> at;
     std::int64_t start = -1;
@@ -1391,9 +1376,9 @@ TEST(Drivers, SequentialWarmsOnlyInputsTheReplayDidNotTouchAlready) {
              d.a_reuse_bytes = d.b_reuse_bytes = replay::kReuseFirstTouch;
              return g;
          }()},
-        {"relu_a", reads(5, replay::DType::Float32, 4096)},  // the GEMM's output: in L2
-        {"relu_b", reads(9, replay::DType::Float32, 4096)},  // nothing replayed touched 9
-        {"relu_c", reads(5, replay::DType::Int64, 4096)},    // integers: synthesised per op
+        {"relu_a", reads(5, replay::DType::Float32, 4096)},   // the GEMM's output: in L2
+        {"relu_b", reads(9, replay::DType::Float32, 4096)},   // nothing replayed touched 9
+        {"relu_c", reads(5, replay::DType::Int64, 4096)},     // integers: synthesised per op
         {"relu_d", reads(-1, replay::DType::Float32, 4096)},  // no storage id: no dataflow
     };
     auto a = analysis_of(t, "warm_needed.json",
@@ -1653,7 +1638,8 @@ TEST(Energy, EachWindowRunsOnCopiesOfTheWorkAtOtherAddresses) {
     EXPECT_EQ(captures, 5u);  // the loop's graph, re-captured on each placement
     bool noted = false;
     for (const auto& n : notes)
-        noted |= n.find("energy windows on buffers of their own: 1 of 1 loops") != std::string::npos;
+        noted |=
+            n.find("energy windows on buffers of their own: 1 of 1 loops") != std::string::npos;
     EXPECT_TRUE(noted);
 
     const auto [kept, none_released, one_capture, quiet] = measure(false);
@@ -1824,10 +1810,10 @@ TEST(Energy, AKernelTenPercentHungrierAtTheSameSpeedIsFlagged) {
         return false;
     };
     const replay::Report current = run(1000);
-    EXPECT_TRUE(says_two_boards(replay::compare_reports(
-        on_board(baseline, "GPU-aaaa"), on_board(current, "GPU-bbbb"), options)));
-    EXPECT_FALSE(says_two_boards(replay::compare_reports(
-        on_board(baseline, "GPU-aaaa"), on_board(current, "GPU-aaaa"), options)));
+    EXPECT_TRUE(says_two_boards(replay::compare_reports(on_board(baseline, "GPU-aaaa"),
+                                                        on_board(current, "GPU-bbbb"), options)));
+    EXPECT_FALSE(says_two_boards(replay::compare_reports(on_board(baseline, "GPU-aaaa"),
+                                                         on_board(current, "GPU-aaaa"), options)));
     EXPECT_FALSE(says_two_boards(replay::compare_reports(baseline, current, options)));
 }
 
@@ -2179,7 +2165,8 @@ TEST(Drivers, NvtxRangesNameTheKernelAndTheIteration) {
         for (const auto& [name, key, tag] :
              {std::tuple{std::string("relu_k"), relu(1).instance_key(), 1},
               std::tuple{std::string("gemm_k"), gemm(10).instance_key(), 2},
-              std::tuple{std::string("Memcpy DtoD (Device -> Device)"), copy().instance_key(), 3}}) {
+              std::tuple{std::string("Memcpy DtoD (Device -> Device)"), copy().instance_key(),
+                         3}}) {
             expected.push_back("range " + replay::nvtx_range_name(id(name), name, it));
             expected.push_back("issue " + key + " #" + std::to_string(tag));
         }

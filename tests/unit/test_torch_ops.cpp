@@ -196,18 +196,6 @@ TEST_F(TorchOps, InputsCarryReuseDistancesAndParameterRoles) {
     EXPECT_FALSE(cached_in_recording(unknown_activation, 32 << 10));  // over half the cache
 }
 
-// Unique mode's --code-cache l2 drops a kernel's data from L2 without writing it back: indices
-// made to stay in range must not be among it, floating-point data may.
-TEST_F(TorchOps, IntegerInputsKeepTheirContents) {
-    auto p = ready(op("aten::index_select", {tensor(spec({7, 256}, DType::Float32)), scalar("0"),
-                                             tensor(spec({1000}, DType::Int64))}));
-    const auto inputs = runner.inputs(p.handle);
-    ASSERT_EQ(inputs.size(), 2u);
-    EXPECT_FALSE(inputs[0].keep_contents);  // the table
-    EXPECT_TRUE(inputs[1].keep_contents);   // the indices
-    EXPECT_EQ(inputs[1].bytes, 1000u * 8);
-}
-
 TEST_F(TorchOps, LayerNormHalfComputedAsFloatOnCpu) {
     // libtorch 1.13 has no Half LayerNorm CPU kernel; newer versions may, then no note is due.
     auto p = ready(op("aten::layer_norm",

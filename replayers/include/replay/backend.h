@@ -56,23 +56,7 @@ struct InputRegion {
     std::size_t bytes = 0;
     std::int64_t reuse_bytes = kReuseUnknown;  // recorded reuse distance (recipe.h)
     bool parameter = false;  // a weight or bias by the op's signature: used when reuse is unknown
-    // Integer data (indices, counts, offsets, masks) made to stay in range: never dropped from a
-    // cache without write-back (Backend::reset_caches), whatever the hardware may leave there.
-    bool keep_contents = false;
 };
-
-// Unique mode's state of the caches before each timed run, as far as the kernel's own code is
-// concerned (--code-cache). Its data's state is the context's (Context in drivers.h): evicted,
-// then the recorded predecessor, then the warm-up reads. Sm: the code stays where the previous
-// run left it, in the SMs' instruction caches (the kernel back to back with itself). L2: the
-// instruction caches are emptied and the code stays in L2, as in a recorded step where dozens of
-// other kernels ran in between while the weights they streamed left code in L2 (cuBLAS and
-// CUTLASS stream operands with evict-first hints). Memory: the code too comes from memory.
-enum class CodeCache : std::uint8_t { Sm, L2, Memory };
-inline const char* code_cache_name(CodeCache code) {
-    constexpr const char* kNames[] = {"sm", "l2", "memory"};  // CodeCache's order
-    return kNames[static_cast<std::size_t>(code)];
-}
 
 // Whether the recorded step would still have had `input` in a cache of `cache_bytes`: touched
 // recently enough that what was touched since, plus the input itself, fits. Without a recorded
@@ -130,8 +114,8 @@ struct DistributedOptions {
     int world_size = 1;
     std::string master_addr = "127.0.0.1";
     int master_port = 29500;
-    int timeout_ms = 60000;    // every rendezvous and every collective waits at most this long
-    std::string trace;         // this rank's trace file, named in errors
+    int timeout_ms = 60000;  // every rendezvous and every collective waits at most this long
+    std::string trace;       // this rank's trace file, named in errors
     // ranks.h run_identity(); every rank's must equal rank 0's. kRankTraceProblem and a message:
     // this rank's trace is not its own (check_rank_trace); every rank stops with the message.
     std::string run_identity;
@@ -169,15 +153,9 @@ class Backend {
     virtual void synchronize() = 0;
     // Evicts the L2 cache (cold runs); a no-op where there is none to flush.
     virtual void flush_l2() = 0;
-    // Unique mode before a timed run of `handle` (CodeCache): Sm: flush_l2(). Memory: flush_l2()
-    // and the SMs' instruction caches emptied. L2: only the work's own data leaves L2 (dropped,
-    // so its code and everything else stay), and the instruction caches are emptied. The default
-    // flushes: a backend without caches to model has nothing finer to do.
-    virtual void reset_caches(std::uint32_t handle, CodeCache code) {
-        (void)handle;
-        (void)code;
-        flush_l2();
-    }
+    // Empties the processors' instruction caches, so that the next kernel fetches its code again
+    // (unique mode's --instruction-cache cold); a no-op where there are none to model.
+    virtual void evict_instruction_caches() {}
     // Loads into the L2 cache, on `stream`, the inputs of prepared work that the recording would
     // still have had there (cached_in_recording); a no-op where there is no cache to model. Its
     // time comes back as activities with warm_read set and `tag`.
@@ -262,7 +240,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-// 10: reset_caches(), InputRegion::keep_contents;
+// 10: evict_instruction_caches();
 // 9: EnergyMeter::board_state(), relocated(), release(); 8: submit();
 // 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
 // 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks

@@ -28,9 +28,7 @@ class ForwardingBackend : public Backend {
     void stream_wait(int waiter, int producer) override { inner_->stream_wait(waiter, producer); }
     void synchronize() override { inner_->synchronize(); }
     void flush_l2() override { inner_->flush_l2(); }
-    void reset_caches(std::uint32_t handle, CodeCache code) override {
-        inner_->reset_caches(handle, code);
-    }
+    void evict_instruction_caches() override { inner_->evict_instruction_caches(); }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         inner_->warm_inputs(handle, stream, tag);
     }
