@@ -10,7 +10,7 @@
 #   SKIP_BUILD=1 reuses build-gpu (scripts/gpu_build.sh builds it otherwise)
 #   DATAFLOWS    (default "inferred no-dataflow") which dataflow variants run
 #   MODES        (default "sequential unique")
-#   CODE_CACHES  (default "l2") unique mode's --code-cache values, each a run of its own
+#   ICACHES      (default "cold") unique mode's --instruction-cache values, each a run of its own
 #   DEADLINE     (epoch seconds) no replay starts after it, so a time-limited call still ends
 #                with its summary
 #   EXTRA_ARGS   more replay arguments for every run
@@ -55,7 +55,7 @@ for trace in "${traces[@]}"; do
     [ "$variant" = no-dataflow ] && extra=(--no-dataflow)
     for mode in ${MODES:-sequential unique}; do
       caches=(-)
-      [ "$mode" = unique ] && read -r -a caches <<< "${CODE_CACHES:-l2}"
+      [ "$mode" = unique ] && read -r -a caches <<< "${ICACHES:-cold}"
       for cache in "${caches[@]}"; do
         if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then
           echo "DEADLINE passed: stopping before $name $variant $mode" | tee -a "$out/summary.txt"
@@ -66,7 +66,7 @@ for trace in "${traces[@]}"; do
         args=(--mode "$mode")
         [ "$mode" = sequential ] && args+=(--iterations 3)
         if [ "$cache" != - ]; then
-          args+=(--code-cache "$cache")
+          args+=(--instruction-cache "$cache")
           run+=" $cache"
           dir+=".$cache"
         fi
