@@ -3,10 +3,33 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 namespace replay {
 namespace {
+
+// A replay option that changes what runs around each timed kernel, as a report states it. Unique
+// mode's instruction_cache is absent from reports made before 2026-11-27, which ran warm.
+std::string timing_option(const Report& report, const char* key) {
+    std::string value = report.option(key);
+    if (value.empty() && std::string_view(key) == "instruction_cache" && report.mode == "unique" &&
+        report.option("context") == "recorded")
+        return "warm";
+    return value;
+}
+
+// "key baseline vs current" for each such option that both reports state and that differs.
+std::string timing_option_differences(const Report& baseline, const Report& current) {
+    std::string out;
+    for (const char* key : {"context", "instruction_cache", "l2_flush", "pace", "warm_inputs",
+                            "graph", "warmup_ms"}) {
+        const std::string b = timing_option(baseline, key), c = timing_option(current, key);
+        if (b.empty() || c.empty() || b == c) continue;
+        out += (out.empty() ? "" : "; ") + std::string(key) + " " + b + " vs " + c;
+    }
+    return out;
+}
 
 std::string why_not_replayed(const KernelResult& k) {
     std::string s = "not replayed";
@@ -198,6 +221,11 @@ Regression compare_reports(const Report& baseline, const Report& current,
     }
     if (!options.recorded && baseline.mode != current.mode)
         r.notes.push_back("replay modes differ (" + baseline.mode + " vs " + current.mode + ")");
+    if (!options.recorded && baseline.mode == current.mode)
+        if (std::string differ = timing_option_differences(baseline, current); !differ.empty())
+            r.notes.push_back("the replays ran with other options (" + differ +
+                              "): what runs around each timed kernel changed, and its time with "
+                              "it; replay the way the baseline was replayed to compare the code");
     if (!options.recorded && baseline.backend != current.backend)
         r.notes.push_back("backends differ (" + baseline.backend + " vs " + current.backend + ")");
     if (options.energy) {

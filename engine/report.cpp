@@ -89,6 +89,12 @@ std::string Report::env(const std::string& key) const {
     return {};
 }
 
+std::string Report::option(const std::string& key) const {
+    for (const auto& [k, v] : options)
+        if (k == key) return v;
+    return {};
+}
+
 namespace {
 
 // A peak from the report's environment ("n/a", absent: NaN).
@@ -107,8 +113,8 @@ void fill_roofline(Report& r) {
         const double ns = k.replayed_us.median * 1e3;
         if (k.flops > 0) {
             k.gflops_per_s = k.flops / ns;
-            k.pct_peak_flops = percent_of(
-                k.gflops_per_s / 1e3, environment_number(r, peak_tflops_key(k.flop_dtype)));
+            k.pct_peak_flops = percent_of(k.gflops_per_s / 1e3,
+                                          environment_number(r, peak_tflops_key(k.flop_dtype)));
         }
         if (k.bytes > 0) {
             k.gb_per_s = k.bytes / ns;

@@ -397,6 +397,37 @@ TEST(Regression, DifferentMachineIsFlaggedButStillCompared) {
     EXPECT_TRUE(same.machine_differences.empty());
 }
 
+TEST(Regression, OtherReplayOptionsAreNoted) {
+    const auto specs = stable_kernels();
+    Report baseline = make_report(specs, 31), current = make_report(specs, 32);
+    auto note_of = [](const Regression& r) {
+        for (const auto& n : r.notes)
+            if (n.find("the replays ran with other options") != std::string::npos) return n;
+        return std::string();
+    };
+    baseline.options = {{"context", "recorded"}, {"instruction_cache", "cold"}};
+    current.options = baseline.options;
+    EXPECT_EQ(note_of(replay::compare_reports(baseline, current)), "");
+    current.options[1].second = "warm";
+    EXPECT_NE(
+        note_of(replay::compare_reports(baseline, current)).find("instruction_cache cold vs warm"),
+        std::string::npos);
+    // A unique-mode report made before the option ran warm.
+    baseline.options = {{"context", "recorded"}};
+    current.options = {{"context", "recorded"}, {"instruction_cache", "cold"}};
+    EXPECT_NE(
+        note_of(replay::compare_reports(baseline, current)).find("instruction_cache warm vs cold"),
+        std::string::npos);
+    current.options = {{"context", "none"}};
+    EXPECT_NE(note_of(replay::compare_reports(baseline, current)).find("context recorded vs none"),
+              std::string::npos);
+    // An option one report does not state is not compared.
+    baseline.mode = current.mode = "sequential";
+    baseline.options = {{"pace", "recorded"}};
+    current.options = {{"pace", "recorded"}, {"warm_inputs", "all"}};
+    EXPECT_EQ(note_of(replay::compare_reports(baseline, current)), "");
+}
+
 TEST(Regression, FewSamplesAreInconclusiveNotFlagged) {
     const std::vector<Spec> specs = {Spec{"a", 10.0, 0.01}, Spec{"b", 10.0, 0.01}};
     const Regression r = replay::compare_reports(make_report(specs, 17, 3),

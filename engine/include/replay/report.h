@@ -53,8 +53,8 @@ struct KernelEnergy {
     double loop_power_w = NAN;
     double sm_clock_mhz = NAN;
     double temperature_c = NAN;
-    std::string why;                 // requested but not measured: why (energy n/a, never 0)
-    double flops = NAN;              // work per launch (GEMMs), for pj_per_flop
+    std::string why;     // requested but not measured: why (energy n/a, never 0)
+    double flops = NAN;  // work per launch (GEMMs), for pj_per_flop
     // Derived by finalize_report from the median energy and the replayed median time:
     // power_w: loop_power_w where measured (older reports: energy / replayed median, which
     // reads above the board's limit when the loop ran slower than the timed runs)
@@ -83,14 +83,14 @@ struct KernelResult {
     // Roofline: the work of one instance (recorded_result(), from the recipe) and, once
     // replayed, the rates at the replayed median and their share of the device's peaks
     // (roofline.h; NaN where the report's environment has no peak, as on the cpu backend).
-    double flops = 0;                      // GEMMs
-    double bytes = 0;                      // the least a GEMM or a copy moves
-    DType flop_dtype = DType::Unknown;     // the operand type whose peak the FLOPs count against
-    double gflops_per_s = NAN;             // GEMMs
-    double gb_per_s = NAN;                 // GEMMs and copies
-    double pct_peak_flops = NAN;           // gflops_per_s of the peak TFLOP/s of flop_dtype
-    double pct_peak_bandwidth = NAN;       // gb_per_s of the peak memory bandwidth
-    KernelEnergy energy;                      // measured with --energy (report.energy.requested)
+    double flops = 0;                   // GEMMs
+    double bytes = 0;                   // the least a GEMM or a copy moves
+    DType flop_dtype = DType::Unknown;  // the operand type whose peak the FLOPs count against
+    double gflops_per_s = NAN;          // GEMMs
+    double gb_per_s = NAN;              // GEMMs and copies
+    double pct_peak_flops = NAN;        // gflops_per_s of the peak TFLOP/s of flop_dtype
+    double pct_peak_bandwidth = NAN;    // gb_per_s of the peak memory bandwidth
+    KernelEnergy energy;                // measured with --energy (report.energy.requested)
 };
 
 struct TierResult {
@@ -161,12 +161,12 @@ struct StepEnergy {
     // Replayed step: the dynamic energy per step of its L2 warm-up reads, looped alone, which
     // samples_mj leave out (the recording had no such reads); NaN: none, or not measured.
     double warm_read_mj = NAN;
-    int limited_windows = 0;    // replayed: windows with the clocks held down (KernelEnergy's)
+    int limited_windows = 0;  // replayed: windows with the clocks held down (KernelEnergy's)
     std::string limited_by;
     double sm_clock_mhz = NAN;  // replayed: the windows' median SM clock and die temperature
     double temperature_c = NAN;
-    std::string source;         // model: the timing.json file
-    std::string gpu;            // model: the GPU it was measured on
+    std::string source;  // model: the timing.json file
+    std::string gpu;     // model: the GPU it was measured on
     bool measured() const { return std::isfinite(mj); }
 };
 
@@ -269,6 +269,7 @@ struct Report {
 
     std::string input(const std::string& key) const;
     std::string env(const std::string& key) const;
+    std::string option(const std::string& key) const;
 };
 
 // Short tier name for tables ("gemm", "aten op", ...).
