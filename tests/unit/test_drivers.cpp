@@ -892,6 +892,23 @@ std::vector<std::string> call_lines(const FakeBackend& b) {
     return got;
 }
 
+// One direct pass of two_stream_trace() as the fake backend logs it (streams 7 and 8 at their
+// slots): read-in and issue of the relu on 7; 8 waits for 7, then the GEMM; on 7 the copy.
+std::vector<std::string> two_stream_pass(int s7, int s8) {
+    const std::string relu_key = relu(1).instance_key(), gemm_key = gemm(10).instance_key();
+    const std::string copy_key = copy().instance_key();
+    const std::string on7 = std::to_string(s7) + " ", on8 = std::to_string(s8) + " ";
+    return {"warm " + on7 + relu_key,
+            "issue " + on7 + relu_key + " #1",
+            "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
+            "warm " + on8 + gemm_key,
+            "issue " + on8 + gemm_key + " #2",
+            "warm " + on7 + copy_key,
+            "issue " + on7 + copy_key + " #3",
+            "sync",
+            "collect"};
+}
+
 TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedLaunchTimes) {
     auto a = two_stream_trace();
     ASSERT_EQ(a->graph.waits().size(), 1u);
@@ -910,18 +927,7 @@ TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedLaunchTimes) {
     // One untimed pass of the plan, then the timed iterations between the phase changes. Each
     // pass in recorded order: read-in and issue of the relu on 7; stream 8 waits for 7, then
     // the GEMM; on 7 the copy.
-    const std::string relu_key = relu(1).instance_key();
-    const std::string gemm_key = gemm(10).instance_key();
-    const std::string copy_key = copy().instance_key();
-    const std::vector<std::string> pass = {"warm " + std::to_string(s7) + " " + relu_key,
-                                           "issue " + std::to_string(s7) + " " + relu_key + " #1",
-                                           "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
-                                           "warm " + std::to_string(s8) + " " + gemm_key,
-                                           "issue " + std::to_string(s8) + " " + gemm_key + " #2",
-                                           "warm " + std::to_string(s7) + " " + copy_key,
-                                           "issue " + std::to_string(s7) + " " + copy_key + " #3",
-                                           "sync",
-                                           "collect"};
+    const std::vector<std::string> pass = two_stream_pass(s7, s8);
     std::vector<std::string> expected = pass;
     expected.push_back("phase timed");
     expected.insert(expected.end(), pass.begin(), pass.end());
@@ -1215,16 +1221,7 @@ TEST(Drivers, GraphsCaptureTheStepOnceAndIssueWhatCannotBeCapturedDirectly) {
     const int s7 = slot_of(*a, 7), s8 = slot_of(*a, 8);
     const std::string relu_key = relu(1).instance_key(), gemm_key = gemm(10).instance_key();
     const std::string copy_key = copy().instance_key();
-    std::vector<std::string> direct_pass = {
-        "warm " + std::to_string(s7) + " " + relu_key,
-        "issue " + std::to_string(s7) + " " + relu_key + " #1",
-        "wait " + std::to_string(s8) + "<-" + std::to_string(s7),
-        "warm " + std::to_string(s8) + " " + gemm_key,
-        "issue " + std::to_string(s8) + " " + gemm_key + " #2",
-        "warm " + std::to_string(s7) + " " + copy_key,
-        "issue " + std::to_string(s7) + " " + copy_key + " #3",
-        "sync",
-        "collect"};
+    const std::vector<std::string> direct_pass = two_stream_pass(s7, s8);
     // The relu and the GEMM are captured together (every stream joins from the relu's), the
     // copy, which cannot be, is issued directly after the graph in every later pass.
     std::vector<std::string> graph_pass = {
