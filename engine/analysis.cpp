@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "replay/execution_trace.h"
+#include "replay/format_bytes.h"
 #include "replay/inductor_cache.h"
 #include "replay/recipe_library.h"
 #include "replay/reuse.h"
@@ -33,8 +34,8 @@ bool fit_dataflow(Analysis& analysis, std::int64_t budget_bytes, const std::stri
     }
     analysis.dataflow_dropped = true;
     std::ostringstream note;
-    note << "dataflow inferred, but its " << analysis.dataflow.persistent_bytes
-         << " bytes of distinct parameter buffers exceed the " << budget_bytes << " bytes of "
+    note << "dataflow inferred, but its " << format_bytes(analysis.dataflow.persistent_bytes)
+         << " of distinct parameter buffers exceed the " << format_bytes(budget_bytes) << " of "
          << budget_what << ": buffers are reused by shape instead (weights may stay in L2)";
     analysis.notes.push_back(note.str());
     return true;

@@ -5,6 +5,7 @@
 
 #include "dataflow_pass.h"
 #include "dataflow_rules.h"
+#include "replay/format_bytes.h"
 #include "replay/recipe.h"
 
 namespace replay {
@@ -261,7 +262,7 @@ std::string describe(const DataflowSummary& s) {
     return std::string("dataflow ") + to_string(s.source) + " (no Execution Trace): " +
            std::to_string(s.persistent_inputs) + " inputs from before the step in " +
            std::to_string(s.persistent_storages) + " storages of " +
-           std::to_string(s.persistent_bytes) + " bytes (" + std::to_string(s.parameters.size()) +
+           format_bytes(s.persistent_bytes) + " (" + std::to_string(s.parameters.size()) +
            " parameters), " + std::to_string(s.activation_inputs) +
            " inputs produced by an earlier op";
 }

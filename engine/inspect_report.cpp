@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "replay/format_bytes.h"
 #include "replay/json_writer.h"
 #include "replay/recipe_json.h"
 
@@ -122,8 +123,8 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
     out << "\n  dataflow: " << to_string(a.dataflow.source);
     if (a.dataflow.source != DataflowSource::None)
         out << ", " << a.dataflow.persistent_inputs << " inputs from before the step ("
-            << a.dataflow.persistent_storages << " storages, " << a.dataflow.persistent_bytes
-            << " bytes), " << a.dataflow.activation_inputs << " produced by an earlier op";
+            << a.dataflow.persistent_storages << " storages, "
+            << format_bytes(a.dataflow.persistent_bytes) << "), " << a.dataflow.activation_inputs << " produced by an earlier op";
     if (!a.tensor_lists.ops.empty())
         out << "; tensor lists recovered for " << a.tensor_lists.ops.size() << " ops";
     out << "\n";

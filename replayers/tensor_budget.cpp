@@ -198,17 +198,4 @@ std::int64_t available_host_memory() {
     return pages > 0 && page_size > 0 ? mul(pages, page_size) : 0;
 }
 
-std::string format_bytes(std::int64_t bytes) {
-    static constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double value = static_cast<double>(bytes);
-    std::size_t unit = 0;
-    while (value >= 1024 && unit + 1 < std::size(kUnits)) value /= 1024, ++unit;
-    char text[32];
-    if (unit == 0)
-        std::snprintf(text, sizeof text, "%lld B", static_cast<long long>(bytes));
-    else
-        std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit].data());
-    return text;
-}
-
 }  // namespace replay

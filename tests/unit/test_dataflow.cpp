@@ -528,3 +528,17 @@ TEST(DataflowAgainstEt, TensorListElementDtypesAgree) {
 }
 
 }  // namespace
+
+// The summary's line says its byte count as people read it: a vLLM trace's KV caches came to
+// "367146291160 bytes" before.
+TEST(Dataflow, TheSummaryLineGivesBytesInBinaryUnits) {
+    replay::DataflowSummary s;
+    s.source = replay::DataflowSource::Inferred;
+    s.persistent_inputs = 2676;
+    s.persistent_storages = 624;
+    s.persistent_bytes = 367146291160;
+    s.activation_inputs = 2628;
+    const std::string line = replay::describe(s);
+    EXPECT_NE(line.find("624 storages of 341.9 GiB"), std::string::npos) << line;
+    EXPECT_EQ(line.find("367146291160"), std::string::npos) << line;
+}

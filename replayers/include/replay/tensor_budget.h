@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "replay/format_bytes.h"
 #include "replay/recipe.h"
 
 namespace replay {
@@ -32,8 +33,5 @@ std::optional<std::string> over_budget(const Recipe& recipe, const TensorBudget&
 
 // This host's available memory (MemAvailable of /proc/meminfo; free pages when it lacks it).
 std::int64_t available_host_memory();
-
-// "16.0 GiB", "512 B": byte counts in reasons.
-std::string format_bytes(std::int64_t bytes);
 
 }  // namespace replay
