@@ -173,10 +173,8 @@ void ReplaySettings::add_unique_options(CLI::App& app) {
                    "with the L2 eviction before each timed run, so the kernel fetches its code "
                    "again, as after the dozens of other kernels between its recorded instances; "
                    "warm: its code stays there from the run before (back to back with itself: "
-                   "small kernels time fast); l2: emptied, then a copy of the work at other "
-                   "addresses runs once untimed, so the code comes from L2 (aten ops; other "
-                   "work runs cold)")
-        ->check(CLI::IsMember({"cold", "warm", "l2"}))
+                   "small kernels time fast)")
+        ->check(CLI::IsMember({"cold", "warm"}))
         ->capture_default_str();
 }
 
@@ -233,8 +231,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     o.context = context == "none" || (context == "auto" && on_cpu) ? Context::None
                 : context == "previous"                            ? Context::Previous
                                                                    : Context::Recorded;
-    for (auto cache : {InstructionCache::Cold, InstructionCache::Warm, InstructionCache::L2})
-        if (instruction_cache == to_string(cache)) o.instruction_cache = cache;
+    o.instruction_cache =
+        instruction_cache == "warm" ? InstructionCache::Warm : InstructionCache::Cold;
     o.sequential_check = !no_sequential_check;
     for (auto mode : {DriverOptions::WarmInputs::None, DriverOptions::WarmInputs::Needed,
                       DriverOptions::WarmInputs::All})

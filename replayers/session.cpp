@@ -254,7 +254,9 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
         report.options.emplace_back("context", context_name(o.context));
         if (o.context == Context::Recorded)
-            report.options.emplace_back("instruction_cache", to_string(o.instruction_cache));
+            report.options.emplace_back(
+                "instruction_cache",
+                o.instruction_cache == InstructionCache::Cold ? "cold" : "warm");
         if (!o.only.empty()) {
             std::string ids;
             for (const auto& id : o.only) ids += (ids.empty() ? "" : ",") + id;
@@ -342,11 +344,6 @@ void attribute(Session& session, const std::vector<std::size_t>& positions,
 }  // namespace replay::detail
 
 namespace replay {
-
-const char* to_string(InstructionCache cache) {
-    constexpr const char* kNames[] = {"cold", "warm", "l2"};  // InstructionCache's order
-    return kNames[static_cast<std::size_t>(cache)];
-}
 
 const char* to_string(DriverOptions::WarmInputs warm) {
     switch (warm) {

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <deque>
 #include <map>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -260,7 +259,6 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     std::size_t done = 0;
     std::size_t from_graph = 0, from_host = 0;  // energy loops
     std::size_t measured_loops = 0, moved_loops = 0;
-    std::size_t code_in_l2 = 0, code_cold = 0;  // --instruction-cache l2: templates by outcome
     for (const Template& t : templates) {
         if (!session.stopped().empty()) break;
         ++done;
@@ -284,29 +282,15 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             ready.push_back({&p, before});
         }
         if (ready.empty()) continue;
-        const bool recorded_cache = o.context == Context::Recorded;
-        // --instruction-cache l2: one copy of the work at other addresses for the template (its
-        // instances share the kernel's code), released with it.
-        std::optional<Prepared> code_copy;
-        if (recorded_cache && o.instruction_cache == InstructionCache::L2) {
-            Prepared copy = backend.relocated(ready.front().work->handle);
-            if (copy.disposition == Disposition::Ready)
-                code_copy = copy, ++code_in_l2;
-            else
-                ++code_cold;
-        }
         const std::vector<std::size_t> no_kernels;
         // Tag 0 marks untimed work (warmups, predecessors); its activities are dropped.
         int issues = 0;  // of this template: the iteration its NVTX ranges name
         auto run_once = [&](std::size_t i, std::uint64_t tag) {
             const Ready& r = ready[i % ready.size()];
             session.set_iteration(++issues);
+            const bool recorded_cache = o.context == Context::Recorded;
             if (recorded_cache) backend.flush_l2();
-            if (code_copy && !session.try_issue(*code_copy, no_kernels, 0, 0)) {
-                backend.release(code_copy->handle);
-                code_copy.reset();  // the copy cannot run: the code comes from memory (cold)
-            }
-            if (recorded_cache && o.instruction_cache != InstructionCache::Warm)
+            if (recorded_cache && o.instruction_cache == InstructionCache::Cold)
                 backend.evict_instruction_caches();
             if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
                 return false;
@@ -329,7 +313,6 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             detail::attribute(session, t.positions, it != groups.end() ? it->second : kNothing,
                               t.recorded_us);
         }
-        if (code_copy) backend.release(code_copy->handle);
         if (energy != nullptr && energy->available() && ok) {
             std::vector<Prepared*> work;
             for (const Ready& r : ready) work.push_back(r.work);
@@ -347,13 +330,6 @@ void run_templates(Session& session, const std::vector<Template>& templates,
                        std::to_string(templates.size()));
     }
     note_clock_limits(session.report());
-    if (code_in_l2 + code_cold > 0)
-        session.report().notes.push_back(
-            "--instruction-cache l2: " + std::to_string(code_in_l2) + " of " +
-            std::to_string(code_in_l2 + code_cold) +
-            " unique kernels had their code brought back into L2 by a copy of their work at "
-            "other addresses before each timed run; the others (work the backend cannot move: "
-            "GEMMs, copies, Triton kernels) ran with their code from memory, as with cold");
     if (moved_loops > 0)
         session.report().energy.notes.push_back(
             "energy windows on buffers of their own: " + std::to_string(moved_loops) + " of " +

@@ -742,45 +742,6 @@ TEST(Drivers, UniqueEmptiesTheInstructionCachesUnlessAskedWarmAndSaysWhich) {
     }
 }
 
-TEST(Drivers, UniqueBringsTheCodeBackIntoL2WithACopyOfTheWorkWhereItMoves) {
-    for (bool moves : {true, false}) {
-        auto a = unique_trace();
-        FakeBackend b;
-        b.moves = moves;
-        auto o = unique_options(replay::Context::Recorded, 1, 2);
-        o.instruction_cache = replay::InstructionCache::L2;
-        const replay::Report r = replay::replay_unique(*a, b, o);
-        // One copy per template (its instances share the kernel's code), released with it.
-        EXPECT_EQ(b.of("relocate").size(), moves ? 3u : 0u);
-        EXPECT_EQ(b.of("release").size(), moves ? 3u : 0u);
-        // Each run: the eviction, the copy's untimed issue where there is one, then the
-        // instruction caches emptied.
-        const auto& calls = b.calls;
-        std::size_t evictions = 0;
-        for (std::size_t i = 0; i < calls.size(); ++i) {
-            if (calls[i].what != "evict_code") continue;
-            ++evictions;
-            if (moves) {
-                EXPECT_EQ(calls[i - 1].what, "issue");
-                EXPECT_EQ(calls[i - 1].tag, 0u);
-                EXPECT_EQ(calls[i - 2].what, "flush");
-            } else {
-                EXPECT_EQ(calls[i - 1].what, "flush");
-            }
-        }
-        EXPECT_EQ(evictions, 9u);
-        std::string said, noted;
-        for (const auto& [key, value] : r.options)
-            if (key == "instruction_cache") said = value;
-        for (const auto& n : r.notes)
-            if (n.find("--instruction-cache l2") != std::string::npos) noted = n;
-        EXPECT_EQ(said, "l2");
-        EXPECT_NE(noted.find(moves ? "3 of 3 unique kernels" : "0 of 3 unique kernels"),
-                  std::string::npos)
-            << noted;
-    }
-}
-
 TEST(Drivers, UniqueWarmupAndRunCounts) {
     auto a = unique_trace();
     FakeBackend b;

@@ -33,12 +33,8 @@ enum class Context { Recorded, Previous, None };
 // emptied with the L2 eviction (the kernel's code comes from memory), as in a recorded step where
 // dozens of other kernels ran since its previous instance. Warm: the code stays there from the
 // run before, as back to back with itself; small kernels then time fast (on the H200, a Mixtral
-// reduce 1.8 us against 4.0 recorded and 4.1 cold; whole steps 2-4% low). L2: emptied, then a
-// copy of the work at other addresses (Backend::relocated: aten ops) runs once, untimed, so that
-// the kernel's code is back in L2 but not in the SMs while its own data stays in memory; work
-// that cannot be moved runs cold.
-enum class InstructionCache : std::uint8_t { Cold, Warm, L2 };
-const char* to_string(InstructionCache cache);
+// reduce 1.8 us against 4.0 recorded and 4.1 cold; whole steps 2-4% low).
+enum class InstructionCache : std::uint8_t { Cold, Warm };
 
 struct DriverOptions {
     Pace pace = Pace::None;
