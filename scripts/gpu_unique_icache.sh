@@ -7,7 +7,9 @@
 #
 # Usage: scripts/gpu_unique_icache.sh OUT_DIR TRACE_DIR [OTHER_DIR]
 #   e.g. scripts/gpu_unique_icache.sh /tmp/icache traces/h200 traces/h100
-# Environment: SKIP_BUILD=1 reuses build-gpu; DEADLINE (epoch seconds) no replay starts after it.
+# Environment: SKIP_BUILD=1 reuses build-gpu; DEADLINE (epoch seconds) no replay starts after it;
+#              ICACHES (default "cold warm") the --instruction-cache values to run; WORKLOADS
+#              (default "llama_decode mixtral_decode mixtral_prefill gpt2_train bloom_b1").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_unique_icache.sh OUT_DIR TRACE_DIR [OTHER_DIR]}"
@@ -42,11 +44,11 @@ unique() {  # name trace cache [replay args...]
   figures "$out/$name.$cache/report.json" "$name unique $cache"
 }
 
-for w in llama_decode mixtral_decode mixtral_prefill gpt2_train bloom_b1; do
+for w in ${WORKLOADS:-llama_decode mixtral_decode mixtral_prefill gpt2_train bloom_b1}; do
   [ -f "$dir/$w.json.gz" ] || continue
-  for cache in cold warm; do unique "$w" "$dir/$w.json.gz" "$cache"; done
+  for cache in ${ICACHES:-cold warm}; do unique "$w" "$dir/$w.json.gz" "$cache"; done
 done
-for cache in cold warm; do
+for cache in ${ICACHES:-cold warm}; do
   [ -f "$dir/llama_decode_graph.json.gz" ] &&
     unique graph_decode "$dir/llama_decode_graph.json.gz" "$cache" --recipes "$dir/llama_decode.json.gz"
   [ -f "$dir/mlp_compiled.inductor.tar.gz" ] &&
