@@ -120,6 +120,7 @@ struct Output {
     std::int64_t storage = kNoId;
     std::uint32_t producer = kNoIndex;  // Trace::cpu_ops
     std::uint32_t made = 0;             // LiveOutputs' count when it was added: recency
+    bool allocated = false;             // its producer allocates (NameFacts::allocates)
     // In its LiveOutputs list: where the run of outputs of this storage that ends with it starts
     // (an in-place accumulation, add_ after add_, adds hundreds in a row).
     std::uint32_t run_begin = 0;
@@ -343,6 +344,28 @@ class ThreadPass {
         return nullptr;
     }
 
+    // The tensor an enclosing op allocated for the in-place op being started to write (aten::clone
+    // and aten::contiguous: empty_like, then copy_ into it): the newest live output of the
+    // input's dims and dtype that an allocation made inside the op's parent, not taken. It comes
+    // before inherited(): the parent's own input has the same dims and dtype, and copy_ reads it.
+    const Output* allocated_for(const ArgFacts& arg, std::uint32_t parent) const {
+        if (parent == kNoIndex) return nullptr;
+        const Nanos parent_start = trace_.cpu_ops[parent].ts;
+        const Output* newest = nullptr;
+        for (const LiveOutputs::List* list :
+             {shared_.live.find(arg.dims, arg.type), shared_.live.find(arg.dims, StringPool::kEmpty)}) {
+            if (list == nullptr) continue;
+            for (std::size_t at = list->size(); at-- > 0;) {
+                const Output& o = (*list)[at];
+                if (trace_.cpu_ops[o.producer].ts < parent_start) break;  // made before the parent
+                if (!o.allocated || taken(o.storage) || !made_for(o.producer)) continue;
+                if (newest == nullptr || o.made > newest->made) newest = &o;
+                break;
+            }
+        }
+        return newest;
+    }
+
     // Kineto records a TensorList's element dims but not their dtype: the most recent live
     // output of each element's dims gives it (aten::cat of bf16 halves in rotate_half would
     // otherwise replay in the parser's float32 and launch another kernel). Set only when every
@@ -397,10 +420,14 @@ class ThreadPass {
         const EntryFacts& e = facts_.entry(cpu.shapes);
         taken_.clear();
         ids_.assign(e.args.size(), kNoId);
+        const bool writes_first = facts_.name(cpu.name).in_place;
         for (std::size_t i = 0; i < e.args.size(); ++i) {
             const ArgFacts& arg = e.args[i];
             if (!arg.tensor) continue;
-            std::int64_t storage = inherited(arg);
+            std::int64_t storage = kNoId;
+            if (writes_first && i == e.first_tensor)
+                if (const Output* fresh = allocated_for(arg, cpu.parent)) storage = fresh->storage;
+            if (storage == kNoId) storage = inherited(arg);
             if (storage == kNoId) {
                 const Output* from = produced(arg, weight_like(op, i));
                 storage = from != nullptr ? from->storage : persistent(op, i, arg);
@@ -442,7 +469,8 @@ class ThreadPass {
         const EntryFacts& e = facts_.entry(cpu.shapes);
         const std::uint32_t dims = facts_.output_dims(cpu);
         Output out;
-        if ((name.view || name.in_place) && e.first_tensor != kNone) {
+        const bool alias = name.view || name.in_place || (name.may_alias && !top.has_child);
+        if (alias && e.first_tensor != kNone) {
             const ArgFacts& in0 = e.args[e.first_tensor];
             out.storage = trace_.storages.input(op, e.first_tensor);
             out.dtype = in0.type;
@@ -457,6 +485,7 @@ class ThreadPass {
         }
         if (out.storage == kNoId) return;
         out.producer = op;
+        out.allocated = name.allocates;
         trace_.storages.set_output(op, 0, {out.storage, out.dims});
         for (std::size_t k = 1; k < trace_.storages.outputs(op); ++k)
             trace_.storages.set_output(op, k, {});

@@ -110,6 +110,11 @@ NameFacts name_facts(std::string_view name) {
     f.converts = name == "aten::to" || name == "aten::_to_copy" || name == "aten::type_as" ||
                  name.starts_with("aten::empty") || name == "aten::zeros" || name == "aten::ones" ||
                  name == "aten::full";
+    f.allocates = name.starts_with("aten::empty") || name.starts_with("aten::new_empty") ||
+                  name == "aten::clone" || name == "aten::zeros" || name == "aten::zeros_like" ||
+                  name == "aten::new_zeros";
+    f.may_alias = name == "aten::dropout" || name == "aten::feature_dropout" ||
+                  name == "aten::alpha_dropout" || name == "aten::to" || name == "aten::type_as";
     f.weights = weight_rule(name);
     return f;
 }

@@ -41,6 +41,12 @@ struct NameFacts {
     bool view = false;      // the output is a view of input 0: writes nothing
     bool in_place = false;  // writes input 0 and returns it (aten::add_, aten::copy_)
     bool converts = false;  // the output's dtype is not input 0's (casts, creation ops)
+    // The output is a fresh tensor that an in-place op may fill next (aten::empty_like before
+    // copy_ in aten::clone, aten::clone before index_put_ in aten::index_put).
+    bool allocates = false;
+    // Returns input 0 itself when it does no work, i.e. runs no inner op: aten::dropout in eval
+    // mode, aten::to of the same dtype.
+    bool may_alias = false;
     WeightRule weights = WeightRule::None;
 };
 NameFacts name_facts(std::string_view name);
