@@ -352,8 +352,9 @@ class ThreadPass {
         if (parent == kNoIndex) return nullptr;
         const Nanos parent_start = trace_.cpu_ops[parent].ts;
         const Output* newest = nullptr;
-        for (const LiveOutputs::List* list :
-             {shared_.live.find(arg.dims, arg.type), shared_.live.find(arg.dims, StringPool::kEmpty)}) {
+        const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
+        const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
+        for (const LiveOutputs::List* list : {typed, any}) {
             if (list == nullptr) continue;
             for (std::size_t at = list->size(); at-- > 0;) {
                 const Output& o = (*list)[at];
