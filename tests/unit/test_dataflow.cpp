@@ -76,6 +76,14 @@ std::int64_t output(const replay::Trace& t, std::size_t op) {
     return t.storages.output(static_cast<std::uint32_t>(op), 0).storage;
 }
 
+// The builder's trace with its graph built and its dataflow inferred.
+replay::Trace inferred(const TraceBuilder& b) {
+    replay::Trace t = b.trace();
+    (void)replay::KernelGraph::build(t);
+    replay::infer_dataflow(t);
+    return t;
+}
+
 // One linear layer as PyTorch records it: aten::linear(x, w, b) > aten::t(w), aten::addmm(b, x,
 // t(w)), ops 3 apart from `at`.
 void linear_layer(TraceBuilder& b, double at) {
@@ -245,9 +253,7 @@ TEST(Dataflow, StepsShareParametersAndNotActivations) {
     b.step(3, 100, 45);
     b.op("aten::relu", 101, 2, "[[1, 8]]", "[\"float\"]");
     linear_layer(b, 105);
-    replay::Trace t = b.trace();
-    (void)replay::KernelGraph::build(t);
-    replay::infer_dataflow(t);
+    replay::Trace t = inferred(b);
     auto find = [&](const char* name, int nth) {
         for (std::size_t i = 0; i < t.cpu_ops.size(); ++i)
             if (t.names.view(t.cpu_ops[i].name) == name && nth-- == 0) return i;
@@ -272,9 +278,7 @@ TEST(Dataflow, DtypeMustMatchUnlessTheProducerConverts) {
     b.op("aten::neg", 10, 5, "[[2, 3]]", "[\"c10::Half\"]");  // not relu's output: another dtype
     b.op("aten::_to_copy", 20, 5, "[[2, 3], []]", "[\"float\", \"Scalar\"]");
     b.op("aten::abs", 30, 5, "[[2, 3]]", "[\"c10::Half\"]");  // the conversion's output
-    replay::Trace t = b.trace();
-    (void)replay::KernelGraph::build(t);
-    replay::infer_dataflow(t);
+    replay::Trace t = inferred(b);
     const auto out = [&](std::size_t op) { return output(t, op); };
     EXPECT_NE(storage(t, 1, 0), out(0));
     EXPECT_EQ(storage(t, 2, 0), out(0));
@@ -289,9 +293,7 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     b.op("aten::sum", 30, 2, "[[3, 4], [], [], []]", "[\"float\", \"ScalarList\", \"Scalar\", \"\"]",
          "[\"\", \"[1]\", \"False\", \"\"]");
     b.op("aten::neg", 40, 2, "[[3]]", "[\"float\"]");
-    replay::Trace t = b.trace();
-    (void)replay::KernelGraph::build(t);
-    replay::infer_dataflow(t);
+    replay::Trace t = inferred(b);
     const auto relu_out = output(t, 0);
     EXPECT_EQ(storage(t, 1, 0), relu_out);
     EXPECT_EQ(storage(t, 2, 0), relu_out);  // the view's [3, 4] is relu's storage
@@ -318,9 +320,7 @@ TEST(Dataflow, ACloneCopiesItsInputIntoTheTensorItAllocated) {
     b.op("aten::copy_", 20, 10, "[[1, 5, 16, 64], [1, 5, 16, 64], []]",
          "[\"c10::Half\", \"c10::Half\", \"Scalar\"]");
     b.op("aten::neg", 50, 2, "[[1, 5, 16, 64]]", "[\"c10::Half\"]");
-    replay::Trace t = b.trace();
-    (void)replay::KernelGraph::build(t);
-    replay::infer_dataflow(t);
+    replay::Trace t = inferred(b);
     const auto relu_out = output(t, 0), fresh = output(t, 2);
     EXPECT_EQ(storage(t, 1, 0), relu_out);
     EXPECT_NE(fresh, relu_out);
@@ -338,9 +338,7 @@ TEST(Dataflow, AnOpThatDoesNoWorkReturnsItsInput) {
     b.op("aten::dropout", 10, 1, "[[16, 5, 5], [], []]", "[\"float\", \"Scalar\", \"Scalar\"]",
          "[\"\", \"0.0\", \"False\"]");
     b.op("aten::neg", 20, 2, "[[16, 5, 5]]", "[\"float\"]");
-    replay::Trace t = b.trace();
-    (void)replay::KernelGraph::build(t);
-    replay::infer_dataflow(t);
+    replay::Trace t = inferred(b);
     EXPECT_EQ(output(t, 1), output(t, 0));
     EXPECT_EQ(storage(t, 2, 0), output(t, 0));
     EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
@@ -359,9 +357,7 @@ TEST(Dataflow, AnAccumulationReadsTheOtherOperandBeforeItsOwnRun) {
         b.op("aten::add_", 30 + 10 * k, 5, "[[2, 3], [2, 3], []]",
              "[\"float\", \"float\", \"Scalar\"]");
     b.op("aten::mul", 500, 5, "[[2, 3], [2, 3]]", "[\"float\", \"float\"]");
-    replay::Trace t = b.trace();
-    (void)replay::KernelGraph::build(t);
-    replay::infer_dataflow(t);
+    replay::Trace t = inferred(b);
     const std::int64_t g = output(t, 0), acc = output(t, 1);
     ASSERT_NE(acc, g);
     for (std::size_t op = 3; op < 43; ++op) {
@@ -395,9 +391,7 @@ TEST(Dataflow, TensorListElementsTakeTheirProducersDtype) {
     // Elements no recorded op produced.
     b.op("aten::cat", 60, 2, "[[[3, 3], [3, 3]], []]", "[\"TensorList\", \"Scalar\"]",
          "[\"\", \"0\"]");
-    replay::Trace t = b.trace();
-    (void)replay::KernelGraph::build(t);
-    replay::infer_dataflow(t);
+    replay::Trace t = inferred(b);
     EXPECT_EQ(t.names.view(input(t, 3, 0).element_type), "c10::BFloat16");
     EXPECT_EQ(input(t, 6, 0).element_type, replay::StringPool::kEmpty);
     EXPECT_EQ(input(t, 7, 0).element_type, replay::StringPool::kEmpty);
