@@ -124,7 +124,8 @@ void print_inspect(std::ostream& out, const Analysis& a, int top) {
     if (a.dataflow.source != DataflowSource::None)
         out << ", " << a.dataflow.persistent_inputs << " inputs from before the step ("
             << a.dataflow.persistent_storages << " storages, "
-            << format_bytes(a.dataflow.persistent_bytes) << "), " << a.dataflow.activation_inputs << " produced by an earlier op";
+            << format_bytes(a.dataflow.persistent_bytes) << "), " << a.dataflow.activation_inputs
+            << " produced by an earlier op";
     if (!a.tensor_lists.ops.empty())
         out << "; tensor lists recovered for " << a.tensor_lists.ops.size() << " ops";
     out << "\n";

@@ -77,22 +77,26 @@ KernelResult recorded_result(const UniqueKernel& k) {
     return r;
 }
 
+namespace {
+
+// The value of `key` in a report's list of (key, value) pairs; "" when absent.
+std::string value_of(const std::vector<std::pair<std::string, std::string>>& pairs,
+                     const std::string& key) {
+    for (const auto& [k, v] : pairs)
+        if (k == key) return v;
+    return {};
+}
+
+}  // namespace
+
 std::string Report::input(const std::string& key) const {
-    for (const auto& [k, v] : inputs)
-        if (k == key) return v;
-    return {};
+    return value_of(inputs, key);
 }
-
 std::string Report::env(const std::string& key) const {
-    for (const auto& [k, v] : environment)
-        if (k == key) return v;
-    return {};
+    return value_of(environment, key);
 }
-
 std::string Report::option(const std::string& key) const {
-    for (const auto& [k, v] : options)
-        if (k == key) return v;
-    return {};
+    return value_of(options, key);
 }
 
 namespace {

@@ -170,22 +170,21 @@ void CudaBackend::synchronize() {
 void CudaBackend::flush_l2() {
     if (l2_flush_buffer_ == nullptr)
         return;  // no L2 size known, or no memory for the buffer (see notes)
-    // Join every stream into stream 0, read 2x L2 there, then let every stream wait for it.
     // Reading, not writing: a memset leaves L2 full of dirty lines, and the next kernel then pays
     // their write-back while it streams its weights in (+15% on BLOOM's weight-bound GEMMs),
     // where a recorded step's L2 holds mostly clean lines of weights read before.
-    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
-    REPLAY_CUDA_CALL(launch_l2_touch(l2_flush_buffer_, l2_flush_bytes_,
-                                     static_cast<unsigned*>(touch_sink_), stream_at(0)));
-    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
+    on_joined_streams([&](cudaStream_t stream) {
+        REPLAY_CUDA_CALL(launch_l2_touch(l2_flush_buffer_, l2_flush_bytes_,
+                                         static_cast<unsigned*>(touch_sink_), stream));
+    });
 }
 
 void CudaBackend::evict_instruction_caches() {
     if (touch_sink_ == nullptr) return;  // no memory for the sink (see notes)
-    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
-    REPLAY_CUDA_CALL(launch_instruction_cache_evict(
-        properties_.multiProcessorCount, static_cast<float*>(touch_sink_), stream_at(0)));
-    for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
+    on_joined_streams([&](cudaStream_t stream) {
+        REPLAY_CUDA_CALL(launch_instruction_cache_evict(properties_.multiProcessorCount,
+                                                        static_cast<float*>(touch_sink_), stream));
+    });
 }
 
 void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index, std::uint64_t tag) {

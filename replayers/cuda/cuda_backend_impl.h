@@ -151,6 +151,14 @@ class CudaBackend final : public Backend {
     // The work's CUDA calls on `stream`, untimed.
     void run(const Launch& launch, int stream_index, cudaStream_t stream);
     cudaStream_t stream_at(int index) const;
+    // Joins every stream into stream 0, calls `launch(stream 0)` to issue work there, then lets
+    // every stream wait for it: work that must see, and be seen by, all streams.
+    template <class Issue>
+    void on_joined_streams(const Issue& launch) {
+        for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(0, s);
+        launch(stream_at(0));
+        for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
+    }
     void* workspace_at(int index);
     // A filled (GEMM operand) or raw (copy) buffer; nullptr with `why` on shortage.
     void* buffer(MemoryKind kind, int role, std::optional<FillType> fill, std::size_t elements,
