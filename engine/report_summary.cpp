@@ -195,12 +195,14 @@ void write_report_summary(std::ostream& out, const Report& r) {
     }
     // Why the rest was not replayed, largest recorded time first: the first thing a reader of
     // "replayed < 100%" asks.
-    std::size_t skipped = 0;
-    for (const auto& k : r.kernels)
-        skipped += k.outcome == KernelOutcome::Skipped || k.outcome == KernelOutcome::Failed;
+    // Counted as the reasons below group them (not_replayed()), so that the two agree.
+    std::size_t not_timed = 0;
+    for (const auto& k : r.kernels) not_timed += not_replayed(k.outcome);
     // Nothing replayed: no report.json is written, the reasons below are all there is.
-    print(out, "  unique kernels            %12zu (%zu skipped or failed%s)\n", r.kernels.size(),
-          skipped, any ? "; reasons in report.json" : "");
+    print(out,
+          "  unique kernels            %12zu (%zu not replayed: skipped, failed or without a "
+          "recipe%s)\n",
+          r.kernels.size(), not_timed, any ? "; reasons in report.json" : "");
     const auto largest = not_replayed_reasons(r);
     constexpr std::size_t kShown = 3, kWidth = 90;
     for (std::size_t i = 0; i < std::min(kShown, largest.size()); ++i) {
