@@ -10,6 +10,7 @@
 #include "replay/format_bytes.h"
 #include "replay/json_writer.h"
 #include "replay/recipe_json.h"
+#include "replay/shorten.h"
 
 namespace replay {
 namespace {
@@ -35,11 +36,6 @@ constexpr std::array<const char*, 6> kTierLabels = {
     "not replayable",           "tier 1 copy/memset (CUDA runtime)", "tier 2 GEMM (cuBLASLt)",
     "tier 3 dispatcher op (libtorch)", "tier 4 collective (NCCL)",  "triton (Inductor cache)"};
 constexpr std::size_t kTriton = static_cast<std::size_t>(Tier::Triton);
-
-std::string shorten(std::string_view name, std::size_t width) {
-    if (name.size() <= width) return std::string(name);
-    return std::string(name.substr(0, width - 3)) + "...";
-}
 
 // Share of recorded kernel time whose recipe one process can replay: tier 4 collectives need
 // every rank.

@@ -8,6 +8,7 @@
 
 #include "replay/json_writer.h"
 #include "replay/report_json.h"
+#include "replay/shorten.h"
 
 namespace replay {
 namespace {
@@ -38,8 +39,7 @@ std::string md_escape(std::string_view text, std::size_t width) {
         else
             s += ch;
     }
-    if (s.size() > width) s = s.substr(0, width - 3) + "...";
-    return s;
+    return shorten(s, width);
 }
 
 std::string fixed(double x, int digits) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "replay/shorten.h"
+
 namespace replay {
 namespace {
 
@@ -206,8 +208,7 @@ void write_report_summary(std::ostream& out, const Report& r) {
     const auto largest = not_replayed_reasons(r);
     constexpr std::size_t kShown = 3, kWidth = 90;
     for (std::size_t i = 0; i < std::min(kShown, largest.size()); ++i) {
-        std::string why = largest[i].reason;
-        if (why.size() > kWidth) why = why.substr(0, kWidth - 3) + "...";
+        const std::string why = shorten(largest[i].reason, kWidth);
         print(out, "    %4zu kernel(s), %10.1f us recorded: %s\n", largest[i].kernels,
               largest[i].recorded_us, why.c_str());
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "replay/shorten.h"
+
 namespace replay {
 namespace {
 
@@ -19,7 +21,7 @@ std::string came_back(const std::vector<TimedActivity>& records) {
     bool first = true;
     for (const auto& n : names) {
         if (!first) text += ", ";
-        text += "\"" + (n.size() > 120 ? n.substr(0, 117) + "..." : n) + "\"";
+        text.append("\"").append(shorten(n, 120)).append("\"");
         first = false;
         if (text.size() > 600) {
             text += ", ...";
