@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 
 #include "replay/roofline.h"
+#include "replay/shorten.h"
 
 namespace replay {
 
@@ -63,6 +67,7 @@ KernelResult recorded_result(const UniqueKernel& k) {
     r.rule = k.recipe.rule;
     r.count = k.recorded_us.count;
     r.recorded_us = k.recorded_us;
+    r.recorded_groups = k.recorded_groups;
     r.reason = k.recipe.reason;
     // A kernel issued with its op (a split-K reduction) does none of the op's FLOPs itself.
     if (!k.recipe.issued_with_op) {
@@ -129,12 +134,54 @@ void fill_roofline(Report& r) {
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kTwoSpeedNote = "recorded instances at two speeds, ";
+
+std::string group_text(const std::vector<ValueGroup>& groups) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%zu near %.2f us and %zu near %.2f us", groups[0].count,
+                  groups[0].median, groups[1].count, groups[1].median);
+    return text;
+}
+
+// Replayed kernels whose recorded instances ran at two speeds: their error_pct compares which
+// speed holds the middle, so say so, naming the three with the most recorded time.
+std::optional<std::string> two_speed_note(const Report& r) {
+    std::vector<const KernelResult*> split;
+    for (const auto& k : r.kernels)
+        if (was_replayed(k) && !k.recorded_groups.empty()) split.push_back(&k);
+    if (split.empty()) return std::nullopt;
+    std::stable_sort(split.begin(), split.end(), [](const auto* a, const auto* b) {
+        return a->recorded_us.sum > b->recorded_us.sum;
+    });
+    std::ostringstream note;
+    note << kTwoSpeedNote << split.size() << (split.size() == 1 ? " kernel" : " kernels")
+         << " (recorded_groups in report.json): ";
+    for (std::size_t i = 0; i < split.size() && i < 3; ++i) {
+        const KernelResult& k = *split[i];
+        note << (i ? "; " : "") << shorten(k.name, 80) << ": recorded " << group_text(k.recorded_groups)
+             << ", replayed "
+             << (k.replayed_groups.empty() ? "in one group" : group_text(k.replayed_groups));
+    }
+    note << ". Their median compares which speed held the middle, not how fast the kernel is "
+            "(error_pct); the totals use means. On the H200 a small GEMM's time moves by up to "
+            "45% with where its input lies in memory, which neither the trace nor the replay "
+            "controls.";
+    return note.str();
+}
+
+}  // namespace
+
 void finalize_report(Report& r) {
     // Per kernel: statistics of the replayed samples and the error against the recording.
     // name_match is the driver's (only per-kernel timing such as CUPTI knows the names that really
     // ran).
     for (auto& k : r.kernels) {
-        if (!k.samples_us.empty()) k.replayed_us = summarize(k.samples_us);
+        if (!k.samples_us.empty()) {
+            k.replayed_us = summarize(k.samples_us);
+            k.replayed_groups = stats::two_groups(k.samples_us, stats::kTwoSpeedsLeastGapUs);
+        }
         if (k.count == 0) k.count = k.recorded_us.count;
         k.error_pct =
             was_replayed(k) && k.recorded_us.median > 0
@@ -205,6 +252,10 @@ void finalize_report(Report& r) {
     const bool any = recorded_total > 0 || replayed_total > 0;
     t.predicted_total_us = r.mode == "unique" && any ? predicted : NAN;
     finalize_energy(r);
+    if (auto note = two_speed_note(r)) {
+        std::erase_if(r.notes, [](const std::string& n) { return n.starts_with(kTwoSpeedNote); });
+        r.notes.push_back(std::move(*note));
+    }
 }
 
 }  // namespace replay

@@ -17,6 +17,14 @@ void write_pairs(JsonWriter& json, std::string_view name,
     json.end_object();
 }
 
+// Written only where a sample splits in two (stats::two_groups()).
+void write_groups(JsonWriter& json, std::string_view name, const std::vector<ValueGroup>& groups) {
+    if (groups.empty()) return;
+    json.objects(name, groups, [&](const ValueGroup& g) {
+        json.field("median_us", g.median).field("count", static_cast<std::uint64_t>(g.count));
+    });
+}
+
 void write_kernel_energy(JsonWriter& json, const KernelEnergy& e) {
     json.key("energy").begin_object();
     json.array("samples_uj", e.samples_uj);
@@ -203,6 +211,8 @@ void write_report_json(std::ostream& out, const Report& r) {
         json.key("replayed_us");
         write_duration_stats(json, k.replayed_us);
         json.array("samples_us", k.samples_us);
+        write_groups(json, "recorded_groups", k.recorded_groups);
+        write_groups(json, "replayed_groups", k.replayed_groups);
         json.field("error_pct", k.error_pct);
         json.array("replayed_names", k.replayed_names);
         json.field("name_match", k.name_match);

@@ -314,6 +314,19 @@ class ReportReader {
         return row;
     }
 
+    std::vector<ValueGroup> groups(od::value v) {
+        std::vector<ValueGroup> out;
+        elements(v, [&](od::value g) {
+            ValueGroup group;
+            members(g, {"median_us", "count"}, [&](const std::string& key, od::value x) {
+                if (key == "median_us") group.median = number(x, Number::Duration);
+                if (key == "count") group.count = count(x);
+            });
+            out.push_back(group);
+        });
+        return out;
+    }
+
     DurationStats duration_stats(od::value v) {
         static const auto required = [] {
             std::vector<std::string> names = {"count"};
@@ -374,6 +387,10 @@ class ReportReader {
             else if (key == "samples_us")
                 elements(x,
                          [&](od::value s) { k.samples_us.push_back(number(s, Number::Duration)); });
+            else if (key == "recorded_groups")
+                k.recorded_groups = groups(x);
+            else if (key == "replayed_groups")
+                k.replayed_groups = groups(x);
             else if (key == "replayed_names")
                 elements(x, [&](od::value s) { k.replayed_names.push_back(string(s)); });
             else if (key == "name_match")

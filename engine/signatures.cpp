@@ -218,7 +218,9 @@ std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
     for (UniqueKernel& k : kernels) {
         durations.clear();
         for (std::uint32_t n : k.nodes) durations.push_back(static_cast<double>(duration[n]) / 1000.0);
+        std::sort(durations.begin(), durations.end());  // both sort a copy: once, here
         k.recorded_us = summarize(durations);
+        k.recorded_groups = stats::two_groups(durations, stats::kTwoSpeedsLeastGapUs);
     }
     std::stable_sort(kernels.begin(), kernels.end(),
                      [](const UniqueKernel& a, const UniqueKernel& b) {

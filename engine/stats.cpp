@@ -1,6 +1,7 @@
 #include "replay/stats.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace replay {
@@ -40,6 +41,54 @@ double percentile(const std::vector<double>& sorted, double p) {
     const auto lo = static_cast<std::size_t>(std::floor(rank));
     const auto hi = std::min(lo + 1, sorted.size() - 1);
     return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+}
+
+std::vector<ValueGroup> two_groups(std::vector<double> v, double least_gap) {
+    constexpr std::size_t kLeast = 8;
+    constexpr double kLeastShare = 0.15, kLeastD = 4.0, kLeastRatio = 1.10;
+    // A side's spread is taken as at least 1% of its mean: timers tick in steps, and a side of
+    // equal values would otherwise make any split infinitely separated.
+    constexpr double kSpreadFloor = 0.01;
+    const std::size_t n = v.size();
+    if (n < kLeast) return {};
+    std::sort(v.begin(), v.end());
+    const auto side = std::max<std::size_t>(
+        2, static_cast<std::size_t>(std::ceil(kLeastShare * static_cast<double>(n))));
+    if (2 * side > n) return {};
+    // Prefix sums of the values and their squares, shifted by the median against cancellation.
+    const double shift = v[n / 2];
+    std::vector<double> sum(n + 1, 0.0), squares(n + 1, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        sum[i + 1] = sum[i] + (v[i] - shift);
+        squares[i + 1] = squares[i] + (v[i] - shift) * (v[i] - shift);
+    }
+    auto moments = [&](std::size_t from, std::size_t to) {  // mean and variance of v[from, to)
+        const double k = static_cast<double>(to - from);
+        const double mean = (sum[to] - sum[from]) / k;
+        const double var = std::max(0.0, (squares[to] - squares[from]) / k - mean * mean);
+        return std::pair{mean + shift, var};
+    };
+    double best_d = 0;
+    std::size_t best = 0;
+    for (std::size_t i = side; i + side <= n; ++i) {
+        const auto [m0, v0] = moments(0, i);
+        const auto [m1, v1] = moments(i, n);
+        const double f0 = kSpreadFloor * std::fabs(m0), f1 = kSpreadFloor * std::fabs(m1);
+        const double spread = std::max(v0, f0 * f0) + std::max(v1, f1 * f1);
+        if (!(spread > 0)) continue;
+        const double d = std::sqrt(2.0) * (m1 - m0) / std::sqrt(spread);
+        if (d > best_d) best_d = d, best = i;
+    }
+    if (best == 0 || best_d < kLeastD) return {};
+    auto middle = [&](std::size_t from, std::size_t to) {
+        const std::size_t k = to - from;
+        return k % 2 ? v[from + k / 2] : 0.5 * v[from + k / 2 - 1] + 0.5 * v[from + k / 2];
+    };
+    const ValueGroup low{middle(0, best), best}, high{middle(best, n), n - best};
+    if (!(low.median > 0) || high.median < kLeastRatio * low.median ||
+        high.median - low.median < least_gap)
+        return {};
+    return {low, high};
 }
 
 double median_of_counted(std::vector<std::pair<double, std::int64_t>> v) {

@@ -173,6 +173,46 @@ TEST(RegressionStats, RobustSpread) {
     EXPECT_DOUBLE_EQ(replay::stats::median({3, 1, 2, 10}), 2.5);
 }
 
+TEST(RegressionStats, TwoSpeedsSplitWhereOneSpreadDoesNot) {
+    using replay::stats::two_groups;
+    // BLOOM's dense GEMM, 24 instances recorded on an H200 (traces/h200/bloom_b1.json.gz): the
+    // layers alternate between two placements of its input, 5.3-5.9 us and 7.0-7.2 us.
+    const std::vector<double> bloom = {5.89, 5.31, 7.14, 5.50, 7.07, 5.54, 7.07, 5.44,
+                                       7.14, 5.54, 7.07, 5.60, 7.04, 5.57, 7.07, 5.54,
+                                       7.20, 5.63, 7.04, 5.50, 7.07, 5.47, 7.10, 5.54};
+    const auto split = two_groups(bloom);
+    ASSERT_EQ(split.size(), 2u);
+    EXPECT_EQ(split[0].count, 13u);
+    EXPECT_DOUBLE_EQ(split[0].median, 5.54);
+    EXPECT_EQ(split[1].count, 11u);
+    EXPECT_DOUBLE_EQ(split[1].median, 7.07);
+    // One spread, however wide, is one group: evenly spaced values, and a bell of them.
+    std::vector<double> even, bell;
+    for (int i = 0; i < 48; ++i) even.push_back(5.0 + 3.0 * i / 47.0);
+    std::mt19937 random(7);
+    std::normal_distribution<double> normal(6.0, 0.8);
+    for (int i = 0; i < 200; ++i) bell.push_back(normal(random));
+    EXPECT_TRUE(two_groups(even).empty());
+    EXPECT_TRUE(two_groups(bell).empty());
+    // A few slow outliers are not a second speed (each group needs 15% of the values).
+    std::vector<double> outliers(30, 4.0);
+    outliers[3] = outliers[17] = 9.0;
+    EXPECT_TRUE(two_groups(outliers).empty());
+    // Two timer ticks 1% apart are separated but not two speeds (medians 10% apart).
+    std::vector<double> ticks;
+    for (int i = 0; i < 20; ++i) ticks.push_back(i % 2 ? 4.416 : 4.448);
+    EXPECT_TRUE(two_groups(ticks).empty());
+    // Timer steps: four 32 ns steps apart is one speed for kernel durations.
+    std::vector<double> steps(24, 0.896);
+    for (int i = 0; i < 8; ++i) steps[3 * i] = 1.024;
+    EXPECT_EQ(two_groups(steps).size(), 2u);
+    EXPECT_TRUE(two_groups(steps, replay::stats::kTwoSpeedsLeastGapUs).empty());
+    EXPECT_EQ(two_groups(bloom, replay::stats::kTwoSpeedsLeastGapUs).size(), 2u);
+    // Too few values to tell.
+    EXPECT_TRUE(two_groups({5.5, 5.5, 5.5, 7.1, 7.1, 7.1, 7.1}).empty());
+    EXPECT_EQ(two_groups({5.5, 5.5, 5.5, 5.5, 7.1, 7.1, 7.1, 7.1}).size(), 2u);
+}
+
 // ---- kernels with injected changes -----------------------------------------------------------
 
 TEST(Regression, TenPercentSlowdownIsTheOnlyOneFlagged) {

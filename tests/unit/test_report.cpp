@@ -285,6 +285,51 @@ TEST(Report, JsonRoundTrip) {
     EXPECT_NE(first.str().find("\"tier\": null"), std::string::npos);
 }
 
+TEST(Report, KernelsRecordedAtTwoSpeedsAreNamedInANoteAndKeepTheirGroups) {
+    Report r = hand_made();
+    // The GEMM's 8 instances ran at 5.5 and 7.1 us (their inputs' placement); the replay's eight
+    // samples split 2 : 6, the other way.
+    const std::vector<double> recorded = {5.5, 7.1, 5.4, 7.0, 5.6, 7.1, 5.5, 7.2};
+    r.kernels[0].count = recorded.size();
+    r.kernels[0].recorded_us = replay::summarize(recorded);
+    r.kernels[0].recorded_groups =
+        replay::stats::two_groups(recorded, replay::stats::kTwoSpeedsLeastGapUs);
+    r.kernels[0].samples_us = {5.8, 7.9, 7.8, 5.9, 8.0, 7.9, 7.8, 7.9};
+    replay::finalize_report(r);
+    replay::finalize_report(r);  // the note is not repeated
+    const auto& k = r.kernels[0];
+    ASSERT_EQ(k.replayed_groups.size(), 2u);
+    EXPECT_EQ(k.replayed_groups[0].count, 2u);
+    EXPECT_EQ(k.replayed_groups[1].count, 6u);
+    EXPECT_TRUE(r.kernels[2].replayed_groups.empty());  // 2, 3, 4: one group
+    const auto notes =
+        std::count_if(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+            return n.find("two speeds") != std::string::npos;
+        });
+    ASSERT_EQ(notes, 1);
+    const std::string& note = r.notes.back();
+    EXPECT_NE(note.find("1 kernel "), std::string::npos) << note;
+    EXPECT_NE(note.find(k.name + ": recorded 4 near 5.50 us and 4 near 7.10 us, replayed 2 near "
+                                 "5.85 us and 6 near 7.90 us"),
+              std::string::npos)
+        << note;
+
+    std::ostringstream first;
+    replay::write_report_json(first, r);
+    EXPECT_EQ(first.str().find("\"recorded_groups\"", first.str().find("\"bbbb\"")),
+              std::string::npos);  // written only where a sample splits
+    const std::string path = temp_path("two_speeds.json");
+    write_file(path, first.str());
+    const Report back = replay::read_report_json(path);
+    ASSERT_EQ(back.kernels[0].recorded_groups.size(), 2u);
+    EXPECT_DOUBLE_EQ(back.kernels[0].recorded_groups[1].median, 7.1);
+    EXPECT_EQ(back.kernels[0].replayed_groups[1].count, 6u);
+    EXPECT_TRUE(back.kernels[1].recorded_groups.empty());
+    std::ostringstream second;
+    replay::write_report_json(second, back);
+    EXPECT_EQ(second.str(), first.str());
+}
+
 TEST(Report, TimelineRoundTrip) {
     Report r = hand_made();
     r.mode = "sequential";

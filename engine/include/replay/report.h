@@ -78,6 +78,9 @@ struct KernelResult {
     std::vector<double>
         samples_us;          // every replayed sample (unique: per run; sequential: per instance)
     double error_pct = NAN;  // (replayed median - recorded median) / recorded median * 100
+    // Two speeds (stats::two_groups(); empty for one): the recorded instances' and the replayed
+    // samples'. Where they are set, error_pct compares which group holds the middle.
+    std::vector<ValueGroup> recorded_groups, replayed_groups;
     std::vector<std::string> replayed_names;  // kernel names the replay produced for it
     bool name_match = false;                  // a replayed name equals the recorded one
     // Roofline: the work of one instance (recorded_result(), from the recipe) and, once

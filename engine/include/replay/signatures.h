@@ -22,6 +22,7 @@ struct UniqueKernel {
     Recipe recipe;
     std::vector<std::uint32_t> nodes;  // graph node indices, in launch order
     DurationStats recorded_us;         // recorded durations, microseconds
+    std::vector<ValueGroup> recorded_groups;  // stats::two_groups() of them (empty: one group)
 };
 
 // Sorted by recorded total time, largest first.

@@ -18,6 +18,12 @@ struct DurationStats {
 // count 0 and zeros.
 DurationStats summarize(std::vector<double> samples);
 
+// One of two groups a sample falls into (stats::two_groups()).
+struct ValueGroup {
+    double median = 0;
+    std::size_t count = 0;
+};
+
 namespace stats {
 
 // The middle value, or the mean of the two middle ones; NaN for an empty sample.
@@ -33,6 +39,18 @@ double median_of_counted(std::vector<std::pair<double, std::int64_t>> values);
 // as a fraction (0.02 = 2%): the run-to-run noise of one sample, not shifted by a change between
 // the two sides. A side with fewer than 2 samples contributes nothing; 0 when neither has 2.
 double robust_relative_spread(const std::vector<double>& a, const std::vector<double>& b);
+
+// The sample split into two well-separated groups, lower first; empty when it does not split so.
+// A split counts when each side holds at least 15% of the values (and 2), Ashman's D of the two
+// sides is at least 4 (a uniform or normal sample gives at most ~3.5) and their medians are 10%
+// apart, and by at least `least_gap` (in the values' unit). Samples of fewer than 8 values never
+// split. Why it matters: a kernel whose instances ran at two speeds (on the H200 a small GEMM
+// moves by up to 45% with where its input lies in memory) has a median that tells which group
+// was larger, not how fast the kernel is.
+std::vector<ValueGroup> two_groups(std::vector<double> values, double least_gap = 0);
+// two_groups()'s least_gap for kernel durations in microseconds: GPU timestamps come in 32 ns
+// steps (Hopper), so a 1 us kernel recorded at 0.896 and 1.024 us is one speed, not two.
+inline constexpr double kTwoSpeedsLeastGapUs = 0.25;
 
 struct RankTest {
     double u = NAN;  // U of the first sample
