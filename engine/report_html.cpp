@@ -30,6 +30,13 @@ std::string signed_percent(double pct) {
     return text;
 }
 
+// " (two speeds: 13 @ 5.54, 11 @ 7.07)" after a median whose sample splits (stats::two_groups).
+std::string two_speeds_text(const std::vector<ValueGroup>& groups) {
+    if (groups.size() != 2) return {};
+    return " (two speeds: " + std::to_string(groups[0].count) + " @ " + number(groups[0].median, 2) +
+           ", " + std::to_string(groups[1].count) + " @ " + number(groups[1].median, 2) + ")";
+}
+
 std::string microseconds(double us) {
     if (!std::isfinite(us)) return "n/a";
     if (std::fabs(us) >= 1e6) return number(us / 1e6, 3) + " s";
@@ -110,9 +117,10 @@ void kernel_table(std::ostream& out, const Report& r) {
         cell(out, static_cast<double>(k.tier), to_string(k.tier));
         out << "<td class=\"l\">" << to_string(k.outcome) << "</td>";
         cell(out, static_cast<double>(k.count), std::to_string(k.count));
-        cell(out, k.recorded_us.median, number(k.recorded_us.median, 3));
+        cell(out, k.recorded_us.median,
+             number(k.recorded_us.median, 3) + two_speeds_text(k.recorded_groups));
         cell(out, done ? k.replayed_us.median : NAN,
-             done ? number(k.replayed_us.median, 3) : "");
+             done ? number(k.replayed_us.median, 3) + two_speeds_text(k.replayed_groups) : "");
         cell(out, k.error_pct, std::isfinite(k.error_pct) ? signed_percent(k.error_pct) : "",
              std::isfinite(k.error_pct) && std::fabs(k.error_pct) > 5 ? "bad" : "");
         cell(out, k.recorded_us.sum, number(k.recorded_us.sum, 1));

@@ -167,6 +167,27 @@ TEST(ReportHtml, ChangedKernelsWithTheirSamples) {
     EXPECT_EQ(charts(page(in, few)).at("distribution")[0], std::make_pair(10, 10));
 }
 
+// A median whose sample ran at two speeds says so in the kernel table (report.json's
+// recorded_groups / replayed_groups); a one-speed median is shown alone.
+TEST(ReportHtml, AMedianOfTwoSpeedsSaysSo) {
+    auto r = report(1.0);
+    const std::vector<double> recorded = {5.5, 7.1, 5.4, 7.0, 5.6, 7.1, 5.5, 7.2};
+    r.kernels[0].recorded_us = replay::summarize(recorded);
+    r.kernels[0].recorded_groups =
+        replay::stats::two_groups(recorded, replay::stats::kTwoSpeedsLeastGapUs);
+    r.kernels[0].samples_us = {5.8, 7.9, 7.8, 5.9, 8.0, 7.9, 7.8, 7.9};
+    replay::finalize_report(r);
+    replay::HtmlReportInput in;
+    in.report = &r;
+    const std::string html = page(in);
+    EXPECT_NE(html.find(">6.3 (two speeds: 4 @ 5.5, 4 @ 7.1)<"), std::string::npos);
+    EXPECT_NE(html.find(">7.85 (two speeds: 2 @ 5.85, 6 @ 7.9)<"), std::string::npos);
+    const std::size_t add_row = html.find("at::native::add&lt;float&gt;(int)</td>");
+    ASSERT_NE(add_row, std::string::npos);
+    const std::string row = html.substr(add_row, html.find("</tr>", add_row) - add_row);
+    EXPECT_EQ(row.find("two speeds"), std::string::npos) << row;
+}
+
 // --energy's figures (report.h: ReportEnergy, KernelEnergy): the step and the sum over kernels as
 // cards, the kernels measured in a table and a chart; a figure that is NaN (null in report.json)
 // is left out, never shown as 0.
