@@ -132,10 +132,6 @@ void fill_roofline(Report& r) {
     }
 }
 
-}  // namespace
-
-namespace {
-
 constexpr std::string_view kTwoSpeedNote = "recorded instances at two speeds, ";
 
 std::string group_text(const std::vector<ValueGroup>& groups) {
@@ -160,8 +156,8 @@ std::optional<std::string> two_speed_note(const Report& r) {
          << " (recorded_groups in report.json): ";
     for (std::size_t i = 0; i < split.size() && i < 3; ++i) {
         const KernelResult& k = *split[i];
-        note << (i ? "; " : "") << shorten(k.name, 80) << ": recorded " << group_text(k.recorded_groups)
-             << ", replayed "
+        note << (i ? "; " : "") << shorten(k.name, 80) << ": recorded "
+             << group_text(k.recorded_groups) << ", replayed "
              << (k.replayed_groups.empty() ? "in one group" : group_text(k.replayed_groups));
     }
     note << ". Their median compares which speed held the middle, not how fast the kernel is "

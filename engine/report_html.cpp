@@ -33,8 +33,9 @@ std::string signed_percent(double pct) {
 // " (two speeds: 13 @ 5.54, 11 @ 7.07)" after a median whose sample splits (stats::two_groups).
 std::string two_speeds_text(const std::vector<ValueGroup>& groups) {
     if (groups.size() != 2) return {};
-    return " (two speeds: " + std::to_string(groups[0].count) + " @ " + number(groups[0].median, 2) +
-           ", " + std::to_string(groups[1].count) + " @ " + number(groups[1].median, 2) + ")";
+    return " (two speeds: " + std::to_string(groups[0].count) + " @ " +
+           number(groups[0].median, 2) + ", " + std::to_string(groups[1].count) + " @ " +
+           number(groups[1].median, 2) + ")";
 }
 
 std::string microseconds(double us) {

@@ -218,7 +218,8 @@ std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
     for (UniqueKernel& k : kernels) {
         durations.clear();
         for (std::uint32_t n : k.nodes) durations.push_back(static_cast<double>(duration[n]) / 1000.0);
-        std::sort(durations.begin(), durations.end());  // both sort a copy: once, here
+        // summarize() and two_groups() sort a copy each: sorted once here, both find it done.
+        std::sort(durations.begin(), durations.end());
         k.recorded_us = summarize(durations);
         k.recorded_groups = stats::two_groups(durations, stats::kTwoSpeedsLeastGapUs);
     }

@@ -302,10 +302,9 @@ TEST(Report, KernelsRecordedAtTwoSpeedsAreNamedInANoteAndKeepTheirGroups) {
     EXPECT_EQ(k.replayed_groups[0].count, 2u);
     EXPECT_EQ(k.replayed_groups[1].count, 6u);
     EXPECT_TRUE(r.kernels[2].replayed_groups.empty());  // 2, 3, 4: one group
-    const auto notes =
-        std::count_if(r.notes.begin(), r.notes.end(), [](const std::string& n) {
-            return n.find("two speeds") != std::string::npos;
-        });
+    const auto notes = std::count_if(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+        return n.find("two speeds") != std::string::npos;
+    });
     ASSERT_EQ(notes, 1);
     const std::string& note = r.notes.back();
     EXPECT_NE(note.find("1 kernel "), std::string::npos) << note;
