@@ -55,10 +55,13 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
         "them per iteration: the whole step as one graph with --pace none, one graph per step "
         "with --pace recorded; steps that cannot be captured are issued directly (report.json's "
         "options say which path ran, its notes why). The default when the recording launched "
-        "most of its kernel time through cudaGraphLaunch");
+        "most of its kernel time through cudaGraphLaunch. unique: a kernel recorded inside a "
+        "CUDA graph right after another of its nodes is timed inside one (unless --no-graph), "
+        "after its recorded predecessor (a node's record is longer than the kernel launched "
+        "alone)");
     app.add_flag("--no-graph", no_graph,
                  "sequential: issue every step directly, also when the recording ran as CUDA "
-                 "graphs")
+                 "graphs; unique: time kernels recorded inside CUDA graphs as launched alone")
         ->excludes(graph_on);
     app.add_option("--trace-iterations", trace_iterations,
                    "sequential: the replayed iterations in replay_trace.json, each its own "

@@ -204,9 +204,15 @@ std::vector<Template> plan_unique(const Analysis& analysis,
     const std::vector<Step> steps = plan_steps(analysis.graph, analysis.recipes);
     std::map<int, std::size_t> last_on_stream;  // stream -> previous step index
     std::vector<std::optional<Recipe>> predecessor(steps.size());
+    std::vector<bool> after_graph_node(steps.size(), false);  // Template::in_graph
     for (std::size_t s = 0; s < steps.size(); ++s) {
-        if (auto it = last_on_stream.find(steps[s].stream); it != last_on_stream.end())
+        if (auto it = last_on_stream.find(steps[s].stream); it != last_on_stream.end()) {
             predecessor[s] = analysis.recipes.recipe(steps[it->second].issue_node);
+            const GraphNode& mine = nodes[steps[s].issue_node];
+            const GraphNode& before = nodes[steps[it->second].nodes.back()];
+            after_graph_node[s] = mine.graph_launch && before.graph_launch &&
+                                  mine.launch != kNoIndex && mine.launch == before.launch;
+        }
         last_on_stream[steps[s].stream] = s;
     }
     for (std::size_t s = 0; s < steps.size(); ++s) {
@@ -220,6 +226,7 @@ std::vector<Template> plan_unique(const Analysis& analysis,
                 instance_keys[it->second].insert(recipe.instance_key()).second) {
                 t.instances.push_back(recipe);
                 t.predecessors.push_back(predecessor[s]);
+                t.in_graph.push_back(after_graph_node[s]);
             }
             continue;
         }
@@ -229,6 +236,7 @@ std::vector<Template> plan_unique(const Analysis& analysis,
         Template t;
         t.instances.push_back(recipe);
         t.predecessors.push_back(predecessor[s]);
+        t.in_graph.push_back(after_graph_node[s]);
         t.positions = positions;
         for (auto n : step.nodes)
             t.recorded_us.push_back(static_cast<double>(analysis.graph.activity(nodes[n]).dur) /

@@ -742,6 +742,78 @@ TEST(Drivers, UniqueEmptiesTheInstructionCachesUnlessAskedWarmAndSaysWhich) {
     }
 }
 
+// A kernel recorded inside a CUDA graph right after another node of the same launch is timed
+// inside a graph after its recorded predecessor (a node's record is longer than the same
+// kernel's launched alone); the first node of a launch, an eager launch and --no-graph are
+// issued directly, and a backend without graphs issues everything directly, saying so.
+TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor) {
+    TraceBuilder t;
+    t.graph_launch({"relu_k", "gelu_k", "relu_k", "gelu_k"}, 100, 1000, 5);
+    t.op("aten::relu", 200, 20);
+    t.launch("relu_k", 205, 1100, 5);
+    auto a = analysis_of(t, "graph_unique.json", [](const std::string&, std::size_t n) {
+        return relu(static_cast<std::int64_t>(n) + 1);
+    });
+    const auto note_of = [](const replay::Report& r) {
+        for (const auto& n : r.notes)
+            if (n.starts_with("kernels recorded inside a CUDA graph")) return n;
+        return std::string();
+    };
+    const std::string gelu1 = relu(2).instance_key(), gelu3 = relu(4).instance_key();
+    {
+        FakeBackend b;
+        b.graphs = true;
+        const replay::Report r =
+            replay::replay_unique(*a, b, unique_options(replay::Context::Recorded, 1, 4));
+        // relu_k's template comes first: its in-graph instance (node 2, after gelu_k's node 1),
+        // then gelu_k's two (nodes 1 and 3, each after a relu_k node). Each is captured once:
+        // its warm-up reads, its predecessor untimed, then itself. relu_k's first node (the
+        // first of its launch) and its eager launch are issued directly.
+        std::vector<std::string> captured;
+        for (const auto& c : b.calls)
+            if (c.captured && (c.what == "issue" || c.what == "warm"))
+                captured.push_back(c.what + " " + c.recipe + (c.tag ? " timed" : ""));
+        const std::string relu0 = relu(1).instance_key(), relu2 = relu(3).instance_key();
+        const std::vector<std::string> expected = {
+            "warm " + relu2,  "issue " + gelu1, "issue " + relu2 + " timed",
+            "warm " + gelu1,  "issue " + relu0, "issue " + gelu1 + " timed",
+            "warm " + gelu3,  "issue " + relu2, "issue " + gelu3 + " timed"};
+        EXPECT_EQ(captured, expected);
+        EXPECT_EQ(b.of("begin_capture").size(), 3u);
+        // gelu_k: 1 warmup and 4 runs, each a launch of its instance's graph; relu_k's in-graph
+        // instance is the second of three, cycled (warmup 0, runs 0 1 2 0): one launch.
+        EXPECT_EQ(b.of("launch_graph").size(), 5u + 1u);
+        EXPECT_EQ(kernel_named(r, "gelu_k").samples_us.size(), 4u);
+        EXPECT_EQ(kernel_named(r, "relu_k").samples_us.size(), 4u);
+        EXPECT_NE(note_of(r).find("2 of 2 timed so"), std::string::npos) << note_of(r);
+        for (const auto& [key, value] : r.options) EXPECT_NE(key, "graph");
+    }
+    {  // --no-graph
+        FakeBackend b;
+        b.graphs = true;
+        auto o = unique_options(replay::Context::Recorded, 1, 4);
+        o.graph = false;
+        const replay::Report r = replay::replay_unique(*a, b, o);
+        EXPECT_TRUE(b.of("begin_capture").empty());
+        EXPECT_EQ(kernel_named(r, "gelu_k").samples_us.size(), 4u);
+        EXPECT_NE(note_of(r).find("0 of 2 timed so"), std::string::npos) << note_of(r);
+        EXPECT_NE(note_of(r).find("the others were issued directly (--no-graph)"),
+                  std::string::npos)
+            << note_of(r);
+        bool said = false;
+        for (const auto& [key, value] : r.options) said |= key == "graph" && value == "false";
+        EXPECT_TRUE(said);
+    }
+    {  // a backend without graphs
+        FakeBackend b;
+        const replay::Report r =
+            replay::replay_unique(*a, b, unique_options(replay::Context::Recorded, 1, 4));
+        EXPECT_TRUE(b.of("launch_graph").empty());
+        EXPECT_EQ(kernel_named(r, "gelu_k").samples_us.size(), 4u);
+        EXPECT_NE(note_of(r).find("0 of 2 timed so"), std::string::npos) << note_of(r);
+    }
+}
+
 TEST(Drivers, UniqueWarmupAndRunCounts) {
     auto a = unique_trace();
     FakeBackend b;

@@ -80,7 +80,9 @@ struct DriverOptions {
     // --pace recorded. Steps that cannot be captured are issued directly (the notes say which).
     // Unset: on when the recording itself launched most of its kernel time through
     // cudaGraphLaunch (kernels inside a graph run back to back, without the host's launch gaps,
-    // and issued one by one they would not), off otherwise.
+    // and issued one by one they would not), off otherwise. Unique mode: unless false, a kernel
+    // recorded inside a CUDA graph right after another of its nodes is timed inside a graph
+    // after its recorded predecessor (Template::in_graph).
     std::optional<bool> graph;
     // Sequential mode: every replayed iteration in the timeline (replay_trace.json), not only the
     // last.
