@@ -742,22 +742,34 @@ TEST(Drivers, UniqueEmptiesTheInstructionCachesUnlessAskedWarmAndSaysWhich) {
     }
 }
 
+// One cudaGraphLaunch of `names` (back to back on stream 7), then an eager relu_k; graph node n
+// gets the recipe relu(n + 1).
+std::unique_ptr<Analysis> graph_then_eager(const std::vector<std::string>& names,
+                                           const std::string& file) {
+    TraceBuilder t;
+    t.graph_launch(names, 100, 1000, 5);
+    t.op("aten::relu", 200, 20);
+    t.launch("relu_k", 205, 1100, 5);
+    return analysis_of(t, file, [](const std::string&, std::size_t n) {
+        return relu(static_cast<std::int64_t>(n) + 1);
+    });
+}
+
+// The report's first note that holds `part`, or "".
+std::string note_with(const replay::Report& r, const std::string& part) {
+    for (const auto& n : r.notes)
+        if (n.find(part) != std::string::npos) return n;
+    return {};
+}
+
 // A kernel recorded inside a CUDA graph right after another node of the same launch is timed
 // inside a graph after its recorded predecessor (a node's record is longer than the same
 // kernel's launched alone); the first node of a launch, an eager launch and --no-graph are
 // issued directly, and a backend without graphs issues everything directly, saying so.
 TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor) {
-    TraceBuilder t;
-    t.graph_launch({"relu_k", "gelu_k", "relu_k", "gelu_k"}, 100, 1000, 5);
-    t.op("aten::relu", 200, 20);
-    t.launch("relu_k", 205, 1100, 5);
-    auto a = analysis_of(t, "graph_unique.json", [](const std::string&, std::size_t n) {
-        return relu(static_cast<std::int64_t>(n) + 1);
-    });
+    auto a = graph_then_eager({"relu_k", "gelu_k", "relu_k", "gelu_k"}, "graph_unique.json");
     const auto note_of = [](const replay::Report& r) {
-        for (const auto& n : r.notes)
-            if (n.starts_with("kernels recorded inside a CUDA graph")) return n;
-        return std::string();
+        return note_with(r, "kernels recorded inside a CUDA graph");
     };
     const std::string gelu1 = relu(2).instance_key(), gelu3 = relu(4).instance_key();
     {
@@ -775,9 +787,9 @@ TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor
                 captured.push_back(c.what + " " + c.recipe + (c.tag ? " timed" : ""));
         const std::string relu0 = relu(1).instance_key(), relu2 = relu(3).instance_key();
         const std::vector<std::string> expected = {
-            "warm " + relu2,  "issue " + gelu1, "issue " + relu2 + " timed",
-            "warm " + gelu1,  "issue " + relu0, "issue " + gelu1 + " timed",
-            "warm " + gelu3,  "issue " + relu2, "issue " + gelu3 + " timed"};
+            "warm " + relu2, "issue " + gelu1, "issue " + relu2 + " timed",
+            "warm " + gelu1, "issue " + relu0, "issue " + gelu1 + " timed",
+            "warm " + gelu3, "issue " + relu2, "issue " + gelu3 + " timed"};
         EXPECT_EQ(captured, expected);
         EXPECT_EQ(b.of("begin_capture").size(), 3u);
         // gelu_k: 1 warmup and 4 runs, each a launch of its instance's graph; relu_k's in-graph
@@ -1131,19 +1143,10 @@ TEST(Drivers, SequentialDoesAllItsSetUpBeforeTheTimedPhase) {
 TEST(Drivers, ATraceRecordedAsCudaGraphsReplaysAsGraphsUnlessToldOtherwise) {
     // Most of the kernel time launched by cudaGraphLaunch: the steps are captured and launched as
     // graphs without --graph, with a note; --no-graph (graph = false) issues them directly.
-    TraceBuilder t;
-    t.graph_launch({"relu_k", "relu_k", "relu_k"}, 100, 1000, 5);
-    t.op("aten::relu", 200, 20);
-    t.launch("relu_k", 205, 1100, 5);
-    auto a = analysis_of(t, "graphs.json", [](const std::string&, std::size_t n) {
-        return relu(static_cast<std::int64_t>(n) + 1);
-    });
+    auto a = graph_then_eager({"relu_k", "relu_k", "relu_k"}, "graphs.json");
     const auto graph_note = [](const replay::Report& r) {
-        for (const auto& n : r.notes)
-            if (n.find("75.0% of the recorded kernel time was launched by cudaGraphLaunch") !=
-                std::string::npos)
-                return true;
-        return false;
+        return !note_with(r, "75.0% of the recorded kernel time was launched by cudaGraphLaunch")
+                    .empty();
     };
     for (const std::optional<bool> option : {std::optional<bool>{}, std::optional<bool>{false}}) {
         FakeBackend b;
