@@ -313,6 +313,12 @@ TEST(Report, KernelsRecordedAtTwoSpeedsAreNamedInANoteAndKeepTheirGroups) {
               std::string::npos)
         << note;
 
+    std::ostringstream summary;
+    replay::write_report_summary(summary, r);
+    EXPECT_NE(summary.str().find("recorded at two speeds               1 kernel(s)"),
+              std::string::npos)
+        << summary.str();
+
     std::ostringstream first;
     replay::write_report_json(first, r);
     EXPECT_EQ(first.str().find("\"recorded_groups\"", first.str().find("\"bbbb\"")),
