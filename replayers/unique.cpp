@@ -270,25 +270,48 @@ enum class Run : std::uint8_t { Failed, Direct, InGraph };
 // Template::in_graph: the instance's warm-up reads, its recorded predecessor and the kernel itself
 // captured into one graph, so the kernel runs as a node right after the node before it, as it
 // was recorded; the warm-up reads come first so that nothing stands between the two. 0 where one
-// of them cannot be captured (the instance is then issued directly).
-std::uint32_t capture_instance(Session& session, const Template& t, Ready& r, bool warm) {
+// of them cannot be captured, with `why` (the instance is then issued directly).
+std::uint32_t capture_instance(Session& session, const Template& t, Ready& r, bool warm,
+                               std::string& why) {
     Backend& backend = session.backend();
     r.capture_tried = true;
-    if (r.predecessor == nullptr || !backend.capture_blocker(r.work->handle, 0).empty() ||
-        !backend.capture_blocker(r.predecessor->handle, 0).empty())
+    if (r.predecessor == nullptr) {
+        why = "no recorded predecessor to run before it";
         return 0;
-    std::string why;
+    }
+    for (const Prepared* p : {r.work, r.predecessor})
+        if (why = backend.capture_blocker(p->handle, 0); !why.empty()) return 0;
+    std::string ended;
     backend.begin_capture(0, false);
     try {
         if (warm) backend.warm_inputs(r.work->handle, 0, 0);
         backend.issue(r.predecessor->handle, 0, 0);
-    } catch (const std::exception&) {
-        backend.end_capture(why);
+    } catch (const std::exception& e) {
+        why = e.what();
+        backend.end_capture(ended);
         return 0;
     }
     const bool issued = session.try_issue(*r.work, t.positions, 0, kGraphRunTag);
     const std::uint32_t graph = backend.end_capture(why);
+    if (!issued) why = r.work->reason;
     return issued ? graph : 0;
+}
+
+// How many templates recorded inside CUDA graphs were timed inside one, and why not the others.
+std::string in_graph_note(const DriverOptions& o, std::size_t in_graph, std::size_t timed,
+                          const std::string& not_captured) {
+    std::string note =
+        "kernels recorded inside a CUDA graph, right after another kernel of the same launch: " +
+        std::to_string(timed) + " of " + std::to_string(in_graph) +
+        " timed so, inside a graph after their recorded predecessor (a graph node's record is "
+        "longer than the same kernel's launched alone: 0.13 us on the H200, 10-25% of a 1 us "
+        "kernel)";
+    if (timed == in_graph) return note;
+    const std::string why = !o.graph.value_or(true)      ? "--no-graph"
+                            : o.l2_flush                 ? "--l2-flush"
+                            : o.context == Context::None ? "--context none"
+                                                         : "the first: " + not_captured;
+    return note + "; the others were issued directly (" + why + ")";
 }
 
 void run_templates(Session& session, const std::vector<Template>& templates,
@@ -300,6 +323,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     std::size_t from_graph = 0, from_host = 0;  // energy loops
     std::size_t measured_loops = 0, moved_loops = 0;
     std::size_t in_graph = 0, in_graph_timed = 0;  // templates recorded in graphs; timed so
+    std::string not_captured;                      // why the first instance could not be
     for (const Template& t : templates) {
         if (!session.stopped().empty()) break;
         ++done;
@@ -344,8 +368,11 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             if (recorded_cache) backend.flush_l2();
             if (recorded_cache && o.instruction_cache == InstructionCache::Cold)
                 backend.evict_instruction_caches();
-            if (as_graph && r.in_graph && !r.capture_tried)
-                r.graph = capture_instance(session, t, r, recorded_cache);
+            if (as_graph && r.in_graph && !r.capture_tried) {
+                std::string why;
+                r.graph = capture_instance(session, t, r, recorded_cache, why);
+                if (r.graph == 0 && not_captured.empty()) not_captured = why;
+            }
             if (as_graph && r.in_graph && r.graph != 0) {
                 // Its records carry kGraphRunTag in every run: taken before the next one.
                 backend.launch_graph(r.graph);
@@ -354,8 +381,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
                 auto records = groups.extract(kGraphRunTag);
                 if (tag != 0)
                     detail::attribute(session, t.positions,
-                                      records.empty() ? kNothing : records.mapped(),
-                                      t.recorded_us);
+                                      records.empty() ? kNothing : records.mapped(), t.recorded_us);
                 return Run::InGraph;
             }
             if (r.predecessor != nullptr && !session.try_issue(*r.predecessor, no_kernels, 0, 0))
@@ -405,21 +431,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     }
     note_clock_limits(session.report());
     if (in_graph > 0)
-        session.report().notes.push_back(
-            "kernels recorded inside a CUDA graph, right after another kernel of the same launch: " +
-            std::to_string(in_graph_timed) + " of " + std::to_string(in_graph) +
-            " timed so, inside a graph after their recorded predecessor (a graph node's record "
-            "is longer than the same kernel's launched alone: 0.13 us on the H200, 10-25% of a "
-            "1 us kernel)" +
-            (in_graph_timed < in_graph
-                 ? std::string("; the others were issued directly (") +
-                       (!o.graph.value_or(true) ? "--no-graph"
-                        : o.l2_flush            ? "--l2-flush"
-                        : o.context == Context::None
-                            ? "--context none"
-                            : "no predecessor, or a step that cannot be captured") +
-                       ")"
-                 : std::string()));
+        session.report().notes.push_back(in_graph_note(o, in_graph, in_graph_timed, not_captured));
     if (moved_loops > 0)
         session.report().energy.notes.push_back(
             "energy windows on buffers of their own: " + std::to_string(moved_loops) + " of " +
