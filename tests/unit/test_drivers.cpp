@@ -771,6 +771,14 @@ TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor
     const auto note_of = [](const replay::Report& r) {
         return note_with(r, "kernels recorded inside a CUDA graph");
     };
+    // Every run issued directly, timed all the same, and the note says why.
+    const auto all_direct = [&](const replay::Report& r, const std::string& why) {
+        EXPECT_EQ(kernel_named(r, "gelu_k").samples_us.size(), 4u);
+        EXPECT_NE(note_of(r).find("0 of 2 timed so"), std::string::npos) << note_of(r);
+        EXPECT_NE(note_of(r).find("the others were issued directly (" + why + ")"),
+                  std::string::npos)
+            << note_of(r);
+    };
     const std::string gelu1 = relu(2).instance_key(), gelu3 = relu(4).instance_key();
     {
         FakeBackend b;
@@ -807,11 +815,7 @@ TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor
         o.graph = false;
         const replay::Report r = replay::replay_unique(*a, b, o);
         EXPECT_TRUE(b.of("begin_capture").empty());
-        EXPECT_EQ(kernel_named(r, "gelu_k").samples_us.size(), 4u);
-        EXPECT_NE(note_of(r).find("0 of 2 timed so"), std::string::npos) << note_of(r);
-        EXPECT_NE(note_of(r).find("the others were issued directly (--no-graph)"),
-                  std::string::npos)
-            << note_of(r);
+        all_direct(r, "--no-graph");
         bool said = false;
         for (const auto& [key, value] : r.options) said |= key == "graph" && value == "false";
         EXPECT_TRUE(said);
@@ -821,11 +825,7 @@ TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor
         const replay::Report r =
             replay::replay_unique(*a, b, unique_options(replay::Context::Recorded, 1, 4));
         EXPECT_TRUE(b.of("launch_graph").empty());
-        EXPECT_EQ(kernel_named(r, "gelu_k").samples_us.size(), 4u);
-        EXPECT_NE(note_of(r).find("0 of 2 timed so"), std::string::npos) << note_of(r);
-        EXPECT_NE(note_of(r).find("issued directly (the first: the fake has no graphs)"),
-                  std::string::npos)
-            << note_of(r);
+        all_direct(r, "the first: the fake has no graphs");
     }
 }
 
