@@ -10,20 +10,23 @@ namespace replay {
 namespace {
 
 // A replay option that changes what runs around each timed kernel, as a report states it. Unique
-// mode's instruction_cache is absent from reports made before 2026-11-27, which ran warm.
+// mode's instruction_cache is absent from reports made before 2026-11-27, which ran warm; its
+// graph_nodes from reports of traces without graph-recorded kernels and from those made before
+// then, which timed them alone.
 std::string timing_option(const Report& report, const char* key) {
     std::string value = report.option(key);
-    if (value.empty() && std::string_view(key) == "instruction_cache" && report.mode == "unique" &&
-        report.option("context") == "recorded")
-        return "warm";
+    if (!value.empty() || report.mode != "unique") return value;
+    const std::string_view name = key;
+    if (name == "instruction_cache" && report.option("context") == "recorded") return "warm";
+    if (name == "graph_nodes") return "alone";
     return value;
 }
 
 // "key baseline vs current" for each such option that both reports state and that differs.
 std::string timing_option_differences(const Report& baseline, const Report& current) {
     std::string out;
-    for (const char* key : {"context", "instruction_cache", "l2_flush", "pace", "warm_inputs",
-                            "graph", "warmup_ms"}) {
+    for (const char* key : {"context", "instruction_cache", "graph_nodes", "l2_flush", "pace",
+                            "warm_inputs", "graph", "warmup_ms"}) {
         const std::string b = timing_option(baseline, key), c = timing_option(current, key);
         if (b.empty() || c.empty() || b == c) continue;
         out += (out.empty() ? "" : "; ") + std::string(key) + " " + b + " vs " + c;

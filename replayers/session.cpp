@@ -252,8 +252,6 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("warmup", std::to_string(o.warmup));
         report.options.emplace_back("runs", std::to_string(o.runs));
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
-        // Only when asked: kernels recorded inside CUDA graphs are otherwise timed inside one.
-        if (o.graph == false) report.options.emplace_back("graph", "false");
         report.options.emplace_back("context", context_name(o.context));
         if (o.context == Context::Recorded)
             report.options.emplace_back(

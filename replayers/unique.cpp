@@ -430,8 +430,12 @@ void run_templates(Session& session, const std::vector<Template>& templates,
                        std::to_string(templates.size()));
     }
     note_clock_limits(session.report());
-    if (in_graph > 0)
+    if (in_graph > 0) {
         session.report().notes.push_back(in_graph_note(o, in_graph, in_graph_timed, not_captured));
+        // Stated only where the trace has such kernels; regress reads its absence as "alone".
+        session.report().options.emplace_back("graph_nodes",
+                                              in_graph_timed > 0 ? "in-graph" : "alone");
+    }
     if (moved_loops > 0)
         session.report().energy.notes.push_back(
             "energy windows on buffers of their own: " + std::to_string(moved_loops) + " of " +

@@ -461,6 +461,15 @@ TEST(Regression, OtherReplayOptionsAreNoted) {
     current.options = {{"context", "none"}};
     EXPECT_NE(note_of(replay::compare_reports(baseline, current)).find("context recorded vs none"),
               std::string::npos);
+    // Graph-recorded kernels timed inside a graph against a report that timed them alone.
+    baseline.options = {{"context", "recorded"}, {"instruction_cache", "cold"}};
+    current.options = baseline.options;
+    current.options.emplace_back("graph_nodes", "in-graph");
+    EXPECT_NE(
+        note_of(replay::compare_reports(baseline, current)).find("graph_nodes alone vs in-graph"),
+        std::string::npos);
+    current.options.back().second = "alone";
+    EXPECT_EQ(note_of(replay::compare_reports(baseline, current)), "");
     // An option one report does not state is not compared.
     baseline.mode = current.mode = "sequential";
     baseline.options = {{"pace", "recorded"}};
