@@ -146,7 +146,7 @@ std::string group_text(const std::vector<ValueGroup>& groups) {
 std::optional<std::string> two_speed_note(const Report& r) {
     std::vector<const KernelResult*> split;
     for (const auto& k : r.kernels)
-        if (was_replayed(k) && !k.recorded_groups.empty()) split.push_back(&k);
+        if (replayed_at_two_recorded_speeds(k)) split.push_back(&k);
     if (split.empty()) return std::nullopt;
     std::stable_sort(split.begin(), split.end(), [](const auto* a, const auto* b) {
         return a->recorded_us.sum > b->recorded_us.sum;

@@ -174,13 +174,10 @@ void write_report_summary(std::ostream& out, const Report& r) {
         print(out, "  median |error| per kernel %12.2f%% (unique kernels), %s (launches)\n",
               t.median_abs_error_pct,
               figure("%.2f%%", t.median_abs_error_pct_per_launch, nothing).c_str());
-    // Kernels whose recorded instances ran at two speeds (stats::two_groups): their median errors
-    // above say which speed held the middle.
     std::size_t two_speeds = 0;
     double two_speeds_us = 0;
     for (const auto& k : r.kernels)
-        if (was_replayed(k) && !k.recorded_groups.empty())
-            ++two_speeds, two_speeds_us += k.recorded_us.sum;
+        if (replayed_at_two_recorded_speeds(k)) ++two_speeds, two_speeds_us += k.recorded_us.sum;
     if (two_speeds > 0)
         print(out,
               "  recorded at two speeds    %12zu kernel(s), %.1f%% of the recorded time (a "

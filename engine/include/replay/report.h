@@ -284,6 +284,12 @@ inline bool was_replayed(const KernelResult& kernel) {
     return kernel.replayed_us.count > 0;
 }
 
+// Replayed, and its recorded instances ran at two speeds (recorded_groups): its median error says
+// which speed held the middle.
+inline bool replayed_at_two_recorded_speeds(const KernelResult& kernel) {
+    return was_replayed(kernel) && !kernel.recorded_groups.empty();
+}
+
 // Fills error_pct, replayed_us, name_match-derived totals, tier rows and ReportTotals from the
 // per-kernel samples (shared by every driver so the figures mean the same everywhere), and the
 // energy figures (finalize_energy).
