@@ -151,6 +151,9 @@ std::string InputSynthesis::fill_constrained(const at::Tensor& t, const ValueCon
             whole_storage(t).random_(low, high, generator);
             return {};
         }
+        case ValueRole::EmptyMask:
+            whole_storage(t).zero_();
+            return {};
         case ValueRole::Offsets:
         case ValueRole::Counts: {
             if (at::has_internal_overlap(t) == at::MemOverlap::Yes)

@@ -249,6 +249,13 @@ bool grouped_gemm_offsets(const StackView& v, ValueConstraint& c, std::string& w
     return true;
 }
 
+// masked_fill's mask: no element set (see ValueRole::EmptyMask).
+bool empty_mask(const StackView&, ValueConstraint& c, std::string&) {
+    c.role = ValueRole::EmptyMask;
+    c.what = "a mask the op fills through";
+    return true;
+}
+
 // An integer divisor: 1..16 (any positive value; integer division by zero fails on the CPU).
 bool divisor(const StackView&, ValueConstraint& c, std::string&) {
     c.role = ValueRole::Divisor;
@@ -309,6 +316,8 @@ const std::vector<TableEntry>& table() {
                  return index_bound(c, n, "minlength (" + std::to_string(n) + ")");
              }},
             {"aten::repeat_interleave", "repeats", repeats},
+            {"aten::masked_fill", "mask", empty_mask, false},
+            {"aten::masked_fill_", "mask", empty_mask, false},
             {"aten::_grouped_mm", "offs", grouped_gemm_offsets},
             {"aten::_scaled_grouped_mm", "offs", grouped_gemm_offsets},
             {"aten::segment_reduce", "lengths", segments(false)},
@@ -400,6 +409,8 @@ const char* to_string(ValueRole role) {
             return "counts";
         case ValueRole::Divisor:
             return "divisor";
+        case ValueRole::EmptyMask:
+            return "empty mask";
     }
     return "?";
 }
@@ -455,12 +466,15 @@ std::optional<std::vector<ValueConstraint>> value_constraints(const c10::Functio
             }
             continue;
         }
-        if (!value.isTensor() || !integral(value.toTensor())) continue;
+        if (!value.isTensor()) continue;
+        const TableEntry* entry = table_entry(schema.name(), a.name());
+        const bool mask = value.toTensor().defined() && value.toTensor().scalar_type() == at::kBool;
+        if (!integral(value.toTensor()) && !(mask && entry != nullptr)) continue;
         ValueConstraint c;
         c.arg = i;
         std::string what;
         bool resolved = false;
-        if (const TableEntry* entry = table_entry(schema.name(), a.name())) {
+        if (entry != nullptr) {
             resolved = entry->resolve(view, c, what);
         } else if (indexes_along_dim(schema, a)) {
             resolved = along("self", "dim")(view, c, what);
@@ -535,6 +549,10 @@ std::string check_values(const ValueConstraint& c, const std::vector<std::int64_
                            std::to_string(high) + "] (" + c.what + ")";
             return {};
         }
+        case ValueRole::EmptyMask:
+            for (std::size_t i = 0; i < values.size(); ++i)
+                if (values[i] != 0) return at(i) + ": the mask should set no element";
+            return {};
         case ValueRole::Counts: {
             std::int64_t sum = 0;
             for (std::size_t i = 0; i < values.size(); ++i) {

@@ -311,6 +311,29 @@ TEST(ValueRoles, GroupedGemmOffsetsSplitTheRoutedRows) {
     EXPECT_EQ(k_ends.back(), 100);
 }
 
+TEST(ValueRoles, MaskedFillMasksSetNoElement) {
+    // Mixtral's invalid-expert mask, broadcast over the routed rows: a random half would zero
+    // half of the rows the expert GEMM and its SiLU read next.
+    const auto b = build(op("aten::masked_fill_",
+                            {tensor(spec({1024, 1024}, DType::BFloat16)),
+                             tensor(spec({1024, 1024}, DType::Bool, {1, 0})), scalar("0.")}));
+    ASSERT_TRUE(b.stack) << b.why;
+    const ValueConstraint* c = constraint_on(*b.stack, 1);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->role, ValueRole::EmptyMask);
+    const auto mask = values_of(b.stack->stack[1].toTensor());
+    EXPECT_EQ(std::count(mask.begin(), mask.end(), 0), static_cast<std::ptrdiff_t>(mask.size()));
+    EXPECT_NE(check_values(*c, {0, 1, 0}).find("element 1"), std::string::npos);
+    // where()'s condition selects rather than overwrites: it keeps the random fill.
+    const auto w = build(op("aten::where", {tensor(spec({64}, DType::Bool)),
+                                            tensor(spec({64}, DType::Float32)),
+                                            tensor(spec({64}, DType::Float32))}));
+    ASSERT_TRUE(w.stack) << w.why;
+    EXPECT_EQ(constraint_on(*w.stack, 0), nullptr);
+    const auto condition = values_of(w.stack->stack[0].toTensor());
+    EXPECT_GT(std::count(condition.begin(), condition.end(), 1), 0);
+}
+
 TEST(ValueRoles, AnIndexWithoutAKnownRangeSkipsTheOp) {
     // More index tensors than self has dims: nothing says what the last one indexes.
     TorchOpRunner runner(TorchDevice{TorchDevice::Kind::Cpu, 0}, 1, false);
@@ -337,6 +360,10 @@ bool is_int(const TensorSpec& t) {
     return t.dtype == DType::Int64 || t.dtype == DType::Int32;
 }
 
+bool is_mask(const TensorSpec& t) {
+    return t.dtype == DType::Bool;
+}
+
 std::vector<Expected> expected_ranges(const AtenRecipe& r) {
     auto dims = [&](std::size_t i) -> const std::vector<std::int64_t>& {
         static const std::vector<std::int64_t> empty;
@@ -348,6 +375,10 @@ std::vector<Expected> expected_ranges(const AtenRecipe& r) {
     auto int_at = [&](std::size_t i) {
         return i < r.args.size() && r.args[i].kind == ArgKind::Tensor &&
                is_int(r.args[i].tensors[0]);
+    };
+    auto mask_at = [&](std::size_t i) {
+        return i < r.args.size() && r.args[i].kind == ArgKind::Tensor &&
+               is_mask(r.args[i].tensors[0]);
     };
     auto size = [](const std::vector<std::int64_t>& d, std::int64_t dim) {
         if (d.empty()) return std::int64_t{1};
@@ -381,13 +412,16 @@ std::vector<Expected> expected_ranges(const AtenRecipe& r) {
         out.push_back({2, 0, ValueRole::Offsets, dims(0)[0]});
     if ((o == "aten::floor_divide" || o == "aten::remainder") && int_at(1))
         out.push_back({1, 0, ValueRole::Divisor, 0});
+    if ((o == "aten::masked_fill" || o == "aten::masked_fill_") && mask_at(1))
+        out.push_back({1, 0, ValueRole::EmptyMask, 0});
     return out;
 }
 
 bool has_integer_tensor(const AtenRecipe& r) {
     for (const auto& a : r.args)
         for (const auto& t : a.tensors)
-            if (is_int(t) || (a.kind == ArgKind::TensorList && a.type == "Tensor?[]")) return true;
+            if (is_int(t) || is_mask(t) || (a.kind == ArgKind::TensorList && a.type == "Tensor?[]"))
+                return true;
     return false;
 }
 
@@ -470,6 +504,9 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
                     case ValueRole::Divisor:
                         EXPECT_GE(*std::min_element(values.begin(), values.end()), 1);
                         break;
+                    case ValueRole::EmptyMask:
+                        EXPECT_EQ(*std::max_element(values.begin(), values.end()), 0);
+                        break;
                     case ValueRole::Counts:
                         break;
                 }
@@ -490,7 +527,8 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
          {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm", "aten::gather",
           "aten::index_select", "aten::index_copy_", "aten::nll_loss_forward",
           "aten::embedding_dense_backward", "aten::floor_divide",
-          "aten::max_pool2d_with_indices_backward", "aten::scatter_add_", "aten::index_add_"})
+          "aten::max_pool2d_with_indices_backward", "aten::scatter_add_", "aten::index_add_",
+          "aten::masked_fill_"})
         EXPECT_GT(checked[op], 0) << op << " was not found in the bundled traces";
 }
 
