@@ -202,6 +202,9 @@ struct SharedState {
     std::size_t live_step = static_cast<std::size_t>(-1);
     std::unordered_map<PersistentKey, PersistentSlots, PersistentKeyHash> persistent;
     std::vector<bool> is_persistent;  // by storage id
+    // By storage id: the dtype of its newest output that has one (kEmpty: none yet). A creation
+    // op's output has none (empty_strided records no dtype) until an op writes it in place.
+    std::vector<NameId> storage_type;
     std::int64_t next_storage = kFirstInferredStorage;
     std::uint64_t epochs = 0;
 };
@@ -310,6 +313,18 @@ class ThreadPass {
         }
         return storage;
     }
+    NameId storage_type(std::int64_t storage) const {
+        const auto at = static_cast<std::size_t>(storage);
+        return storage >= 0 && at < shared_.storage_type.size() ? shared_.storage_type[at]
+                                                                : StringPool::kEmpty;
+    }
+    void set_storage_type(std::int64_t storage, NameId type) {
+        if (storage < 0 || type == StringPool::kEmpty) return;
+        const auto at = static_cast<std::size_t>(storage);
+        if (at >= shared_.storage_type.size())
+            shared_.storage_type.resize(2 * at + 1024, StringPool::kEmpty);
+        shared_.storage_type[at] = type;
+    }
     bool is_persistent(std::int64_t storage) const {
         return storage >= 0 && static_cast<std::size_t>(storage) < shared_.is_persistent.size() &&
                shared_.is_persistent[static_cast<std::size_t>(storage)];
@@ -330,6 +345,7 @@ class ThreadPass {
         const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
         const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
         std::size_t t = typed != nullptr ? typed->size() : 0, a = any != nullptr ? any->size() : 0;
+        const Output* retyped = nullptr;  // the newest untyped output since written as another dtype
         while (t > 0 || a > 0) {
             const bool from_typed = a == 0 || (t > 0 && (*typed)[t - 1].made > (*any)[a - 1].made);
             std::size_t& at = from_typed ? t : a;
@@ -339,9 +355,19 @@ class ThreadPass {
                 continue;
             }
             if (weight && !made_for(o.producer)) continue;
+            // An untyped output whose storage was since written as another dtype (autocast's
+            // empty_strided, then copy_ of float into it) is this input only when no output of
+            // its dtype is left: GPT-2's add(x, float) read the float copy's bits as bf16.
+            if (!from_typed && arg.type != StringPool::kEmpty) {
+                const NameId known = storage_type(o.storage);
+                if (known != StringPool::kEmpty && known != arg.type) {
+                    if (retyped == nullptr) retyped = &o;
+                    continue;
+                }
+            }
             return &o;
         }
-        return nullptr;
+        return retyped;
     }
 
     // The tensor an enclosing op allocated for the in-place op being started to write (aten::clone
@@ -485,6 +511,7 @@ class ThreadPass {
                                                                  : e.args[e.first_tensor].type;
         }
         if (out.storage == kNoId) return;
+        set_storage_type(out.storage, out.dtype);
         out.producer = op;
         out.allocated = name.allocates;
         trace_.storages.set_output(op, 0, {out.storage, out.dims});

@@ -285,6 +285,36 @@ TEST(Dataflow, DtypeMustMatchUnlessTheProducerConverts) {
     EXPECT_EQ(storage(t, 3, 0), out(2));
 }
 
+// Autocast's GELU in GPT-2 training: x (bf16) is converted to float (aten::to > _to_copy >
+// empty_strided, then copy_ into it), and add(x, float) reads x again. empty_strided records no
+// dtype, but copy_ writes float into its tensor: the add's bf16 operand is x, not that tensor
+// (read as bf16, its float bits were every other element zero).
+TEST(Dataflow, ATensorWrittenInPlaceWithADtypeIsNotReadAsAnother) {
+    TraceBuilder b;
+    b.op("aten::relu", 0, 5, "[[2, 3]]", "[\"c10::BFloat16\"]");
+    b.op("aten::to", 10, 20, "[[2, 3], [], [], [], []]",
+         "[\"c10::BFloat16\", \"Scalar\", \"Scalar\", \"Scalar\", \"\"]",
+         "[\"\", \"6\", \"False\", \"False\", \"\"]");
+    b.op("aten::_to_copy", 11, 18, "[[2, 3], [], [], [], [], [], []]",
+         "[\"c10::BFloat16\", \"Scalar\", \"\", \"\", \"\", \"Scalar\", \"\"]",
+         "[\"\", \"6\", \"\", \"\", \"\", \"False\", \"\"]");
+    b.op("aten::empty_strided", 12, 2, "[[], [], [], [], [], []]",
+         "[\"ScalarList\", \"ScalarList\", \"Scalar\", \"Scalar\", \"\", \"Scalar\"]",
+         "[\"[2, 3]\", \"[3, 1]\", \"6\", \"0\", \"\", \"False\"]");
+    b.op("aten::copy_", 15, 5, "[[2, 3], [2, 3], []]",
+         "[\"float\", \"c10::BFloat16\", \"Scalar\"]");
+    b.op("aten::pow", 40, 5, "[[2, 3], []]", "[\"float\", \"Scalar\"]", "[\"\", \"3.\"]");
+    b.op("aten::add", 50, 5, "[[2, 3], [2, 3], []]", "[\"c10::BFloat16\", \"float\", \"Scalar\"]");
+    replay::Trace t = inferred(b);
+    const auto x = output(t, 0), converted = output(t, 3);
+    EXPECT_NE(x, converted);
+    EXPECT_EQ(storage(t, 4, 0), converted);  // copy_ writes the float tensor
+    EXPECT_EQ(storage(t, 4, 1), x);          // from x
+    EXPECT_EQ(storage(t, 5, 0), converted);  // pow reads the conversion
+    EXPECT_EQ(storage(t, 6, 0), x);          // add's bf16 operand is x
+    EXPECT_EQ(storage(t, 6, 1), output(t, 5));
+}
+
 TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     TraceBuilder b;
     b.op("aten::relu", 0, 5, "[[2, 6]]", "[\"float\"]");
