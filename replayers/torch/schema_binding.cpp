@@ -37,6 +37,10 @@ Slot scalar_slot(c10::TypeKind kind) {
     }
 }
 
+bool is_out_overload(std::string_view overload) {
+    return overload == "out" || overload.ends_with("_out");
+}
+
 // name -> overload names: the dispatcher has no lookup by name alone. Built after loading the
 // custom-op libraries, and again when another one was loaded since.
 const std::unordered_map<std::string, std::vector<std::string>>& overload_index() {
@@ -54,8 +58,7 @@ const std::unordered_map<std::string, std::vector<std::string>>& overload_index(
     // out= variants (they need an extra recorded tensor, so rarely tie anyway).
     auto rank = [](const std::string& o) {
         if (o.empty()) return 0;
-        if (o == "out" || o.ends_with("_out")) return 2;
-        return 1;
+        return is_out_overload(o) ? 2 : 1;
     };
     for (auto& [name, overloads] : map)
         std::sort(overloads.begin(), overloads.end(),
@@ -146,7 +149,7 @@ SlotInfo slot_of(const c10::Argument& argument) {
 }
 
 std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& recipe,
-                             std::string& why) {
+                             bool only_overload, std::string& why) {
     const c10::FunctionSchema& schema = op.schema();
     const auto& arguments = schema.arguments();
     if (schema.is_vararg()) {
@@ -241,10 +244,12 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                 case ArgKind::None:
                     // A C++ caller passing an undefined Tensor (cudnn attention's attn_bias)
                     // records None for a non-optional Tensor argument.
-                    // Only in the overload the Execution Trace named: elsewhere it would pick a
-                    // Tensor overload for a None that stands for something else.
-                    if (slot == Slot::Tensor && !arg.info.optional && !recipe.schema.empty() &&
-                        schema.overload_name() == recipe.overload) {
+                    // Only in the overload the Execution Trace named, or in the name's only one:
+                    // among several it would pick a Tensor overload for a None that stands for
+                    // something else.
+                    if (slot == Slot::Tensor && !arg.info.optional &&
+                        (only_overload || (!recipe.schema.empty() &&
+                                           schema.overload_name() == recipe.overload))) {
                         arg.source = Source::UndefinedTensor;
                         plan.cost += 1;
                         break;
@@ -303,9 +308,12 @@ std::optional<Plan> bind_overload(const AtenRecipe& recipe, std::string& why) {
     std::vector<std::string> candidates;
     if (!recipe.overload.empty()) candidates.push_back(recipe.overload);
     const auto& index = overload_index();
+    std::size_t not_out = 0;
     if (auto it = index.find(recipe.op); it != index.end())
-        for (const auto& o : it->second)
+        for (const auto& o : it->second) {
             if (recipe.overload.empty() || o != recipe.overload) candidates.push_back(o);
+            not_out += !is_out_overload(o);
+        }
 
     std::optional<Plan> best;
     std::string first_why;
@@ -315,7 +323,7 @@ std::optional<Plan> bind_overload(const AtenRecipe& recipe, std::string& why) {
         if (!handle) continue;
         any_schema = true;
         std::string mismatch;
-        auto plan = plan_for(*handle, recipe, mismatch);
+        auto plan = plan_for(*handle, recipe, not_out == 1, mismatch);
         if (!plan) {
             if (first_why.empty())
                 first_why =

@@ -70,9 +70,10 @@ struct Plan {
 };
 
 // Binds the recorded arguments to one overload's schema; nullopt (with `why`) when they do not fit
-// (the reason names the argument).
+// (the reason names the argument). `only_overload`: the op's name has no other overload but out=
+// variants (a None recorded for a non-optional Tensor is then an undefined tensor).
 std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& recipe,
-                             std::string& why);
+                             bool only_overload, std::string& why);
 
 // The overload of recipe.op that fits the recorded arguments best: the recorded overload first,
 // then every overload of the name, the lowest cost winning. nullopt with `why` (the reason the

@@ -101,6 +101,18 @@ TEST(SchemaBinding, UnrecordedArgumentsTakeDefaultsNoneOrTheDevice) {
     EXPECT_GT(plan->cost, 0);  // each unrecorded argument costs one
 }
 
+// A C++ caller that passes an undefined tensor (cuDNN attention backward's attn_bias, GPT-2
+// training) is recorded as None for a non-optional Tensor. Without an Execution Trace that binds
+// where the name has one overload besides out= variants: nothing else could have been meant.
+TEST(SchemaBinding, ANoneForATensorOfTheOnlyOverloadIsAnUndefinedTensor) {
+    // _softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)
+    const auto plan = bound(op("aten::_softmax_backward_data",
+                               {tensor(spec({4, 8}, DType::Float32)), none(), scalar("1"), scalar("6")}));
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->op.schema().overload_name(), "");
+    EXPECT_EQ(plan->args[1].source, Source::UndefinedTensor);
+}
+
 TEST(SchemaBinding, RequiredScalarsWithoutValuesAreGuessedAndListed) {
     // PyTorch 1.8 traces record no scalar values: threshold_(x, None, None).
     const AtenRecipe recipe =
