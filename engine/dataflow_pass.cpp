@@ -345,7 +345,8 @@ class ThreadPass {
         const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
         const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
         std::size_t t = typed != nullptr ? typed->size() : 0, a = any != nullptr ? any->size() : 0;
-        const Output* retyped = nullptr;  // the newest untyped output since written as another dtype
+        // The newest untyped output whose storage was since written as another dtype.
+        const Output* retyped = nullptr;
         while (t > 0 || a > 0) {
             const bool from_typed = a == 0 || (t > 0 && (*typed)[t - 1].made > (*any)[a - 1].made);
             std::size_t& at = from_typed ? t : a;

@@ -248,8 +248,8 @@ std::optional<Plan> plan_for(const c10::OperatorHandle& op, const AtenRecipe& re
                     // among several it would pick a Tensor overload for a None that stands for
                     // something else.
                     if (slot == Slot::Tensor && !arg.info.optional &&
-                        (only_overload || (!recipe.schema.empty() &&
-                                           schema.overload_name() == recipe.overload))) {
+                        (only_overload ||
+                         (!recipe.schema.empty() && schema.overload_name() == recipe.overload))) {
                         arg.source = Source::UndefinedTensor;
                         plan.cost += 1;
                         break;

@@ -314,9 +314,9 @@ TEST(ValueRoles, GroupedGemmOffsetsSplitTheRoutedRows) {
 TEST(ValueRoles, MaskedFillMasksSetNoElement) {
     // Mixtral's invalid-expert mask, broadcast over the routed rows: a random half would zero
     // half of the rows the expert GEMM and its SiLU read next.
-    const auto b = build(op("aten::masked_fill_",
-                            {tensor(spec({1024, 1024}, DType::BFloat16)),
-                             tensor(spec({1024, 1024}, DType::Bool, {1, 0})), scalar("0.")}));
+    const auto b = build(
+        op("aten::masked_fill_", {tensor(spec({1024, 1024}, DType::BFloat16)),
+                                  tensor(spec({1024, 1024}, DType::Bool, {1, 0})), scalar("0.")}));
     ASSERT_TRUE(b.stack) << b.why;
     const ValueConstraint* c = constraint_on(*b.stack, 1);
     ASSERT_NE(c, nullptr);
@@ -325,9 +325,9 @@ TEST(ValueRoles, MaskedFillMasksSetNoElement) {
     EXPECT_EQ(std::count(mask.begin(), mask.end(), 0), static_cast<std::ptrdiff_t>(mask.size()));
     EXPECT_NE(check_values(*c, {0, 1, 0}).find("element 1"), std::string::npos);
     // where()'s condition selects rather than overwrites: it keeps the random fill.
-    const auto w = build(op("aten::where", {tensor(spec({64}, DType::Bool)),
-                                            tensor(spec({64}, DType::Float32)),
-                                            tensor(spec({64}, DType::Float32))}));
+    const auto w = build(
+        op("aten::where", {tensor(spec({64}, DType::Bool)), tensor(spec({64}, DType::Float32)),
+                           tensor(spec({64}, DType::Float32))}));
     ASSERT_TRUE(w.stack) << w.why;
     EXPECT_EQ(constraint_on(*w.stack, 0), nullptr);
     const auto condition = values_of(w.stack->stack[0].toTensor());
@@ -523,12 +523,11 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
     }
     std::filesystem::remove_all(scratch);
     // The ops the bundled traces are known to hold were all found and checked.
-    for (const char* op :
-         {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm", "aten::gather",
-          "aten::index_select", "aten::index_copy_", "aten::nll_loss_forward",
-          "aten::embedding_dense_backward", "aten::floor_divide",
-          "aten::max_pool2d_with_indices_backward", "aten::scatter_add_", "aten::index_add_",
-          "aten::masked_fill_"})
+    for (const char* op : {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm",
+                           "aten::gather", "aten::index_select", "aten::index_copy_",
+                           "aten::nll_loss_forward", "aten::embedding_dense_backward",
+                           "aten::floor_divide", "aten::max_pool2d_with_indices_backward",
+                           "aten::scatter_add_", "aten::index_add_", "aten::masked_fill_"})
         EXPECT_GT(checked[op], 0) << op << " was not found in the bundled traces";
 }
 

@@ -106,8 +106,9 @@ TEST(SchemaBinding, UnrecordedArgumentsTakeDefaultsNoneOrTheDevice) {
 // where the name has one overload besides out= variants: nothing else could have been meant.
 TEST(SchemaBinding, ANoneForATensorOfTheOnlyOverloadIsAnUndefinedTensor) {
     // _softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype)
-    const auto plan = bound(op("aten::_softmax_backward_data",
-                               {tensor(spec({4, 8}, DType::Float32)), none(), scalar("1"), scalar("6")}));
+    const auto plan =
+        bound(op("aten::_softmax_backward_data",
+                 {tensor(spec({4, 8}, DType::Float32)), none(), scalar("1"), scalar("6")}));
     ASSERT_TRUE(plan);
     EXPECT_EQ(plan->op.schema().overload_name(), "");
     EXPECT_EQ(plan->args[1].source, Source::UndefinedTensor);
