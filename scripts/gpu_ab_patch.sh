@@ -8,17 +8,20 @@
 #   MODES  (default "sequential unique"); sequential runs 3 iterations
 # Prints per run: total replayed vs recorded, median per-kernel error and the share replayed.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 source scripts/pytorch_nvidia_libs.sh  # the cuBLAS/CUPTI PyTorch uses
 if [ "${1:-}" = build ]; then
-  patch_file="${2:?usage: gpu_ab_patch.sh build PATCH}"
+  patch_file="$(realpath "${2:?usage: gpu_ab_patch.sh build PATCH}")"
   CTEST_ARGS="-N" scripts/gpu_build.sh build-gpu > /tmp/build_after.log 2>&1 ||
     { tail -30 /tmp/build_after.log; exit 1; }
   rm -rf /tmp/before && mkdir -p /tmp/before
-  # shellcheck disable=SC2046
-  cp -r $(ls -A | grep -v -E '^(build|build-gpu|\.git)$') /tmp/before/
-  (cd /tmp/before && patch -s -R -p1 < "$OLDPWD/$patch_file" &&
-    CTEST_ARGS="-N" scripts/gpu_build.sh build-gpu > /tmp/build_before.log 2>&1) ||
+  for entry in * .[!.]*; do
+    case "$entry" in build | build-gpu | .git | '.[!.]*') continue ;; esac
+    cp -r "$entry" /tmp/before/
+  done
+  (cd /tmp/before && patch -s -R -p1 < "$patch_file") ||
+    { echo "$patch_file does not reverse cleanly on this tree: make it from the tree's own history" >&2; exit 1; }
+  (cd /tmp/before && CTEST_ARGS="-N" scripts/gpu_build.sh build-gpu > /tmp/build_before.log 2>&1) ||
     { tail -30 /tmp/build_before.log; exit 1; }
   echo "built after (build-gpu) and before (/tmp/before/build-gpu)"
   exit 0
