@@ -481,6 +481,8 @@ std::optional<std::vector<ValueConstraint>> value_constraints(const c10::Functio
         } else {
             continue;  // data: its values address nothing
         }
+        // A bool tensor has a role only as a mask: elsewhere it stays data, as it was.
+        if (mask && (!resolved || c.role != ValueRole::EmptyMask)) continue;
         if (!resolved) return fail(a, what);
         out.push_back(std::move(c));
     }
