@@ -31,6 +31,15 @@ class TorchAtenRunner final : public AtenRunner {
     std::vector<std::string> notes() const override { return runner_.notes(); }
     Prepared relocated(std::uint32_t handle) override { return runner_.relocated(handle); }
     void release(std::uint32_t handle) override { runner_.release(handle); }
+    std::string begin_capture(cudaStream_t stream) override {
+        return runner_.begin_capture(static_cast<void*>(stream));
+    }
+    cudaGraph_t end_capture(cudaStream_t stream) override {
+        std::string why;
+        void* graph = runner_.end_capture(static_cast<void*>(stream), why);
+        if (graph == nullptr) throw CudaError("the graph capture through libtorch failed: " + why);
+        return static_cast<cudaGraph_t>(graph);
+    }
 
   private:
     TorchOpRunner runner_;

@@ -13,6 +13,12 @@
 
 namespace replay::cuda {
 
+// In an end_capture() error: libtorch is left in a state where later work may fail (the words
+// of TorchOpRunner::end_capture).
+inline constexpr const char* kNotRestored = "could not be restored";
+// libtorch's words (2.x) when an op draws random numbers in a capture it does not know of.
+inline constexpr const char* kGeneratorNotCapturing = "generator not in capture mode";
+
 class AtenRunner {
   public:
     virtual ~AtenRunner() = default;
@@ -26,6 +32,13 @@ class AtenRunner {
     // TorchOpRunner::relocated() / release().
     virtual Prepared relocated(std::uint32_t handle) = 0;
     virtual void release(std::uint32_t handle) = 0;
+
+    // A graph capture on `stream` that libtorch takes part in (TorchOpRunner::begin_capture):
+    // "" when it began, else why not, and nothing was opened.
+    virtual std::string begin_capture(cudaStream_t stream) = 0;
+    // Ends it: the graph, which the runner keeps. Throws CudaError when the capture failed (it
+    // is ended all the same).
+    virtual cudaGraph_t end_capture(cudaStream_t stream) = 0;
 
     // nullptr with `why` when this build has no libtorch (or one without CUDA), or libtorch cannot
     // start on `device`. `dataflow`: share storages by recorded storage id.

@@ -251,27 +251,69 @@ std::string CudaBackend::capture_blocker(std::uint32_t handle, int stream_index)
         return "a copy with pageable host memory, which the runtime stages synchronously, "
                "cannot be captured";
     // A trial capture on the step's own stream: what it records is discarded, nothing runs.
+    // First without libtorch: a capture through libtorch that fails (an op that synchronizes)
+    // is what can leave libtorch's generator in capture mode. Only an op that failed for want
+    // of that generator is tried again through libtorch.
+    std::string why = trial_capture(launch, stream_index, false);
+    if (!why.empty() && aten_ && std::holds_alternative<AtenLaunch>(launch) &&
+        why.find(kGeneratorNotCapturing) != std::string::npos)
+        why = trial_capture(launch, stream_index, true);
+    return why.empty() ? why : "it cannot be captured in a CUDA graph: " + why;
+}
+
+std::string CudaBackend::trial_capture(const Launch& launch, int stream_index,
+                                       bool through_libtorch) {
     cudaStream_t stream = stream_at(stream_index);
-    REPLAY_CUDA_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    if (through_libtorch) {
+        if (std::string why = aten_->begin_capture(stream); !why.empty()) return why;
+    } else {
+        REPLAY_CUDA_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    }
     std::string why;
     try {
         run(launch, stream_index, stream);
     } catch (const std::exception& e) {
         why = e.what();
     }
+    try {
+        Graph discarded;
+        close_capture(stream, through_libtorch, discarded);
+    } catch (const std::exception& e) {
+        // The op's own failure says why; what ending the capture then left broken is news.
+        const std::string ended = e.what();
+        if (why.empty() || ended.find(kNotRestored) != std::string::npos)
+            why += (why.empty() ? "" : "; ") + ended;
+    }
+    cudaGetLastError();  // a failed capture leaves no error for the next call
+    return why;
+}
+
+bool CudaBackend::open_capture(cudaStream_t stream) {
+    if (aten_) {
+        std::string why = aten_->begin_capture(stream);
+        if (why.empty()) return true;
+        if (libtorch_capture_why_.empty()) libtorch_capture_why_ = std::move(why);
+    }
+    REPLAY_CUDA_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    return false;
+}
+
+cudaGraph_t CudaBackend::close_capture(cudaStream_t stream, bool through_libtorch, Graph& owned) {
+    if (through_libtorch) return aten_->end_capture(stream);
     cudaGraph_t raw = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &raw);
-    const Graph discarded(raw);
-    if (why.empty() && ended != cudaSuccess)
-        why = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
-    cudaGetLastError();  // a failed capture leaves no error for the next call
-    return why.empty() ? why : "it cannot be captured in a CUDA graph: " + why;
+    owned = Graph(raw);
+    if (ended != cudaSuccess) {
+        cudaGetLastError();
+        throw CudaError(std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended));
+    }
+    return raw;
 }
 
 void CudaBackend::begin_capture(int home, bool all_streams) {
     if (capture_) throw std::logic_error("CUDA backend: a graph capture is already open");
-    REPLAY_CUDA_CALL(cudaStreamBeginCapture(stream_at(home), cudaStreamCaptureModeThreadLocal));
-    capture_ = Capture{home, all_streams};
+    const bool through_libtorch = open_capture(stream_at(home));
+    capture_ = Capture{home, all_streams, through_libtorch};
     timer_->set_capturing(true);
     // Every other stream joins the capture by waiting for the home stream.
     if (all_streams)
@@ -295,13 +337,17 @@ std::uint32_t CudaBackend::end_capture(std::string& why) {
     } catch (const std::exception& e) {
         joined = e.what();
     }
-    cudaGraph_t raw = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream_at(capture.home), &raw);
-    const Graph graph(raw);
-    if (!joined.empty() || ended != cudaSuccess) {
+    Graph owned;
+    cudaGraph_t graph = nullptr;
+    std::string ended;
+    try {
+        graph = close_capture(stream_at(capture.home), capture.through_libtorch, owned);
+    } catch (const std::exception& e) {
+        ended = e.what();
+    }
+    if (!joined.empty() || !ended.empty()) {
         cudaGetLastError();
-        why = !joined.empty() ? joined
-                              : std::string("cudaStreamEndCapture: ") + cudaGetErrorString(ended);
+        why = !joined.empty() ? joined : ended;
         return 0;
     }
     try {
@@ -374,6 +420,11 @@ Environment CudaBackend::environment() const {
     for (auto& note : timer_->notes()) e.notes.push_back(std::move(note));
     if (!nvml_note_.empty()) e.notes.push_back(nvml_note_);
     if (!l2_flush_note_.empty()) e.notes.push_back(l2_flush_note_);
+    if (!libtorch_capture_why_.empty())
+        e.notes.push_back(
+            "CUDA graphs captured without libtorch, so ops that draw random numbers "
+            "are issued outside them: " +
+            libtorch_capture_why_);
     e.notes.push_back("cuBLAS workspace " + std::to_string(blas_context_.workspace_bytes >> 20) +
                       " MiB per stream" +
                       (blas_context_.prefer_lt

@@ -209,9 +209,9 @@ class GraphExec : public UniqueHandle<cudaGraphExec_t, detail::destroy_graph_exe
   public:
     GraphExec() = default;
     // Throws CudaError when the graph cannot be instantiated.
-    static GraphExec instantiate(const Graph& graph) {
+    static GraphExec instantiate(cudaGraph_t graph) {
         cudaGraphExec_t exec = nullptr;
-        REPLAY_CUDA_CALL(cudaGraphInstantiate(&exec, graph.get(), 0));
+        REPLAY_CUDA_CALL(cudaGraphInstantiate(&exec, graph, 0));
         ++made_counts().graphs;
         return GraphExec(exec);
     }

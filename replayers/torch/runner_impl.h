@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "input_synthesis.h"
@@ -23,6 +25,11 @@ struct TorchOpRunner::Impl {
     torch_detail::InputSynthesis synthesis;
     std::vector<torch_detail::Entry> entries;
     std::set<std::string> notes;
+    // Graph captures through libtorch (graph_capture.cpp), type-erased: at::cuda::CUDAGraph is
+    // only known to CUDA builds. The open one, and every one that ended, kept to the end.
+    std::shared_ptr<void> open_capture;
+    std::vector<std::shared_ptr<void>> captures;
+    std::pair<unsigned long long, unsigned long long> capture_pool{0, 0};  // shared by them all
 
     Impl(TorchDevice d, std::uint64_t seed, bool dataflow);
 

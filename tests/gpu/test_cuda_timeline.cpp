@@ -47,6 +47,49 @@ Recipe copy_recipe(CopyDirection direction, bool pinned, std::int64_t bytes, boo
     return r;
 }
 
+// GPT-2's dropout as the profiler records it: aten::native_dropout(float [8, 128, 768], 0.1, True).
+Recipe dropout_recipe() {
+    AtenRecipe op;
+    op.op = "aten::native_dropout";
+    AtenArgument input;
+    input.kind = ArgKind::Tensor;
+    input.type = "float";
+    TensorSpec t;
+    t.dims = {8, 128, 768};
+    t.dtype = DType::Float32;
+    input.tensors.push_back(t);
+    op.args.push_back(input);
+    for (const char* value : {"0.10000000000000001", "True"}) {
+        AtenArgument scalar;
+        scalar.kind = ArgKind::Scalar;
+        scalar.type = "Scalar";
+        scalar.value = value;
+        op.args.push_back(scalar);
+    }
+    Recipe r;
+    r.tier = Tier::AtenOp;
+    r.detail = op;
+    return r;
+}
+
+// aten::nonzero: its output's size is read back on the host, which a capture does not allow.
+Recipe nonzero_recipe() {
+    AtenRecipe op;
+    op.op = "aten::nonzero";
+    AtenArgument input;
+    input.kind = ArgKind::Tensor;
+    input.type = "float";
+    TensorSpec t;
+    t.dims = {1024};
+    t.dtype = DType::Float32;
+    input.tensors.push_back(t);
+    op.args.push_back(input);
+    Recipe r;
+    r.tier = Tier::AtenOp;
+    r.detail = op;
+    return r;
+}
+
 // Work records (warm-up reads apart) per tag, in start order.
 std::map<std::uint64_t, std::vector<std::string>> names_by_tag(
     const std::vector<TimedActivity>& records, bool warm = false) {
@@ -178,6 +221,51 @@ TEST_F(CudaTimelineTest, GraphKernelsAreTiedToTheIssuesThatWereCaptured) {
         for (std::size_t i = 0; i < 2; ++i)
             EXPECT_GE(memset_starts[i], gemm_ends[i]) << "the captured wait was lost";
     }
+}
+
+// An op that draws random numbers is captured once libtorch knows of the capture (a GPT-2 step
+// had its dropouts and cuDNN attention issued one by one without it), its graph runs, and the
+// op still runs outside a graph afterwards, also after a capture that failed (which can leave
+// libtorch's generator in capture mode).
+TEST_F(CudaTimelineTest, OpsThatDrawRandomNumbersAreCaptured) {
+    if (backend_->environment().libtorch_version.empty()) GTEST_SKIP() << "no libtorch";
+    const Prepared dropout = backend_->prepare(dropout_recipe());
+    ASSERT_EQ(dropout.disposition, Disposition::Ready) << dropout.reason;
+    const Prepared nonzero = backend_->prepare(nonzero_recipe());
+    ASSERT_EQ(nonzero.disposition, Disposition::Ready) << nonzero.reason;
+    EXPECT_EQ(backend_->capture_blocker(dropout.handle, 0), "");
+    const std::string blocked = backend_->capture_blocker(nonzero.handle, 0);
+    std::printf("aten::nonzero: %s\n", blocked.c_str());
+    EXPECT_NE(blocked, "");
+
+    // A capture that fails: the op synchronizes.
+    backend_->begin_capture(0, false);
+    try {
+        backend_->issue(nonzero.handle, 0, 3);
+    } catch (const std::exception& e) {
+        std::printf("aten::nonzero in a capture: %s\n", e.what());
+    }
+    std::string why;
+    EXPECT_EQ(backend_->end_capture(why), 0u);
+    std::printf("the failed capture: %s\n", why.c_str());
+    EXPECT_EQ(why.find("could not be restored"), std::string::npos) << why;
+    backend_->issue(dropout.handle, 0, 1);  // outside a graph, after the failed capture
+
+    backend_->begin_capture(0, false);
+    backend_->issue(dropout.handle, 0, 2);
+    const std::uint32_t graph = backend_->end_capture(why);
+    ASSERT_NE(graph, 0u) << why;
+    backend_->launch_graph(graph);
+    backend_->launch_graph(graph);
+    backend_->issue(dropout.handle, 0, 4);  // and after the one that succeeded
+    backend_->synchronize();
+    const auto work = names_by_tag(backend_->collect());
+    for (std::uint64_t tag : {1, 2, 4}) ASSERT_EQ(work.count(tag), 1u) << "tag " << tag;
+    EXPECT_EQ(work.at(2).size(), 2 * work.at(1).size()) << "two launches of the graph";
+    EXPECT_EQ(work.at(4).size(), work.at(1).size());
+    for (const auto& name : work.at(2)) EXPECT_NE(name.find("dropout"), std::string::npos) << name;
+    for (const auto& note : backend_->environment().notes)
+        EXPECT_EQ(note.find("without libtorch"), std::string::npos) << note;
 }
 
 TEST_F(CudaTimelineTest, PageableCopiesAreNotCaptured) {

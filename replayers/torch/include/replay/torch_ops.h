@@ -73,6 +73,16 @@ class TorchOpRunner {
     // Notes worth reporting once per run (e.g. "float16 computed as float32 on CPU").
     std::vector<std::string> notes() const;
 
+    // Graph capture that libtorch takes part in (graph_capture.cpp). A capture libtorch does not
+    // know of leaves its CUDA random-number generator outside capture mode, so that dropout and
+    // every other op that draws random numbers refuse to run in it; libtorch's CUDAGraph lets
+    // them, and keeps what the captured ops allocate for as long as the graph may run.
+    // begin_capture() opens one on `cuda_stream`: "" when it did, else why not (nothing open).
+    // end_capture() closes it: the cudaGraph_t, which the runner owns (with its memory) until
+    // the runner ends, or nullptr with `why` (the capture was ended and nothing is kept).
+    std::string begin_capture(void* cuda_stream);
+    void* end_capture(void* cuda_stream, std::string& why);
+
     // Whether this build can run on CUDA streams (libtorch with CUDA found at configure time).
     static bool has_cuda();
     // The libtorch these sources were compiled against ("1.13.0").
