@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -15,6 +16,27 @@
 namespace replay::detail {
 
 class Session;
+
+// What `issues()` issues, captured into one CUDA graph whose home is stream `home` (every stream
+// joins it when `all_streams`): the graph's handle, or 0 with `why` where an issue threw or the
+// capture failed. The capture is ended either way, so the backend can go on.
+template <class Issues>
+std::uint32_t capture_graph(Backend& backend, int home, bool all_streams, const Issues& issues,
+                            std::string& why) {
+    try {
+        backend.begin_capture(home, all_streams);
+        issues();
+    } catch (const std::exception& e) {
+        why = e.what();
+        try {
+            std::string ended;
+            backend.end_capture(ended);
+        } catch (const std::exception&) {  // begin_capture() failed: nothing was open
+        }
+        return 0;
+    }
+    return backend.end_capture(why);
+}
 
 // ---- sequential mode ----
 

@@ -235,23 +235,18 @@ void SequentialReplay::untimed_pass(const char* what) {
 
 std::uint32_t SequentialReplay::capture(std::size_t first, std::size_t last, bool per_step,
                                         std::string& why) {
-    backend_.begin_capture(plan_[first].stream, !per_step);
-    try {
-        for (std::size_t i = first; i < last; ++i) {
-            const PlannedStep& step = plan_[i];
-            if (!per_step)  // a graph of one step waits outside it (LaunchUnit::waits)
-                for (int producer : step.waits) backend_.stream_wait(step.stream, producer);
-            if (warms(step))
-                backend_.warm_inputs(step.prepared->handle, step.stream, step.tag);
-            backend_.issue(step.prepared->handle, step.stream, step.tag);
-        }
-    } catch (const std::exception& e) {
-        why = step_name(plan_[first]) + ": " + e.what();
-        std::string ended;
-        backend_.end_capture(ended);
-        return 0;
-    }
-    return backend_.end_capture(why);
+    return detail::capture_graph(
+        backend_, plan_[first].stream, !per_step,
+        [&] {
+            for (std::size_t i = first; i < last; ++i) {
+                const PlannedStep& step = plan_[i];
+                if (!per_step)  // a graph of one step waits outside it (LaunchUnit::waits)
+                    for (int producer : step.waits) backend_.stream_wait(step.stream, producer);
+                if (warms(step)) backend_.warm_inputs(step.prepared->handle, step.stream, step.tag);
+                backend_.issue(step.prepared->handle, step.stream, step.tag);
+            }
+        },
+        why);
 }
 
 void SequentialReplay::capture_graphs() {
@@ -597,16 +592,8 @@ void SequentialReplay::measure_warm_read_energy() {
     };
     std::uint32_t graph = 0;
     if (use_graphs_ && issue_path_ != "direct") {
-        std::string why;
-        try {
-            backend_.begin_capture(0, true);
-            issue_reads();
-            graph = backend_.end_capture(why);
-        } catch (const std::exception&) {  // issued directly instead
-            std::string ended;
-            backend_.end_capture(ended);
-            graph = 0;
-        }
+        std::string why;  // without a graph, the reads are issued directly
+        graph = detail::capture_graph(backend_, 0, true, issue_reads, why);
     }
     if (options_.progress) options_.progress("energy: the step's warm-up reads looped alone");
     // A failure inside the windows leaves the step's energy as it was (reads included).

@@ -30,30 +30,14 @@ constexpr double kPollEveryUs = 1000;
 constexpr int kMaxLaunchesPerPoll = 256;
 constexpr double kLeadReads = 3;
 
-// What `issues()` issues, captured into a graph on stream 0: its handle, or 0 with `why` where an
-// issue threw or the capture failed. The capture is ended either way.
-template <class Issues>
-std::uint32_t capture_on_stream0(Backend& backend, const Issues& issues, std::string& why) {
-    try {
-        backend.begin_capture(0, false);
-        issues();
-    } catch (const std::exception& e) {
-        why = e.what();
-        std::string ended;
-        backend.end_capture(ended);
-        return 0;
-    }
-    return backend.end_capture(why);
-}
-
 // A CUDA graph of `launches` issues cycling through `work` (tag 0: untimed), or 0 where the backend
 // cannot capture one of them (it says why; the loop then issues from the host).
 std::uint32_t capture_loop(Backend& backend, const std::vector<Prepared*>& work, int launches) {
     for (const Prepared* w : work)
         if (!backend.capture_blocker(w->handle, 0).empty()) return 0;
     std::string why;
-    return capture_on_stream0(
-        backend,
+    return detail::capture_graph(
+        backend, 0, false,
         [&] {
             for (int i = 0; i < launches; ++i)
                 backend.issue(work[static_cast<std::size_t>(i) % work.size()]->handle, 0, 0);
@@ -295,8 +279,8 @@ std::uint32_t capture_instance(Session& session, const Template& t, Ready& r, bo
     }
     for (const Prepared* p : {r.work, r.predecessor})
         if (why = backend.capture_blocker(p->handle, 0); !why.empty()) return 0;
-    return capture_on_stream0(
-        backend,
+    return detail::capture_graph(
+        backend, 0, false,
         [&] {
             if (warm) backend.warm_inputs(r.work->handle, 0, 0);
             backend.issue(r.predecessor->handle, 0, 0);

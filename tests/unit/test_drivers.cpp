@@ -301,6 +301,7 @@ class FakeBackend : public replay::Backend {
     std::map<std::string, std::string> renamed_when_timed;
     bool graphs = false;                    // capture_blocker says yes (except not_capturable)
     std::set<std::string> not_capturable;   // instance keys that cannot be captured
+    bool fail_begin_capture = false;        // begin_capture() throws (and opens nothing)
     int drop_graph_record_in_collect = -1;  // n >= 0: the n-th collect loses a graph record
     TestClock* clock = nullptr;             // when given: stamps calls; each issue advances it
     // Records start at the steady clock of the issue (the same clock in a worker process), as a
@@ -420,11 +421,13 @@ class FakeBackend : public replay::Backend {
     }
     void begin_capture(int home, bool all_streams) override {
         add({"begin_capture", "", home, 0, all_streams ? 1 : 0});
+        if (fail_begin_capture) throw std::runtime_error("fake: the capture could not begin");
         capturing_ = true;
         captured_.clear();
     }
     std::uint32_t end_capture(std::string&) override {
         add({"end_capture", ""});
+        if (!capturing_) throw std::logic_error("end_capture() without begin_capture()");
         capturing_ = false;
         graphs_.push_back(std::exchange(captured_, {}));
         return static_cast<std::uint32_t>(graphs_.size());
@@ -1282,6 +1285,27 @@ TEST(Drivers, RecordsThatStopMatchingAreLeftOutNotMisattributed) {
         noted |= n.find("could not be tied to their steps") != std::string::npos &&
                  n.find("'other_gemm_k'") != std::string::npos;
     EXPECT_TRUE(noted);
+}
+
+// A capture that cannot begin costs the graph, not the run: its steps are issued directly, with
+// the reason noted.
+TEST(Drivers, AGraphThatCannotBeCapturedIsIssuedDirectly) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    b.graphs = true;
+    b.fail_begin_capture = true;
+    replay::DriverOptions o;
+    o.graph = true;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    EXPECT_TRUE(b.of("launch_graph").empty());
+    EXPECT_EQ(r.timeline->issue_path, "direct");
+    for (const auto& k : r.kernels) EXPECT_EQ(k.samples_us.size(), 2u) << k.name;
+    bool noted = false;
+    for (const auto& n : r.notes)
+        noted |=
+            n.find("the capture failed: fake: the capture could not begin") != std::string::npos;
+    EXPECT_TRUE(noted) << "no note says why the steps were not captured";
 }
 
 TEST(Drivers, GraphsCaptureTheStepOnceAndIssueWhatCannotBeCapturedDirectly) {
