@@ -47,46 +47,29 @@ Recipe copy_recipe(CopyDirection direction, bool pinned, std::int64_t bytes, boo
     return r;
 }
 
-// GPT-2's dropout as the profiler records it: aten::native_dropout(float [8, 128, 768], 0.1, True).
-Recipe dropout_recipe() {
-    AtenRecipe op;
-    op.op = "aten::native_dropout";
+// An aten op as the profiler records it: one float tensor, then scalar arguments as recorded.
+Recipe float_op_recipe(const char* op, std::vector<std::int64_t> dims,
+                       std::vector<const char*> scalars = {}) {
+    AtenRecipe a;
+    a.op = op;
     AtenArgument input;
     input.kind = ArgKind::Tensor;
     input.type = "float";
     TensorSpec t;
-    t.dims = {8, 128, 768};
+    t.dims = std::move(dims);
     t.dtype = DType::Float32;
     input.tensors.push_back(t);
-    op.args.push_back(input);
-    for (const char* value : {"0.10000000000000001", "True"}) {
+    a.args.push_back(input);
+    for (const char* value : scalars) {
         AtenArgument scalar;
         scalar.kind = ArgKind::Scalar;
         scalar.type = "Scalar";
         scalar.value = value;
-        op.args.push_back(scalar);
+        a.args.push_back(scalar);
     }
     Recipe r;
     r.tier = Tier::AtenOp;
-    r.detail = op;
-    return r;
-}
-
-// aten::nonzero: its output's size is read back on the host, which a capture does not allow.
-Recipe nonzero_recipe() {
-    AtenRecipe op;
-    op.op = "aten::nonzero";
-    AtenArgument input;
-    input.kind = ArgKind::Tensor;
-    input.type = "float";
-    TensorSpec t;
-    t.dims = {1024};
-    t.dtype = DType::Float32;
-    input.tensors.push_back(t);
-    op.args.push_back(input);
-    Recipe r;
-    r.tier = Tier::AtenOp;
-    r.detail = op;
+    r.detail = a;
     return r;
 }
 
@@ -229,9 +212,11 @@ TEST_F(CudaTimelineTest, GraphKernelsAreTiedToTheIssuesThatWereCaptured) {
 // libtorch's generator in capture mode).
 TEST_F(CudaTimelineTest, OpsThatDrawRandomNumbersAreCaptured) {
     if (backend_->environment().libtorch_version.empty()) GTEST_SKIP() << "no libtorch";
-    const Prepared dropout = backend_->prepare(dropout_recipe());
+    const Prepared dropout = backend_->prepare(  // GPT-2's dropout
+        float_op_recipe("aten::native_dropout", {8, 128, 768}, {"0.10000000000000001", "True"}));
     ASSERT_EQ(dropout.disposition, Disposition::Ready) << dropout.reason;
-    const Prepared nonzero = backend_->prepare(nonzero_recipe());
+    const Prepared nonzero = backend_->prepare(  // reads its output's size back on the host
+        float_op_recipe("aten::nonzero", {1024}));
     ASSERT_EQ(nonzero.disposition, Disposition::Ready) << nonzero.reason;
     EXPECT_EQ(backend_->capture_blocker(dropout.handle, 0), "");
     const std::string blocked = backend_->capture_blocker(nonzero.handle, 0);
