@@ -356,6 +356,14 @@ TEST_F(TorchOps, FailingOpIsFailedNotThrown) {
     EXPECT_TRUE(p.reason.starts_with("aten::add failed on the CPU: ")) << p.reason;
 }
 
+// Graph capture is CUDA's: a CPU runner says why not, opens nothing and has nothing to end.
+TEST_F(TorchOps, GraphCaptureOnTheCpuSaysWhyNot) {
+    EXPECT_NE(runner.begin_capture(nullptr), "");
+    std::string why;
+    EXPECT_EQ(runner.end_capture(nullptr, why), nullptr);
+    EXPECT_NE(why, "");
+}
+
 GemmRecipe gemm_5x3072x1024(DType dtype) {
     GemmRecipe g;
     g.op = "aten::addmm";
