@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "aten_arguments.h"
 #include "replay/backend.h"
 #include "replay/cuda_backend.h"
 #include "replay/cuda_gemm_args.h"
@@ -53,15 +54,7 @@ GemmRecipe gemm(const std::string& op, DType type, std::int64_t m, std::int64_t 
 
 // A recorded fp16 tensor argument of an aten op.
 AtenArgument half_tensor(std::vector<std::int64_t> dims, std::int64_t reuse_bytes = kReuseUnknown) {
-    AtenArgument arg;
-    arg.kind = ArgKind::Tensor;
-    arg.type = "c10::Half";
-    TensorSpec t;
-    t.dims = std::move(dims);
-    t.dtype = DType::Float16;
-    t.reuse_bytes = reuse_bytes;
-    arg.tensors.push_back(std::move(t));
-    return arg;
+    return test::tensor_argument(DType::Float16, std::move(dims), {}, reuse_bytes);
 }
 
 Recipe as_aten_recipe(AtenRecipe op) {
@@ -425,11 +418,7 @@ TEST_F(CudaBackendTest, WarmedInputsAreServedFromL2) {
     add.op = "aten::add";
     add.overload = "Tensor";
     for (int i = 0; i < 2; ++i) add.args.push_back(half_tensor({4096, 1024}, 0));  // just written
-    AtenArgument alpha;
-    alpha.kind = ArgKind::Scalar;
-    alpha.type = "Scalar";
-    alpha.value = "1";
-    add.args.push_back(alpha);
+    add.args.push_back(test::scalar_argument("1"));                                // alpha
     const std::uint32_t handle = prepare_ready(as_aten_recipe(add));
     // A GEMM's operands can be warmed too (A: an activation, B: a first-touch weight).
     GemmRecipe g = gemm("aten::mm", DType::Float16, 256, 1024, 1024, false, false);
@@ -450,30 +439,6 @@ TEST_F(CudaBackendTest, WarmedInputsAreServedFromL2) {
     EXPECT_LT(warm_median, 0.95 * cold_median);
 }
 
-// A recorded tensor argument of any dtype and strides.
-AtenArgument tensor_arg(std::vector<std::int64_t> dims, DType dtype,
-                        std::vector<std::int64_t> strides = {}) {
-    AtenArgument arg;
-    arg.kind = ArgKind::Tensor;
-    arg.type = dtype == DType::Float32    ? "float"
-               : dtype == DType::BFloat16 ? "c10::BFloat16"
-                                          : "c10::Half";
-    TensorSpec t;
-    t.dims = std::move(dims);
-    t.strides = std::move(strides);
-    t.dtype = dtype;
-    arg.tensors.push_back(std::move(t));
-    return arg;
-}
-
-AtenArgument scalar_arg(ArgKind kind, std::string value) {
-    AtenArgument arg;
-    arg.kind = kind;
-    arg.type = kind == ArgKind::ScalarList ? "ScalarList" : "Scalar";
-    arg.value = std::move(value);
-    return arg;
-}
-
 // Unique mode's --instruction-cache cold: after evict_instruction_caches() a kernel fetches its
 // code again. The reduction Mixtral's decode records at 4.0 us (aten::sum of [1, 2, 1024] float
 // over dim 1, reduce_kernel<128, 4>), timed after an L2 eviction alone (its code still in the SMs
@@ -484,8 +449,9 @@ TEST_F(CudaBackendTest, EmptiedInstructionCachesMakeASmallKernelFetchItsCode) {
     AtenRecipe sum;
     sum.op = "aten::sum";
     sum.overload = "dim_IntList";
-    sum.args = {tensor_arg({1, 2, 1024}, DType::Float32), scalar_arg(ArgKind::ScalarList, "[1]"),
-                scalar_arg(ArgKind::Scalar, "False"), AtenArgument{}};
+    sum.args = {test::tensor_argument(DType::Float32, {1, 2, 1024}),
+                test::scalar_argument("[1]", ArgKind::ScalarList), test::scalar_argument("False"),
+                AtenArgument{}};
     sum.args.back().kind = ArgKind::None;
     const std::uint32_t handle = prepare_ready(as_aten_recipe(sum));
     constexpr int kRuns = 40;

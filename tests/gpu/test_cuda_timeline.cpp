@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "aten_arguments.h"
 #include "replay/backend.h"
 #include "replay/cuda_backend.h"
 #include "replay/recipe.h"
@@ -52,21 +53,8 @@ Recipe float_op_recipe(const char* op, std::vector<std::int64_t> dims,
                        std::vector<const char*> scalars = {}) {
     AtenRecipe a;
     a.op = op;
-    AtenArgument input;
-    input.kind = ArgKind::Tensor;
-    input.type = "float";
-    TensorSpec t;
-    t.dims = std::move(dims);
-    t.dtype = DType::Float32;
-    input.tensors.push_back(t);
-    a.args.push_back(input);
-    for (const char* value : scalars) {
-        AtenArgument scalar;
-        scalar.kind = ArgKind::Scalar;
-        scalar.type = "Scalar";
-        scalar.value = value;
-        a.args.push_back(scalar);
-    }
+    a.args.push_back(test::tensor_argument(DType::Float32, std::move(dims)));
+    for (const char* value : scalars) a.args.push_back(test::scalar_argument(value));
     Recipe r;
     r.tier = Tier::AtenOp;
     r.detail = a;

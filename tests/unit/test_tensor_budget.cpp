@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "aten_arguments.h"
 #include "replay/tensor_budget.h"
 
 namespace replay {
@@ -15,14 +16,8 @@ const TensorBudget kOneGiB{kGiB, "test budget"};
 
 AtenArgument tensor_arg(std::vector<std::int64_t> dims, std::vector<std::int64_t> strides = {},
                         std::int64_t storage = -1, DType dtype = DType::Float32) {
-    AtenArgument a;
-    a.kind = ArgKind::Tensor;
-    TensorSpec t;
-    t.dims = std::move(dims);
-    t.strides = std::move(strides);
-    t.storage_id = storage;
-    t.dtype = dtype;
-    a.tensors.push_back(std::move(t));
+    AtenArgument a = test::tensor_argument(dtype, std::move(dims), std::move(strides));
+    a.tensors.front().storage_id = storage;
     return a;
 }
 
