@@ -141,6 +141,10 @@ std::string InputSynthesis::fill_constrained(const at::Tensor& t, const ValueCon
     switch (c.role) {
         case ValueRole::Index:
         case ValueRole::Divisor: {
+            if (c.role == ValueRole::Divisor && t.is_floating_point()) {
+                whole_storage(t).fill_(1);
+                return {};
+            }
             const std::int64_t low = c.role == ValueRole::Index ? 0 : 1;
             const std::int64_t high = c.role == ValueRole::Index ? c.bound : c.bound + 1;
             if (high <= low) return "it indexes an empty dimension (" + c.what + ")";
@@ -429,11 +433,16 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
 std::string check_constraints(const Plan& plan, const BuiltStack& built) {
     const c10::FunctionSchema& schema = plan.op.schema();
     for (const ValueConstraint& c : built.constraints) {
-        const at::Tensor host =
-            constrained_tensor(built.stack, c).to(at::kCPU).to(at::kLong).contiguous();
-        const std::int64_t* data = host.data_ptr<std::int64_t>();
-        const std::string error =
-            check_values(c, std::vector<std::int64_t>(data, data + host.numel()));
+        const at::Tensor& tensor = constrained_tensor(built.stack, c);
+        std::string error;
+        if (tensor.is_floating_point()) {  // a divisor: all ones (ValueRole::Divisor)
+            if (!tensor.eq(1).all().item<bool>())
+                error = "a floating-point divisor is not all ones";
+        } else {
+            const at::Tensor host = tensor.to(at::kCPU).to(at::kLong).contiguous();
+            const std::int64_t* data = host.data_ptr<std::int64_t>();
+            error = check_values(c, std::vector<std::int64_t>(data, data + host.numel()));
+        }
         if (!error.empty()) {
             const auto& name = schema.arguments()[c.arg].name();
             return schema.name() + ": argument '" + name +

@@ -256,7 +256,8 @@ bool empty_mask(const StackView&, ValueConstraint& c, std::string&) {
     return true;
 }
 
-// An integer divisor: 1..16 (any positive value; integer division by zero fails on the CPU).
+// A divisor: integers 1..16 (any positive value; integer division by zero fails on the CPU),
+// floating-point ones 1 (ValueRole::Divisor).
 bool divisor(const StackView&, ValueConstraint& c, std::string&) {
     c.role = ValueRole::Divisor;
     c.bound = 16;
@@ -468,8 +469,11 @@ std::optional<std::vector<ValueConstraint>> value_constraints(const c10::Functio
         }
         if (!value.isTensor()) continue;
         const TableEntry* entry = table_entry(schema.name(), a.name());
-        const bool mask = value.toTensor().defined() && value.toTensor().scalar_type() == at::kBool;
-        if (!integral(value.toTensor()) && !(mask && entry != nullptr)) continue;
+        const at::Tensor& tensor = value.toTensor();
+        const bool mask = tensor.defined() && tensor.scalar_type() == at::kBool;
+        const bool floating_divisor =
+            tensor.defined() && tensor.is_floating_point() && entry != nullptr && !entry->indices;
+        if (!integral(tensor) && !(mask && entry != nullptr) && !floating_divisor) continue;
         ValueConstraint c;
         c.arg = i;
         std::string what;

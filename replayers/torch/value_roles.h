@@ -1,6 +1,6 @@
-// What the values of an op's integer and mask tensors mean, so that synthesized inputs stay
-// valid: an index into a dimension of another argument, the offsets or sizes of groups that split
-// a dimension, a divisor, a mask the op writes through. Learnt from the op's schema (argument
+// What the values of an op's integer, mask and divisor tensors mean, so that synthesized inputs
+// stay valid: an index into a dimension of another argument, the offsets or sizes of groups that
+// split a dimension, a divisor, a mask the op writes through. Learnt from the op's schema (argument
 // names, `dim` arguments, `Tensor?[] indices` against `self`'s leading dimensions) and, for what a
 // schema cannot say, from one table (value_roles.cpp). Random data in an index tensor is an index
 // out of range: on a GPU a device-side assert that poisons the CUDA context for every later op.
@@ -22,7 +22,10 @@ enum class ValueRole : std::uint8_t {
     Index,    // every value in [0, bound)
     Offsets,  // nondecreasing group boundaries over `total` (see ValueConstraint)
     Counts,   // nonnegative group sizes summing to `total`
-    Divisor,  // every value in [1, bound]: integer division by zero fails
+    // Integers: every value in [1, bound] (integer division by zero fails). Floating point:
+    // every value 1, so that quotients keep the data's values: random data near zero made
+    // Mixtral's routing weights reach 1e16, and unique mode's repeated in-place div_ inf.
+    Divisor,
     // A bool mask whose set elements the op overwrites with a constant (masked_fill): none set.
     // The trace does not say which elements the recording masked (an MoE layer's invalid-expert
     // mask masks none); a random half would zero half of a tensor that later ops read (SiLU's

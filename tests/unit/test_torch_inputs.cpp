@@ -334,6 +334,31 @@ TEST(ValueRoles, MaskedFillMasksSetNoElement) {
     EXPECT_GT(std::count(condition.begin(), condition.end(), 1), 0);
 }
 
+TEST(ValueRoles, AFloatingPointDivisorIsOnes) {
+    // Mixtral's routing: topk's weights divided in place by their sum. Random data near zero as
+    // the divisor made quotients of 1e16, and unique mode's repeated div_ made them inf.
+    const auto b = build(op("aten::div_", {tensor(spec({256, 2}, DType::BFloat16)),
+                                           tensor(spec({256, 1}, DType::BFloat16))}));
+    ASSERT_TRUE(b.stack) << b.why;
+    const ValueConstraint* c = constraint_on(*b.stack, 1);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->role, ValueRole::Divisor);
+    EXPECT_TRUE(b.stack->stack[1].toTensor().eq(1).all().item<bool>());
+    EXPECT_EQ(torch_detail::check_constraints(*b.plan, *b.stack), "");
+    at::Tensor self = b.stack->stack[0].toTensor();
+    const at::Tensor before = self.clone();
+    for (int i = 0; i < 1000; ++i) self.div_(b.stack->stack[1].toTensor());
+    EXPECT_TRUE(self.equal(before)) << "a repeated in-place division moved the values";
+    // The replay's check catches a divisor that is not.
+    b.stack->stack[1].toTensor().fill_(0.5);
+    EXPECT_NE(torch_detail::check_constraints(*b.plan, *b.stack).find("not all ones"),
+              std::string::npos);
+    // A scalar divisor is an argument, not a tensor: nothing to fill.
+    const auto s = build(op("aten::div", {tensor(spec({16}, DType::Float32)), scalar("8.")}));
+    ASSERT_TRUE(s.stack) << s.why;
+    EXPECT_TRUE(s.stack->constraints.empty());
+}
+
 TEST(ValueRoles, AnIndexWithoutAKnownRangeSkipsTheOp) {
     // More index tensors than self has dims: nothing says what the last one indexes.
     TorchOpRunner runner(TorchDevice{TorchDevice::Kind::Cpu, 0}, 1, false);
