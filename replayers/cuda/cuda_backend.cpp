@@ -261,14 +261,9 @@ std::string CudaBackend::capture_blocker(std::uint32_t handle, int stream_index)
     return why.empty() ? why : "it cannot be captured in a CUDA graph: " + why;
 }
 
-std::string CudaBackend::trial_capture(const Launch& launch, int stream_index,
-                                       bool through_libtorch) {
+std::string CudaBackend::trial_capture(const Launch& launch, int stream_index, bool try_libtorch) {
     cudaStream_t stream = stream_at(stream_index);
-    if (through_libtorch) {
-        if (std::string why = aten_->begin_capture(stream); !why.empty()) return why;
-    } else {
-        REPLAY_CUDA_CALL(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    }
+    const bool through_libtorch = open_capture(stream, try_libtorch);
     std::string why;
     try {
         run(launch, stream_index, stream);
@@ -288,8 +283,8 @@ std::string CudaBackend::trial_capture(const Launch& launch, int stream_index,
     return why;
 }
 
-bool CudaBackend::open_capture(cudaStream_t stream) {
-    if (aten_) {
+bool CudaBackend::open_capture(cudaStream_t stream, bool try_libtorch) {
+    if (try_libtorch && aten_) {
         std::string why = aten_->begin_capture(stream);
         if (why.empty()) return true;
         if (libtorch_capture_why_.empty()) libtorch_capture_why_ = std::move(why);
@@ -312,7 +307,7 @@ cudaGraph_t CudaBackend::close_capture(cudaStream_t stream, bool through_libtorc
 
 void CudaBackend::begin_capture(int home, bool all_streams) {
     if (capture_) throw std::logic_error("CUDA backend: a graph capture is already open");
-    const bool through_libtorch = open_capture(stream_at(home));
+    const bool through_libtorch = open_capture(stream_at(home), true);
     capture_ = Capture{home, all_streams, through_libtorch};
     timer_->set_capturing(true);
     // Every other stream joins the capture by waiting for the home stream.

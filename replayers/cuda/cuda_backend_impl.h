@@ -151,13 +151,14 @@ class CudaBackend final : public Backend {
     // The work's CUDA calls on `stream`, untimed.
     void run(const Launch& launch, int stream_index, cudaStream_t stream);
     cudaStream_t stream_at(int index) const;
-    // A graph capture on `stream`: through libtorch when tier-3 ops run here (its generator and
-    // allocator must know of it, or ops that draw random numbers refuse to be captured), else
-    // through the runtime alone; true when through libtorch. close_capture() returns the graph,
-    // held by `owned` when it is the backend's own; it throws CudaError when the capture failed.
-    bool open_capture(cudaStream_t stream);
+    // A graph capture on `stream`: with `try_libtorch`, through libtorch when tier-3 ops run here
+    // (its generator and allocator must know of it, or ops that draw random numbers refuse to be
+    // captured), else through the runtime alone; true when through libtorch. close_capture()
+    // returns the graph, held by `owned` when it is the backend's own; it throws CudaError when
+    // the capture failed.
+    bool open_capture(cudaStream_t stream, bool try_libtorch);
     // capture_blocker()'s trial: why the launch cannot be captured ("" when it can).
-    std::string trial_capture(const Launch& launch, int stream_index, bool through_libtorch);
+    std::string trial_capture(const Launch& launch, int stream_index, bool try_libtorch);
     cudaGraph_t close_capture(cudaStream_t stream, bool through_libtorch, Graph& owned);
     // Joins every stream into stream 0, calls `launch(stream 0)` to issue work there, then lets
     // every stream wait for it: work that must see, and be seen by, all streams.

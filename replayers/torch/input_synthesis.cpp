@@ -141,7 +141,7 @@ std::string InputSynthesis::fill_constrained(const at::Tensor& t, const ValueCon
     switch (c.role) {
         case ValueRole::Index:
         case ValueRole::Divisor: {
-            if (c.role == ValueRole::Divisor && t.is_floating_point()) {
+            if (ones_divisor(c, t)) {
                 whole_storage(t).fill_(1);
                 return {};
             }
@@ -435,7 +435,7 @@ std::string check_constraints(const Plan& plan, const BuiltStack& built) {
     for (const ValueConstraint& c : built.constraints) {
         const at::Tensor& tensor = constrained_tensor(built.stack, c);
         std::string error;
-        if (tensor.is_floating_point()) {  // a divisor: all ones (ValueRole::Divisor)
+        if (ones_divisor(c, tensor)) {
             if (!tensor.eq(1).all().item<bool>())
                 error = "a floating-point divisor is not all ones";
         } else {

@@ -471,9 +471,8 @@ std::optional<std::vector<ValueConstraint>> value_constraints(const c10::Functio
         const TableEntry* entry = table_entry(schema.name(), a.name());
         const at::Tensor& tensor = value.toTensor();
         const bool mask = tensor.defined() && tensor.scalar_type() == at::kBool;
-        const bool floating_divisor =
-            tensor.defined() && tensor.is_floating_point() && entry != nullptr && !entry->indices;
-        if (!integral(tensor) && !(mask && entry != nullptr) && !floating_divisor) continue;
+        const bool floating = tensor.defined() && tensor.is_floating_point();
+        if (!integral(tensor) && !((mask || floating) && entry != nullptr)) continue;
         ValueConstraint c;
         c.arg = i;
         std::string what;
@@ -485,8 +484,10 @@ std::optional<std::vector<ValueConstraint>> value_constraints(const c10::Functio
         } else {
             continue;  // data: its values address nothing
         }
-        // A bool tensor has a role only as a mask: elsewhere it stays data, as it was.
+        // A bool tensor has a role only as a mask, a floating-point one only as a divisor:
+        // elsewhere they stay data.
         if (mask && (!resolved || c.role != ValueRole::EmptyMask)) continue;
+        if (floating && (!resolved || c.role != ValueRole::Divisor)) continue;
         if (!resolved) return fail(a, what);
         out.push_back(std::move(c));
     }

@@ -68,6 +68,11 @@ std::optional<std::vector<ValueConstraint>> value_constraints(const c10::Functio
 // The tensor a constraint is about (a stack argument or a tensor-list element).
 at::Tensor constrained_tensor(const std::vector<c10::IValue>& stack, const ValueConstraint& c);
 
+// Whether `t`, under `c`, is a floating-point divisor: all ones, not integers in [1, bound].
+inline bool ones_divisor(const ValueConstraint& c, const at::Tensor& t) {
+    return c.role == ValueRole::Divisor && t.is_floating_point();
+}
+
 // Values for a constraint of `count` elements (Offsets and Counts only): groups of aligned units
 // that sum to the total, the unaligned rest going to the last group. Equal groups (the remainder
 // to the first ones), or with `routed` a multinomial draw seeded by `seed`.
