@@ -59,8 +59,11 @@ void write_timeline_summary(std::ostream& out, const ReportTimeline& t) {
           figure("%.1f", replayed.max_gap_us, "no gap").c_str(),
           figure("%.1f", t.recorded.max_gap_us, "no gap").c_str());
     if (replayed.warm_read_us > 0)
-        print(out, "    end to next start       median %s us, warm-up reads counted as gap (x%s)\n",
+        print(out,
+              "    end to next start       median %s us (recorded %s, x%s), warm-up reads counted "
+              "as gap\n",
               figure("%.1f", replayed.median_kernel_gap_us, "no gap").c_str(),
+              figure("%.1f", t.recorded.median_kernel_gap_us, "no gap").c_str(),
               figure("%.3f", last.kernel_gap_ratio, "no recorded gap").c_str());
     print(out, "    issue path              %12s%s\n", t.issue_path.c_str(),
           t.first_uses.empty() ? "" : "; first uses after the plan was sealed: see report.json");
