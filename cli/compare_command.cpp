@@ -33,6 +33,7 @@ bool is_report(const std::string& path) {
         case DocumentKind::NotJson:
             throw InputError(path, d.offset,
                              "not JSON (" + d.why + "): neither a report.json nor a trace");
+        case DocumentKind::ExecutionTrace:
         case DocumentKind::Other:
             break;
     }

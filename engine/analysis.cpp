@@ -6,6 +6,7 @@
 #include <future>
 #include <sstream>
 
+#include "replay/document_kind.h"
 #include "replay/execution_trace.h"
 #include "replay/format_bytes.h"
 #include "replay/inductor_cache.h"
@@ -47,13 +48,30 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         if (options.on_stage) options.on_stage(stage);
     };
     const auto start = std::chrono::steady_clock::now();
-    analysis->parsed = parse_kineto(options.trace_path, options.parse);
+    try {
+        analysis->parsed = parse_kineto(options.trace_path, options.parse);
+    } catch (const InputError& e) {
+        // A file given in the wrong place (an Execution Trace or a report as the trace) is said
+        // as such, not as the trace's parse error at its end.
+        const std::string misplaced = misplaced_document(options.trace_path, DocumentKind::Trace);
+        if (misplaced.empty()) throw;
+        throw InputError(options.trace_path, 0, misplaced);
+    }
     analysis->parse_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     Trace& trace = analysis->parsed.trace;
     stage_done("parse");
     if (!options.execution_trace_path.empty()) {
-        const ExecutionTrace et = read_execution_trace(options.execution_trace_path);
+        const ExecutionTrace et = [&] {
+            try {
+                return read_execution_trace(options.execution_trace_path);
+            } catch (const InputError&) {
+                const std::string misplaced =
+                    misplaced_document(options.execution_trace_path, DocumentKind::ExecutionTrace);
+                if (misplaced.empty()) throw;
+                throw InputError(options.execution_trace_path, 0, misplaced);
+            }
+        }();
         const AttachStats s = attach_execution_trace(trace, et);
         analysis->execution_trace = options.execution_trace_path;
         std::ostringstream note;

@@ -118,6 +118,11 @@ Document sniff_document(const std::string& path) {
         if (in.next_non_space() != ':') return not_json(in, "expected ':' after a member name");
         c = in.next_non_space();
         if (key == "traceEvents") return Document{DocumentKind::Trace, {}, 0, {}};
+        if (key == "nodes" && c == '[')
+            return Document{DocumentKind::ExecutionTrace,
+                            {},
+                            0,
+                            "a PyTorch Execution Trace (a top-level \"nodes\" array)"};
         if (key == "schema" && c == '"') {
             if (!read_string(in, value)) {
                 ended_early = true;
@@ -147,6 +152,32 @@ Document sniff_document(const std::string& path) {
     d.why = ended_early ? "it ends before a \"schema\" or \"traceEvents\" member (truncated?)"
                         : "a JSON object without a \"schema\" of this tool or \"traceEvents\"";
     return d;
+}
+
+std::string misplaced_document(const std::string& path, DocumentKind wanted) {
+    if (path == "-") return {};  // stdin was read already
+    Document d;
+    try {
+        d = sniff_document(path);
+    } catch (const InputError&) {
+        return {};
+    }
+    if (d.kind == wanted) return {};
+    switch (d.kind) {
+        case DocumentKind::ExecutionTrace:
+            return d.why +
+                   ", not a Kineto trace: give it with --et, next to the Kineto trace of "
+                   "the same run";
+        case DocumentKind::Trace:
+            return "a Kineto trace (a \"traceEvents\" array), not an Execution Trace: give it as "
+                   "the trace argument";
+        case DocumentKind::ToolFile:
+            return "a file this tool wrote (schema \"" + d.schema + "\"), not a trace";
+        case DocumentKind::Other:
+        case DocumentKind::NotJson:
+            break;
+    }
+    return {};
 }
 
 }  // namespace replay

@@ -1,6 +1,7 @@
 // What a JSON input is, told by parsing its top level as far as needed: a file of this tool by
 // its "schema" member (report, regression, kernel signatures), a Kineto trace by its
-// "traceEvents" member (or a Chrome trace's top-level array). Plain, .gz or .zst alike; a trace
+// "traceEvents" member (or a Chrome trace's top-level array), PyTorch's Execution Trace by its
+// "nodes" array. Plain, .gz or .zst alike; a trace
 // is read only up to its "traceEvents", whatever its size.
 #pragma once
 
@@ -10,10 +11,11 @@
 namespace replay {
 
 enum class DocumentKind : std::uint8_t {
-    ToolFile,  // an object with "schema": "replay.<what>/<version>"
-    Trace,     // an object with "traceEvents", or a top-level array
-    Other,     // JSON, but neither of those (or too short to tell)
-    NotJson,   // not JSON at all
+    ToolFile,        // an object with "schema": "replay.<what>/<version>"
+    Trace,           // an object with "traceEvents", or a top-level array
+    ExecutionTrace,  // an object with a "nodes" array (PyTorch's Execution Trace)
+    Other,           // JSON, but neither of those (or too short to tell)
+    NotJson,         // not JSON at all
 };
 
 struct Document {
@@ -25,5 +27,10 @@ struct Document {
 
 // Throws InputError when the file cannot be opened or decompressed.
 Document sniff_document(const std::string& path);
+
+// What `path` is, said for a user who gave it where `wanted` (a Kineto trace, an Execution Trace)
+// was expected: empty when it is of the wanted kind, cannot be read, or is something else (the
+// reader's own error then says more).
+std::string misplaced_document(const std::string& path, DocumentKind wanted);
 
 }  // namespace replay
