@@ -2,8 +2,10 @@
 // predict, report (HTML), ncu-cmd.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "commands.h"
+#include "early_exit.h"
 #include "output_files.h"
 #include "replay/input_error.h"
 
@@ -47,18 +49,27 @@ int main(int argc, char** argv) {
         return rc == 0 ? 0 : 2;
     }
 
-    try {
-        // The replay itself lives on the top-level app: it runs when no subcommand was chosen.
-        for (const auto& command : commands)
-            if (command.app != &app && *command.app) return command.run();
-        for (const auto& command : commands)
-            if (command.app == &app) return command.run();
-        return 2;
-    } catch (const replay::InputError& e) {
-        std::fprintf(stderr, "replay: error: %s\n", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "replay: error: %s\n", e.what());
-        return 2;
+    const auto run = [](const Command& command) {
+        try {
+            return command.run();
+        } catch (const replay::InputError& e) {
+            std::fprintf(stderr, "replay: error: %s\n", e.what());
+            return 2;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "replay: error: %s\n", e.what());
+            return 2;
+        }
+    };
+    // The commands that load no backend return as soon as their outputs are written
+    // (early_exit.h); the replay itself lives on the top-level app: it runs when no subcommand
+    // was chosen.
+    for (const auto& command : commands) {
+        if (command.app == &app || !*command.app) continue;
+        const std::string& name = command.app->get_name();
+        const bool backend = name == "regress" || name == "sweep";
+        return backend ? run(command) : run_with_early_exit([&] { return run(command); });
     }
+    for (const auto& command : commands)
+        if (command.app == &app) return run(command);
+    return 2;
 }
