@@ -1,22 +1,17 @@
-// Returning to the user as soon as a command's outputs are written, not once its memory is freed.
+// Exiting without making the user wait for the kernel to free this process's memory.
 //
 // A process is over for its parent (a shell, a script's subprocess call) only after the kernel has
 // unmapped its memory: for `inspect` of a 1 GB trace, 20-30 ms of a ~0.3 s analysis after the parse
-// (300 MB of trace model). The command therefore runs in a child process, which, its outputs
-// written and flushed, closes its standard streams and tells the parent its exit status; the
-// parent exits with it at once and the child frees its memory alone. The linker mold does the same.
-// Only for commands that run no backend: a GPU context torn down after the prompt came back would
-// overlap the user's next replay. REPLAY_NO_FORK=1 runs the command in the process itself (a
-// debugger, a leak checker).
+// (300 MB of trace model). Here a helper task that shares the memory (clone with CLONE_VM, in a
+// thread group of its own) holds it while this process exits; the helper, killed by the parent's
+// death, frees it afterwards. The exit the parent sees is the process's own, with its own peak RSS
+// (GNU time's %M stays right). Only for commands that run no backend: a GPU context torn down
+// after the prompt came back would overlap the user's next replay. REPLAY_NO_FORK=1 exits as usual.
 #pragma once
-
-#include <functional>
 
 namespace replay::cli {
 
-// `work`'s exit status, from a child process where one can be made (else from this one). A child
-// that dies of a signal before it is done makes this process die of the same signal; this process
-// killed while the child works takes the child with it (SIGTERM: its partial outputs are removed).
-int run_with_early_exit(const std::function<int()>& work);
+// Flushes the standard streams and ends the process with `status`, its memory freed after it.
+[[noreturn]] void exit_leaving_teardown(int status);
 
 }  // namespace replay::cli

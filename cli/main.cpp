@@ -60,14 +60,15 @@ int main(int argc, char** argv) {
             return 2;
         }
     };
-    // The commands that load no backend return as soon as their outputs are written
+    // The commands that load no backend end without waiting for their memory to be freed
     // (early_exit.h); the replay itself lives on the top-level app: it runs when no subcommand
     // was chosen.
     for (const auto& command : commands) {
         if (command.app == &app || !*command.app) continue;
         const std::string& name = command.app->get_name();
-        const bool backend = name == "regress" || name == "sweep";
-        return backend ? run(command) : run_with_early_exit([&] { return run(command); });
+        const int status = run(command);
+        if (name == "regress" || name == "sweep") return status;
+        exit_leaving_teardown(status);
     }
     for (const auto& command : commands)
         if (command.app == &app) return run(command);
