@@ -204,7 +204,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     // alone, as does the coverage: the grouping runs beside them (the coverage after them, the
     // shorter of the two), the kernels take their recipes after.
     auto kernels = std::async(threads > 1 ? std::launch::async : std::launch::deferred, [&] {
-        return unique_kernels_by_decision(analysis->graph, analysis->recipes);
+        return unique_kernels_by_decision(analysis->graph, analysis->recipes, threads);
     });
     annotate_reuse(analysis->graph, analysis->recipes, shaped_ops);
     analysis->coverage = kernel_time_coverage(analysis->graph, analysis->recipes);

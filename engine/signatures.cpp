@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <future>
 #include <unordered_map>
 
 #include "id_map.h"
 
 namespace replay {
 namespace {
+
+// Below this many nodes a thread costs more than the statistics it would share.
+constexpr std::size_t kNodesWorthASecondThread = 100000;
 
 constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 
@@ -126,7 +130,7 @@ void take_first_instance_recipes(std::vector<UniqueKernel>& kernels, const NodeR
 }
 
 std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
-                                                     const NodeRecipes& recipes) {
+                                                     const NodeRecipes& recipes, unsigned threads) {
     // The signature text is the recipe's key, the kernel name, grid and block. Nodes are first
     // grouped by (recipe entry, name, grid, block), which fixes the text; the text, and so the
     // id, is then built once per group, and groups whose texts coincide (entries that differ
@@ -214,15 +218,33 @@ std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
         }
         k.nodes.push_back(n);
     }
-    std::vector<double> durations;
-    for (UniqueKernel& k : kernels) {
-        durations.clear();
-        for (std::uint32_t n : k.nodes) durations.push_back(static_cast<double>(duration[n]) / 1000.0);
-        // summarize() and two_groups() sort a copy each: sorted once here, both find it done.
-        std::sort(durations.begin(), durations.end());
-        k.recorded_us = summarize(durations);
-        k.recorded_groups = stats::two_groups(durations, stats::kTwoSpeedsLeastGapUs);
+    const auto summarize_kernels = [&](std::size_t first, std::size_t last) {
+        std::vector<double> durations;
+        for (std::size_t i = first; i < last; ++i) {
+            UniqueKernel& k = kernels[i];
+            durations.clear();
+            for (std::uint32_t n : k.nodes)
+                durations.push_back(static_cast<double>(duration[n]) / 1000.0);
+            // summarize() and two_groups() sort a copy each: sorted once here, both find it done.
+            std::sort(durations.begin(), durations.end());
+            k.recorded_us = summarize(durations);
+            k.recorded_groups = stats::two_groups(durations, stats::kTwoSpeedsLeastGapUs);
+        }
+    };
+    // The statistics sort every node's duration: with many nodes, the kernels holding the second
+    // half of them on a second thread (in analyze(), the reuse annotation beside this is done by
+    // then).
+    std::size_t split = kernels.size();
+    if (threads > 1 && graph.nodes().size() >= kNodesWorthASecondThread) {
+        std::size_t nodes = 0;
+        for (split = 0; split < kernels.size() && 2 * nodes < graph.nodes().size(); ++split)
+            nodes += kernels[split].nodes.size();
     }
+    std::future<void> second_half;
+    if (split < kernels.size())
+        second_half = std::async(std::launch::async, summarize_kernels, split, kernels.size());
+    summarize_kernels(0, split);
+    if (second_half.valid()) second_half.get();
     std::stable_sort(kernels.begin(), kernels.end(),
                      [](const UniqueKernel& a, const UniqueKernel& b) {
                          return a.recorded_us.sum > b.recorded_us.sum;

@@ -139,3 +139,47 @@ TEST(UniqueKernels, GroupedBesideTheReuseAnnotationAsAfterIt) {
 }
 
 }  // namespace
+
+// A trace big enough for the statistics to be split over two threads: the same kernels, counts
+// and statistics as on one.
+TEST(UniqueKernels, StatisticsOnTwoThreadsAreThoseOnOne) {
+    std::mt19937 random(7);
+    replay::Trace trace;
+    std::vector<replay::NameId> names;
+    for (int i = 0; i < 300; ++i)
+        names.push_back(trace.names.intern("kernel_" + std::to_string(i)));
+    for (std::size_t i = 0; i < 150000; ++i) {
+        replay::GpuActivity a;
+        // Kernels of very different counts, some in two speeds (two_groups() finds them).
+        a.name = names[std::min<std::size_t>(random() % 400, random() % 300)];
+        a.ts = static_cast<replay::Nanos>(i) * 10000;
+        a.dur =
+            1000 + static_cast<replay::Nanos>(random() % 5000) + (random() % 3 == 0 ? 40000 : 0);
+        a.stream = 7;
+        a.grid[0] = static_cast<std::int32_t>(a.name % 4) + 1;
+        a.block[0] = 128;
+        trace.activities.push_back(a);
+    }
+    const replay::KernelGraph graph = replay::KernelGraph::build(trace, 1);
+    const replay::NodeRecipes recipes = replay::classify(graph);
+    const auto one = replay::unique_kernels_by_decision(graph, recipes, 1);
+    const auto two = replay::unique_kernels_by_decision(graph, recipes, 2);
+    ASSERT_EQ(one.size(), two.size());
+    ASSERT_EQ(one.size(), 300u);
+    std::size_t two_speeds = 0;
+    for (std::size_t i = 0; i < one.size(); ++i) {
+        EXPECT_EQ(one[i].id, two[i].id) << i;
+        EXPECT_EQ(one[i].nodes, two[i].nodes) << i;
+        const replay::DurationStats &a = one[i].recorded_us, &b = two[i].recorded_us;
+        EXPECT_EQ(std::tie(a.count, a.min, a.median, a.mean, a.max, a.sum, a.stddev, a.p95, a.p99),
+                  std::tie(b.count, b.min, b.median, b.mean, b.max, b.sum, b.stddev, b.p95, b.p99))
+            << i;
+        ASSERT_EQ(one[i].recorded_groups.size(), two[i].recorded_groups.size()) << i;
+        two_speeds += one[i].recorded_groups.size() == 2;
+        for (std::size_t g = 0; g < one[i].recorded_groups.size(); ++g) {
+            EXPECT_EQ(one[i].recorded_groups[g].median, two[i].recorded_groups[g].median) << i;
+            EXPECT_EQ(one[i].recorded_groups[g].count, two[i].recorded_groups[g].count) << i;
+        }
+    }
+    EXPECT_GT(two_speeds, 100u);
+}

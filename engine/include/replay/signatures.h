@@ -30,9 +30,10 @@ std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRec
 // unique_kernels() in two steps, so that the first can run beside annotate_reuse(): it reads only
 // the nodes' decisions (NodeRecipes::entry/decision), and each kernel's recipe is its decision
 // (storage ids -1, reuse distances unknown); the second gives each kernel its first instance's
-// whole recipe.
+// whole recipe. `threads` > 1: a big trace's duration statistics on two threads.
 std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
-                                                     const NodeRecipes& recipes);
+                                                     const NodeRecipes& recipes,
+                                                     unsigned threads = 1);
 void take_first_instance_recipes(std::vector<UniqueKernel>& kernels, const NodeRecipes& recipes);
 
 std::string hash_hex(std::string_view text);
