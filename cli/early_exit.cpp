@@ -16,7 +16,12 @@ namespace {
 
 bool teardown_here() {
     const char* off = std::getenv("REPLAY_NO_FORK");
-    return off != nullptr && *off != '\0' && std::string_view(off) != "0";
+    if (off != nullptr && *off != '\0' && std::string_view(off) != "0") return true;
+    // Valgrind does not run a clone that shares memory outside a thread group: it ends the
+    // program ("Unsupported clone() flags"). It preloads its vgpreload_*.so libraries.
+    const char* preload = std::getenv("LD_PRELOAD");
+    return preload != nullptr &&
+           std::string_view(preload).find("vgpreload") != std::string_view::npos;
 }
 
 // The helper shares this process's memory and nothing it may touch: raw system calls only, on a

@@ -6,7 +6,8 @@
 // thread group of its own) holds it while this process exits; the helper, killed by the parent's
 // death, frees it afterwards. The exit the parent sees is the process's own, with its own peak RSS
 // (GNU time's %M stays right). Only for commands that run no backend: a GPU context torn down
-// after the prompt came back would overlap the user's next replay. REPLAY_NO_FORK=1 exits as usual.
+// after the prompt came back would overlap the user's next replay. REPLAY_NO_FORK=1 exits as usual,
+// and so does a process under valgrind (which cannot run that clone).
 #pragma once
 
 namespace replay::cli {

@@ -7,7 +7,7 @@ $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config python3 python3-jsonschema zstd \
   libsimdjson-dev libzstd-dev zlib1g-dev libcli11-dev libyaml-cpp-dev libgtest-dev libbenchmark-dev libtorch-dev libgloo-dev \
-  chromium python3-venv
+  chromium python3-venv valgrind
 # HolisticTraceAnalysis (PyPI only) for the e2e_hta test, in a venv of the checkout that
 # scripts/test.sh hands to CMake (REPLAY_HTA_PYTHON).
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -8,12 +8,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "early_exit.h"
 
 namespace {
 
 using replay::cli::exit_leaving_teardown;
+
+// This binary run with REPLAY_EARLY_EXIT_CHILD set (under valgrind, below) only exits with 7.
+const bool kChildOnly = [] {
+    if (std::getenv("REPLAY_EARLY_EXIT_CHILD") != nullptr) exit_leaving_teardown(7);
+    return false;
+}();
 
 // The status and peak RSS (KiB) of a child that touches `bytes` of memory, then exits through
 // exit_leaving_teardown(status).
@@ -66,6 +73,18 @@ TEST(EarlyExit, StandardOutputIsFlushedAndEnds) {
     ASSERT_EQ(::waitpid(child, &wait_status, 0), child);
     EXPECT_EQ(text, "written before the exit");
     EXPECT_TRUE(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
+}
+
+// Under valgrind the process exits as usual: valgrind ends a program that makes the helper
+// ("Unsupported clone() flags", status 1).
+TEST(EarlyExit, UnderValgrindTheProcessExitsAsUsual) {
+    if (std::system("command -v valgrind > /dev/null 2>&1") != 0)
+        GTEST_SKIP() << "valgrind is not installed (scripts/install_deps.sh installs it)";
+    const std::string command = "REPLAY_EARLY_EXIT_CHILD=1 valgrind -q /proc/" +
+                                std::to_string(::getpid()) + "/exe > /dev/null 2>&1";
+    const int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 7);
 }
 
 }  // namespace
