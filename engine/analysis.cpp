@@ -50,7 +50,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     try {
         analysis->parsed = parse_kineto(options.trace_path, options.parse);
-    } catch (const InputError& e) {
+    } catch (const InputError&) {
         // A file given in the wrong place (an Execution Trace or a report as the trace) is said
         // as such, not as the trace's parse error at its end.
         const std::string misplaced = misplaced_document(options.trace_path, DocumentKind::Trace);
