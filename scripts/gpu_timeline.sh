@@ -11,8 +11,9 @@
 # Usage: scripts/gpu_timeline.sh OUT_DIR [trace...]     (traces: decode bloom gpt2, default all)
 # Environment: REPLAY     the replay binary (default build-gpu/cli/replay)
 #              TRACE_DIR  where the captures are (default traces/h200)
-#              VARIANTS   which replays (default "none none-graph recorded recorded-graph"; each
-#                         also as NAME-all, with --warm-inputs all)
+#              VARIANTS   which replays (default "none none-graph recorded recorded-graph", with
+#                         replay's default --warm-inputs all; each also as NAME-all, which names
+#                         --warm-inputs all outright)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_timeline.sh OUT_DIR [decode|bloom|gpt2 ...]}"
@@ -38,7 +39,7 @@ declare -A variant_args=(
   [none-graph]="--pace none --graph"
   [recorded]="--pace recorded"
   [recorded-graph]="--pace recorded --graph"
-  # The same with a warm-up read before every step (before --warm-inputs needed, the default).
+  # The same with --warm-inputs all named (it is the default again since the ninth session).
   [none-all]="--pace none --warm-inputs all"
   [none-graph-all]="--pace none --graph --warm-inputs all"
   [recorded-all]="--pace recorded --warm-inputs all"
