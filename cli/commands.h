@@ -10,6 +10,9 @@ namespace replay::cli {
 struct Command {
     CLI::App* app = nullptr;   // where its options live; *app is true when it was chosen
     std::function<int()> run;  // the exit status: 0 ok, 1 regression found, 2 bad input or usage
+    // It may load a backend (a GPU's context): it exits as usual, not through
+    // exit_leaving_teardown(), whose freeing after the exit would overlap the user's next replay.
+    bool loads_backend = false;
 };
 
 Command add_inspect_command(CLI::App& app);

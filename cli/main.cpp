@@ -2,7 +2,6 @@
 // predict, report (HTML), ncu-cmd.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <string>
 
 #include "commands.h"
 #include "early_exit.h"
@@ -60,17 +59,15 @@ int main(int argc, char** argv) {
             return 2;
         }
     };
-    // The commands that load no backend end without waiting for their memory to be freed
-    // (early_exit.h); the replay itself lives on the top-level app: it runs when no subcommand
-    // was chosen.
-    for (const auto& command : commands) {
-        if (command.app == &app || !*command.app) continue;
-        const std::string& name = command.app->get_name();
-        const int status = run(command);
-        if (name == "regress" || name == "sweep") return status;
-        exit_leaving_teardown(status);
-    }
+    // The replay itself lives on the top-level app: it runs when no subcommand was chosen.
+    const Command* chosen = nullptr;
     for (const auto& command : commands)
-        if (command.app == &app) return run(command);
-    return 2;
+        if (command.app != &app && *command.app) chosen = &command;
+    for (const auto& command : commands)
+        if (chosen == nullptr && command.app == &app) chosen = &command;
+    if (chosen == nullptr) return 2;
+    const int status = run(*chosen);
+    if (chosen->loads_backend) return status;
+    // The commands that load no backend end without waiting for their memory to be freed.
+    exit_leaving_teardown(status);
 }

@@ -103,7 +103,7 @@ Command add_regress_command(CLI::App& app) {
     regress->add_flag("--html", s->html,
                       "Also write report.html per trace: the report and its changes against "
                       "the baseline, with the changed kernels' samples");
-    return {regress, [s] { return run_regress(*s); }};
+    return {regress, [s] { return run_regress(*s); }, true};
 }
 
 }  // namespace replay::cli

@@ -150,7 +150,8 @@ Command add_replay_command(CLI::App& app) {
                    "(by id, name + grid + block, or a GEMM's recipe) and target.json gives the "
                    "prediction error per kernel and in total, and whether each GEMM ran the kernel "
                    "cuBLAS picked there");
-    return {&app, [s, &app] {
+    return {&app,
+            [s, &app] {
                 if (s->trace.empty() && s->kernel_file.empty()) {
                     std::cerr << app.help();
                     return 2;
@@ -166,7 +167,8 @@ Command add_replay_command(CLI::App& app) {
                 std::unique_ptr<Analysis> analysis;
                 if (!trace.empty()) analysis = load_trace(trace, s->load);
                 return run_replay(*s, analysis.get());
-            }};
+            },
+            true};
 }
 
 }  // namespace replay::cli

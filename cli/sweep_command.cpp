@@ -298,14 +298,16 @@ Command add_sweep_command(CLI::App& app) {
     sweep->add_option("--part", s->part, "Run part i of --parts (1-based; default: from SLURM_ARRAY_TASK_ID)")
         ->check(CLI::Range(1, 100000));
     s->settings.add_sweep_options(*sweep);
-    return {sweep, [s, sweep] {
+    return {sweep,
+            [s, sweep] {
                 if (s->trace.empty() == s->kernel_file.empty()) {
                     std::cerr << "replay sweep: give a TRACE or --kernels FILE (one of them)\n"
                               << sweep->help();
                     return 2;
                 }
                 return run_sweep(*s);
-            }};
+            },
+            true};
 }
 
 }  // namespace replay::cli

@@ -15,6 +15,23 @@
 #include "replay/shape_log.h"
 
 namespace replay {
+namespace {
+
+// `read()`'s result; its InputError, where `path` is a document of another kind than `wanted`
+// (an Execution Trace or a report as the trace), says what the file is instead of where the
+// reader gave up on it.
+template <class Read>
+auto read_as(const std::string& path, DocumentKind wanted, Read read) {
+    try {
+        return read();
+    } catch (const InputError&) {
+        const std::string misplaced = misplaced_document(path, wanted);
+        if (misplaced.empty()) throw;
+        throw InputError(path, 0, misplaced);
+    }
+}
+
+}  // namespace
 
 std::string dataflow_label(const Analysis& analysis) {
     std::string label = to_string(analysis.dataflow.source);
@@ -48,30 +65,16 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         if (options.on_stage) options.on_stage(stage);
     };
     const auto start = std::chrono::steady_clock::now();
-    try {
-        analysis->parsed = parse_kineto(options.trace_path, options.parse);
-    } catch (const InputError&) {
-        // A file given in the wrong place (an Execution Trace or a report as the trace) is said
-        // as such, not as the trace's parse error at its end.
-        const std::string misplaced = misplaced_document(options.trace_path, DocumentKind::Trace);
-        if (misplaced.empty()) throw;
-        throw InputError(options.trace_path, 0, misplaced);
-    }
+    analysis->parsed = read_as(options.trace_path, DocumentKind::Trace,
+                               [&] { return parse_kineto(options.trace_path, options.parse); });
     analysis->parse_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     Trace& trace = analysis->parsed.trace;
     stage_done("parse");
     if (!options.execution_trace_path.empty()) {
-        const ExecutionTrace et = [&] {
-            try {
-                return read_execution_trace(options.execution_trace_path);
-            } catch (const InputError&) {
-                const std::string misplaced =
-                    misplaced_document(options.execution_trace_path, DocumentKind::ExecutionTrace);
-                if (misplaced.empty()) throw;
-                throw InputError(options.execution_trace_path, 0, misplaced);
-            }
-        }();
+        const ExecutionTrace et =
+            read_as(options.execution_trace_path, DocumentKind::ExecutionTrace,
+                    [&] { return read_execution_trace(options.execution_trace_path); });
         const AttachStats s = attach_execution_trace(trace, et);
         analysis->execution_trace = options.execution_trace_path;
         std::ostringstream note;
