@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -18,11 +19,15 @@ namespace replay::testing {
 
 namespace fs = std::filesystem;
 
+// Named by the process too: ctest runs each test in a process of its own, two at a time, and
+// gtest's random seed (from the clock) alone gave two tests started together the same folder,
+// which the first to end removed under the other (BadInput.CompressedStreamCutBeforeAnyEventSaysSo
+// failed once so in a fresh clone: "/tmp/replay_test_84613_0/cut4.json.gz: cannot open").
 class TempDir {
   public:
     TempDir()
         : path_(fs::temp_directory_path() /
-                ("replay_test_" +
+                ("replay_test_" + std::to_string(::getpid()) + "_" +
                  std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
                  std::to_string(counter_++))) {
         fs::create_directories(path_);
