@@ -125,9 +125,12 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
     for (const auto& w : graph.waits())
         waits_before[w.waiter].push_back(static_cast<int>(nodes[w.producer].stream_slot));
     // The recorded step starts with its first launch, replayed or not.
-    Nanos origin = 0;
-    for (std::size_t n = 0; n < nodes.size(); ++n)
+    Nanos origin = 0, gpu_origin = 0;
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
         origin = n == 0 ? graph.launch_time(nodes[n]) : std::min(origin, graph.launch_time(nodes[n]));
+        const Nanos start = graph.activity(nodes[n]).ts;
+        gpu_origin = n == 0 ? start : std::min(gpu_origin, start);
+    }
 
     const std::vector<Step> steps =
         plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
@@ -161,6 +164,9 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
                         std::find(p.waits.begin(), p.waits.end(), producer) == p.waits.end())
                         p.waits.push_back(producer);
         p.offset_ns = graph.launch_time(nodes[step.issue_node]) - origin;
+        Nanos first_start = graph.activity(nodes[step.issue_node]).ts;
+        for (auto n : step.nodes) first_start = std::min(first_start, graph.activity(nodes[n]).ts);
+        p.start_offset_ns = first_start - gpu_origin;
         p.warm = needs_warm_up(recorded, touched);
         for (std::int64_t storage : shared_storages(recorded)) touched.insert(storage);
         plan.push_back(std::move(p));

@@ -51,6 +51,9 @@ struct PlannedStep {
     // Its recorded launch (for an op's kernels, the op's first launch) from the recorded step's
     // first launch: where --pace recorded issues it.
     std::int64_t offset_ns = 0;
+    // Its first activity's recorded start from the recorded step's first activity start: where
+    // --pace recorded holds it on the device's clock (Backend::hold_until).
+    std::int64_t start_offset_ns = 0;
     std::vector<std::uint32_t> nodes;  // the recorded graph nodes it re-creates, in order
     std::vector<std::size_t> kernels;  // the report's kernel per re-created node
     std::vector<double> recorded_us;   // the recorded duration per re-created node

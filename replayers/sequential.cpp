@@ -29,6 +29,12 @@ constexpr int kMaxHeatUpPasses = 10000;
 // Launch units per poll of the energy counter while the step loops through the energy windows.
 constexpr std::size_t kUnitsPerPoll = 64;
 
+// --pace recorded on a device clock: each step is held on the device until its recorded start,
+// counted from the iteration's anchor plus this lead. The host still launches at the recorded
+// launch times; the lead lets a launch that its issue cost (which varies by op) made late by up
+// to this much still start on the recorded timeline instead of shortening the gaps after it.
+constexpr std::int64_t kDeviceClockLeadNs = 1'000'000;
+
 std::int64_t steady_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
@@ -114,6 +120,10 @@ class SequentialReplay {
         if (options_.clock_ns) now_ = options_.clock_ns;
         if (options_.wait_until_ns) wait_until_ = options_.wait_until_ns;
         use_graphs_ = options_.graph.value_or(graph_share_ >= 0.5);
+        clock_available_ = options_.pace == Pace::Recorded &&
+                           options_.pace_clock != PaceClock::Host &&
+                           backend_.environment().device_clock;
+        device_clock_ = clock_available_ && options_.pace_clock == PaceClock::Device;
     }
 
     void run(Timeline* timeline);
@@ -135,6 +145,8 @@ class SequentialReplay {
     // first launch to the return of the last.
     std::int64_t issue_pass(bool paced);
     void untimed_pass(const char* what);  // what: a progress line, or nullptr
+    // --pace recorded on a device clock: the iteration's anchor, which every stream waits for.
+    void start_clock();
     // --warmup-ms: untimed passes until that much time has passed (at most kMaxHeatUpPasses).
     void heat_up();
     void capture_graphs();
@@ -176,6 +188,12 @@ class SequentialReplay {
     enum class Issued : std::uint8_t { No, Yes, Failed };
     std::vector<Issued> issued_;
     std::vector<bool> warmed_;
+    // Environment::device_clock with --pace recorded and a pace clock other than host; whether
+    // some units are held on it (all with PaceClock::Device; the graph units with Auto, known
+    // once the graphs are captured); whether the pass being issued holds them.
+    bool clock_available_ = false;
+    bool device_clock_ = false;
+    bool holding_ = false;
     std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
     Problems unmatched_, miscounted_, not_captured_;
     std::function<std::int64_t()> now_ = steady_ns;
@@ -191,6 +209,10 @@ void SequentialReplay::pre_issue(std::size_t u) {
         backend_.warm_inputs(step.prepared->handle, step.stream, step.tag);
         warmed_[u] = true;
     }
+    // After the warm-up reads: they stand for cache state that took no time in the recording.
+    if (holding_ &&
+        (options_.pace_clock == PaceClock::Device || unit.kind == LaunchUnit::Kind::Graph))
+        backend_.hold_until(unit.stream, plan_[unit.first].start_offset_ns + kDeviceClockLeadNs);
 }
 
 void SequentialReplay::launch(std::size_t u) {
@@ -211,6 +233,8 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
     issued_.assign(units_.size(), Issued::No);
     warmed_.assign(units_.size(), false);
     if (units_.empty()) return 0;
+    holding_ = paced && device_clock_;
+    if (holding_) start_clock();
     // A unit's waits and warm-up reads go out right after the previous launch, so that at its
     // recorded offset only its own launch is left to do.
     pre_issue(0);
@@ -222,11 +246,25 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
         // Paced, the launch must reach the device before the host waits for the next one.
         if (paced) backend_.submit();
     }
+    holding_ = false;
     return now_() - start;
+}
+
+void SequentialReplay::start_clock() {
+    const int home = units_.front().stream;
+    backend_.start_device_clock(home);
+    std::set<int> others;
+    for (const LaunchUnit& unit : units_)
+        if (unit.stream != home) others.insert(unit.stream);
+    for (int stream : others) backend_.stream_wait(stream, home);  // all streams idle here
 }
 
 void SequentialReplay::untimed_pass(const char* what) {
     session_.set_iteration(0);  // NVTX ranges say "(plan)"
+    if (device_clock_ && !units_.empty()) {  // their first launches are not the timed phase's
+        start_clock();
+        backend_.hold_until(units_.front().stream, 0);
+    }
     issue_pass(false);
     session_.synchronize();  // a restart in it re-ran the pass in the new process: nothing to redo
     expected_ = detail::records_by_step(backend_.collect());
@@ -507,9 +545,26 @@ void SequentialReplay::run(Timeline* timeline) {
     }
     if (use_graphs_) {
         capture_graphs();
+        device_clock_ = device_clock_ || (clock_available_ && issue_path_ != "direct");
         if (issue_path_ != "direct") untimed_pass("plan: the graphs launched once, untimed");
     }
     report.options.emplace_back("issue_path", issue_path_);
+    if (options_.pace == Pace::Recorded) {
+        const bool every_step = options_.pace_clock == PaceClock::Device;
+        const bool holds = device_clock_;
+        report.options.emplace_back("pace_clock", !holds       ? "host"
+                                                  : every_step ? "device"
+                                                               : "device for graph steps");
+        if (holds)
+            report.notes.push_back(
+                "--pace recorded: the host launches each step at its recorded launch time, and "
+                "the device holds " +
+                std::string(every_step ? "each step" : "each graph step") +
+                " until its recorded start (the GPU's timer, from the iteration's start plus " +
+                std::to_string(kDeviceClockLeadNs / 1000) +
+                " us), so that a launch up to that much late still starts on the recorded "
+                "timeline");
+    }
     heat_up();
 
     ReportTimeline result;

@@ -32,7 +32,8 @@ constexpr double kPrepareLimitS = 300;
 struct Step {
     Command command;
     std::uint32_t handle = 0;   // Issue, Warm: the parent's work handle; LaunchGraph: graph's
-    std::int64_t a = 0, b = 0;  // Issue, Warm: stream; Wait: waiter, producer
+    std::int64_t a = 0, b = 0;  // Issue, Warm, ClockStart: stream; Wait: waiter, producer;
+                                // Hold: stream, offset
     std::uint64_t tag = 0;
     std::string range{};  // Issue: its NVTX range (name_next_issue), "" for none
 };
@@ -126,6 +127,10 @@ class WorkerBackend final : public Backend {
     }
     void flush_l2() override { push({Command::Flush}); }
     void evict_instruction_caches() override { push({Command::EvictCode}); }
+    void start_device_clock(int stream) override { push({Command::ClockStart, 0, stream}); }
+    void hold_until(int stream, std::int64_t offset_ns) override {
+        push({Command::Hold, 0, stream, offset_ns});
+    }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         if (!work_.at(handle).failed) push({Command::Warm, handle, stream, 0, tag});
     }
@@ -362,7 +367,11 @@ class WorkerBackend final : public Backend {
                     run_time_limit(options_, recorded_ns(s)));
                 return;
             case Command::Wait:
-                worker_->send(Encoder(Command::Wait).i64(s.a).i64(s.b).take(), limit(0));
+            case Command::Hold:
+                worker_->send(Encoder(s.command).i64(s.a).i64(s.b).take(), limit(0));
+                return;
+            case Command::ClockStart:
+                worker_->send(Encoder(s.command).i64(s.a).take(), limit(0));
                 return;
             default:
                 worker_->send(Encoder(s.command).take(), limit(0));

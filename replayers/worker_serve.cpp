@@ -108,6 +108,14 @@ class Server {
             case Command::EvictCode:
                 backend_.evict_instruction_caches();
                 return true;
+            case Command::ClockStart:
+                backend_.start_device_clock(static_cast<int>(d.i64()));
+                return true;
+            case Command::Hold: {
+                const int stream = static_cast<int>(d.i64());
+                backend_.hold_until(stream, d.i64());
+                return true;
+            }
             case Command::Warm: {
                 const std::uint32_t handle = d.u32();
                 const int stream = static_cast<int>(d.i64());

@@ -308,7 +308,7 @@ void encode(Encoder& e, const Environment& env) {
     for (int v : {env.sm_clock_mhz, env.memory_clock_mhz, env.max_sm_clock_mhz, env.compute_major,
                   env.compute_minor})
         e.i64(v);
-    e.i64(env.sm_count).i64(env.memory_bus_width_bits);
+    e.i64(env.sm_count).i64(env.memory_bus_width_bits).u8(env.device_clock ? 1 : 0);
     e.u32(static_cast<std::uint32_t>(env.peaks.tflops.size()));
     for (const auto& [dtype, tflops] : env.peaks.tflops)
         e.u8(static_cast<std::uint8_t>(dtype)).f64(tflops);
@@ -328,6 +328,7 @@ Environment decode_environment(Decoder& d) {
         *v = static_cast<int>(d.i64());
     env.sm_count = static_cast<int>(d.i64());
     env.memory_bus_width_bits = static_cast<int>(d.i64());
+    env.device_clock = d.u8() != 0;
     env.peaks.tflops.resize(d.count());
     for (auto& [dtype, tflops] : env.peaks.tflops) {
         dtype = static_cast<DType>(d.u8());

@@ -33,6 +33,8 @@ enum class Command : std::uint8_t {
     LaunchGraph,     // graph
     NameIssue,       // the NVTX range of the next Issue
     EvictCode,       // Backend::evict_instruction_caches
+    ClockStart,      // stream: Backend::start_device_clock
+    Hold,            // stream, offset: Backend::hold_until
     // worker -> parent
     Ready,        // environment
     Unavailable,  // why the backend cannot run here

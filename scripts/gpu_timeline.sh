@@ -13,7 +13,8 @@
 #              TRACE_DIR  where the captures are (default traces/h200)
 #              VARIANTS   which replays (default "none none-graph recorded recorded-graph", with
 #                         replay's default --warm-inputs all; each also as NAME-all, which names
-#                         --warm-inputs all outright)
+#                         --warm-inputs all outright; recorded-host and recorded-graph-host:
+#                         --pace-clock host)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_timeline.sh OUT_DIR [decode|bloom|gpt2 ...]}"
@@ -39,6 +40,10 @@ declare -A variant_args=(
   [none-graph]="--pace none --graph"
   [recorded]="--pace recorded"
   [recorded-graph]="--pace recorded --graph"
+  # --pace recorded by the host's waits alone (before 2026-11-28; the default holds each step
+  # on the device's clock too).
+  [recorded-host]="--pace recorded --pace-clock host"
+  [recorded-graph-host]="--pace recorded --graph --pace-clock host"
   # The same with --warm-inputs all named (it is the default again since the ninth session).
   [none-all]="--pace none --warm-inputs all"
   [none-graph-all]="--pace none --graph --warm-inputs all"

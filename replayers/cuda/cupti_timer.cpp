@@ -9,6 +9,7 @@
 
 #include "cuda_check.h"
 #include "cupti_collector.h"
+#include "device_kernels.h"
 #include "timing.h"
 
 namespace replay::cuda {
@@ -122,6 +123,7 @@ class CuptiTimer final : public IssueTimer {
         std::vector<TimedActivity> out;
         out.reserve(delivered.activities.size());
         for (auto& a : delivered.activities) {
+            if (a.name.find(kClockKernelPrefix) != std::string::npos) continue;  // pacing
             TimedActivity t{0, std::move(a.name), a.start_ns, a.end_ns, 0, true, false};
             const auto stream = stream_index_.find(a.stream_id);
             if (a.graph_node != 0) {

@@ -108,12 +108,43 @@ std::size_t sector_range(const void* data, std::size_t bytes, const unsigned*& b
 
 constexpr unsigned kTouchThreads = 256;
 
+// The device's global timer (ns); with CUPTI on, it ticks every 32 ns.
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return ns;
+}
+
+// Names start with kClockKernelPrefix: the timers leave their records out.
+__global__ void replay_clock_anchor_kernel(unsigned long long* anchor) {
+    *anchor = global_ns();
+}
+
+// One thread spins (no sleep: a sleep's wake-up is coarser than the gaps it keeps) until the
+// anchor's time plus `offset_ns`, so that the stream's next work starts then.
+__global__ void replay_clock_hold_kernel(const unsigned long long* anchor, long long offset_ns) {
+    const long long target = static_cast<long long>(*anchor) + offset_ns;
+    while (static_cast<long long>(global_ns()) < target) {
+    }
+}
+
 unsigned touch_blocks(std::size_t sectors) {
     return static_cast<unsigned>(
         std::min<std::size_t>((sectors + kTouchThreads - 1) / kTouchThreads, 1024));
 }
 
 }  // namespace
+
+cudaError_t launch_clock_anchor(unsigned long long* anchor, cudaStream_t stream) {
+    replay_clock_anchor_kernel<<<1, 1, 0, stream>>>(anchor);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_clock_hold(const unsigned long long* anchor, long long offset_ns,
+                              cudaStream_t stream) {
+    replay_clock_hold_kernel<<<1, 1, 0, stream>>>(anchor, offset_ns);
+    return cudaGetLastError();
+}
 
 cudaError_t launch_l2_touch(const void* data, std::size_t bytes, unsigned* sink,
                             cudaStream_t stream) {

@@ -38,4 +38,14 @@ cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStre
 // code of the kernels before it. `sink`: 4 bytes it may write.
 cudaError_t launch_instruction_cache_evict(int sm_count, float* sink, cudaStream_t stream);
 
+// --pace recorded on the device's clock (its global timer, in ns). launch_clock_anchor writes
+// the time `stream` reached it to `*anchor` (8 bytes of device memory); launch_clock_hold keeps
+// `stream` busy until `*anchor + offset_ns` (one thread spinning), so that what is issued after
+// it starts no earlier. Their kernels' names start with kClockKernelPrefix: they are the replay's
+// pacing, not replayed work, and the timers leave their records out.
+inline constexpr const char* kClockKernelPrefix = "replay_clock_";
+cudaError_t launch_clock_anchor(unsigned long long* anchor, cudaStream_t stream);
+cudaError_t launch_clock_hold(const unsigned long long* anchor, long long offset_ns,
+                              cudaStream_t stream);
+
 }  // namespace replay::cuda

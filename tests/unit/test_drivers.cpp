@@ -258,12 +258,13 @@ class BoardMeter final : public replay::EnergyMeter {
 
 struct Call {
     // prepare | streams | issue | wait | sync | flush | evict_code | warm | collect | phase |
-    // blocker | begin_capture | end_capture | launch_graph | first_uses
+    // blocker | begin_capture | end_capture | launch_graph | first_uses | clock | hold
     std::string what;
     std::string recipe;  // prepare, issue, warm, blocker: the recipe's instance key
     int stream = -1;
     std::uint64_t tag = 0;
-    std::int64_t value = 0;  // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph
+    // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph; hold: offset (ns)
+    std::int64_t value = 0;
     replay::Phase phase = replay::Phase::Plan;  // the phase the call came in
     bool captured = false;                      // made while a graph was being captured
     std::int64_t host_ns = -1;                  // the test clock at the call, when one is given
@@ -319,13 +320,19 @@ class FakeBackend : public replay::Backend {
     // relocated() makes copies; the board knows copy n of a recipe as its instance key + "@n",
     // so that a test can give each placement an energy of its own.
     bool moves = false;
+    bool device_clock = false;  // Environment::device_clock: start_device_clock/hold_until logged
 
     replay::Environment environment() const override {
         replay::Environment e;
         e.backend = "fake";
         e.device_name = "made-up device";
         e.timing = per_kernel.empty() ? "host-clock" : "cupti";
+        e.device_clock = device_clock;
         return e;
+    }
+    void start_device_clock(int stream) override { add({"clock", "", stream}); }
+    void hold_until(int stream, std::int64_t offset_ns) override {
+        add({"hold", "", stream, 0, offset_ns});
     }
     replay::Prepared prepare(const Recipe& recipe) override {
         const std::string key = recipe.instance_key();
@@ -1085,6 +1092,85 @@ TEST(Drivers, SequentialKeepsStreamsWaitsAndRecordedLaunchTimes) {
     EXPECT_DOUBLE_EQ(timeline.items[4].dur_us, 10);
 }
 
+TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) {
+    auto a = two_stream_trace();
+    const int s7 = slot_of(*a, 7), s8 = slot_of(*a, 8);
+    FakeBackend b;
+    b.device_clock = true;
+    TestClock clock;
+    b.clock = &clock;
+    replay::DriverOptions o;
+    o.pace = replay::Pace::Recorded;
+    o.pace_clock = replay::PaceClock::Device;
+    clock.attach(o);
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+
+    // Timed: the anchor on the first step's stream, which the other stream waits for; then each
+    // step's waits and warm-up reads, its hold, its launch. The recorded starts: relu 1000 us,
+    // GEMM 1004, copy 1050; held at those from the anchor, plus the lead of 1 ms.
+    std::vector<std::string> timed;
+    bool in_timed = false;
+    for (const auto& c : b.calls) {
+        if (c.what == "phase") in_timed = c.value == 1;
+        if (!in_timed || c.what == "phase" || c.what == "first_uses") continue;
+        std::string line = c.what;
+        if (c.stream >= 0) line += " " + std::to_string(c.stream);
+        if (c.what == "hold") line += " +" + std::to_string(c.value);
+        if (c.what == "wait") line += "<-" + std::to_string(c.value);
+        if (c.what == "issue") line += " #" + std::to_string(c.tag);
+        timed.push_back(line);
+    }
+    const std::string on7 = std::to_string(s7), on8 = std::to_string(s8);
+    EXPECT_EQ(timed,
+              (std::vector<std::string>{
+                  "clock " + on7, "wait " + on8 + "<-" + on7, "warm " + on7,
+                  "hold " + on7 + " +1000000", "issue " + on7 + " #1", "wait " + on8 + "<-" + on7,
+                  "warm " + on8, "hold " + on8 + " +1004000", "issue " + on8 + " #2", "warm " + on7,
+                  "hold " + on7 + " +1050000", "issue " + on7 + " #3", "sync", "collect"}));
+    // The host still launches at the recorded launch times (105, 135, 165 us).
+    std::vector<std::int64_t> at;
+    std::int64_t start = 0;
+    for (const auto& c : b.calls) {
+        if (c.what != "issue" || c.phase != replay::Phase::Timed) continue;
+        if (c.tag == 1) start = c.host_ns;
+        at.push_back(c.host_ns - start);
+    }
+    EXPECT_EQ(at, (std::vector<std::int64_t>{0, 30'000, 60'000}));
+    // The untimed plan pass starts the clock and holds once (their first launches are not the
+    // timed phase's), then issues back to back with no hold per step.
+    std::size_t plan_holds = 0, plan_clocks = 0;
+    for (const auto& c : b.calls) {
+        if (c.phase != replay::Phase::Plan) continue;
+        plan_holds += c.what == "hold";
+        plan_clocks += c.what == "clock";
+        if (c.what == "hold") {
+            EXPECT_EQ(c.value, 0);
+        }
+    }
+    EXPECT_EQ(plan_holds, 1u);
+    EXPECT_EQ(plan_clocks, 1u);
+    bool said = false;
+    for (const auto& [key, value] : r.options) said |= key == "pace_clock" && value == "device";
+    EXPECT_TRUE(said);
+
+    // Without a device clock, without recorded pacing, with --pace-clock host, or with auto on
+    // the direct path (steps issued one by one, no graphs), nothing is held.
+    for (const int variant : {0, 1, 2, 3}) {
+        FakeBackend plain;
+        plain.device_clock = variant > 0;
+        o.pace = variant == 1 ? replay::Pace::None : replay::Pace::Recorded;
+        o.pace_clock = variant == 2   ? replay::PaceClock::Host
+                       : variant == 3 ? replay::PaceClock::Auto
+                                      : replay::PaceClock::Device;
+        TestClock c2;
+        plain.clock = &c2;
+        c2.attach(o);
+        replay::replay_sequential(*a, plain, o, nullptr);
+        EXPECT_TRUE(plain.of("hold").empty());
+        EXPECT_TRUE(plain.of("clock").empty());
+    }
+}
+
 TEST(Drivers, RecordedPacingNeverWaitsForALaunchAlreadyLate) {
     auto a = two_stream_trace();
     FakeBackend b;
@@ -1382,6 +1468,24 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
         }
     EXPECT_EQ(at, (std::vector<std::int64_t>{0, 30'000, 60'000}));
     for (const auto& k : r.kernels) EXPECT_EQ(k.samples_us.size(), 1u) << k.name;
+
+    // With a device clock, --pace-clock auto holds each graph step until its recorded start
+    // (relu 1000, GEMM 1004, copy 1050 us; from the anchor, plus the lead of 1 ms).
+    FakeBackend clocked;
+    clocked.graphs = true;
+    clocked.device_clock = true;
+    TestClock clock2;
+    clocked.clock = &clock2;
+    clock2.attach(o);
+    const replay::Report held = replay::replay_sequential(*a, clocked, o, nullptr);
+    std::vector<std::int64_t> holds;
+    for (const auto& c : clocked.of("hold"))
+        if (c.phase == replay::Phase::Timed) holds.push_back(c.value);
+    EXPECT_EQ(holds, (std::vector<std::int64_t>{1'000'000, 1'004'000, 1'050'000}));
+    bool said = false;
+    for (const auto& [key, value] : held.options)
+        said |= key == "pace_clock" && value == "device for graph steps";
+    EXPECT_TRUE(said);
 }
 
 TEST(Drivers, AGraphWhoseRecordsCameBackIncompleteGivesNoSample) {
@@ -2014,6 +2118,28 @@ TEST(Worker, RecordedPacingReachesTheWorkerOnTheHostsSchedule) {
     EXPECT_DOUBLE_EQ(r.timeline->recorded.span_us, 40'003);
     EXPECT_GT(r.timeline->iterations.front().replayed.span_us, 35'000);
     EXPECT_LT(r.timeline->iterations.front().replayed.span_us, 60'000);
+}
+
+TEST(Worker, TheDeviceClockAndItsHoldsCrossTheWire) {
+    // The worker's backend says it has a device clock (Environment crosses the wire), and the
+    // clock's start and holds reach it between the steps without upsetting the replies.
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.device_clock = true;
+    auto worker = in_worker(config);
+    EXPECT_TRUE(worker->environment().device_clock);
+    replay::DriverOptions o;
+    o.pace = replay::Pace::Recorded;
+    o.pace_clock = replay::PaceClock::Device;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, *worker, o, nullptr);
+    bool device = false;
+    for (const auto& [key, value] : r.options) device |= key == "pace_clock" && value == "device";
+    EXPECT_TRUE(device);
+    for (const auto& k : r.kernels) {
+        EXPECT_EQ(k.outcome, KernelOutcome::Replayed) << k.name;
+        EXPECT_EQ(k.samples_us.size(), 2u) << k.name;
+    }
 }
 
 // two_stream_trace() replayed twice in sequential mode by a worker made from `config`: the
