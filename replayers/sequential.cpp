@@ -120,10 +120,9 @@ class SequentialReplay {
         if (options_.clock_ns) now_ = options_.clock_ns;
         if (options_.wait_until_ns) wait_until_ = options_.wait_until_ns;
         use_graphs_ = options_.graph.value_or(graph_share_ >= 0.5);
-        clock_available_ = options_.pace == Pace::Recorded &&
-                           options_.pace_clock != PaceClock::Host &&
-                           backend_.environment().device_clock;
-        device_clock_ = clock_available_ && options_.pace_clock == PaceClock::Device;
+        device_clock_ = options_.pace == Pace::Recorded &&
+                        options_.pace_clock == PaceClock::Device &&
+                        backend_.environment().device_clock;
     }
 
     void run(Timeline* timeline);
@@ -188,10 +187,8 @@ class SequentialReplay {
     enum class Issued : std::uint8_t { No, Yes, Failed };
     std::vector<Issued> issued_;
     std::vector<bool> warmed_;
-    // Environment::device_clock with --pace recorded and a pace clock other than host; whether
-    // some units are held on it (all with PaceClock::Device; the graph units with Auto, known
-    // once the graphs are captured); whether the pass being issued holds them.
-    bool clock_available_ = false;
+    // Environment::device_clock with --pace recorded and --pace-clock device, and whether the
+    // pass being issued holds each unit on it.
     bool device_clock_ = false;
     bool holding_ = false;
     std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
@@ -210,8 +207,7 @@ void SequentialReplay::pre_issue(std::size_t u) {
         warmed_[u] = true;
     }
     // After the warm-up reads: they stand for cache state that took no time in the recording.
-    if (holding_ &&
-        (options_.pace_clock == PaceClock::Device || unit.kind == LaunchUnit::Kind::Graph))
+    if (holding_)
         backend_.hold_until(unit.stream, plan_[unit.first].start_offset_ns + kDeviceClockLeadNs);
 }
 
@@ -545,22 +541,16 @@ void SequentialReplay::run(Timeline* timeline) {
     }
     if (use_graphs_) {
         capture_graphs();
-        device_clock_ = device_clock_ || (clock_available_ && issue_path_ != "direct");
         if (issue_path_ != "direct") untimed_pass("plan: the graphs launched once, untimed");
     }
     report.options.emplace_back("issue_path", issue_path_);
     if (options_.pace == Pace::Recorded) {
-        const bool every_step = options_.pace_clock == PaceClock::Device;
-        const bool holds = device_clock_;
-        report.options.emplace_back("pace_clock", !holds       ? "host"
-                                                  : every_step ? "device"
-                                                               : "device for graph steps");
-        if (holds)
+        report.options.emplace_back("pace_clock", device_clock_ ? "device" : "host");
+        if (device_clock_)
             report.notes.push_back(
                 "--pace recorded: the host launches each step at its recorded launch time, and "
-                "the device holds " +
-                std::string(every_step ? "each step" : "each graph step") +
-                " until its recorded start (the GPU's timer, from the iteration's start plus " +
+                "the device holds it until its recorded start (the GPU's timer, from the "
+                "iteration's start plus " +
                 std::to_string(kDeviceClockLeadNs / 1000) +
                 " us), so that a launch up to that much late still starts on the recorded "
                 "timeline");

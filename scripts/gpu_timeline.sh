@@ -40,8 +40,8 @@ declare -A variant_args=(
   [none-graph]="--pace none --graph"
   [recorded]="--pace recorded"
   [recorded-graph]="--pace recorded --graph"
-  # --pace recorded by the host's waits alone (before 2026-11-28; the default holds each step
-  # on the device's clock too).
+  # --pace recorded by the host's waits alone (before 2026-11-28; the default holds each step on
+  # the GPU's clock too).
   [recorded-host]="--pace recorded --pace-clock host"
   [recorded-graph-host]="--pace recorded --graph --pace-clock host"
   # The same with --warm-inputs all named (it is the default again since the ninth session).

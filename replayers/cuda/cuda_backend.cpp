@@ -46,7 +46,7 @@ CudaBackend::CudaBackend(const BackendOptions& options)
     set_stream_count(1);
     {
         std::string why;  // without it, --pace recorded is the host's waits alone
-        if (auto lease = pool_.acquire(MemoryKind::Device, 22, -1, sizeof(std::uint64_t), why))
+        if (auto lease = pool_.acquire(MemoryKind::Device, 22, -1, 2 * sizeof(std::uint64_t), why))
             clock_anchor_ = lease->data;
     }
     if (l2_bytes_ > 0) {
@@ -200,8 +200,8 @@ void CudaBackend::start_device_clock(int stream_index) {
 
 void CudaBackend::hold_until(int stream_index, std::int64_t offset_ns) {
     if (clock_anchor_ == nullptr) return;
-    REPLAY_CUDA_CALL(launch_clock_hold(static_cast<const unsigned long long*>(clock_anchor_),
-                                       offset_ns, stream_at(stream_index)));
+    REPLAY_CUDA_CALL(launch_clock_hold(static_cast<unsigned long long*>(clock_anchor_), offset_ns,
+                                       stream_at(stream_index)));
 }
 
 void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index, std::uint64_t tag) {

@@ -193,7 +193,8 @@ class CudaBackend final : public Backend {
     std::size_t l2_flush_bytes_ = 0;
     std::string l2_flush_note_;
     void* touch_sink_ = nullptr;  // 4 bytes the L2 touch kernel may write
-    // 8 bytes: the device time start_device_clock() noted, which hold_until() counts from.
+    // 16 bytes: the device time start_device_clock() noted, which hold_until() counts from, and
+    // the time the last hold let go.
     void* clock_anchor_ = nullptr;
 
     CublasHandle blas_;

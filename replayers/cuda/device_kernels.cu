@@ -121,11 +121,13 @@ __global__ void replay_clock_anchor_kernel(unsigned long long* anchor) {
 }
 
 // One thread spins (no sleep: a sleep's wake-up is coarser than the gaps it keeps) until the
-// anchor's time plus `offset_ns`, so that the stream's next work starts then.
-__global__ void replay_clock_hold_kernel(const unsigned long long* anchor, long long offset_ns) {
-    const long long target = static_cast<long long>(*anchor) + offset_ns;
-    while (static_cast<long long>(global_ns()) < target) {
-    }
+// anchor's time plus `offset_ns`, so that the stream's next work starts then. It writes the
+// time it let go to anchor[1]: a loop with no effect may be assumed to end and removed.
+__global__ void replay_clock_hold_kernel(unsigned long long* anchor, long long offset_ns) {
+    const long long target = static_cast<long long>(anchor[0]) + offset_ns;
+    long long now = static_cast<long long>(global_ns());
+    while (now < target) now = static_cast<long long>(global_ns());
+    anchor[1] = static_cast<unsigned long long>(now);
 }
 
 unsigned touch_blocks(std::size_t sectors) {
@@ -140,7 +142,7 @@ cudaError_t launch_clock_anchor(unsigned long long* anchor, cudaStream_t stream)
     return cudaGetLastError();
 }
 
-cudaError_t launch_clock_hold(const unsigned long long* anchor, long long offset_ns,
+cudaError_t launch_clock_hold(unsigned long long* anchor, long long offset_ns,
                               cudaStream_t stream) {
     replay_clock_hold_kernel<<<1, 1, 0, stream>>>(anchor, offset_ns);
     return cudaGetLastError();

@@ -39,13 +39,13 @@ cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStre
 cudaError_t launch_instruction_cache_evict(int sm_count, float* sink, cudaStream_t stream);
 
 // --pace recorded on the device's clock (its global timer, in ns). launch_clock_anchor writes
-// the time `stream` reached it to `*anchor` (8 bytes of device memory); launch_clock_hold keeps
-// `stream` busy until `*anchor + offset_ns` (one thread spinning), so that what is issued after
-// it starts no earlier. Their kernels' names start with kClockKernelPrefix: they are the replay's
-// pacing, not replayed work, and the timers leave their records out.
+// the time `stream` reached it to anchor[0] (16 bytes of device memory); launch_clock_hold keeps
+// `stream` busy until anchor[0] + offset_ns (one thread spinning; it writes the time it let go
+// to anchor[1]), so that what is issued after it starts no earlier. Their kernels' names start with
+// kClockKernelPrefix: they are the replay's pacing, not replayed work, and the timers leave their
+// records out.
 inline constexpr const char* kClockKernelPrefix = "replay_clock_";
 cudaError_t launch_clock_anchor(unsigned long long* anchor, cudaStream_t stream);
-cudaError_t launch_clock_hold(const unsigned long long* anchor, long long offset_ns,
-                              cudaStream_t stream);
+cudaError_t launch_clock_hold(unsigned long long* anchor, long long offset_ns, cudaStream_t stream);
 
 }  // namespace replay::cuda

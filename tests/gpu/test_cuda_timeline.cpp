@@ -139,32 +139,38 @@ TEST_F(CudaTimelineTest, ASealedPlanMakesNothingAndTimesWithoutCorrelationIds) {
 TEST_F(CudaTimelineTest, HoldsStartWorkOnTheDeviceClockAndLeaveNoRecords) {
     ASSERT_TRUE(backend_->environment().device_clock);
     backend_->set_stream_count(1);
-    const std::uint32_t memset = ready(copy_recipe(CopyDirection::Device, false, 1 << 16, true));
+    // A kernel (a memset may run on a copy engine, whose records need not say when it ran).
+    const std::uint32_t gemm = ready(gemm_recipe(64, 256, 256));
     // Plan phase: the clock's kernels load here, not in the timed pass.
     backend_->start_device_clock(0);
     backend_->hold_until(0, 0);
-    backend_->issue(memset, 0, 1);
+    backend_->issue(gemm, 0, 1);
     backend_->synchronize();
-    backend_->collect();
+    const auto planned = backend_->collect();
+    ASSERT_FALSE(planned.empty());
+    const std::size_t per_issue = planned.size();
     backend_->set_phase(Phase::Timed);
-    // Five memsets to start 40 us apart on the device, all launched at once by the host.
+    // Five GEMMs to start 40 us apart on the device, all launched at once by the host.
     constexpr std::int64_t kLead = 100'000, kApart = 40'000;
+    constexpr int kIssues = 5;
     backend_->start_device_clock(0);
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kIssues; ++i) {
         backend_->hold_until(0, kLead + i * kApart);
-        backend_->issue(memset, 0, static_cast<std::uint64_t>(i) + 1);
+        backend_->issue(gemm, 0, static_cast<std::uint64_t>(i) + 1);
     }
     backend_->synchronize();
     const auto timed = backend_->collect();
     const auto late = backend_->first_uses();
     backend_->set_phase(Phase::Plan);
     for (const auto& line : late) ADD_FAILURE() << "first use after the plan was sealed: " << line;
-    // Only the memsets' records: the clock's kernels are pacing, not work.
-    ASSERT_EQ(timed.size(), 5u);
-    for (std::size_t i = 1; i < timed.size(); ++i) {
-        const double apart_us =
-            static_cast<double>(timed[i].start_ns - timed[i - 1].start_ns) / 1e3;
-        std::printf("memset %zu started %.2f us after the one before (held 40 us apart)\n", i,
+    // Only the GEMMs' records: the clock's kernels are pacing, not work.
+    ASSERT_EQ(timed.size(), per_issue * kIssues);
+    for (const auto& r : timed) EXPECT_EQ(r.name.find("replay_clock_"), std::string::npos);
+    for (std::size_t i = 1; i < kIssues; ++i) {
+        const double apart_us = static_cast<double>(timed[i * per_issue].start_ns -
+                                                    timed[(i - 1) * per_issue].start_ns) /
+                                1e3;
+        std::printf("GEMM %zu started %.2f us after the one before (held 40 us apart)\n", i,
                     apart_us);
         EXPECT_NEAR(apart_us, 40.0, 2.0);
     }

@@ -1153,15 +1153,13 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
     for (const auto& [key, value] : r.options) said |= key == "pace_clock" && value == "device";
     EXPECT_TRUE(said);
 
-    // Without a device clock, without recorded pacing, with --pace-clock host, or with auto on
-    // the direct path (steps issued one by one, no graphs), nothing is held.
-    for (const int variant : {0, 1, 2, 3}) {
+    // Without a device clock, without recorded pacing, or with --pace-clock host, nothing is
+    // held.
+    for (const int variant : {0, 1, 2}) {
         FakeBackend plain;
         plain.device_clock = variant > 0;
         o.pace = variant == 1 ? replay::Pace::None : replay::Pace::Recorded;
-        o.pace_clock = variant == 2   ? replay::PaceClock::Host
-                       : variant == 3 ? replay::PaceClock::Auto
-                                      : replay::PaceClock::Device;
+        o.pace_clock = variant == 2 ? replay::PaceClock::Host : replay::PaceClock::Device;
         TestClock c2;
         plain.clock = &c2;
         c2.attach(o);
@@ -1469,8 +1467,8 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
     EXPECT_EQ(at, (std::vector<std::int64_t>{0, 30'000, 60'000}));
     for (const auto& k : r.kernels) EXPECT_EQ(k.samples_us.size(), 1u) << k.name;
 
-    // With a device clock, --pace-clock auto holds each graph step until its recorded start
-    // (relu 1000, GEMM 1004, copy 1050 us; from the anchor, plus the lead of 1 ms).
+    // With a device clock, each graph step is held until its recorded start (relu 1000, GEMM
+    // 1004, copy 1050 us; from the anchor, plus the lead of 1 ms).
     FakeBackend clocked;
     clocked.graphs = true;
     clocked.device_clock = true;
@@ -1483,8 +1481,7 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
         if (c.phase == replay::Phase::Timed) holds.push_back(c.value);
     EXPECT_EQ(holds, (std::vector<std::int64_t>{1'000'000, 1'004'000, 1'050'000}));
     bool said = false;
-    for (const auto& [key, value] : held.options)
-        said |= key == "pace_clock" && value == "device for graph steps";
+    for (const auto& [key, value] : held.options) said |= key == "pace_clock" && value == "device";
     EXPECT_TRUE(said);
 }
 

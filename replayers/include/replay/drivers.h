@@ -23,12 +23,9 @@ namespace replay {
 // gaps on every stream, and a launch-bound step replays launch-bound as it was recorded.
 enum class Pace { None, Recorded };
 // With Pace::Recorded, where the backend has a device clock (Environment::device_clock), each
-// step may also be held on it until its recorded start (Backend::hold_until). Device: every step.
-// Auto: the steps launched from CUDA graphs; a step issued directly is paced by the host alone,
-// because its hold is one more launch per step, and a replay host with no time to spare between
-// recorded launches then falls behind (BLOOM b1 on an H200: span 1.19x the recorded one with
-// holds, 1.03x without). Host: no holds.
-enum class PaceClock { Auto, Device, Host };
+// step is also held on it until its recorded start (Backend::hold_until): Device. Host: the
+// host's waits alone (before 2026-11-28).
+enum class PaceClock { Device, Host };
 // Unique mode: what runs before each timed run. Recorded: the L2 cache is evicted, the step
 // recorded just before that instance runs (untimed), then the instance's inputs that the
 // recording still had in L2 (reuse distance within the L2 size, see reuse.h) are read into it:
@@ -45,7 +42,7 @@ enum class InstructionCache : std::uint8_t { Cold, Warm };
 
 struct DriverOptions {
     Pace pace = Pace::None;
-    PaceClock pace_clock = PaceClock::Auto;
+    PaceClock pace_clock = PaceClock::Device;
     int iterations = 1;
     // Sequential mode: after the untimed plan pass, the step is repeated untimed until this much
     // time has passed, so that the timed iterations run at the clocks of a sustained load, as a
