@@ -52,7 +52,7 @@ struct PlannedStep {
     // first launch: where --pace recorded issues it.
     std::int64_t offset_ns = 0;
     // Its first activity's recorded start from the recorded step's first activity start: where
-    // --pace recorded holds it on the device's clock (Backend::hold_until).
+    // --pace recorded holds it on the device's clock (Backend::hold_after).
     std::int64_t start_offset_ns = 0;
     std::vector<std::uint32_t> nodes;  // the recorded graph nodes it re-creates, in order
     std::vector<std::size_t> kernels;  // the report's kernel per re-created node

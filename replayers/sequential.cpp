@@ -29,8 +29,9 @@ constexpr int kMaxHeatUpPasses = 10000;
 // Launch units per poll of the energy counter while the step loops through the energy windows.
 constexpr std::size_t kUnitsPerPoll = 64;
 
-// --pace recorded on a device clock: each step is held on the device until its recorded start,
-// counted from the iteration's anchor plus this lead. The host still launches at the recorded
+// --pace recorded on a device clock: each step is held on the device until its recorded start
+// after the step before it on its stream (Backend::hold_after); a stream's first step, this
+// long after the clock's start plus its recorded start. The host still launches at the recorded
 // launch times; the lead lets a launch that its issue cost (which varies by op) made late by up
 // to this much still start on the recorded timeline instead of shortening the gaps after it.
 constexpr std::int64_t kDeviceClockLeadNs = 1'000'000;
@@ -191,6 +192,7 @@ class SequentialReplay {
     // pass being issued holds each unit on it.
     bool device_clock_ = false;
     bool holding_ = false;
+    std::map<int, std::int64_t> held_start_;  // per stream: the last held step's recorded start
     std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
     Problems unmatched_, miscounted_, not_captured_;
     std::function<std::int64_t()> now_ = steady_ns;
@@ -207,8 +209,14 @@ void SequentialReplay::pre_issue(std::size_t u) {
         warmed_[u] = true;
     }
     // After the warm-up reads: they stand for cache state that took no time in the recording.
-    if (holding_)
-        backend_.hold_until(unit.stream, plan_[unit.first].start_offset_ns + kDeviceClockLeadNs);
+    if (holding_) {
+        // The recorded start after the previous held step's on this stream (after the clock's
+        // start less the lead, for the stream's first).
+        const auto last = held_start_.try_emplace(unit.stream, -kDeviceClockLeadNs).first;
+        const std::int64_t start = plan_[unit.first].start_offset_ns;
+        backend_.hold_after(unit.stream, std::max<std::int64_t>(0, start - last->second));
+        last->second = start;
+    }
 }
 
 void SequentialReplay::launch(std::size_t u) {
@@ -230,6 +238,7 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
     warmed_.assign(units_.size(), false);
     if (units_.empty()) return 0;
     holding_ = paced && device_clock_;
+    held_start_.clear();
     if (holding_) start_clock();
     // A unit's waits and warm-up reads go out right after the previous launch, so that at its
     // recorded offset only its own launch is left to do.
@@ -259,7 +268,7 @@ void SequentialReplay::untimed_pass(const char* what) {
     session_.set_iteration(0);  // NVTX ranges say "(plan)"
     if (device_clock_ && !units_.empty()) {  // their first launches are not the timed phase's
         start_clock();
-        backend_.hold_until(units_.front().stream, 0);
+        backend_.hold_after(units_.front().stream, 0);
     }
     issue_pass(false);
     session_.synchronize();  // a restart in it re-ran the pass in the new process: nothing to redo
@@ -549,11 +558,12 @@ void SequentialReplay::run(Timeline* timeline) {
         if (device_clock_)
             report.notes.push_back(
                 "--pace recorded: the host launches each step at its recorded launch time, and "
-                "the device holds it until its recorded start (the GPU's timer, from the "
-                "iteration's start plus " +
+                "the GPU holds it (on its own timer) until its recorded interval after the "
+                "step before it on its stream has passed, the first " +
                 std::to_string(kDeviceClockLeadNs / 1000) +
-                " us), so that a launch up to that much late still starts on the recorded "
-                "timeline");
+                " us after the iteration's start: a launch made late by the host's issue cost "
+                "still starts on the recorded timeline, and a stall delays what follows "
+                "without squeezing its gaps");
     }
     heat_up();
 

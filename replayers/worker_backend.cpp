@@ -33,7 +33,7 @@ struct Step {
     Command command;
     std::uint32_t handle = 0;   // Issue, Warm: the parent's work handle; LaunchGraph: graph's
     std::int64_t a = 0, b = 0;  // Issue, Warm, ClockStart: stream; Wait: waiter, producer;
-                                // Hold: stream, offset
+                                // Hold: stream, interval
     std::uint64_t tag = 0;
     std::string range{};  // Issue: its NVTX range (name_next_issue), "" for none
 };
@@ -128,8 +128,8 @@ class WorkerBackend final : public Backend {
     void flush_l2() override { push({Command::Flush}); }
     void evict_instruction_caches() override { push({Command::EvictCode}); }
     void start_device_clock(int stream) override { push({Command::ClockStart, 0, stream}); }
-    void hold_until(int stream, std::int64_t offset_ns) override {
-        push({Command::Hold, 0, stream, offset_ns});
+    void hold_after(int stream, std::int64_t after_ns) override {
+        push({Command::Hold, 0, stream, after_ns});
     }
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override {
         if (!work_.at(handle).failed) push({Command::Warm, handle, stream, 0, tag});

@@ -113,7 +113,7 @@ class Server {
                 return true;
             case Command::Hold: {
                 const int stream = static_cast<int>(d.i64());
-                backend_.hold_until(stream, d.i64());
+                backend_.hold_after(stream, d.i64());
                 return true;
             }
             case Command::Warm: {

@@ -34,7 +34,7 @@ enum class Command : std::uint8_t {
     NameIssue,       // the NVTX range of the next Issue
     EvictCode,       // Backend::evict_instruction_caches
     ClockStart,      // stream: Backend::start_device_clock
-    Hold,            // stream, offset: Backend::hold_until
+    Hold,            // stream, interval: Backend::hold_after
     // worker -> parent
     Ready,        // environment
     Unavailable,  // why the backend cannot run here

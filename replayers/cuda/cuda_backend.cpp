@@ -46,8 +46,9 @@ CudaBackend::CudaBackend(const BackendOptions& options)
     set_stream_count(1);
     {
         std::string why;  // without it, --pace recorded is the host's waits alone
-        if (auto lease = pool_.acquire(MemoryKind::Device, 22, -1, 2 * sizeof(std::uint64_t), why))
-            clock_anchor_ = lease->data;
+        if (auto lease = pool_.acquire(MemoryKind::Device, 22, -1,
+                                       kClockStreams * sizeof(std::uint64_t), why))
+            clock_let_go_ = lease->data;
     }
     if (l2_bytes_ > 0) {
         l2_flush_bytes_ = 2 * static_cast<std::size_t>(l2_bytes_);
@@ -193,15 +194,17 @@ void CudaBackend::evict_instruction_caches() {
 }
 
 void CudaBackend::start_device_clock(int stream_index) {
-    if (clock_anchor_ == nullptr) return;
-    REPLAY_CUDA_CALL(launch_clock_anchor(static_cast<unsigned long long*>(clock_anchor_),
-                                         stream_at(stream_index)));
+    if (clock_let_go_ == nullptr) return;
+    const int streams = std::min(static_cast<int>(streams_.size()), kClockStreams);
+    REPLAY_CUDA_CALL(launch_clock_start(static_cast<unsigned long long*>(clock_let_go_), streams,
+                                        stream_at(stream_index)));
 }
 
-void CudaBackend::hold_until(int stream_index, std::int64_t offset_ns) {
-    if (clock_anchor_ == nullptr) return;
-    REPLAY_CUDA_CALL(launch_clock_hold(static_cast<unsigned long long*>(clock_anchor_), offset_ns,
-                                       stream_at(stream_index)));
+void CudaBackend::hold_after(int stream_index, std::int64_t after_ns) {
+    if (clock_let_go_ == nullptr || stream_index >= kClockStreams) return;
+    REPLAY_CUDA_CALL(
+        launch_clock_hold(static_cast<unsigned long long*>(clock_let_go_) + stream_index, after_ns,
+                          stream_at(stream_index)));
 }
 
 void CudaBackend::warm_inputs(std::uint32_t handle, int stream_index, std::uint64_t tag) {
@@ -421,7 +424,7 @@ Environment CudaBackend::environment() const {
     if (e.max_sm_clock_mhz == 0) e.max_sm_clock_mhz = clock_khz_ / 1000;
     e.sm_count = properties_.multiProcessorCount;
     e.memory_bus_width_bits = memory_bus_width_;
-    e.device_clock = clock_anchor_ != nullptr;
+    e.device_clock = clock_let_go_ != nullptr;
     e.peaks = device_peaks({properties_.major, properties_.minor, properties_.multiProcessorCount,
                             static_cast<double>(e.max_sm_clock_mhz), memory_clock_khz_ / 1000.0,
                             memory_bus_width_});

@@ -126,7 +126,7 @@ class CudaBackend final : public Backend {
     void flush_l2() override;
     void evict_instruction_caches() override;
     void start_device_clock(int stream) override;
-    void hold_until(int stream, std::int64_t offset_ns) override;
+    void hold_after(int stream, std::int64_t after_ns) override;
     void warm_inputs(std::uint32_t handle, int stream, std::uint64_t tag) override;
     void name_next_issue(const std::string& range) override { next_range_ = range; }
     std::vector<TimedActivity> collect() override;
@@ -193,9 +193,10 @@ class CudaBackend final : public Backend {
     std::size_t l2_flush_bytes_ = 0;
     std::string l2_flush_note_;
     void* touch_sink_ = nullptr;  // 4 bytes the L2 touch kernel may write
-    // 16 bytes: the device time start_device_clock() noted, which hold_until() counts from, and
-    // the time the last hold let go.
-    void* clock_anchor_ = nullptr;
+    // Per stream (the first kClockStreams; later ones are not held), the time its last hold let
+    // go (start_device_clock(): when the clock started).
+    static constexpr int kClockStreams = 64;
+    void* clock_let_go_ = nullptr;
 
     CublasHandle blas_;
     CublasLtHandle lt_;

@@ -116,18 +116,20 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 
 // Names start with kClockKernelPrefix: the timers leave their records out.
-__global__ void replay_clock_anchor_kernel(unsigned long long* anchor) {
-    *anchor = global_ns();
+__global__ void replay_clock_start_kernel(unsigned long long* let_go, int streams) {
+    const unsigned long long now = global_ns();
+    for (int s = 0; s < streams; ++s) let_go[s] = now;
 }
 
-// One thread spins (no sleep: a sleep's wake-up is coarser than the gaps it keeps) until the
-// anchor's time plus `offset_ns`, so that the stream's next work starts then. It writes the
-// time it let go to anchor[1]: a loop with no effect may be assumed to end and removed.
-__global__ void replay_clock_hold_kernel(unsigned long long* anchor, long long offset_ns) {
-    const long long target = static_cast<long long>(anchor[0]) + offset_ns;
+// One thread spins (no sleep: a sleep's wake-up is coarser than the gaps it keeps) until
+// `after_ns` past the stream's last let-go, so that the stream's next work starts then, and
+// writes the time it let go (its start, when that is already later). The write also keeps the
+// loop: one with no effect may be assumed to end and be removed.
+__global__ void replay_clock_hold_kernel(unsigned long long* let_go, long long after_ns) {
+    const long long target = static_cast<long long>(*let_go) + after_ns;
     long long now = static_cast<long long>(global_ns());
     while (now < target) now = static_cast<long long>(global_ns());
-    anchor[1] = static_cast<unsigned long long>(now);
+    *let_go = static_cast<unsigned long long>(now);
 }
 
 unsigned touch_blocks(std::size_t sectors) {
@@ -137,14 +139,13 @@ unsigned touch_blocks(std::size_t sectors) {
 
 }  // namespace
 
-cudaError_t launch_clock_anchor(unsigned long long* anchor, cudaStream_t stream) {
-    replay_clock_anchor_kernel<<<1, 1, 0, stream>>>(anchor);
+cudaError_t launch_clock_start(unsigned long long* let_go, int streams, cudaStream_t stream) {
+    replay_clock_start_kernel<<<1, 1, 0, stream>>>(let_go, streams);
     return cudaGetLastError();
 }
 
-cudaError_t launch_clock_hold(unsigned long long* anchor, long long offset_ns,
-                              cudaStream_t stream) {
-    replay_clock_hold_kernel<<<1, 1, 0, stream>>>(anchor, offset_ns);
+cudaError_t launch_clock_hold(unsigned long long* let_go, long long after_ns, cudaStream_t stream) {
+    replay_clock_hold_kernel<<<1, 1, 0, stream>>>(let_go, after_ns);
     return cudaGetLastError();
 }
 

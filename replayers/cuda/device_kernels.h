@@ -38,14 +38,15 @@ cudaError_t launch_l2_touch_list(const TouchList& list, unsigned* sink, cudaStre
 // code of the kernels before it. `sink`: 4 bytes it may write.
 cudaError_t launch_instruction_cache_evict(int sm_count, float* sink, cudaStream_t stream);
 
-// --pace recorded on the device's clock (its global timer, in ns). launch_clock_anchor writes
-// the time `stream` reached it to anchor[0] (16 bytes of device memory); launch_clock_hold keeps
-// `stream` busy until anchor[0] + offset_ns (one thread spinning; it writes the time it let go
-// to anchor[1]), so that what is issued after it starts no earlier. Their kernels' names start with
-// kClockKernelPrefix: they are the replay's pacing, not replayed work, and the timers leave their
-// records out.
+// --pace recorded on the device's clock (its global timer, in ns), per stream: `let_go` holds
+// one time per stream. launch_clock_start writes the time `stream` reached it to the first
+// `streams` of them; launch_clock_hold keeps `stream` busy (one thread spinning) until
+// `after_ns` past *let_go, then writes the time it let go there (its start, when that was later),
+// so that what is issued after it starts no earlier. Their kernels' names start with
+// kClockKernelPrefix: they are the replay's pacing, not replayed work, and the timers leave
+// their records out.
 inline constexpr const char* kClockKernelPrefix = "replay_clock_";
-cudaError_t launch_clock_anchor(unsigned long long* anchor, cudaStream_t stream);
-cudaError_t launch_clock_hold(unsigned long long* anchor, long long offset_ns, cudaStream_t stream);
+cudaError_t launch_clock_start(unsigned long long* let_go, int streams, cudaStream_t stream);
+cudaError_t launch_clock_hold(unsigned long long* let_go, long long after_ns, cudaStream_t stream);
 
 }  // namespace replay::cuda

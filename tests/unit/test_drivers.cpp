@@ -320,7 +320,7 @@ class FakeBackend : public replay::Backend {
     // relocated() makes copies; the board knows copy n of a recipe as its instance key + "@n",
     // so that a test can give each placement an energy of its own.
     bool moves = false;
-    bool device_clock = false;  // Environment::device_clock: start_device_clock/hold_until logged
+    bool device_clock = false;  // Environment::device_clock: start_device_clock/hold_after logged
 
     replay::Environment environment() const override {
         replay::Environment e;
@@ -331,8 +331,8 @@ class FakeBackend : public replay::Backend {
         return e;
     }
     void start_device_clock(int stream) override { add({"clock", "", stream}); }
-    void hold_until(int stream, std::int64_t offset_ns) override {
-        add({"hold", "", stream, 0, offset_ns});
+    void hold_after(int stream, std::int64_t after_ns) override {
+        add({"hold", "", stream, 0, after_ns});
     }
     replay::Prepared prepare(const Recipe& recipe) override {
         const std::string key = recipe.instance_key();
@@ -1105,9 +1105,10 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
     clock.attach(o);
     const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
 
-    // Timed: the anchor on the first step's stream, which the other stream waits for; then each
-    // step's waits and warm-up reads, its hold, its launch. The recorded starts: relu 1000 us,
-    // GEMM 1004, copy 1050; held at those from the anchor, plus the lead of 1 ms.
+    // Timed: the clock's start on the first step's stream, which the other stream waits for;
+    // then each step's waits and warm-up reads, its hold, its launch. The recorded starts: relu
+    // 1000 us (7), GEMM 1004 (8), copy 1050 (7): each stream's first held the lead of 1 ms plus
+    // its start after the clock's start, the copy 50 us after the relu's hold let go.
     std::vector<std::string> timed;
     bool in_timed = false;
     for (const auto& c : b.calls) {
@@ -1126,7 +1127,7 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
                   "clock " + on7, "wait " + on8 + "<-" + on7, "warm " + on7,
                   "hold " + on7 + " +1000000", "issue " + on7 + " #1", "wait " + on8 + "<-" + on7,
                   "warm " + on8, "hold " + on8 + " +1004000", "issue " + on8 + " #2", "warm " + on7,
-                  "hold " + on7 + " +1050000", "issue " + on7 + " #3", "sync", "collect"}));
+                  "hold " + on7 + " +50000", "issue " + on7 + " #3", "sync", "collect"}));
     // The host still launches at the recorded launch times (105, 135, 165 us).
     std::vector<std::int64_t> at;
     std::int64_t start = 0;
@@ -1467,8 +1468,8 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
     EXPECT_EQ(at, (std::vector<std::int64_t>{0, 30'000, 60'000}));
     for (const auto& k : r.kernels) EXPECT_EQ(k.samples_us.size(), 1u) << k.name;
 
-    // With a device clock, each graph step is held until its recorded start (relu 1000, GEMM
-    // 1004, copy 1050 us; from the anchor, plus the lead of 1 ms).
+    // With a device clock, each graph step is held as a direct one is (relu 1000, GEMM 1004, copy
+    // 1050 us: the lead plus its start on streams 7 and 8, then 50 us after the relu).
     FakeBackend clocked;
     clocked.graphs = true;
     clocked.device_clock = true;
@@ -1479,7 +1480,7 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
     std::vector<std::int64_t> holds;
     for (const auto& c : clocked.of("hold"))
         if (c.phase == replay::Phase::Timed) holds.push_back(c.value);
-    EXPECT_EQ(holds, (std::vector<std::int64_t>{1'000'000, 1'004'000, 1'050'000}));
+    EXPECT_EQ(holds, (std::vector<std::int64_t>{1'000'000, 1'004'000, 50'000}));
     bool said = false;
     for (const auto& [key, value] : held.options) said |= key == "pace_clock" && value == "device";
     EXPECT_TRUE(said);

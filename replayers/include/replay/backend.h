@@ -87,7 +87,7 @@ struct Environment {
     int compute_major = 0, compute_minor = 0;
     int sm_count = 0;
     int memory_bus_width_bits = 0;
-    // start_device_clock() and hold_until() keep work to times on the device's own clock.
+    // start_device_clock() and hold_after() keep work to times on the device's own clock.
     bool device_clock = false;
     DevicePeaks peaks;  // none on the cpu backend: its report says "n/a"
     std::vector<std::string> notes;
@@ -171,13 +171,15 @@ class Backend {
     // the step in bursts instead of on the host's schedule. A no-op where issue() launches.
     virtual void submit() {}
     // ---- --pace recorded on the device's clock (Environment::device_clock) ----
-    // start_device_clock() notes the device's time when `stream` gets there (later work on other
-    // streams must wait for it: stream_wait); hold_until() keeps the next work on `stream` from
-    // starting before that time + `offset_ns`. The host's waits decide when a launch is made,
-    // the device's clock when it starts: a launch the host makes a little early (its issue cost
-    // varies by op) still starts on the recorded timeline. No-ops without a device clock.
+    // start_device_clock() notes the device's time when `stream` gets there, for every stream
+    // (later work on other streams must wait for it: stream_wait). hold_after() keeps the next
+    // work on `stream` from starting before `after_ns` past the moment the previous hold on that
+    // stream let go (the clock's start, for the first); a hold reached later than that lets go at
+    // once, and the next counts from then. So the recorded start-to-start intervals are kept
+    // wherever the host launched in time, and a stall (a host synchronisation, a slow first
+    // launch) delays what follows instead of squeezing it. No-ops without a device clock.
     virtual void start_device_clock(int stream) { (void)stream; }
-    virtual void hold_until(int stream, std::int64_t offset_ns) { (void)stream, (void)offset_ns; }
+    virtual void hold_after(int stream, std::int64_t after_ns) { (void)stream, (void)after_ns; }
 
     // Timed activities since the last call (after synchronize()).
     virtual std::vector<TimedActivity> collect() = 0;
@@ -250,7 +252,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, std::st
 
 // Bump when the Backend interface or the types crossing it change meaning (layout changes are
 // caught by backend_abi_layout() too).
-// 11: start_device_clock(), hold_until(), Environment::device_clock; 10:
+// 11: start_device_clock(), hold_after(), Environment::device_clock; 10:
 // evict_instruction_caches(); 9: EnergyMeter::board_state(), relocated(), release(); 8: submit();
 // 7: DistributedOptions in BackendOptions, runs_collectives(), all_gather_text() (several ranks);
 // 6: TritonRecipe; 5: energy_meter(); 4: name_next_issue(), device peaks

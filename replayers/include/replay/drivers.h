@@ -23,7 +23,7 @@ namespace replay {
 // gaps on every stream, and a launch-bound step replays launch-bound as it was recorded.
 enum class Pace { None, Recorded };
 // With Pace::Recorded, where the backend has a device clock (Environment::device_clock), each
-// step is also held on it until its recorded start (Backend::hold_until): Device. Host: the
+// step is also held on it until its recorded start (Backend::hold_after): Device. Host: the
 // host's waits alone (before 2026-11-28).
 enum class PaceClock { Device, Host };
 // Unique mode: what runs before each timed run. Recorded: the L2 cache is evicted, the step

@@ -35,8 +35,8 @@ class ForwardingBackend : public Backend {
     void name_next_issue(const std::string& range) override { inner_->name_next_issue(range); }
     void submit() override { inner_->submit(); }
     void start_device_clock(int stream) override { inner_->start_device_clock(stream); }
-    void hold_until(int stream, std::int64_t offset_ns) override {
-        inner_->hold_until(stream, offset_ns);
+    void hold_after(int stream, std::int64_t after_ns) override {
+        inner_->hold_after(stream, after_ns);
     }
     std::vector<TimedActivity> collect() override { return inner_->collect(); }
     std::unique_ptr<EnergyMeter> energy_meter(std::string& why) override {
