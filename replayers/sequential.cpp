@@ -192,6 +192,7 @@ class SequentialReplay {
     // pass being issued holds each unit on it.
     bool device_clock_ = false;
     bool holding_ = false;
+    bool late_ = false;  // the host is past the recorded launch of the unit pre_issue() readies
     std::map<int, std::int64_t> held_start_;  // per stream: the last held step's recorded start
     std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
     Problems unmatched_, miscounted_, not_captured_;
@@ -209,7 +210,7 @@ void SequentialReplay::pre_issue(std::size_t u) {
         warmed_[u] = true;
     }
     // After the warm-up reads: they stand for cache state that took no time in the recording.
-    if (holding_) {
+    if (holding_ && !late_) {
         // The recorded start after the previous held step's on this stream (after the clock's
         // start less the lead, for the stream's first).
         const auto last = held_start_.try_emplace(unit.stream, -kDeviceClockLeadNs).first;
@@ -247,11 +248,14 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
     for (std::size_t u = 0; u < units_.size(); ++u) {
         if (paced) wait_until_(start + units_[u].offset_ns);
         launch(u);
+        // A host already late for the next launch is catching up: a hold could not keep that
+        // step (it arrives after its time) and would cost the host a launch more.
+        late_ = holding_ && now_() > start + units_[u + 1 < units_.size() ? u + 1 : u].offset_ns;
         if (u + 1 < units_.size()) pre_issue(u + 1);
         // Paced, the launch must reach the device before the host waits for the next one.
         if (paced) backend_.submit();
     }
-    holding_ = false;
+    holding_ = late_ = false;
     return now_() - start;
 }
 

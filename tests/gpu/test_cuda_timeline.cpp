@@ -150,15 +150,16 @@ TEST_F(CudaTimelineTest, HoldsStartWorkOnTheDeviceClockAndLeaveNoRecords) {
     ASSERT_FALSE(planned.empty());
     const std::size_t per_issue = planned.size();
     backend_->set_phase(Phase::Timed);
-    // Five GEMMs to start 40 us apart on the device, launched by the host as fast as it can
+    // Eight GEMMs to start 40 us apart on the device, launched by the host as fast as it can
     // (about 20 us apart). The first launches after the phase change may be slow (CUPTI changes
-    // its instrumentation): a hold reached late lets go at once, and the next counts from then.
+    // its instrumentation): a hold reached late lets go at once, and the next counts from then;
+    // once the host is ahead, each GEMM starts 40 us after the one before.
     constexpr std::int64_t kLead = 100'000, kApart = 40'000;
-    constexpr int kIssues = 5;
+    constexpr std::size_t kIssues = 8;
     backend_->start_device_clock(0);
-    for (int i = 0; i < kIssues; ++i) {
+    for (std::size_t i = 0; i < kIssues; ++i) {
         backend_->hold_after(0, i == 0 ? kLead : kApart);
-        backend_->issue(gemm, 0, static_cast<std::uint64_t>(i) + 1);
+        backend_->issue(gemm, 0, i + 1);
     }
     backend_->synchronize();
     const auto timed = backend_->collect();
@@ -174,7 +175,9 @@ TEST_F(CudaTimelineTest, HoldsStartWorkOnTheDeviceClockAndLeaveNoRecords) {
                                 1e3;
         std::printf("GEMM %zu started %.2f us after the one before (held 40 us apart)\n", i,
                     apart_us);
-        EXPECT_NEAR(apart_us, 40.0, 2.0);
+        if (i >= kIssues - 3) {
+            EXPECT_NEAR(apart_us, 40.0, 2.0);
+        }
     }
 }
 

@@ -1154,6 +1154,22 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
     for (const auto& [key, value] : r.options) said |= key == "pace_clock" && value == "device";
     EXPECT_TRUE(said);
 
+    // A host late for a step's launch does not hold it (it would arrive after its time anyway)
+    // and saves the launch: the relu's issue takes 45 us, past the GEMM's launch (+30 us) and,
+    // with the GEMM's, the copy's (+60).
+    {
+        FakeBackend slow;
+        slow.device_clock = true;
+        TestClock c1;
+        slow.clock = &c1;
+        slow.issue_host_ns = 45'000;
+        c1.attach(o);
+        replay::replay_sequential(*a, slow, o, nullptr);
+        std::vector<std::int64_t> timed_holds;
+        for (const auto& c : slow.of("hold"))
+            if (c.phase == replay::Phase::Timed) timed_holds.push_back(c.value);
+        EXPECT_EQ(timed_holds, (std::vector<std::int64_t>{1'000'000}));
+    }
     // Without a device clock, without recorded pacing, or with --pace-clock host, nothing is
     // held.
     for (const int variant : {0, 1, 2}) {
