@@ -37,12 +37,15 @@ void ReplaySettings::add_options(CLI::App& app, bool with_out) {
         ->check(CLI::IsMember({"none", "recorded"}))
         ->capture_default_str();
     app.add_option("--pace-clock", pace_clock,
-                   "sequential, --pace recorded: device (each step is also held on the GPU's "
-                   "own timer until its recorded start, by a one-thread kernel spinning before "
-                   "it, so that a launch the host made a little late still starts on the "
-                   "recorded timeline; the cpu backend has no such clock) or host (the host's "
-                   "waits alone, as before 2026-11-28)")
-        ->check(CLI::IsMember({"device", "host"}))
+                   "sequential, --pace recorded: which steps are also held on the GPU's own "
+                   "timer until their recorded start after the step before them, by a "
+                   "one-thread kernel spinning before each, so that a launch the host made a "
+                   "little late still starts on the recorded timeline. auto: the steps launched "
+                   "from CUDA graphs (--graph); device: every step (a direct step's hold is one "
+                   "launch more, which a host with no time to spare between recorded launches "
+                   "pays in lateness); host: none, the host's waits alone (as before "
+                   "2026-11-28). The cpu backend has no such clock")
+        ->check(CLI::IsMember({"auto", "device", "host"}))
         ->capture_default_str();
     app.add_option("--iterations", iterations,
                    "sequential: replay the whole trace N times (after one untimed pass that "
@@ -230,7 +233,9 @@ void ReplaySettings::add_device_options(CLI::App& app) {
 DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend) const {
     DriverOptions o;
     o.pace = pace == "recorded" ? Pace::Recorded : Pace::None;
-    o.pace_clock = pace_clock == "host" ? PaceClock::Host : PaceClock::Device;
+    o.pace_clock = pace_clock == "device" ? PaceClock::Device
+                   : pace_clock == "host" ? PaceClock::Host
+                                          : PaceClock::Auto;
     o.iterations = iterations;
     if (graph) o.graph = true;
     if (no_graph) o.graph = false;

@@ -21,7 +21,7 @@ struct ReplaySettings {
     std::string backend = "auto";
     std::string out_dir = "replay_out";
     std::string pace = "none";
-    std::string pace_clock = "device";
+    std::string pace_clock = "auto";
     int iterations = 1;
     double warmup_ms = -1;                 // unset: kGpuWarmupMs on a GPU, 0 on the cpu backend
     bool graph = false, no_graph = false;  // neither: DriverOptions::graph decides

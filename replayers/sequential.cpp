@@ -121,9 +121,10 @@ class SequentialReplay {
         if (options_.clock_ns) now_ = options_.clock_ns;
         if (options_.wait_until_ns) wait_until_ = options_.wait_until_ns;
         use_graphs_ = options_.graph.value_or(graph_share_ >= 0.5);
-        device_clock_ = options_.pace == Pace::Recorded &&
-                        options_.pace_clock == PaceClock::Device &&
-                        backend_.environment().device_clock;
+        clock_available_ = options_.pace == Pace::Recorded &&
+                           options_.pace_clock != PaceClock::Host &&
+                           backend_.environment().device_clock;
+        device_clock_ = clock_available_ && options_.pace_clock == PaceClock::Device;
     }
 
     void run(Timeline* timeline);
@@ -188,8 +189,10 @@ class SequentialReplay {
     enum class Issued : std::uint8_t { No, Yes, Failed };
     std::vector<Issued> issued_;
     std::vector<bool> warmed_;
-    // Environment::device_clock with --pace recorded and --pace-clock device, and whether the
-    // pass being issued holds each unit on it.
+    // Environment::device_clock with --pace recorded and a pace clock other than host; whether
+    // units are held on it (every unit with PaceClock::Device; with Auto, the graph units, known
+    // once the graphs are captured); whether the pass being issued holds them.
+    bool clock_available_ = false;
     bool device_clock_ = false;
     bool holding_ = false;
     bool late_ = false;  // the host is past the recorded launch of the unit pre_issue() readies
@@ -210,7 +213,8 @@ void SequentialReplay::pre_issue(std::size_t u) {
         warmed_[u] = true;
     }
     // After the warm-up reads: they stand for cache state that took no time in the recording.
-    if (holding_ && !late_) {
+    if (holding_ && !late_ &&
+        (options_.pace_clock == PaceClock::Device || unit.kind == LaunchUnit::Kind::Graph)) {
         // The recorded start after the previous held step's on this stream (after the clock's
         // start less the lead, for the stream's first).
         const auto last = held_start_.try_emplace(unit.stream, -kDeviceClockLeadNs).first;
@@ -554,16 +558,22 @@ void SequentialReplay::run(Timeline* timeline) {
     }
     if (use_graphs_) {
         capture_graphs();
+        device_clock_ = device_clock_ || (clock_available_ && issue_path_ != "direct");
         if (issue_path_ != "direct") untimed_pass("plan: the graphs launched once, untimed");
     }
     report.options.emplace_back("issue_path", issue_path_);
     if (options_.pace == Pace::Recorded) {
-        report.options.emplace_back("pace_clock", device_clock_ ? "device" : "host");
+        const bool every_step = options_.pace_clock == PaceClock::Device;
+        report.options.emplace_back("pace_clock", !device_clock_ ? "host"
+                                                  : every_step   ? "device"
+                                                                 : "device for graph steps");
         if (device_clock_)
             report.notes.push_back(
                 "--pace recorded: the host launches each step at its recorded launch time, and "
-                "the GPU holds it (on its own timer) until its recorded interval after the "
-                "step before it on its stream has passed, the first " +
+                "the GPU holds " +
+                std::string(every_step ? "each step" : "each graph step") +
+                " (on its own timer) until its recorded interval after the step before it on "
+                "its stream has passed, the first " +
                 std::to_string(kDeviceClockLeadNs / 1000) +
                 " us after the iteration's start: a launch made late by the host's issue cost "
                 "still starts on the recorded timeline, and a stall delays what follows "

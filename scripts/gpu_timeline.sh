@@ -14,7 +14,7 @@
 #              VARIANTS   which replays (default "none none-graph recorded recorded-graph", with
 #                         replay's default --warm-inputs all; each also as NAME-all, which names
 #                         --warm-inputs all outright; recorded-host and recorded-graph-host:
-#                         --pace-clock host)
+#                         --pace-clock host; recorded-device: --pace-clock device)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_timeline.sh OUT_DIR [decode|bloom|gpt2 ...]}"
@@ -40,10 +40,11 @@ declare -A variant_args=(
   [none-graph]="--pace none --graph"
   [recorded]="--pace recorded"
   [recorded-graph]="--pace recorded --graph"
-  # --pace recorded by the host's waits alone (before 2026-11-28; the default holds each step on
-  # the GPU's clock too).
+  # --pace recorded by the host's waits alone (before 2026-11-28; the default, auto, holds each
+  # graph step on the GPU's clock too), and with every direct step held as well.
   [recorded-host]="--pace recorded --pace-clock host"
   [recorded-graph-host]="--pace recorded --graph --pace-clock host"
+  [recorded-device]="--pace recorded --pace-clock device"
   # The same with --warm-inputs all named (it is the default again since the ninth session).
   [none-all]="--pace none --warm-inputs all"
   [none-graph-all]="--pace none --graph --warm-inputs all"

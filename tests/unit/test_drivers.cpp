@@ -1170,13 +1170,15 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
             if (c.phase == replay::Phase::Timed) timed_holds.push_back(c.value);
         EXPECT_EQ(timed_holds, (std::vector<std::int64_t>{1'000'000}));
     }
-    // Without a device clock, without recorded pacing, or with --pace-clock host, nothing is
-    // held.
-    for (const int variant : {0, 1, 2}) {
+    // Without a device clock, without recorded pacing, with --pace-clock host, or with auto on
+    // the direct path (steps issued one by one), nothing is held.
+    for (const int variant : {0, 1, 2, 3}) {
         FakeBackend plain;
         plain.device_clock = variant > 0;
         o.pace = variant == 1 ? replay::Pace::None : replay::Pace::Recorded;
-        o.pace_clock = variant == 2 ? replay::PaceClock::Host : replay::PaceClock::Device;
+        o.pace_clock = variant == 2   ? replay::PaceClock::Host
+                       : variant == 3 ? replay::PaceClock::Auto
+                                      : replay::PaceClock::Device;
         TestClock c2;
         plain.clock = &c2;
         c2.attach(o);
@@ -1484,8 +1486,9 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
     EXPECT_EQ(at, (std::vector<std::int64_t>{0, 30'000, 60'000}));
     for (const auto& k : r.kernels) EXPECT_EQ(k.samples_us.size(), 1u) << k.name;
 
-    // With a device clock, each graph step is held as a direct one is (relu 1000, GEMM 1004, copy
-    // 1050 us: the lead plus its start on streams 7 and 8, then 50 us after the relu).
+    // With a device clock, --pace-clock auto (the default) holds each graph step as device holds
+    // a direct one (relu 1000, GEMM 1004, copy 1050 us: the lead plus its start on streams 7 and
+    // 8, then 50 us after the relu).
     FakeBackend clocked;
     clocked.graphs = true;
     clocked.device_clock = true;
@@ -1498,7 +1501,8 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
         if (c.phase == replay::Phase::Timed) holds.push_back(c.value);
     EXPECT_EQ(holds, (std::vector<std::int64_t>{1'000'000, 1'004'000, 50'000}));
     bool said = false;
-    for (const auto& [key, value] : held.options) said |= key == "pace_clock" && value == "device";
+    for (const auto& [key, value] : held.options)
+        said |= key == "pace_clock" && value == "device for graph steps";
     EXPECT_TRUE(said);
 }
 
