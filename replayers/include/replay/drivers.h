@@ -26,8 +26,9 @@ enum class Pace { None, Recorded };
 // may also be held on it until its recorded start (Backend::hold_after). Device: every step.
 // Auto: the steps launched from CUDA graphs. A step issued directly is then paced by the host
 // alone: its hold is one launch more per step, and where the replay's host has no time to spare
-// between recorded launches it falls behind (on H200s, BLOOM b1's direct replay spanned 1.2-1.3x
-// the recorded step with holds on two boards of three, 1.03x without). Host: no holds.
+// between recorded launches it falls behind (on H200s, BLOOM b1's direct replay with holds had
+// median gaps 1.3-1.6x the recorded ones on three boards of four, 0.86-1.31x without). Host: no
+// holds.
 enum class PaceClock { Auto, Device, Host };
 // Unique mode: what runs before each timed run. Recorded: the L2 cache is evicted, the step
 // recorded just before that instance runs (untimed), then the instance's inputs that the
