@@ -987,6 +987,26 @@ std::vector<std::string> call_lines(const FakeBackend& b) {
     return got;
 }
 
+// The host clock of each timed issue, from its iteration's first step (tag 1).
+std::vector<std::int64_t> timed_issue_times(const FakeBackend& b) {
+    std::vector<std::int64_t> at;
+    std::int64_t start = 0;
+    for (const auto& c : b.calls) {
+        if (c.what != "issue" || c.phase != replay::Phase::Timed) continue;
+        if (c.tag == 1) start = c.host_ns;
+        at.push_back(c.host_ns - start);
+    }
+    return at;
+}
+
+// The intervals of the timed holds (Backend::hold_after), in order.
+std::vector<std::int64_t> timed_holds(const FakeBackend& b) {
+    std::vector<std::int64_t> holds;
+    for (const auto& c : b.of("hold"))
+        if (c.phase == replay::Phase::Timed) holds.push_back(c.value);
+    return holds;
+}
+
 // One direct pass of two_stream_trace() as the fake backend logs it (streams 7 and 8 at their
 // slots): read-in and issue of the relu on 7; 8 waits for 7, then the GEMM; on 7 the copy.
 std::vector<std::string> two_stream_pass(int s7, int s8) {
@@ -1129,13 +1149,7 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
                   "warm " + on8, "hold " + on8 + " +1004000", "issue " + on8 + " #2", "warm " + on7,
                   "hold " + on7 + " +50000", "issue " + on7 + " #3", "sync", "collect"}));
     // The host still launches at the recorded launch times (105, 135, 165 us).
-    std::vector<std::int64_t> at;
-    std::int64_t start = 0;
-    for (const auto& c : b.calls) {
-        if (c.what != "issue" || c.phase != replay::Phase::Timed) continue;
-        if (c.tag == 1) start = c.host_ns;
-        at.push_back(c.host_ns - start);
-    }
+    const std::vector<std::int64_t> at = timed_issue_times(b);
     EXPECT_EQ(at, (std::vector<std::int64_t>{0, 30'000, 60'000}));
     // The untimed plan pass starts the clock and holds once (their first launches are not the
     // timed phase's), then issues back to back with no hold per step.
@@ -1165,10 +1179,7 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
         slow.issue_host_ns = 45'000;
         c1.attach(o);
         replay::replay_sequential(*a, slow, o, nullptr);
-        std::vector<std::int64_t> timed_holds;
-        for (const auto& c : slow.of("hold"))
-            if (c.phase == replay::Phase::Timed) timed_holds.push_back(c.value);
-        EXPECT_EQ(timed_holds, (std::vector<std::int64_t>{1'000'000}));
+        EXPECT_EQ(timed_holds(slow), (std::vector<std::int64_t>{1'000'000}));
     }
     // Without a device clock, without recorded pacing, with --pace-clock host, or with auto on
     // the direct path (steps issued one by one), nothing is held.
@@ -1198,13 +1209,7 @@ TEST(Drivers, RecordedPacingNeverWaitsForALaunchAlreadyLate) {
     o.pace = replay::Pace::Recorded;
     clock.attach(o);
     replay::replay_sequential(*a, b, o, nullptr);
-    std::vector<std::int64_t> at;
-    std::int64_t start = 0;
-    for (const auto& c : b.calls) {
-        if (c.what != "issue" || c.phase != replay::Phase::Timed) continue;
-        if (c.tag == 1) start = c.host_ns;
-        at.push_back(c.host_ns - start);
-    }
+    const std::vector<std::int64_t> at = timed_issue_times(b);
     // The GEMM (recorded at +30 us) goes out as soon as the relu's issue returns; the copy
     // (+60 us) waits for its time again: lateness does not accumulate.
     EXPECT_EQ(at, (std::vector<std::int64_t>{0, 45'000, 90'000}));
@@ -1496,10 +1501,7 @@ TEST(Drivers, RecordedPacingLaunchesOneGraphPerStepAtItsOffset) {
     clocked.clock = &clock2;
     clock2.attach(o);
     const replay::Report held = replay::replay_sequential(*a, clocked, o, nullptr);
-    std::vector<std::int64_t> holds;
-    for (const auto& c : clocked.of("hold"))
-        if (c.phase == replay::Phase::Timed) holds.push_back(c.value);
-    EXPECT_EQ(holds, (std::vector<std::int64_t>{1'000'000, 1'004'000, 50'000}));
+    EXPECT_EQ(timed_holds(clocked), (std::vector<std::int64_t>{1'000'000, 1'004'000, 50'000}));
     bool said = false;
     for (const auto& [key, value] : held.options)
         said |= key == "pace_clock" && value == "device for graph steps";
