@@ -252,10 +252,12 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
     for (std::size_t u = 0; u < units_.size(); ++u) {
         if (paced) wait_until_(start + units_[u].offset_ns);
         launch(u);
-        // A host already late for the next launch is catching up: a hold could not keep that
-        // step (it arrives after its time) and would cost the host a launch more.
-        late_ = holding_ && now_() > start + units_[u + 1 < units_.size() ? u + 1 : u].offset_ns;
-        if (u + 1 < units_.size()) pre_issue(u + 1);
+        if (u + 1 < units_.size()) {
+            // A host already late for the next launch is catching up: a hold could not keep
+            // that step (it arrives after its time) and would cost the host a launch more.
+            late_ = holding_ && now_() > start + units_[u + 1].offset_ns;
+            pre_issue(u + 1);
+        }
         // Paced, the launch must reach the device before the host waits for the next one.
         if (paced) backend_.submit();
     }
