@@ -35,6 +35,9 @@ constexpr std::size_t kUnitsPerPoll = 64;
 // launch times; the lead lets a launch that its issue cost (which varies by op) made late by up
 // to this much still start on the recorded timeline instead of shortening the gaps after it.
 constexpr std::int64_t kDeviceClockLeadNs = 1'000'000;
+// How far the replayed median gap may be from the recorded one before a note says what would
+// hold it: issue 17's limit for --pace recorded.
+constexpr double kGapTolerance = 0.10;
 
 std::int64_t steady_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -148,6 +151,9 @@ class SequentialReplay {
     void untimed_pass(const char* what);  // what: a progress line, or nullptr
     // --pace recorded on a device clock: the iteration's anchor, which every stream waits for.
     void start_clock();
+    // A note where the host alone paced the steps (--pace-clock auto on the direct path) and the
+    // gaps came out more than kGapTolerance off the recorded ones: what would hold them.
+    void note_host_pacing(const ReportTimeline& result) const;
     // --warmup-ms: untimed passes until that much time has passed (at most kMaxHeatUpPasses).
     void heat_up();
     void capture_graphs();
@@ -263,6 +269,21 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
     }
     holding_ = late_ = false;
     return now_() - start;
+}
+
+void SequentialReplay::note_host_pacing(const ReportTimeline& result) const {
+    if (!clock_available_ || device_clock_ || result.iterations.empty()) return;
+    const double ratio = result.iterations.back().kernel_gap_ratio;
+    if (!std::isfinite(ratio) || std::abs(ratio - 1.0) <= kGapTolerance) return;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", ratio);
+    session_.report().notes.push_back(
+        std::string("--pace recorded by the host alone: the last iteration's median "
+                    "end-to-next-start gap is ") +
+        text +
+        "x the recorded one. --graph, or --pace-clock device where the host has time to spare "
+        "between recorded launches, holds the steps on the GPU's clock until their recorded "
+        "starts");
 }
 
 void SequentialReplay::start_clock() {
@@ -610,6 +631,7 @@ void SequentialReplay::run(Timeline* timeline) {
         const double last = result.iterations.back().replayed.max_gap_us;
         result.first_to_last_max_gap = last > 0 ? first / last : NAN;
     }
+    note_host_pacing(result);
     if (timeline != nullptr) add_recorded_track(*timeline, graph_);
     report.timeline = std::move(result);
 }

@@ -1199,6 +1199,29 @@ TEST(Drivers, RecordedPacingHoldsEachStepOnTheDeviceClockUntilItsRecordedStart) 
     }
 }
 
+TEST(Drivers, HostPacedGapsFarFromTheRecordedOnesSayWhatWouldHoldThem) {
+    // The fake runs each step as it is issued, back to back: the replayed gaps are nothing like
+    // the recorded ones (4 and 46 us).
+    auto a = two_stream_trace();
+    const auto noted = [&](replay::PaceClock pace_clock, bool device_clock) {
+        FakeBackend b;
+        b.device_clock = device_clock;
+        replay::DriverOptions o;
+        o.pace = replay::Pace::Recorded;
+        o.pace_clock = pace_clock;
+        const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+        EXPECT_TRUE(r.timeline.has_value());
+        if (r.timeline) {
+            EXPECT_GT(std::abs(r.timeline->iterations.back().kernel_gap_ratio - 1.0), 0.1);
+        }
+        return has_note(r, "--pace-clock device where the host has time to spare");
+    };
+    EXPECT_TRUE(noted(replay::PaceClock::Auto, true));     // direct steps, paced by the host
+    EXPECT_FALSE(noted(replay::PaceClock::Device, true));  // held: nothing to suggest
+    EXPECT_FALSE(noted(replay::PaceClock::Host, true));    // the user chose the host
+    EXPECT_FALSE(noted(replay::PaceClock::Auto, false));   // no clock to hold them on
+}
+
 TEST(Drivers, RecordedPacingNeverWaitsForALaunchAlreadyLate) {
     auto a = two_stream_trace();
     FakeBackend b;
