@@ -127,7 +127,6 @@ class SequentialReplay {
         clock_available_ = options_.pace == Pace::Recorded &&
                            options_.pace_clock != PaceClock::Host &&
                            backend_.environment().device_clock;
-        device_clock_ = clock_available_ && options_.pace_clock == PaceClock::Device;
     }
 
     void run(Timeline* timeline);
@@ -143,7 +142,8 @@ class SequentialReplay {
     double last_iteration_s_ = NAN;
 
     // ---- issuing ----
-    void pre_issue(std::size_t u);
+    // `hold`: --pace recorded on a device clock holds the unit, where held() says so.
+    void pre_issue(std::size_t u, bool hold = false);
     void launch(std::size_t u);
     // One pass over the units (with `paced`, each at its recorded offset); the host time from the
     // first launch to the return of the last.
@@ -195,13 +195,18 @@ class SequentialReplay {
     enum class Issued : std::uint8_t { No, Yes, Failed };
     std::vector<Issued> issued_;
     std::vector<bool> warmed_;
-    // Environment::device_clock with --pace recorded and a pace clock other than host; whether
-    // units are held on it (every unit with PaceClock::Device; with Auto, the graph units, known
-    // once the graphs are captured); whether the pass being issued holds them.
+    // Environment::device_clock with --pace recorded and a pace clock other than host.
     bool clock_available_ = false;
-    bool device_clock_ = false;
-    bool holding_ = false;
-    bool late_ = false;  // the host is past the recorded launch of the unit pre_issue() readies
+    // Whether `unit` is held on it: every unit with PaceClock::Device; with Auto, the units
+    // launched from graphs (there are none until the graphs are captured).
+    bool held(const LaunchUnit& unit) const {
+        return clock_available_ &&
+               (options_.pace_clock == PaceClock::Device || unit.kind == LaunchUnit::Kind::Graph);
+    }
+    bool holds_any() const {
+        return std::any_of(units_.begin(), units_.end(),
+                           [&](const LaunchUnit& unit) { return held(unit); });
+    }
     std::map<int, std::int64_t> held_start_;  // per stream: the last held step's recorded start
     std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
     Problems unmatched_, miscounted_, not_captured_;
@@ -209,7 +214,7 @@ class SequentialReplay {
     std::function<void(std::int64_t)> wait_until_ = spin_until;
 };
 
-void SequentialReplay::pre_issue(std::size_t u) {
+void SequentialReplay::pre_issue(std::size_t u, bool hold) {
     const LaunchUnit& unit = units_[u];
     if (unit.kind == LaunchUnit::Kind::Direct && !ready(unit.first)) return;
     for (int producer : unit.waits) backend_.stream_wait(unit.stream, producer);
@@ -219,8 +224,7 @@ void SequentialReplay::pre_issue(std::size_t u) {
         warmed_[u] = true;
     }
     // After the warm-up reads: they stand for cache state that took no time in the recording.
-    if (holding_ && !late_ &&
-        (options_.pace_clock == PaceClock::Device || unit.kind == LaunchUnit::Kind::Graph)) {
+    if (hold && held(unit)) {
         // The recorded start after the previous held step's on this stream (after the clock's
         // start less the lead, for the stream's first).
         const auto last = held_start_.try_emplace(unit.stream, -kDeviceClockLeadNs).first;
@@ -248,12 +252,12 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
     issued_.assign(units_.size(), Issued::No);
     warmed_.assign(units_.size(), false);
     if (units_.empty()) return 0;
-    holding_ = paced && device_clock_;
+    const bool holding = paced && holds_any();
     held_start_.clear();
-    if (holding_) start_clock();
+    if (holding) start_clock();
     // A unit's waits and warm-up reads go out right after the previous launch, so that at its
     // recorded offset only its own launch is left to do.
-    pre_issue(0);
+    pre_issue(0, holding);
     const std::int64_t start = now_();
     for (std::size_t u = 0; u < units_.size(); ++u) {
         if (paced) wait_until_(start + units_[u].offset_ns);
@@ -261,18 +265,16 @@ std::int64_t SequentialReplay::issue_pass(bool paced) {
         if (u + 1 < units_.size()) {
             // A host already late for the next launch is catching up: a hold could not keep
             // that step (it arrives after its time) and would cost the host a launch more.
-            late_ = holding_ && now_() > start + units_[u + 1].offset_ns;
-            pre_issue(u + 1);
+            pre_issue(u + 1, holding && now_() <= start + units_[u + 1].offset_ns);
         }
         // Paced, the launch must reach the device before the host waits for the next one.
         if (paced) backend_.submit();
     }
-    holding_ = late_ = false;
     return now_() - start;
 }
 
 void SequentialReplay::note_host_pacing(const ReportTimeline& result) const {
-    if (!clock_available_ || device_clock_ || result.iterations.empty()) return;
+    if (!clock_available_ || holds_any() || result.iterations.empty()) return;
     const double ratio = result.iterations.back().kernel_gap_ratio;
     if (!std::isfinite(ratio) || std::abs(ratio - 1.0) <= kGapTolerance) return;
     char text[32];
@@ -297,7 +299,7 @@ void SequentialReplay::start_clock() {
 
 void SequentialReplay::untimed_pass(const char* what) {
     session_.set_iteration(0);  // NVTX ranges say "(plan)"
-    if (device_clock_ && !units_.empty()) {  // their first launches are not the timed phase's
+    if (holds_any()) {          // their first launches are not the timed phase's
         start_clock();
         backend_.hold_after(units_.front().stream, 0);
     }
@@ -581,16 +583,16 @@ void SequentialReplay::run(Timeline* timeline) {
     }
     if (use_graphs_) {
         capture_graphs();
-        device_clock_ = device_clock_ || (clock_available_ && issue_path_ != "direct");
         if (issue_path_ != "direct") untimed_pass("plan: the graphs launched once, untimed");
     }
     report.options.emplace_back("issue_path", issue_path_);
     if (options_.pace == Pace::Recorded) {
         const bool every_step = options_.pace_clock == PaceClock::Device;
-        report.options.emplace_back("pace_clock", !device_clock_ ? "host"
-                                                  : every_step   ? "device"
-                                                                 : "device for graph steps");
-        if (device_clock_)
+        const bool holds = holds_any();
+        report.options.emplace_back("pace_clock", !holds       ? "host"
+                                                  : every_step ? "device"
+                                                               : "device for graph steps");
+        if (holds)
             report.notes.push_back(
                 "--pace recorded: the host launches each step at its recorded launch time, and "
                 "the GPU holds " +
