@@ -64,7 +64,7 @@ void write_timeline_summary(std::ostream& out, const ReportTimeline& t) {
               "as gap\n",
               figure("%.1f", replayed.median_kernel_gap_us, "no gap").c_str(),
               figure("%.1f", t.recorded.median_kernel_gap_us, "no gap").c_str(),
-              figure("%.3f", last.kernel_gap_ratio, "no recorded gap").c_str());
+              figure("%.3f", last.kernel_gap_ratio, "no ratio: recorded back to back").c_str());
     print(out, "    issue path              %12s%s\n", t.issue_path.c_str(),
           t.first_uses.empty() ? "" : "; first uses after the plan was sealed: see report.json");
 }

@@ -106,13 +106,18 @@ std::vector<TimelineInterval> recorded_intervals(const KernelGraph& graph) {
 IterationResult iteration_result(int iteration, const TimelineFigures& replayed,
                                  const TimelineFigures& recorded) {
     auto ratio = [](double a, double b) { return std::isfinite(a) && b > 0 ? a / b : NAN; };
+    // A recorded median gap under a microsecond is back to back (a kernel-to-kernel launch takes
+    // about that long): a ratio to it, x2000 for a 4 ns median, would say nothing true.
+    auto gap_ratio = [&](double a, double b) {
+        return b >= kShortestComparableGapUs ? ratio(a, b) : NAN;
+    };
     IterationResult r;
     r.iteration = iteration;
     r.replayed = replayed;
     r.span_ratio = ratio(replayed.span_us, recorded.span_us);
     r.stretch = ratio(replayed.span_us, replayed.kernel_us + replayed.warm_read_us);
-    r.median_gap_ratio = ratio(replayed.median_gap_us, recorded.median_gap_us);
-    r.kernel_gap_ratio = ratio(replayed.median_kernel_gap_us, recorded.median_kernel_gap_us);
+    r.median_gap_ratio = gap_ratio(replayed.median_gap_us, recorded.median_gap_us);
+    r.kernel_gap_ratio = gap_ratio(replayed.median_kernel_gap_us, recorded.median_kernel_gap_us);
     return r;
 }
 

@@ -103,6 +103,13 @@ TEST(TimelineFigures, RatiosAgainstTheRecordedStep) {
     const auto none = replay::iteration_result(1, replayed, replay::TimelineFigures{});
     EXPECT_TRUE(std::isnan(none.span_ratio));
     EXPECT_TRUE(std::isnan(none.median_gap_ratio));
+    // A recorded median gap of a few nanoseconds is back to back: no x2000 ratio to it.
+    recorded.median_kernel_gap_us = 0.004;
+    recorded.median_gap_us = 0.9;
+    const auto back_to_back = replay::iteration_result(1, replayed, recorded);
+    EXPECT_TRUE(std::isnan(back_to_back.kernel_gap_ratio));
+    EXPECT_TRUE(std::isnan(back_to_back.median_gap_ratio));
+    EXPECT_DOUBLE_EQ(back_to_back.span_ratio, 0.5);
     EXPECT_DOUBLE_EQ(none.stretch, 50.0 / 45.0);
     const auto empty = replay::iteration_result(1, replay::TimelineFigures{}, recorded);
     EXPECT_TRUE(std::isnan(empty.span_ratio));

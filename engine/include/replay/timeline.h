@@ -131,8 +131,11 @@ TimelineFigures timeline_figures(const std::vector<TimelineInterval>& intervals)
 // Every recorded GPU activity of `graph` as an interval on its recorded stream.
 std::vector<TimelineInterval> recorded_intervals(const KernelGraph& graph);
 
+// A recorded median gap shorter than this is back to back; gap ratios are left out (NaN) below it.
+inline constexpr double kShortestComparableGapUs = 1.0;
+
 // A replayed iteration's figures with their ratios to the recorded ones (NaN where a figure is
-// missing or the recorded one is 0).
+// missing, the recorded one is 0, or a recorded median gap is under kShortestComparableGapUs).
 IterationResult iteration_result(int iteration, const TimelineFigures& replayed,
                                  const TimelineFigures& recorded);
 
