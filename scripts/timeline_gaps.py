@@ -1,60 +1,89 @@
 #!/usr/bin/env python3
 """Where a replayed timeline waited: the largest gaps of each replayed iteration, per stream.
 
-Usage: scripts/timeline_gaps.py REPLAY_TRACE_JSON [--top N]
+Usage: scripts/timeline_gaps.py REPLAY_TRACE_JSON [--top N] [--json]
 
 Reads the replay_trace.json that `replay --mode sequential` writes (every iteration asked with
---trace-iterations all) and prints, per replayed iteration, the N largest gaps on any stream: the
-idle time from the latest end so far to the next activity's start, warm-up reads counted as busy
-(as the report's max_gap_us counts them), with the activities on both sides and their step
-numbers (`correlation`), so that an iteration's outlier can be told from the others' by place.
+--trace-iterations all) and prints, per replayed iteration, the N largest gaps on any stream, with
+the activities on both sides and their correlation ids, so that an iteration's outlier can be
+told from the others' by place. A gap is what report.json's max_gap_us counts: on one stream,
+from the latest end so far to the next activity's start, less the warm-up reads inside it (they
+stand for cache state that took no time in the recording). --json prints {iteration: [gaps]}.
 """
 import argparse
 import collections
 import json
 import sys
 
-GPU_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "warm_read"}
+WORK = {"kernel", "gpu_memcpy", "gpu_memset"}
+WARM = "warm_read"
+
+
+def lanes_of(events):
+    """(iteration, stream) -> ([work (start, end, name, correlation)], [warm (start, end)])."""
+    lanes = collections.defaultdict(lambda: ([], []))
+    for e in events:
+        cat = e.get("cat")
+        if e.get("ph") != "X" or (cat not in WORK and cat != WARM):
+            continue
+        a = e.get("args", {})
+        if a.get("side") != "replayed" or "iteration" not in a:
+            continue
+        start = float(e["ts"])
+        end = start + float(e.get("dur", 0))
+        # A warm-up read names no stream in its args: its tid is the stream.
+        work, warm = lanes[(a["iteration"], a.get("stream", e.get("tid")))]
+        if cat == WARM:
+            warm.append((start, end))
+        else:
+            work.append((start, end, e.get("name", "?"), a.get("correlation")))
+    return lanes
+
+
+def warm_inside(warm, lo, hi):
+    return sum(max(0.0, min(end, hi) - max(start, lo)) for start, end in warm)
+
+
+def gaps_by_iteration(events):
+    gaps = collections.defaultdict(list)  # iteration -> [(gap, stream, before, after)]
+    for (iteration, stream), (work, warm) in lanes_of(events).items():
+        work.sort()
+        warm.sort()
+        reached, before = None, None
+        for act in work:
+            if reached is not None and act[0] > reached:
+                idle = act[0] - reached - warm_inside(warm, reached, act[0])
+                gaps[iteration].append((max(0.0, idle), stream, before, act))
+            if reached is None or act[1] > reached:
+                reached, before = act[1], act
+    for found in gaps.values():
+        found.sort(key=lambda g: g[0], reverse=True)
+    return gaps
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print {iteration: [gap...]} as JSON")
     args = ap.parse_args()
     with open(args.trace) as f:
         doc = json.load(f)
-    events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    # (iteration, stream) -> [(start, end, name, correlation)]; a warm-up read has no stream of
-    # its own in args: its tid is the stream.
-    lanes = collections.defaultdict(list)
-    for e in events:
-        if e.get("ph") != "X" or e.get("cat") not in GPU_CATEGORIES:
-            continue
-        a = e.get("args", {})
-        if a.get("side") != "replayed" or "iteration" not in a:
-            continue
-        stream = a.get("stream", e.get("tid"))
-        start = float(e["ts"])
-        lanes[(a["iteration"], stream)].append(
-            (start, start + float(e.get("dur", 0)), e.get("name", "?"), a.get("correlation")))
-    if not lanes:
-        sys.exit(f"{args.trace}: no replayed GPU activity with an iteration (was it written with "
-                 "--trace-iterations all by a sequential replay?)")
-    gaps = collections.defaultdict(list)  # iteration -> [(gap, stream, before, after)]
-    for (iteration, stream), acts in lanes.items():
-        acts.sort()
-        reached, before = None, None
-        for act in acts:
-            if reached is not None and act[0] > reached:
-                gaps[iteration].append((act[0] - reached, stream, before, act))
-            if reached is None or act[1] > reached:
-                reached, before = act[1], act
+    gaps = gaps_by_iteration(doc["traceEvents"] if isinstance(doc, dict) else doc)
+    if not gaps:
+        sys.exit(f"{args.trace}: no gap between replayed GPU activities of one iteration (was it "
+                 "written with --trace-iterations all by a sequential replay?)")
+    if args.json:
+        print(json.dumps({str(it): [{"gap_us": g, "stream": s, "before": b[2], "after": a[2],
+                                     "before_correlation": b[3], "after_correlation": a[3]}
+                                    for g, s, b, a in found[:args.top]]
+                          for it, found in sorted(gaps.items())}, indent=1))
+        return
     for iteration in sorted(gaps):
         print(f"iteration {iteration}:")
-        for gap, stream, before, after in sorted(gaps[iteration], reverse=True)[:args.top]:
-            print(f"  {gap:10.1f} us on stream {stream}: after {before[2][:60]!r} (step "
-                  f"{before[3]}) before {after[2][:60]!r} (step {after[3]})")
+        for gap, stream, before, after in gaps[iteration][:args.top]:
+            print(f"  {gap:10.1f} us on stream {stream}: after {before[2][:60]!r} (correlation "
+                  f"{before[3]}) before {after[2][:60]!r} (correlation {after[3]})")
 
 
 if __name__ == "__main__":

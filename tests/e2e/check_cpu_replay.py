@@ -83,6 +83,18 @@ with tempfile.TemporaryDirectory() as tmp:
                    for e in trace["traceEvents"] if e.get("cat") == "user_annotation")
     check(steps == [("ProfilerStep#1", 0), ("ProfilerStep#2", 1), ("ProfilerStep#3", 2)],
           f"replay_trace.json has the recorded step and both iterations as profiler steps: {steps}")
+    # scripts/timeline_gaps.py finds, in replay_trace.json, each iteration's largest gap where
+    # the report says it is (max_gap_us: warm-up reads inside a gap taken out of it).
+    r = subprocess.run([sys.executable, os.path.join(root, "scripts/timeline_gaps.py"),
+                        os.path.join(timeline, "replay_trace.json"), "--json", "--top", "1"],
+                       capture_output=True, text=True)
+    found = json.loads(r.stdout) if r.returncode == 0 else {}
+    largest = {int(it): g[0]["gap_us"] for it, g in found.items() if g}
+    expected = {i["iteration"]: i["max_gap_us"] for i in iterations}
+    check(r.returncode == 0 and largest.keys() == expected.keys() and
+          all(abs(largest[it] - expected[it]) < 0.01 for it in expected),
+          f"timeline_gaps.py's largest gap per iteration {largest} is the report's max_gap_us "
+          f"{expected} {r.stderr[-300:]}")
 
     uniq = os.path.join(tmp, "unique")
     run(bloom, "--mode", "unique", "--out", uniq, *fast)
