@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "replay/shorten.h"
+#include "replay/timeline.h"
 
 namespace replay {
 namespace {
@@ -46,13 +47,12 @@ void write_timeline_summary(std::ostream& out, const ReportTimeline& t) {
     const IterationResult& last = t.iterations.back();
     const TimelineFigures& replayed = last.replayed;
     const char* none = "nothing timed";
-    print(out, "  step span (iteration %d)  %12s us vs %s us recorded (x%s)\n", last.iteration,
+    print(out, "  step span (iteration %d)  %12s us vs %s us recorded (%s)\n", last.iteration,
           figure("%.1f", replayed.span_us, none).c_str(),
           figure("%.1f", t.recorded.span_us, none).c_str(),
-          figure("%.3f", last.span_ratio, "no recorded span").c_str());
-    print(out, "    busy                    %12.1f us kernels + %.1f us warm-up reads (span x%s)\n",
-          replayed.kernel_us, replayed.warm_read_us,
-          figure("%.3f", last.stretch, none).c_str());
+          figure("x%.3f", last.span_ratio, "no recorded span").c_str());
+    print(out, "    busy                    %12.1f us kernels + %.1f us warm-up reads (span %s)\n",
+          replayed.kernel_us, replayed.warm_read_us, figure("x%.3f", last.stretch, none).c_str());
     print(out, "    gap between activities  median %s us (recorded %s), max %s us (recorded %s)\n",
           figure("%.1f", replayed.median_gap_us, "no gap").c_str(),
           figure("%.1f", t.recorded.median_gap_us, "no gap").c_str(),
@@ -60,11 +60,15 @@ void write_timeline_summary(std::ostream& out, const ReportTimeline& t) {
           figure("%.1f", t.recorded.max_gap_us, "no gap").c_str());
     if (replayed.warm_read_us > 0)
         print(out,
-              "    end to next start       median %s us (recorded %s, x%s), warm-up reads counted "
+              "    end to next start       median %s us (recorded %s, %s), warm-up reads counted "
               "as gap\n",
               figure("%.1f", replayed.median_kernel_gap_us, "no gap").c_str(),
               figure("%.1f", t.recorded.median_kernel_gap_us, "no gap").c_str(),
-              figure("%.3f", last.kernel_gap_ratio, "no ratio: recorded back to back").c_str());
+              figure("x%.3f", last.kernel_gap_ratio,
+                     t.recorded.median_kernel_gap_us < kShortestComparableGapUs
+                         ? "no ratio: recorded back to back"
+                         : "no gap")
+                  .c_str());
     print(out, "    issue path              %12s%s\n", t.issue_path.c_str(),
           t.first_uses.empty() ? "" : "; first uses after the plan was sealed: see report.json");
 }

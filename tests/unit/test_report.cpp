@@ -640,6 +640,40 @@ TEST(ReportSummary, NothingReplayedSaysWhyAndPrintsNoNan) {
     EXPECT_TRUE(replay::why_nothing_was_replayed(replayed).empty());
 }
 
+// A recording whose activities ran back to back (a 4 ns median gap) gets no gap ratio: the
+// summary says why, never "x2113" nor "xn/a".
+TEST(ReportSummary, ABackToBackRecordingGetsNoGapRatio) {
+    const auto summary_with = [](double recorded_gap_us) {
+        Report r = hand_made();
+        r.mode = "sequential";
+        replay::ReportTimeline t;
+        t.issue_path = "direct";
+        t.recorded.span_us = 1000;
+        t.recorded.kernel_us = 900;
+        t.recorded.median_gap_us = recorded_gap_us;
+        t.recorded.median_kernel_gap_us = recorded_gap_us;
+        replay::TimelineFigures f;
+        f.span_us = 1100;
+        f.kernel_us = 900;
+        f.warm_read_us = 50;
+        f.median_gap_us = 8;
+        f.median_kernel_gap_us = 8.452;
+        t.iterations.push_back(replay::iteration_result(1, f, t.recorded));
+        r.timeline = t;
+        replay::finalize_report(r);
+        return summary_of(r);
+    };
+    const std::string back_to_back = summary_with(0.004);
+    EXPECT_NE(back_to_back.find("(recorded 0.0, n/a (no ratio: recorded back to back))"),
+              std::string::npos)
+        << back_to_back;
+    EXPECT_EQ(back_to_back.find("x2113"), std::string::npos) << back_to_back;
+    EXPECT_EQ(back_to_back.find("xn/a"), std::string::npos) << back_to_back;
+    EXPECT_NE(back_to_back.find("(x1.100)"), std::string::npos) << back_to_back;  // the span's
+    const std::string spaced = summary_with(4.0);
+    EXPECT_NE(spaced.find("(recorded 4.0, x2.113)"), std::string::npos) << spaced;
+}
+
 TEST(ReportSummary, FiguresWithoutAValueAreNotApplicableNotNan) {
     // Only a copy replayed: no per-kernel error, no GEMM; a sequential pass of 0 us.
     Report r = hand_made();
