@@ -648,16 +648,15 @@ TEST(ReportSummary, ABackToBackRecordingGetsNoGapRatio) {
         r.mode = "sequential";
         replay::ReportTimeline t;
         t.issue_path = "direct";
-        t.recorded.span_us = 1000;
-        t.recorded.kernel_us = 900;
-        t.recorded.median_gap_us = recorded_gap_us;
-        t.recorded.median_kernel_gap_us = recorded_gap_us;
-        replay::TimelineFigures f;
-        f.span_us = 1100;
-        f.kernel_us = 900;
-        f.warm_read_us = 50;
-        f.median_gap_us = 8;
-        f.median_kernel_gap_us = 8.452;
+        t.recorded = {.span_us = 1000,
+                      .kernel_us = 900,
+                      .median_gap_us = recorded_gap_us,
+                      .median_kernel_gap_us = recorded_gap_us};
+        const replay::TimelineFigures f{.span_us = 1100,
+                                        .kernel_us = 900,
+                                        .warm_read_us = 50,
+                                        .median_gap_us = 8,
+                                        .median_kernel_gap_us = 8.452};
         t.iterations.push_back(replay::iteration_result(1, f, t.recorded));
         r.timeline = t;
         replay::finalize_report(r);
