@@ -40,8 +40,17 @@ def lanes_of(events):
     return lanes
 
 
-def warm_inside(warm, lo, hi):
-    return sum(max(0.0, min(end, hi) - max(start, lo)) for start, end in warm)
+def warm_inside(warm, first, lo, hi):
+    """The part of [lo, hi) the sorted warm-up reads cover, from warm[first] on; and the first
+    read that may still reach past lo (gaps come in increasing order: each read is passed once,
+    as timeline_figures.cpp's warm_inside does)."""
+    while first < len(warm) and warm[first][1] <= lo:
+        first += 1
+    covered, k = 0.0, first
+    while k < len(warm) and warm[k][0] < hi:
+        covered += max(0.0, min(warm[k][1], hi) - max(warm[k][0], lo))
+        k += 1
+    return covered, first
 
 
 def gaps_by_iteration(events):
@@ -49,10 +58,11 @@ def gaps_by_iteration(events):
     for (iteration, stream), (work, warm) in lanes_of(events).items():
         work.sort()
         warm.sort()
-        reached, before = None, None
+        reached, before, first = None, None, 0
         for act in work:
             if reached is not None and act[0] > reached:
-                idle = act[0] - reached - warm_inside(warm, reached, act[0])
+                covered, first = warm_inside(warm, first, reached, act[0])
+                idle = act[0] - reached - covered
                 gaps[iteration].append((max(0.0, idle), stream, before, act))
             if reached is None or act[1] > reached:
                 reached, before = act[1], act
