@@ -102,7 +102,12 @@ int updates_per_window(const EnergyProbe& probe, double window_ms, std::string& 
     // even number of periods averages out a period-to-period alternation.
     int n = 0;
     if (window_ms > 0) {
-        n = std::max(1, static_cast<int>(std::ceil(window_ms / period - 1e-9)));
+        // A window asked as a whole number of periods keeps that number: the probe measures the
+        // nominal 100 ms period as 99.99 one time and 100.21 the next (two H200 processes), and
+        // 400 ms became 5 periods in the first and 4 in the second, so the processes measured
+        // different windows (and 5 is odd: see above).
+        constexpr double kPeriodTolerance = 0.05;  // of a period
+        n = std::max(1, static_cast<int>(std::ceil(window_ms / period - kPeriodTolerance)));
         rule = "--energy-window " + std::to_string(window_ms) + " ms: " + std::to_string(n) +
                " counter periods";
     } else {

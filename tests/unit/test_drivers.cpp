@@ -1716,6 +1716,20 @@ TEST(Energy, AWindowIsNeverASingleCounterPeriod) {
     EXPECT_EQ(replay::updates_per_window(h100, 0, rule), 8);  // 2 x 3.55 ms below 1% of 802 ms
 }
 
+TEST(Energy, AWindowOfWholePeriodsKeepsItsCountWhateverThePeriodMeasured) {
+    // Two H200 processes probed the nominal 100 ms period as 99.99 and 100.21 ms: the default
+    // 400 ms window must be 4 periods in both, not 5 in the first.
+    replay::EnergyProbe probe;
+    probe.available = true;
+    std::string rule;
+    for (const double period : {99.5, 99.99, 100.0, 100.21}) {
+        probe.counter_period_ms = period;
+        EXPECT_EQ(replay::updates_per_window(probe, 400, rule), 4) << period;
+    }
+    probe.counter_period_ms = 97.0;  // 400 ms is 4.12 periods: a fifth one is needed
+    EXPECT_EQ(replay::updates_per_window(probe, 400, rule), 5);
+}
+
 TEST(Energy, ACounterThatNeverChangesIsNotAvailable) {
     class Dead final : public replay::EnergyMeter {
       public:
