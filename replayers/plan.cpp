@@ -1,6 +1,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -118,7 +119,8 @@ bool needs_warm_up(const Recipe& recipe, const std::unordered_set<std::int64_t>&
 }
 
 std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& session,
-                                         const std::vector<std::size_t>& kernel_of) {
+                                         const std::vector<std::size_t>& kernel_of,
+                                         const std::function<void(const std::string&)>& progress) {
     const KernelGraph& graph = analysis.graph;
     const auto& nodes = graph.nodes();
     std::unordered_map<std::uint32_t, std::vector<int>> waits_before;  // waiter -> producer slots
@@ -136,7 +138,15 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
         plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
     std::vector<PlannedStep> plan;
     std::unordered_set<std::int64_t> touched;  // storages the ready steps so far read or wrote
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kProgressEvery = std::chrono::seconds(5);
+    auto next_progress = Clock::now() + kProgressEvery;
     for (std::size_t s = 0; s < steps.size(); ++s) {
+        if (progress && Clock::now() >= next_progress) {
+            progress("plan: " + std::to_string(s) + " of " + std::to_string(steps.size()) +
+                     " steps prepared");
+            next_progress = Clock::now() + kProgressEvery;
+        }
         const Step& step = steps[s];
         const Recipe recorded = analysis.recipes.recipe(step.issue_node);
         Prepared& prepared = session.prepare(recorded.tier == Tier::Collective

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -74,9 +75,11 @@ std::vector<std::int64_t> shared_storages(const Recipe& recipe);
 bool needs_warm_up(const Recipe& recipe, const std::unordered_set<std::int64_t>& touched);
 
 // Prepares every step's recipe (marking the kernels of those that cannot run) and returns the
-// ready ones in recorded order.
-std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& session,
-                                         const std::vector<std::size_t>& kernel_of);
+// ready ones in recorded order. `progress` (when set) gets a line every few seconds: preparing a
+// step of large tensors fills them with random data, and a trace of thousands takes minutes.
+std::vector<PlannedStep> plan_sequential(
+    const Analysis& analysis, Session& session, const std::vector<std::size_t>& kernel_of,
+    const std::function<void(const std::string&)>& progress = {});
 
 // What the loop launches, in order: one step issued by the host, or a captured graph of steps.
 struct LaunchUnit {

@@ -732,7 +732,8 @@ Report replay_sequential(const Analysis& analysis, Backend& backend, const Drive
     if (energy != nullptr) describe_energy_run(*energy, options, session.report().energy);
     const auto kernel_of = detail::kernel_of_nodes(analysis, session);
     SequentialReplay replay(analysis, session,
-                            detail::plan_sequential(analysis, session, kernel_of), energy);
+                            detail::plan_sequential(analysis, session, kernel_of, options.progress),
+                            energy);
     replay.run(timeline);
     if (last_iteration_s != nullptr) *last_iteration_s = replay.last_iteration_s();
     const KernelGraph& graph = analysis.graph;

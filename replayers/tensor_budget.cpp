@@ -198,4 +198,28 @@ std::int64_t available_host_memory() {
     return pages > 0 && page_size > 0 ? mul(pages, page_size) : 0;
 }
 
+std::int64_t resident_memory() {
+    std::ifstream statm("/proc/self/statm");
+    long long size = 0, resident = 0;
+    const long page_size = sysconf(_SC_PAGESIZE);
+    if (!(statm >> size >> resident) || page_size <= 0) return 0;
+    return mul(resident, page_size);
+}
+
+TensorBudget host_memory_budget(std::int64_t max_tensor_bytes, std::int64_t cap,
+                                std::int64_t resident, std::int64_t available) {
+    const std::int64_t now = available / 4 * 3;
+    const std::int64_t left = std::max<std::int64_t>(cap - resident, 0);
+    TensorBudget memory{now, "3/4 of available RAM"};
+    if (left < now)
+        memory = {left, "the replay's memory cap (" + format_bytes(cap) +
+                            ": its resident memory at the start and 3/4 of the RAM then "
+                            "available; " +
+                            format_bytes(resident) + " in use)"};
+    // --max-tensor-bytes narrows the budget; it does not lift the cap that keeps the host alive.
+    if (max_tensor_bytes > 0 && max_tensor_bytes <= memory.bytes)
+        return tensor_budget(max_tensor_bytes, memory.bytes, memory.source);
+    return memory;
+}
+
 }  // namespace replay

@@ -72,7 +72,8 @@ class CpuBackend final : public Backend {
   public:
     explicit CpuBackend(const BackendOptions& options)
         : runner_(TorchDevice{TorchDevice::Kind::Cpu, 0}, options.seed, options.dataflow),
-          max_tensor_bytes_(options.max_tensor_bytes) {
+          max_tensor_bytes_(options.max_tensor_bytes),
+          memory_cap_(resident_memory() + available_host_memory() / 4 * 3) {
         if (options.distributed.world_size > 1)
             comm_ = std::make_unique<Communicator>(options.distributed);
     }
@@ -100,10 +101,11 @@ class CpuBackend final : public Backend {
 
     Prepared prepare(const Recipe& recipe) override {
         Prepared result;
-        // A quarter of the available RAM stays free: prepare writes every byte it allocates, and
-        // the kernel kills a process that overcommits instead of failing its allocation.
-        const TensorBudget budget = tensor_budget(
-            max_tensor_bytes_, available_host_memory() / 4 * 3, "3/4 of available RAM");
+        // A quarter of the RAM available at the start stays free, whatever the prepared steps
+        // already hold: prepare writes every byte it allocates, and the kernel kills a process
+        // that overcommits instead of failing its allocation.
+        const TensorBudget budget = host_memory_budget(max_tensor_bytes_, memory_cap_,
+                                                       resident_memory(), available_host_memory());
         if (auto why = over_budget(recipe, budget)) {
             result.reason = std::move(*why);
             return result;
@@ -225,6 +227,7 @@ class CpuBackend final : public Backend {
     std::unique_ptr<Communicator> comm_;
     TorchOpRunner runner_;
     std::int64_t max_tensor_bytes_ = 0;
+    std::int64_t memory_cap_ = 0;  // host_memory_budget()'s cap, fixed at the start
     std::vector<TimedActivity> activities_;
     std::vector<unsigned char> flush_buffer_;
     unsigned char flush_value_ = 0;

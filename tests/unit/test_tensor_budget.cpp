@@ -114,5 +114,31 @@ TEST(TensorBudget, BytesAreWrittenInBinaryUnits) {
     EXPECT_EQ(format_bytes(3 * kGiB), "3.0 GiB");
 }
 
+TEST(TensorBudget, HostMemoryIsCappedAtWhatWasAvailableWhenTheReplayStarted) {
+    // 16 GiB were available at the start (cap: 1 GiB resident then + 12 GiB); the prepared
+    // steps now hold 11 GiB, and the host still reports 8 GiB available: 2 GiB are left, not 6.
+    const std::int64_t cap = kGiB + 12 * kGiB;
+    const TensorBudget capped = host_memory_budget(0, cap, 11 * kGiB, 8 * kGiB);
+    EXPECT_EQ(capped.bytes, 2 * kGiB);
+    EXPECT_NE(capped.source.find("the replay's memory cap (13.0 GiB"), std::string::npos)
+        << capped.source;
+    EXPECT_NE(capped.source.find("11.0 GiB in use"), std::string::npos) << capped.source;
+    const auto why = reason(aten("aten::relu", {tensor_arg({1024, 1024, 1024})}), capped);
+    EXPECT_NE(why.find("over the 2.0 GiB tensor budget (the replay's memory cap"),
+              std::string::npos)
+        << why;
+    // Past the cap nothing more is prepared.
+    EXPECT_EQ(host_memory_budget(0, cap, 14 * kGiB, 8 * kGiB).bytes, 0);
+    // Other processes took memory: three quarters of what is available now is the tighter.
+    const TensorBudget shared = host_memory_budget(0, cap, 2 * kGiB, 4 * kGiB);
+    EXPECT_EQ(shared.bytes, 3 * kGiB);
+    EXPECT_EQ(shared.source, "3/4 of available RAM");
+    // --max-tensor-bytes narrows the budget but does not lift the cap.
+    EXPECT_EQ(host_memory_budget(kGiB, cap, 2 * kGiB, 4 * kGiB).bytes, kGiB);
+    EXPECT_EQ(host_memory_budget(kGiB, cap, 2 * kGiB, 4 * kGiB).source, "--max-tensor-bytes");
+    EXPECT_EQ(host_memory_budget(64 * kGiB, cap, 11 * kGiB, 8 * kGiB).bytes, 2 * kGiB);
+    EXPECT_GT(resident_memory(), 0);
+}
+
 }  // namespace
 }  // namespace replay

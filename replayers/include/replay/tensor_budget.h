@@ -34,4 +34,16 @@ std::optional<std::string> over_budget(const Recipe& recipe, const TensorBudget&
 // This host's available memory (MemAvailable of /proc/meminfo; free pages when it lacks it).
 std::int64_t available_host_memory();
 
+// This process's resident memory (/proc/self/statm), 0 where it cannot be read.
+std::int64_t resident_memory();
+
+// What a host-memory backend may still allocate: `cap` (fixed when the replay started: its
+// resident memory then, plus three quarters of what was available) less what it holds now, and
+// never more than three quarters of what is available now (other processes use memory too);
+// --max-tensor-bytes (`max_tensor_bytes`) where it is the smaller.
+// Checking each recipe against the available memory alone let a replay grow until the host had
+// nothing left: every op fitted into three quarters of what the ops before it had left.
+TensorBudget host_memory_budget(std::int64_t max_tensor_bytes, std::int64_t cap,
+                                std::int64_t resident, std::int64_t available);
+
 }  // namespace replay
