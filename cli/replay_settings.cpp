@@ -213,14 +213,17 @@ void ReplaySettings::add_device_options(CLI::App& app) {
                    "replay in this process")
         ->check(CLI::IsMember({"worker", "none"}))
         ->capture_default_str();
-    app.add_option("--kernel-timeout", kernel_timeout_s,
-                   "With --isolation worker: a run that takes longer than max(SECONDS, 1000 x "
-                   "its recorded time) is failed with the reason, the worker restarted and the "
-                   "replay goes on (a wait for queued work: 1000 x the recorded time of all of "
-                   "it); 0: no limit")
-        ->type_name("SECONDS")
-        ->check(CLI::Range(0.0, 1e9))
-        ->capture_default_str();
+    kernel_timeout_option =
+        app.add_option(
+               "--kernel-timeout", kernel_timeout_s,
+               "With --isolation worker: a run that takes longer than max(SECONDS, 1000 x "
+               "its recorded time) is failed with the reason, the worker restarted and the "
+               "replay goes on (a wait for queued work: 1000 x the recorded time of all of "
+               "it); 0: no limit. The cpu backend's runs are limited only when it is given "
+               "(a slow CPU op is not a hung kernel, and a restart prepares every step again)")
+            ->type_name("SECONDS")
+            ->check(CLI::Range(0.0, 1e9))
+            ->capture_default_str();
     app.add_flag("--nvtx", nvtx,
                  "Run every replayed issue inside an NVTX range named by its unique-kernel id, "
                  "recorded name and iteration (\"ID NAME (iteration N)\"), for nsys and ncu "
@@ -277,6 +280,8 @@ std::unique_ptr<Backend> ReplaySettings::make_backend() const {
     if (isolation == "none" || energy || distributed.world_size > 1) return make_backend_here();
     WorkerOptions worker;
     worker.kernel_timeout_s = kernel_timeout_s;
+    worker.limit_host_clock_runs =
+        kernel_timeout_option != nullptr && kernel_timeout_option->count() > 0;
     std::string why;
     // The worker makes the backend: this process never initialises the device, so that it can
     // start a fresh worker after a fault.

@@ -45,6 +45,7 @@ struct ReplaySettings {
     std::string timing_json;  // the real step's timing.json; "": the one beside the trace, if any
     std::string isolation = "worker";
     double kernel_timeout_s = 10;
+    const CLI::Option* kernel_timeout_option = nullptr;  // given: it limits cpu runs too
     bool nvtx = false;
     std::vector<std::string> only;   // unique mode: these unique-kernel ids alone
     int collective_timeout = 60;     // seconds; every rendezvous and collective (several ranks)

@@ -243,14 +243,17 @@ class WorkerBackend final : public Backend {
         return options_.kernel_timeout_s > 0 ? std::max(floor_s, options_.kernel_timeout_s)
                                              : INFINITY;
     }
-    double issue_limit(std::uint32_t handle) const {
-        return run_time_limit(options_, work_[handle].recorded_ns);
+    // run_time_limit(), unless the backend times on the host clock (limit_host_clock_runs).
+    double run_limit(std::int64_t recorded_ns) const {
+        if (env_.timing == "host-clock" && !options_.limit_host_clock_runs) return INFINITY;
+        return run_time_limit(options_, recorded_ns);
     }
+    double issue_limit(std::uint32_t handle) const { return run_limit(work_[handle].recorded_ns); }
     // A synchronize waits for the work among the first `steps` of the batch.
     double batch_limit(std::size_t steps) const {
         std::int64_t recorded = 0;
         for (std::size_t i = 0; i < steps; ++i) recorded += recorded_ns(batch_[i]);
-        return run_time_limit(options_, recorded);
+        return run_limit(recorded);
     }
 
     static std::string reason_of(Decoder& d) {
@@ -364,7 +367,7 @@ class WorkerBackend final : public Backend {
             case Command::LaunchGraph:
                 worker_->send(
                     Encoder(Command::LaunchGraph).u32(graphs_[s.handle - 1].remote).take(),
-                    run_time_limit(options_, recorded_ns(s)));
+                    run_limit(recorded_ns(s)));
                 return;
             case Command::Wait:
             case Command::Hold:
@@ -479,7 +482,7 @@ class WorkerBackend final : public Backend {
                 if (skipped(s)) continue;
                 send(s);
                 if (!runs_work(s)) continue;
-                auto synced = sync_remote(run_time_limit(options_, recorded_ns(s)));
+                auto synced = sync_remote(run_limit(recorded_ns(s)));
                 if (!synced) {
                     culprit = i;
                     why = worker_->failure();

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -290,6 +291,7 @@ class FakeBackend : public replay::Backend {
     // a crash would, or never returns, as a hung kernel would.
     std::set<std::string> abort_issue;
     std::set<std::string> hang_issue;
+    std::set<std::string> slow_issue;  // ... takes a second, as a big op does on a CPU
     std::set<std::string> abort_prepare;
     std::set<std::string> abort_when_timed;  // ... only when it runs in the Timed phase
     // Instance keys whose issue poisons the fake device as a device-side assert does a CUDA
@@ -364,6 +366,7 @@ class FakeBackend : public replay::Backend {
         if (abort_issue.count(key)) die();
         if (hang_issue.count(key))
             for (;;) pause();
+        if (slow_issue.count(key)) std::this_thread::sleep_for(std::chrono::seconds(1));
         if (poison_issue.count(key)) poisoned_ = true;
         if (capturing_) {
             captured_.push_back({handle, stream, tag, false});
@@ -2123,11 +2126,15 @@ TEST(Drivers, WithoutGraphsEveryStepIsIssuedDirectlyAndTheReportSaysWhy) {
 // ---- a worker process (worker_backend.h) ------------------------------------------------------
 
 // The fake backend `config`, made in a worker process, seen from this one.
+// The fake times on the host clock, as the cpu backend does: its runs are limited as a GPU's
+// are only with `limit_host_clock_runs` (--kernel-timeout given), which the watchdog's tests set.
 std::unique_ptr<replay::Backend> in_worker(const FakeBackend& config, double kernel_timeout_s = 10,
-                                           int max_restarts = 200) {
+                                           int max_restarts = 200,
+                                           bool limit_host_clock_runs = true) {
     replay::WorkerOptions options;
     options.kernel_timeout_s = kernel_timeout_s;
     options.max_restarts = max_restarts;
+    options.limit_host_clock_runs = limit_host_clock_runs;
     std::string why;
     auto backend = replay::make_worker_backend(
         [config](std::string&) { return std::make_unique<FakeBackend>(config); }, options, why);
@@ -2285,6 +2292,26 @@ TEST(Worker, ARunPastItsTimeLimitIsFailedAndTheRunGoesOn) {
     EXPECT_EQ(kernel_named(r, "Memcpy DtoD (Device -> Device)").outcome, KernelOutcome::Replayed);
     // The hang, then again while the batch ran one issue at a time: two limits, not more.
     EXPECT_LT(seconds, 5.0);
+}
+
+TEST(Worker, AHostClockBackendsSlowRunIsNotAHang) {
+    // A cpu backend's op over big tensors takes as long as it takes: without --kernel-timeout
+    // given, it is not cut at the limit meant for a GPU kernel (the worker restarted every few
+    // minutes on a DLRM trace, preparing every step again each time).
+    auto a = two_stream_trace();
+    FakeBackend config;
+    config.slow_issue.insert(relu(1).instance_key());
+    auto worker = in_worker(config, 0.3, 200, false);
+    const replay::Report r = replay::replay_sequential(*a, *worker, {}, nullptr);
+    EXPECT_EQ(kernel_named(r, "relu_k").outcome, KernelOutcome::Replayed)
+        << kernel_named(r, "relu_k").reason;
+    EXPECT_FALSE(has_note(r, "restarted"));
+    // Given, it limits the host-clock runs too.
+    auto limited = in_worker(config, 0.3, 200, true);
+    const replay::Report cut = replay::replay_sequential(*a, *limited, {}, nullptr);
+    EXPECT_EQ(kernel_named(cut, "relu_k").outcome, KernelOutcome::Failed);
+    EXPECT_NE(kernel_named(cut, "relu_k").reason.find("time limit of 0.3 s"), std::string::npos)
+        << kernel_named(cut, "relu_k").reason;
 }
 
 TEST(Worker, AnIssueThatThrowsFailsWithoutARestart) {

@@ -28,6 +28,13 @@ struct WorkerOptions {
     // time of everything queued. 0 or less: no watchdog.
     double kernel_timeout_s = 10;
     double recorded_factor = 1000;
+    // A backend that times on the host clock (cpu) runs each op on the worker's own threads: a
+    // slow run there is the CPU, not a hung kernel (1000 x a GPU kernel's recorded time is
+    // nothing to a CPU op over 254 MB tensors), and each restart prepares every step again
+    // (minutes on a big trace). Its runs are limited only when this is set (--kernel-timeout
+    // given): HolisticTraceAnalysis' control.json.gz restarted the worker every 4-5 minutes and
+    // never finished.
+    bool limit_host_clock_runs = false;
     // Worker restarts after which the device is given up: the rest of the work fails with the
     // reason. A fault costs two: one to find the issue at fault, one to go on without it.
     int max_restarts = 200;
