@@ -74,9 +74,14 @@ std::string dims_text(const std::vector<std::int64_t>& dims) {
     return text + "]";
 }
 
+constexpr std::string_view kMemoryCap = "the replay's memory cap";
+
 std::string budget_text(const TensorBudget& budget) {
+    // --max-tensor-bytes can lower the memory cap (host_memory_budget), not lift it.
+    const bool settable =
+        budget.source != "--max-tensor-bytes" && !budget.source.starts_with(kMemoryCap);
     return "the " + format_bytes(budget.bytes) + " tensor budget (" + budget.source +
-           (budget.source == "--max-tensor-bytes" ? "" : "; --max-tensor-bytes sets it") + ")";
+           (settable ? "; --max-tensor-bytes sets it" : "") + ")";
 }
 
 std::optional<std::string> check(const std::string& what, const std::vector<Tensor>& tensors,
@@ -212,7 +217,7 @@ TensorBudget host_memory_budget(std::int64_t max_tensor_bytes, std::int64_t cap,
     const std::int64_t left = std::max<std::int64_t>(cap - resident, 0);
     TensorBudget memory{now, "3/4 of available RAM"};
     if (left < now)
-        memory = {left, "the replay's memory cap (" + format_bytes(cap) +
+        memory = {left, std::string(kMemoryCap) + " (" + format_bytes(cap) +
                             ": its resident memory at the start and 3/4 of the RAM then "
                             "available; " +
                             format_bytes(resident) + " in use)"};

@@ -127,6 +127,7 @@ TEST(TensorBudget, HostMemoryIsCappedAtWhatWasAvailableWhenTheReplayStarted) {
     EXPECT_NE(why.find("over the 2.0 GiB tensor budget (the replay's memory cap"),
               std::string::npos)
         << why;
+    EXPECT_EQ(why.find("--max-tensor-bytes sets it"), std::string::npos) << why;  // it cannot
     // Past the cap nothing more is prepared.
     EXPECT_EQ(host_memory_budget(0, cap, 14 * kGiB, 8 * kGiB).bytes, 0);
     // Other processes took memory: three quarters of what is available now is the tighter.
