@@ -132,6 +132,7 @@ class CudaBackend final : public Backend {
     std::vector<TimedActivity> collect() override;
     std::unique_ptr<EnergyMeter> energy_meter(std::string& why) override;
     void set_phase(Phase phase) override;
+    void set_recording(bool on) override { timer_->set_recording(on); }
     std::vector<std::string> first_uses() override;
     std::string capture_blocker(std::uint32_t handle, int stream) override;
     void begin_capture(int home, bool all_streams) override;

@@ -68,9 +68,23 @@ class CuptiTimer final : public IssueTimer {
             c.seal(true);
         } else {
             c.seal(false);
-            for (auto kind : kCorrelationKinds) REPLAY_CUPTI_CALL(cuptiActivityEnable(kind));
+            if (recording_)
+                for (auto kind : kCorrelationKinds) REPLAY_CUPTI_CALL(cuptiActivityEnable(kind));
         }
         phase_ = phase;
+    }
+
+    // Off: no kernel, copy or correlation records at all (what ran before is delivered first).
+    void set_recording(bool on) override {
+        if (on == recording_) return;
+        REPLAY_CUPTI_CALL(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        const bool correlates = phase_ != Phase::Timed;
+        for (auto kind : kRecordKinds)
+            REPLAY_CUPTI_CALL(on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind));
+        if (correlates)
+            for (auto kind : kCorrelationKinds)
+                REPLAY_CUPTI_CALL(on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind));
+        recording_ = on;
     }
 
     void set_streams(const std::vector<cudaStream_t>& streams) override {
@@ -195,6 +209,7 @@ class CuptiTimer final : public IssueTimer {
 
   private:
     Phase phase_ = Phase::Plan;
+    bool recording_ = true;
     bool timed_ = false;  // was in the Timed phase at least once
     bool capturing_ = false;
     std::string graph_why_;    // why graph records cannot be tied to issues, or ""

@@ -29,6 +29,8 @@ class IssueTimer {
     // Backend::set_phase: in the Timed phase a timer may drop per-issue bookkeeping and return
     // untagged records (backend.h).
     virtual void set_phase(Phase phase) = 0;
+    // Backend::set_recording: off, nothing is recorded until it is on again.
+    virtual void set_recording(bool on) { (void)on; }
     // The backend's streams, by the driver's index.
     virtual void set_streams(const std::vector<cudaStream_t>& streams) = 0;
     // Brackets the CUDA calls of one issue on `stream`.

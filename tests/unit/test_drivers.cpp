@@ -259,12 +259,13 @@ class BoardMeter final : public replay::EnergyMeter {
 
 struct Call {
     // prepare | streams | issue | wait | sync | flush | evict_code | warm | collect | phase |
-    // blocker | begin_capture | end_capture | launch_graph | first_uses | clock | hold
+    // blocker | begin_capture | end_capture | launch_graph | first_uses | clock | hold | recording
     std::string what;
     std::string recipe;  // prepare, issue, warm, blocker: the recipe's instance key
     int stream = -1;
     std::uint64_t tag = 0;
-    // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph; hold: offset (ns)
+    // streams: count; wait: producer; phase: 1 Timed; launch_graph: graph; hold: offset (ns);
+    // recording: 1 on
     std::int64_t value = 0;
     replay::Phase phase = replay::Phase::Plan;  // the phase the call came in
     bool captured = false;                      // made while a graph was being captured
@@ -412,6 +413,13 @@ class FakeBackend : public replay::Backend {
         add({"phase", "", -1, 0, phase == replay::Phase::Timed ? 1 : 0});
         phase_ = phase;
     }
+    // While recording is on, each run's records hold the device this long at this power above
+    // idle (as CUPTI's records of graph-launched kernels did); off, runs leave no records.
+    double record_gap_s = 0, record_gap_w = 0;
+    void set_recording(bool on) override {
+        add({"recording", "", -1, 0, on ? 1 : 0});
+        recording_ = on;
+    }
     // Set-up calls made in the Timed phase: what a real backend would have had to make late.
     std::vector<std::string> first_uses() override {
         add({"first_uses", ""});
@@ -499,6 +507,8 @@ class FakeBackend : public replay::Backend {
         if (board != nullptr)
             board->run(board_keys_.at(handle),
                        1e-6 * static_cast<double>(time_scale * (runs_as_.at(handle) + 1)));
+        if (board != nullptr && recording_ && record_gap_s > 0)
+            board->wait_for_host(record_gap_s, record_gap_w);
         if (phase_ == replay::Phase::Timed && abort_when_timed.count(key)) die();
         if (auto it = per_kernel.find(key); it != per_kernel.end()) {
             bool first = true;
@@ -516,6 +526,7 @@ class FakeBackend : public replay::Backend {
     }
     void record(std::uint64_t tag, const std::string& name, std::int64_t ns, int stream,
                 bool per_kernel_record, bool warm) {
+        if (!recording_) return;
         replay::TimedActivity a;
         a.tag = tag;
         a.name = name;
@@ -535,6 +546,7 @@ class FakeBackend : public replay::Backend {
     std::vector<replay::TimedActivity> pending_;
     std::int64_t clock_ = 1'000'000;  // the made-up GPU's
     replay::Phase phase_ = replay::Phase::Plan;
+    bool recording_ = true;
     bool capturing_ = false;
     std::vector<Captured> captured_;
     std::vector<std::vector<Captured>> graphs_;
@@ -1950,6 +1962,50 @@ TEST(Energy, UniqueLoopsRunFromGraphsSoHostGapsAreNotTheKernels) {
     EXPECT_TRUE(said(graph_notes, "launched back to back from a CUDA graph"));
     EXPECT_FALSE(said(graph_notes, "energy loops: 0 of"));
     EXPECT_TRUE(said(host_notes, "energy loops: 0 of"));
+}
+
+// The loops record nothing: recording costs the device time (CUPTI's records of graph-launched
+// kernels stretched GPT-2's loops on the H200), and what it cost would count as the kernel's
+// energy. Recording is back on for the timings after each loop.
+TEST(Energy, TheLoopsRecordNothingSoRecordingCostsThemNothing) {
+    auto a = unique_trace();
+    const std::string relu1 = relu(1).instance_key(), relu2 = relu(2).instance_key();
+    SimulatedBoard board;
+    board.dynamic_uj = {{relu1, 300}, {relu2, 300}};
+    FakeBackend b;
+    b.board = &board;
+    b.graphs = true;
+    b.record_gap_s = 5e-6;  // 5 us at 40 W above idle: 200 uJ a launch while recording
+    b.record_gap_w = 40;
+    const replay::Report r = replay::replay_unique(*a, b, energy_options());
+    const replay::KernelResult& k = kernel_named(r, "relu_k");
+    EXPECT_NEAR(k.energy.dynamic_uj, 300, 300 * 0.02);
+    // Every kernel was timed from its own records, loops before it or not.
+    for (const replay::KernelResult& each : r.kernels) {
+        if (each.outcome == replay::KernelOutcome::IssuedWithOp) continue;  // the GEMM's reduction
+        EXPECT_EQ(each.outcome, replay::KernelOutcome::Replayed) << each.name;
+        EXPECT_FALSE(each.samples_us.empty()) << each.name;
+    }
+    const std::vector<Call> switches = b.of("recording");
+    ASSERT_FALSE(switches.empty());
+    EXPECT_EQ(switches.back().value, 1);
+    int on = 1;
+    for (const Call& c : switches) {
+        EXPECT_NE(c.value, on) << "switched to what it already was";
+        on = static_cast<int>(c.value);
+    }
+
+    // The sequential step's loop too: six issues of 200 uJ above idle, nothing for records.
+    SimulatedBoard step_board;
+    FakeBackend s;
+    s.board = &step_board;
+    s.record_gap_s = 5e-6;
+    s.record_gap_w = 40;
+    replay::DriverOptions o = energy_options();
+    o.iterations = 2;
+    const replay::Report seq = replay::replay_sequential(*a, s, o, nullptr);
+    ASSERT_TRUE(seq.energy.step.measured());
+    EXPECT_NEAR(seq.energy.step.dynamic_mj, 6 * 0.2, 6 * 0.2 * 0.03);
 }
 
 TEST(Energy, TheSequentialStepIsLoopedThroughTheWindowsAndItsPowerDrawn) {

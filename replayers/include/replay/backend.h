@@ -170,6 +170,10 @@ class Backend {
     // --pace recorded made at its recorded time until the batch filled, and the GPU would run
     // the step in bursts instead of on the host's schedule. A no-op where issue() launches.
     virtual void submit() {}
+    // Whether the backend records the timings of what runs from now on (on at the start). The
+    // energy loops turn it off: nobody reads their timings, and tracing each of their kernels
+    // costs the device time (see EnergyRun). A no-op where recording costs nothing.
+    virtual void set_recording(bool on) { (void)on; }
     // ---- --pace recorded on the device's clock (Environment::device_clock) ----
     // start_device_clock() notes the device's time when `stream` gets there, for every stream
     // (later work on other streams must wait for it: stream_wait). hold_after() keeps the next

@@ -34,6 +34,7 @@ class ForwardingBackend : public Backend {
     }
     void name_next_issue(const std::string& range) override { inner_->name_next_issue(range); }
     void submit() override { inner_->submit(); }
+    void set_recording(bool on) override { inner_->set_recording(on); }
     void start_device_clock(int stream) override { inner_->start_device_clock(stream); }
     void hold_after(int stream, std::int64_t after_ns) override {
         inner_->hold_after(stream, after_ns);
