@@ -154,34 +154,53 @@ for p in sorted(glob.glob(f"{out}/*/report.json")):
     print(f"  {os.path.basename(os.path.dirname(p)):24s} {fmt(e['counter_period_ms'])} / {fmt(e['counter_jitter_ms'])}"
           f" / {fmt(e['power_period_ms'])} / {fmt(e['idle_power_w'], '.1f')}  ({r['environment'].get('gpu')})")
 for t in ("bloom_b1", "gpt2_train"):
-    runs = [load(f"{out}/unique_{t}_{i}/report.json") for i in range(1, 6)]
+    runs = [load(f"{out}/unique_{t}_{i}/report.json") for i in range(1, 10)]
     runs = [r for r in runs if r]
     print(f"\n{t}: {len(runs)} unique --energy processes")
     if not runs:
         continue
-    per = {}
+    def medians(group):
+        per = {}
+        for r in group:
+            for k in r["kernels"]:
+                e = k.get("energy", {})
+                if e.get("samples_uj") and k["recorded_us"]["median"] >= 5:
+                    per.setdefault(k["id"], (k, []))[1].append(e["uj"]["median"])
+        return per
+    # Agreement per board (boards of one model differ by several percent: two H200s measured
+    # GPT-2's kernels 6 % apart in the median), then over all processes where there are several
+    # boards. The issue asks for five processes; fewer are said.
+    def agreement(group, label):
+        worst, bad = [], 0
+        for kid, (k, meds) in medians(group).items():
+            if len(meds) < len(group):
+                continue
+            m = statistics.median(meds)
+            dev = max(abs(x - m) / m * 100 for x in meds)
+            worst.append((dev, k["name"][:60], m))
+            bad += dev > 3
+        worst.sort(reverse=True)
+        print(f"  agreement of kernels >= 5 us over {len(group)} processes {label}: {len(worst)} kernels, {bad} beyond 3%"
+              f"{' (median deviation %.2f%%)' % statistics.median(d for d, _, _ in worst) if worst else ''}"
+              f"{'' if len(group) >= 5 else ' (fewer than five processes)'}")
+        return worst
+    boards = {}
     for r in runs:
-        for k in r["kernels"]:
-            e = k.get("energy", {})
-            if e.get("samples_uj") and k["recorded_us"]["median"] >= 5:
-                per.setdefault(k["id"], (k, []))[1].append(e["uj"]["median"])
-    worst, bad, within = [], 0, []
-    for kid, (k, meds) in per.items():
-        if len(meds) < 5:
-            continue
-        m = statistics.median(meds)
-        dev = max(abs(x - m) / m * 100 for x in meds)
-        worst.append((dev, k["name"][:60], m))
-        bad += dev > 3
+        boards.setdefault(r["environment"].get("gpu_uuid") or "?", []).append(r)
+    worst = []
+    for uuid, group in boards.items():
+        if len(group) >= 2:
+            worst = agreement(group, f"on board {uuid[:12]}") or worst
+    if len(boards) > 1:
+        worst = agreement(runs, f"on {len(boards)} boards")
+    per = medians(runs)
+    within = []
     for r in runs:
         for k in r["kernels"]:
             s = k.get("energy", {}).get("samples_uj") or []
             if len(s) >= 2 and k["recorded_us"]["median"] >= 5 and statistics.median(s) > 0:
                 m = statistics.median(s)
                 within.append(1.4826 * statistics.median(abs(x - m) for x in s) / m * 100)
-    worst.sort(reverse=True)
-    print(f"  agreement of kernels >= 5 us over 5 processes: {len(worst)} kernels, {bad} beyond 3%"
-          f"{' (median deviation %.2f%%)' % statistics.median(d for d, _, _ in worst) if worst else ''}")
     if within:
         print(f"  spread of one process's windows (robust, % of the median): median {statistics.median(within):.2f}%, "
               f"max {max(within):.2f}% ({runs[0]['energy'].get('window_updates')} counter periods a window)")
@@ -191,7 +210,7 @@ for t in ("bloom_b1", "gpt2_train"):
     # windows' SM clock and temperature (reports from 2026-11-25 on carry them).
     pairs = []
     for kid, (k, meds) in per.items():
-        if len(meds) < 5:
+        if len(meds) < min(5, len(runs)):
             continue
         m = statistics.median(meds)
         for r in runs:
