@@ -6,11 +6,12 @@ For a short elementwise kernel (~5 us) and a GEMM (~0.7 ms), each captured N tim
 graph, measures the device time per kernel (CUDA events around a ~0.5 s loop) under:
   deep      all launches queued at once, nothing else running (the device's own pace);
   poll-thr  the same with a second thread reading the four NVML values replay's poll reads;
-  lead      replay's loop: launch graphs until ~7.3 ms of work is ahead by the wall clock, then
+  lead      replay's loop: launch graphs until 7.2 ms of work is ahead by the wall clock, then
             read the four NVML values, repeat (one thread);
   lead-nonvml  the same loop with a sleep of the same length instead of the NVML reads;
 and each of these again with CUPTI's kernel activity on (torch.profiler, CUDA activities), as
-replay's CUPTI timer leaves it on during the energy windows. Prints one JSON object."""
+replay's CUPTI timer left it on during the energy windows before 2026-11-28. The event pair
+around the graph loop times the device, not the host's launches. Prints one JSON object."""
 import json, statistics, threading, time
 import torch
 import pynvml
