@@ -93,6 +93,17 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
                 warning << " (" << s.name_mismatches << " had an op's id but another name)";
             warning << ": is it from the same run?";
             analysis->parsed.warnings.push_back(warning.str());
+        } else if (const LentIteration lent = lend_execution_trace_iteration(trace); lent.ops > 0) {
+            std::ostringstream lent_note;
+            lent_note << "execution trace of one iteration (" << lent.pattern_ops << " ops on "
+                      << lent.threads << (lent.threads == 1 ? " thread" : " threads")
+                      << "): its op sequence recurs " << lent.repeats
+                      << " times in the trace, whose " << lent.ops
+                      << " ops without shapes took the iteration's shapes and storage ids "
+                         "(record_shapes was off: an iteration that ran other shapes would "
+                         "replay with these); "
+                      << lent.unshaped << " ops are still without shapes";
+            analysis->notes.push_back(lent_note.str());
         }
         stage_done("execution trace");
     }

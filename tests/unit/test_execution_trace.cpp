@@ -278,6 +278,99 @@ TEST(ExecutionTrace, JoinsLinearEtBySequenceAlignment) {
     EXPECT_EQ(list.inputs[0].list_ranks.size(), 42u);
 }
 
+// One thread: iterations [A B C] four times, the third with D for C (another sequence), then a
+// second thread with no op the ET joined. The ET joined the second iteration.
+TEST(ExecutionTrace, LendsTheIterationToItsRepeatsWithoutShapes) {
+    replay::Trace trace;
+    const auto name = [&](const char* n) { return trace.names.intern(n); };
+    const auto add_op = [&](const char* n, std::int64_t tid, std::int64_t ts) {
+        replay::CpuOp op;
+        op.name = name(n);
+        op.tid = tid;
+        op.ts = ts;
+        op.dur = 5;
+        trace.cpu_ops.push_back(op);
+        return static_cast<std::uint32_t>(trace.cpu_ops.size() - 1);
+    };
+    const auto shapes = [&](std::int64_t dim) {
+        replay::OpShapes s;
+        s.inputs.push_back({});
+        s.inputs.back().type = name("float");
+        s.inputs.back().dims = {dim};
+        return s;
+    };
+    std::vector<std::vector<std::uint32_t>> iterations;
+    for (int i = 0; i < 4; ++i) {
+        const std::int64_t t0 = 100 * i;
+        iterations.push_back(
+            {add_op("A", 1, t0), add_op("B", 1, t0 + 10), add_op(i == 2 ? "D" : "C", 1, t0 + 20)});
+    }
+    const std::uint32_t other_thread = add_op("A", 2, 5);
+    for (std::size_t k = 0; k < 3; ++k) {
+        const std::uint32_t op = iterations[1][k];
+        trace.set_shapes(trace.cpu_ops[op], shapes(static_cast<std::int64_t>(k + 1)));
+        trace.storages.add(op, std::vector<std::int64_t>{static_cast<std::int64_t>(10 + k)}, 0);
+    }
+    // Recorded with shapes of its own: kept, and so are its (absent) storage ids.
+    trace.set_shapes(trace.cpu_ops[iterations[0][1]], shapes(99));
+
+    const replay::LentIteration lent = replay::lend_execution_trace_iteration(trace);
+    EXPECT_EQ(lent.threads, 1u);
+    EXPECT_EQ(lent.pattern_ops, 3u);
+    EXPECT_EQ(lent.repeats, 2u);  // iterations 0 and 3; iteration 2 runs D
+    EXPECT_EQ(lent.ops, 5u);      // 3 + 3, less iteration 0's B
+    for (const std::size_t i : {0u, 3u})
+        for (std::size_t k = 0; k < 3; ++k) {
+            const std::uint32_t op = iterations[i][k];
+            if (i == 0 && k == 1) continue;
+            EXPECT_EQ(trace.cpu_ops[op].shapes, trace.cpu_ops[iterations[1][k]].shapes);
+            EXPECT_EQ(trace.storages.input(op, 0), static_cast<std::int64_t>(10 + k));
+        }
+    EXPECT_EQ(trace.op_shapes[trace.cpu_ops[iterations[0][1]].shapes].inputs[0].dims,
+              (std::vector<std::int64_t>{99}));
+    EXPECT_FALSE(trace.storages.has(iterations[0][1]));
+    for (const std::uint32_t op : iterations[2]) EXPECT_EQ(trace.cpu_ops[op].shapes, kNoIndex);
+    EXPECT_EQ(trace.cpu_ops[other_thread].shapes, kNoIndex);
+    EXPECT_EQ(lent.unshaped, 4u);  // iteration 2's three, the other thread's A
+}
+
+TEST(ExecutionTrace, LendsNothingWithoutJoinedOps) {
+    auto parsed = replay::parse_kineto(source_path(kLinearKineto));
+    const replay::LentIteration lent = replay::lend_execution_trace_iteration(parsed.trace);
+    EXPECT_EQ(lent.ops, 0u);
+    EXPECT_EQ(lent.threads, 0u);
+}
+
+// PARAM's ET records one of the Kineto trace's 40 iterations. The others repeat its op sequence,
+// but for the forward thread's last (no optimizer step after it) and the backward thread's first
+// (its gradients are allocated there): 38 repeats on each thread.
+TEST(ExecutionTrace, LendsLinearEtToTheOtherIterations) {
+    auto parsed = replay::parse_kineto(source_path(kLinearKineto));
+    replay::Trace& trace = parsed.trace;
+    replay::attach_execution_trace(trace, replay::read_execution_trace(source_path(kLinearEt)));
+    const replay::CpuOp* joined = nullptr;
+    for (const auto& op : trace.cpu_ops)
+        if (op.external_id == 8151) joined = &op;
+    ASSERT_NE(joined, nullptr);
+    const replay::LentIteration lent = replay::lend_execution_trace_iteration(trace);
+    EXPECT_EQ(lent.threads, 2u);
+    EXPECT_EQ(lent.repeats, 76u);
+    EXPECT_GT(lent.ops, 30000u);
+    // Every aten::addmm of a repeat holds the joined one's shapes and weight storage.
+    const auto joined_index = static_cast<std::uint32_t>(joined - trace.cpu_ops.data());
+    std::size_t addmm = 0, same = 0;
+    for (std::uint32_t i = 0; i < trace.cpu_ops.size(); ++i) {
+        const replay::CpuOp& op = trace.cpu_ops[i];
+        if (op.name != joined->name || op.shapes == kNoIndex) continue;
+        ++addmm;
+        if (op.shapes == joined->shapes &&
+            trace.storages.input(i, 2) == trace.storages.input(joined_index, 2))
+            ++same;
+    }
+    EXPECT_GE(addmm, 39u * 3u);
+    EXPECT_GE(same, 39u);  // the joined addmm's layer in every iteration lent
+}
+
 TEST(ExecutionTrace, JoinsNothingWhenNamesDiffer) {
     auto parsed = replay::parse_kineto(source_path(kBloomKineto));
     auto et = replay::read_execution_trace(source_path(kBloomEt));

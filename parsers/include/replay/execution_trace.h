@@ -104,4 +104,21 @@ struct AttachStats {
 // trace holds any.
 AttachStats attach_execution_trace(Trace& trace, const ExecutionTrace& et);
 
+// An Execution Trace usually records one iteration, the Kineto trace beside it many (PARAM's
+// linear_et.json covers 1 of the 40 in linear_kineto.json). Per thread, the ops that the join
+// gave storage ids (first to last, in start order) are the ET's iteration; every other run of that
+// thread's ops whose names are the same sequence is a repeat of it. A repeat's ops that have no
+// shapes (record_shapes off) take the iteration's op's shapes and storage ids, as the caching
+// allocator hands a steady loop the same blocks each time. Ops with shapes of their own are left
+// alone. Wrong only where an iteration of the same ops ran on other shapes (record_shapes off
+// cannot tell): the analysis says that it lent them.
+struct LentIteration {
+    std::size_t threads = 0;      // threads with ops of the ET's iteration
+    std::size_t pattern_ops = 0;  // the iteration's ops, over those threads
+    std::size_t repeats = 0;      // runs found again, over those threads
+    std::size_t ops = 0;          // ops that took shapes and storage ids
+    std::size_t unshaped = 0;     // ops (cpu_op) still without shapes afterwards
+};
+LentIteration lend_execution_trace_iteration(Trace& trace);
+
 }  // namespace replay
