@@ -51,25 +51,30 @@ LentIteration lend_execution_trace_iteration(Trace& trace) {
         lent.pattern_ops += length;
         // One op is no sequence: a lone name found again says nothing about its shapes.
         if (length < 2) continue;
-        const auto same_names = [&](std::size_t at) {
-            for (std::size_t k = 0; k < length; ++k)
-                if (trace.cpu_ops[ops[at + k]].name != trace.cpu_ops[ops[begin + k]].name)
-                    return false;
-            return true;
-        };
-        for (std::size_t at = 0; at + length <= ops.size();) {
-            // Runs overlapping the iteration itself are no repeat of it.
-            if (at + length > begin && at < begin + length) {
-                at = begin + length;
-                continue;
-            }
-            if (!same_names(at)) {
-                ++at;
-                continue;
-            }
+        // The repeats: the pattern's occurrences in the thread's names (Knuth-Morris-Pratt:
+        // linear however often a prefix of it recurs, as a model's identical layers make it),
+        // taken left to right, apart from one another and from the iteration itself.
+        const auto name_at = [&](std::size_t k) { return trace.cpu_ops[ops[k]].name; };
+        const auto pattern = [&](std::size_t k) { return name_at(begin + k); };
+        std::vector<std::size_t> border(length, 0);  // longest proper border of pattern[0, k]
+        for (std::size_t k = 1, b = 0; k < length; ++k) {
+            while (b > 0 && pattern(k) != pattern(b)) b = border[b - 1];
+            if (pattern(k) == pattern(b)) ++b;
+            border[k] = b;
+        }
+        std::size_t free_from = 0;  // a repeat starts here or later (the last one's end)
+        for (std::size_t at = 0, matched = 0; at < ops.size(); ++at) {
+            while (matched > 0 && name_at(at) != pattern(matched)) matched = border[matched - 1];
+            if (name_at(at) == pattern(matched)) ++matched;
+            if (matched < length) continue;
+            const std::size_t start = at + 1 - length;
+            matched = border[matched - 1];
+            const bool overlaps_iteration = start < begin + length && begin < start + length;
+            if (start < free_from || overlaps_iteration) continue;
+            free_from = start + length;
             ++lent.repeats;
             for (std::size_t k = 0; k < length; ++k) {
-                const std::uint32_t from = ops[begin + k], to = ops[at + k];
+                const std::uint32_t from = ops[begin + k], to = ops[start + k];
                 CpuOp& op = trace.cpu_ops[to];
                 if (!unshaped(op, trace) || unshaped(trace.cpu_ops[from], trace)) continue;
                 op.shapes = trace.cpu_ops[from].shapes;
@@ -77,7 +82,6 @@ LentIteration lend_execution_trace_iteration(Trace& trace) {
                     trace.storages.set(to, trace.storages.get(from));
                 ++lent.ops;
             }
-            at += length;
         }
     }
     for (const CpuOp& op : trace.cpu_ops) lent.unshaped += op.category == 0 && unshaped(op, trace);

@@ -334,6 +334,34 @@ TEST(ExecutionTrace, LendsTheIterationToItsRepeatsWithoutShapes) {
     EXPECT_EQ(lent.unshaped, 4u);  // iteration 2's three, the other thread's A
 }
 
+// The iteration's names A A B begin again inside a run of As: the repeat is found where it
+// starts, one A in (a search that restarted after the mismatch would miss it).
+TEST(ExecutionTrace, FindsARepeatWhosePrefixRecurs) {
+    replay::Trace trace;
+    const std::vector<const char*> names = {"A", "A", "B", "A", "A", "A", "B"};
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        replay::CpuOp op;
+        op.name = trace.names.intern(names[i]);
+        op.tid = 1;
+        op.ts = static_cast<std::int64_t>(10 * i);
+        op.dur = 5;
+        trace.cpu_ops.push_back(op);
+    }
+    replay::OpShapes shapes;
+    shapes.inputs.push_back({});
+    shapes.inputs.back().dims = {4};
+    for (std::uint32_t op = 0; op < 3; ++op) {
+        trace.set_shapes(trace.cpu_ops[op], shapes);
+        trace.storages.add(op, std::vector<std::int64_t>{op + 1}, 0);
+    }
+    const replay::LentIteration lent = replay::lend_execution_trace_iteration(trace);
+    EXPECT_EQ(lent.repeats, 1u);
+    EXPECT_EQ(lent.ops, 3u);
+    EXPECT_EQ(trace.cpu_ops[3].shapes, kNoIndex);
+    for (std::uint32_t k = 0; k < 3; ++k) EXPECT_EQ(trace.storages.input(4 + k, 0), k + 1);
+    EXPECT_EQ(lent.unshaped, 1u);
+}
+
 TEST(ExecutionTrace, LendsNothingWithoutJoinedOps) {
     auto parsed = replay::parse_kineto(source_path(kLinearKineto));
     const replay::LentIteration lent = replay::lend_execution_trace_iteration(parsed.trace);
