@@ -1,5 +1,5 @@
-// `replay compare A B`: two reports, or two traces' recorded durations, without a replay; exit 1
-// when a kernel regressed.
+// `replay compare A [A2...] B`: two reports (the baseline pooled from several runs where more are
+// given), or two traces' recorded durations, without a replay; exit 1 when a kernel regressed.
 #include <iostream>
 #include <memory>
 
@@ -41,14 +41,25 @@ bool is_report(const std::string& path) {
 }
 
 struct CompareState {
+    std::vector<std::string> files;  // the baselines, then the current side
     std::string a, b, out_dir;
     LoadOptions load;
     RegressionOptions options;
     bool html = false;
 };
 
-int run_compare(const CompareState& s) {
+int run_compare(CompareState s) {
+    s.b = s.files.back();
+    s.a = s.files.front();
+    const std::vector<std::string> baselines(s.files.begin(), s.files.end() - 1);
     const bool reports = is_report(s.a);
+    if (baselines.size() > 1 && !reports)
+        throw std::runtime_error("several baselines are pooled from report.json files: " + s.a +
+                                 " is a trace");
+    for (std::size_t i = 1; i < baselines.size(); ++i)
+        if (!is_report(baselines[i]))
+            throw std::runtime_error("several baselines are pooled from report.json files: " +
+                                     baselines[i] + " is a trace");
     if (reports != is_report(s.b))
         throw std::runtime_error(
             "compare needs two reports or two traces: " + (reports ? s.a : s.b) +
@@ -57,9 +68,19 @@ int run_compare(const CompareState& s) {
     Regression r;
     Report a, b;
     if (reports) {
-        a = read_report_json(s.a);
         b = read_report_json(s.b);
-        r = compare_reports(a, b, s.options, s.a, s.b);
+        std::vector<std::string> pooling;
+        if (baselines.size() == 1) {
+            a = read_report_json(s.a);
+        } else {
+            std::vector<Report> runs;
+            for (const auto& path : baselines) runs.push_back(read_report_json(path));
+            a = pool_baselines(runs, baselines, pooling);
+        }
+        std::string label = s.a;
+        for (std::size_t i = 1; i < baselines.size(); ++i) label += " + " + baselines[i];
+        r = compare_reports(a, b, s.options, label, s.b);
+        r.notes.insert(r.notes.begin(), pooling.begin(), pooling.end());
     } else {
         RegressionOptions recorded = s.options;
         recorded.recorded = true;
@@ -92,9 +113,14 @@ Command add_compare_command(CLI::App& app) {
                                        "Compare two reports (or two traces' recorded times) "
                                        "without replaying; exit 1 when a kernel regressed, 2 "
                                        "when no kernel could be compared");
-    compare->add_option("a", s->a, "Baseline: a report.json or a trace")->required();
-    compare->add_option("b", s->b, "Current: a report.json or a trace (the same kind as A)")
-        ->required();
+    compare
+        ->add_option("files", s->files,
+                     "A B: the baseline, then the current side, two report.json files or two "
+                     "traces; A A2... B: the baseline pooled from several runs' reports (each "
+                     "kernel's samples over all of them), so that the spread between processes "
+                     "counts as noise")
+        ->required()
+        ->expected(2, -1);
     compare->add_option("--out", s->out_dir, "Also write regression.json and regression.md here");
     compare->add_flag("--html", s->html,
                       "Also write report.html into --out: the current side's report and its "

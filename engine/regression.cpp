@@ -181,6 +181,48 @@ const char* to_string(Verdict verdict) {
     return "?";
 }
 
+Report pool_baselines(const std::vector<Report>& reports, const std::vector<std::string>& labels,
+                      std::vector<std::string>& notes) {
+    if (reports.empty()) throw std::runtime_error("pool_baselines: no report");
+    Report pooled = reports.front();
+    std::unordered_map<std::string, KernelResult*> by_id;
+    for (auto& k : pooled.kernels) by_id.emplace(k.id, &k);
+    const auto label = [&](std::size_t i) {
+        return i < labels.size() ? labels[i] : "report " + std::to_string(i + 1);
+    };
+    for (std::size_t i = 1; i < reports.size(); ++i) {
+        const Report& r = reports[i];
+        if (r.input("trace_hash") != pooled.input("trace_hash"))
+            throw std::runtime_error("baselines of different traces cannot be pooled: " + label(0) +
+                                     " has trace_hash " + pooled.input("trace_hash") + ", " +
+                                     label(i) + " " + r.input("trace_hash"));
+        if (r.mode != pooled.mode)
+            throw std::runtime_error("baselines of different modes cannot be pooled: " + label(0) +
+                                     " is " + pooled.mode + ", " + label(i) + " " + r.mode);
+        for (const std::string key : {"gpu", "gpu_uuid"})
+            if (r.env(key) != pooled.env(key))
+                notes.push_back("pooled baselines differ in " + key + ": " + label(0) + " " +
+                                pooled.env(key) + ", " + label(i) + " " + r.env(key));
+        for (const KernelResult& k : r.kernels) {
+            const auto found = by_id.find(k.id);
+            if (found == by_id.end()) continue;  // the first report's kernels are the baseline's
+            KernelResult& into = *found->second;
+            into.samples_us.insert(into.samples_us.end(), k.samples_us.begin(), k.samples_us.end());
+            into.energy.samples_uj.insert(into.energy.samples_uj.end(), k.energy.samples_uj.begin(),
+                                          k.energy.samples_uj.end());
+        }
+    }
+    for (auto& k : pooled.kernels) {
+        if (!k.samples_us.empty()) k.replayed_us = summarize(k.samples_us);
+        if (!k.energy.samples_uj.empty()) k.energy.uj = summarize(k.energy.samples_uj);
+    }
+    std::ostringstream note;
+    note << "baseline pooled from " << reports.size()
+         << " reports, each kernel's samples over all of them";
+    notes.insert(notes.begin(), note.str());
+    return pooled;
+}
+
 const std::vector<std::string>& machine_keys() {
     static const std::vector<std::string> keys = {"gpu", "driver", "cuda", "cublas", "libtorch"};
     return keys;

@@ -20,7 +20,8 @@
 #      step's duration vs the real step whole (the capture's own idle probe differs by watts:
 #      dynamic vs dynamic across two probes is printed too, but is no measure), and dynamic energy
 #      per ms of GPU-busy (kernel) time of each; replay_trace.json with the board's power track;
-#   6. `compare --energy` of run 1 against runs 2-5 (fresh runs: nothing may be flagged), and a
+#   6. `compare --energy` of run 1 against runs 2-5 (fresh runs: nothing may be flagged), of runs 1
+#      and 2 pooled against runs 3-5 (a one-process baseline carries its process's offset), and a
 #      `regress --energy` of BLOOM against run 1's report with its largest kernel's energy lowered
 #      by 10% (that kernel must be flagged, nothing else).
 # The probe's counter and power periods are printed from every report. Expects a build from
@@ -98,6 +99,15 @@ for t in "${workloads[@]}"; do
     "$replay" compare --energy "$out/unique_${t}_1/report.json" "$out/unique_${t}_$i/report.json" \
       --out "$out/compare_${t}_$i" > "$out/compare_${t}_$i.md" 2>&1
     echo "compare $t run 1 vs run $i: exit $?" | tee -a "$out/energy.log"
+  done
+  # A baseline of two processes (runs 1 and 2, pooled) against the other fresh ones: one
+  # process's windows spread less than processes do.
+  for i in 3 4 5; do
+    [ -f "$out/unique_${t}_2/report.json" ] && [ -f "$out/unique_${t}_$i/report.json" ] || continue
+    "$replay" compare --energy "$out/unique_${t}_1/report.json" "$out/unique_${t}_2/report.json" \
+      "$out/unique_${t}_$i/report.json" --out "$out/compare_pooled_${t}_$i" \
+      > "$out/compare_pooled_${t}_$i.md" 2>&1
+    echo "compare $t runs 1+2 vs run $i: exit $?" | tee -a "$out/energy.log"
   done
 done
 
@@ -305,6 +315,11 @@ for t in ("bloom_b1", "gpt2_train"):
         g = load(f"{out}/compare_{t}_{i}/regression.json")
         if g:
             print(f"  compare --energy run 1 vs {i}: {g['summary']['regressed']} regressed, "
+                  f"{g['summary']['improved']} improved, {g['summary']['unchanged']} unchanged")
+    for i in range(3, 6):
+        g = load(f"{out}/compare_pooled_{t}_{i}/regression.json")
+        if g:
+            print(f"  compare --energy runs 1+2 (pooled) vs {i}: {g['summary']['regressed']} regressed, "
                   f"{g['summary']['improved']} improved, {g['summary']['unchanged']} unchanged")
 g = load(glob.glob(f"{out}/regress_doctored/*/regression.json")[0]) if glob.glob(f"{out}/regress_doctored/*/regression.json") else None
 doctored = open(f"{out}/doctored_id.txt").read().split()[0] if os.path.exists(f"{out}/doctored_id.txt") else "?"

@@ -403,6 +403,57 @@ TEST(Regression, MissingAndNewKernels) {
         << md.str();
 }
 
+// Each process of a kernel sits at its own offset, its windows tight around it (GPT-2's
+// power-hungry GEMM on one H200: windows 0.2-0.4 % apart, processes up to 5.2 %). Against one
+// process, another one is "+5.5 %"; against two pooled, it is within what processes do, and a
+// real 10 % change still is not.
+TEST(Regression, PooledBaselinesCountProcessOffsetsAsNoise) {
+    const std::vector<Spec> specs = {{"g", 2400.0, 0.003, Tier::Gemm, 12}, {"k", 30.0, 0.01}};
+    const Report first = make_report(specs, 51, 5);
+    const Report second = make_report(specs, 52, 5, {{"g", 1.035}});
+    const Report fresh = make_report(specs, 53, 5, {{"g", 1.055}});
+    EXPECT_EQ(flagged(replay::compare_reports(first, fresh), Verdict::Regressed),
+              std::vector<std::string>{"g"});
+
+    std::vector<std::string> notes;
+    const Report pooled = replay::pool_baselines({first, second}, {"a.json", "b.json"}, notes);
+    ASSERT_EQ(pooled.kernels.size(), 2u);
+    EXPECT_EQ(pooled.kernels[0].samples_us.size(), 10u);
+    EXPECT_EQ(pooled.kernels[0].replayed_us.count, 10u);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("pooled from 2 reports"), std::string::npos);
+    const Regression r = replay::compare_reports(pooled, fresh);
+    EXPECT_TRUE(flagged(r, Verdict::Regressed).empty()) << find(r, "g").change_pct;
+
+    const Report slower = make_report(specs, 54, 5, {{"g", 1.12}});
+    EXPECT_EQ(flagged(replay::compare_reports(pooled, slower), Verdict::Regressed),
+              std::vector<std::string>{"g"});
+}
+
+TEST(Regression, PoolsEnergySamplesAndRefusesOtherTraces) {
+    const std::vector<Spec> specs = {{"g", 100.0, 0.01}};
+    Report first = make_report(specs, 61, 5), second = make_report(specs, 62, 5);
+    first.kernels[0].energy.samples_uj = {10, 11, 12};
+    second.kernels[0].energy.samples_uj = {13, 14};
+    second.environment.emplace_back("gpu_uuid", "GPU-2");
+    std::vector<std::string> notes;
+    const Report pooled = replay::pool_baselines({first, second}, {"a.json", "b.json"}, notes);
+    EXPECT_EQ(pooled.kernels[0].energy.samples_uj, (std::vector<double>{10, 11, 12, 13, 14}));
+    EXPECT_DOUBLE_EQ(pooled.kernels[0].energy.uj.median, 12.0);
+    ASSERT_EQ(notes.size(), 2u);  // the pooling, and the boards that differ
+    EXPECT_NE(notes[1].find("gpu_uuid"), std::string::npos);
+
+    for (auto& [key, value] : second.inputs)
+        if (key == "trace_hash") value = "0123456789abcdef";
+    try {
+        replay::pool_baselines({first, second}, {"a.json", "b.json"}, notes);
+        FAIL() << "pooled reports of two traces";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("b.json 0123456789abcdef"), std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Regression, DifferentMachineIsFlaggedButStillCompared) {
     auto specs = stable_kernels();
     specs.push_back(Spec{"slow", 42.0, 0.02});

@@ -116,6 +116,16 @@ Regression compare_reports(const Report& baseline, const Report& current,
                            const std::string& baseline_label = "baseline",
                            const std::string& current_label = "current");
 
+// Several runs of one baseline as one report: per kernel (matched by id) the samples of every
+// report that has it, time and energy, their statistics taken again; the first report's
+// everything else. One process's samples spread less than processes do (GPT-2's power-hungry
+// GEMM: windows 0.2-0.4 % apart, processes up to 5.2 %), so against one process a fresh run can
+// be flagged for being another process; pooled, the spread and the rank test see both. Throws
+// std::runtime_error when the reports are not of one trace (trace_hash) and one mode; `notes`
+// gets what differs between them otherwise (the GPU or board).
+Report pool_baselines(const std::vector<Report>& reports, const std::vector<std::string>& labels,
+                      std::vector<std::string>& notes);
+
 // 1 when any kernel regressed, else 0.
 int regression_exit_code(const Regression& regression);
 
