@@ -27,6 +27,7 @@ struct RegressState {
     ReplaySettings settings;
     RegressionOptions options;
     bool html = false;
+    bool pool = false;  // every report of the trace in the --baseline folder, pooled
 };
 
 int run_regress(const RegressState& s) {
@@ -44,7 +45,9 @@ int run_regress(const RegressState& s) {
     int exit_code = 0;
     for (const auto& trace : s.traces) {
         auto analysis = load_trace(trace, s.load);
-        const Baseline baseline = find_baseline(s.baseline, analysis->trace_hash, warn);
+        const Baseline baseline =
+            s.pool ? find_pooled_baseline(s.baseline, analysis->trace_hash, s.settings.mode, warn)
+                   : find_baseline(s.baseline, analysis->trace_hash, warn);
         if (!s.load.quiet && !baseline.chosen.empty())
             std::fprintf(stderr, "regress: baseline of %s: %s, %s\n", trace.c_str(),
                          baseline.path.c_str(), baseline.chosen.c_str());
@@ -53,8 +56,8 @@ int run_regress(const RegressState& s) {
             throw std::runtime_error(trace + ": " + why);
         RegressionOptions options = s.options;
         options.energy = s.settings.energy;  // --energy replays with it and compares it
-        const Regression r =
-            compare_reports(baseline.report, current, options, baseline.path, trace);
+        Regression r = compare_reports(baseline.report, current, options, baseline.path, trace);
+        r.notes.insert(r.notes.begin(), baseline.notes.begin(), baseline.notes.end());
         require_something_compared(r);
         const std::filesystem::path dir = std::filesystem::path(trace).filename();
         out.write(dir / "report.json", [&](std::ostream& o) { write_report_json(o, current); });
@@ -100,6 +103,11 @@ Command add_regress_command(CLI::App& app) {
         ->capture_default_str();
     s->settings.add_options(*regress, /*with_out=*/false);
     add_statistics_options(*regress, s->options, /*with_energy=*/false);
+    regress->add_flag("--pool-baselines", s->pool,
+                      "Pool every report of the trace in the --baseline folder made in this "
+                      "--mode (each kernel's samples over all of them) instead of taking the "
+                      "newest: runs of several processes, so that what differs between processes "
+                      "counts as noise");
     regress->add_flag("--html", s->html,
                       "Also write report.html per trace: the report and its changes against "
                       "the baseline, with the changed kernels' samples");

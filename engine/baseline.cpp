@@ -4,8 +4,9 @@
 #include <filesystem>
 
 #include "replay/document_kind.h"
-#include "replay/report_json.h"
 #include "replay/input_error.h"
+#include "replay/regression.h"
+#include "replay/report_json.h"
 
 namespace replay {
 namespace {
@@ -34,20 +35,24 @@ std::vector<fs::path> json_files(const fs::path& dir) {
 
 }  // namespace
 
-Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash,
-                       const std::function<void(const std::string&)>& warn) {
-    std::error_code ec;
-    if (!fs::is_directory(path_or_dir, ec))
-        return Baseline{path_or_dir, read_report_json(path_or_dir), {}};
+namespace {
 
+// Every replay report of `trace_hash` in the folder and its immediate subfolders, newest first
+// (modification time; path order breaks ties), and a line saying what was read.
+struct Found {
+    std::string path;
+    Report report;
+    fs::file_time_type time;
+};
+std::vector<Found> matching_reports(const std::string& dir, const std::string& trace_hash,
+                                    const std::function<void(const std::string&)>& warn,
+                                    std::string& read) {
     const auto say = [&](const std::string& line) {
         if (warn) warn(line);
     };
-    std::size_t reports = 0, matching = 0, broken = 0;
-    bool found = false;
-    Baseline best;
-    fs::file_time_type best_time{};
-    for (const auto& f : json_files(path_or_dir)) {
+    std::size_t reports = 0, broken = 0;
+    std::vector<Found> found;
+    for (const auto& f : json_files(dir)) {
         // Parse only as far as the top level tells what it is: traces can be large.
         try {
             const Document d = sniff_document(f.string());
@@ -74,25 +79,60 @@ Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_
         }
         ++reports;
         if (report.input("trace_hash") != trace_hash) continue;
-        ++matching;
         std::error_code te;
-        const auto t = fs::last_write_time(f, te);
-        if (!found || t > best_time) {
-            found = true;
-            best_time = t;
-            best = Baseline{f.string(), std::move(report), {}};
-        }
+        found.push_back({f.string(), std::move(report), fs::last_write_time(f, te)});
     }
-    const std::string read = std::to_string(reports) + " replay reports read in " + path_or_dir +
-                             " and its subfolders" +
-                             (broken > 0 ? ", " + std::to_string(broken) + " unreadable" : "");
-    if (!found)
+    read = std::to_string(reports) + " replay reports read in " + dir + " and its subfolders" +
+           (broken > 0 ? ", " + std::to_string(broken) + " unreadable" : "");
+    // Stable: among equal times the path order of json_files() stays, the first path first.
+    std::stable_sort(found.begin(), found.end(),
+                     [](const Found& a, const Found& b) { return a.time > b.time; });
+    return found;
+}
+
+}  // namespace
+
+Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash,
+                       const std::function<void(const std::string&)>& warn) {
+    std::error_code ec;
+    if (!fs::is_directory(path_or_dir, ec))
+        return Baseline{path_or_dir, read_report_json(path_or_dir), {}, {}};
+    std::string read;
+    std::vector<Found> found = matching_reports(path_or_dir, trace_hash, warn, read);
+    if (found.empty())
         throw InputError(path_or_dir, 0,
                          "no baseline report for trace_hash " + trace_hash + " (" + read + ")");
-    best.chosen = (matching > 1 ? "the newest of " + std::to_string(matching) + " reports"
-                                : std::string("the only report")) +
+    Baseline best{found.front().path, std::move(found.front().report), {}, {}};
+    best.chosen = (found.size() > 1 ? "the newest of " + std::to_string(found.size()) + " reports"
+                                    : std::string("the only report")) +
                   " of this trace (" + read + ")";
     return best;
+}
+
+Baseline find_pooled_baseline(const std::string& dir, const std::string& trace_hash,
+                              const std::string& mode,
+                              const std::function<void(const std::string&)>& warn) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw InputError(dir, 0, "pooled baselines are read from a folder of reports");
+    std::string read;
+    std::vector<Report> runs;
+    std::vector<std::string> paths;
+    for (Found& f : matching_reports(dir, trace_hash, warn, read))
+        if (f.report.mode == mode) {
+            paths.push_back(f.path);
+            runs.push_back(std::move(f.report));
+        }
+    if (runs.empty())
+        throw InputError(dir, 0,
+                         "no baseline report for trace_hash " + trace_hash + " in " + mode +
+                             " mode (" + read + ")");
+    Baseline pooled;
+    pooled.report = pool_baselines(runs, paths, pooled.notes);
+    for (const auto& p : paths) pooled.path += (pooled.path.empty() ? "" : " + ") + p;
+    pooled.chosen = std::to_string(runs.size()) + " report" + (runs.size() > 1 ? "s" : "") +
+                    " of this trace in " + mode + " mode, pooled (" + read + ")";
+    return pooled;
 }
 
 }  // namespace replay

@@ -677,6 +677,46 @@ TEST(Regression, FindBaselineInAFolder) {
     fs::remove_all(dir);
 }
 
+TEST(Regression, FindPooledBaselineTakesEveryRunOfTheModeNewestFirst) {
+    namespace fs = std::filesystem;
+    const fs::path dir =
+        fs::temp_directory_path() / ("replay_test_pooled_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "runs");
+    auto write = [](const fs::path& p, const Report& r) {
+        std::ofstream out(p);
+        replay::write_report_json(out, r);
+    };
+    const std::vector<Spec> specs = {{"g", 100.0, 0.01}};
+    Report first = make_report(specs, 71, 5), second = make_report(specs, 72, 5);
+    Report sequential = make_report(specs, 73, 5), other = make_report(specs, 74, 5);
+    sequential.mode = "sequential";
+    other.inputs = {{"trace_hash", "0000000000000000"}};
+    write(dir / "runs" / "1.json", first);
+    write(dir / "runs" / "2.json", second);
+    write(dir / "seq.json", sequential);
+    write(dir / "other.json", other);
+    fs::last_write_time(dir / "runs" / "1.json",
+                        fs::file_time_type::clock::now() - std::chrono::hours(1));
+
+    const auto pooled = replay::find_pooled_baseline(dir.string(), "feedfacecafebeef", "unique");
+    EXPECT_EQ(pooled.report.kernels.at(0).samples_us.size(), 10u);
+    EXPECT_EQ(pooled.path,
+              (dir / "runs" / "2.json").string() + " + " + (dir / "runs" / "1.json").string());
+    EXPECT_NE(pooled.chosen.find("2 reports of this trace in unique mode, pooled"),
+              std::string::npos)
+        << pooled.chosen;
+    ASSERT_FALSE(pooled.notes.empty());
+    EXPECT_NE(pooled.notes[0].find("pooled from 2 reports"), std::string::npos);
+    const auto one = replay::find_pooled_baseline(dir.string(), "feedfacecafebeef", "sequential");
+    EXPECT_EQ(one.report.kernels.at(0).samples_us.size(), 5u);
+    EXPECT_THROW(replay::find_pooled_baseline(dir.string(), "feedfacecafebeef", "sweep"),
+                 replay::InputError);
+    EXPECT_THROW(replay::find_pooled_baseline((dir / "seq.json").string(), "x", "unique"),
+                 replay::InputError);
+    fs::remove_all(dir);
+}
+
 TEST(Regression, FindBaselineNamesWhatItCouldNotRead) {
     namespace fs = std::filesystem;
     const fs::path dir =

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "replay/report.h"
 
@@ -13,6 +14,7 @@ struct Baseline {
     Report report;
     // For a folder: which report was chosen and among how many; empty for a file.
     std::string chosen;
+    std::vector<std::string> notes;  // pooled: what pool_baselines() said
 };
 
 // `path_or_dir` a report file: read it (a broken one is an InputError). A folder: read every
@@ -23,5 +25,13 @@ struct Baseline {
 // InputError when no report matches.
 Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash,
                        const std::function<void(const std::string&)>& warn = {});
+
+// The same search, but every report of the trace in the folder that was made in `mode` is taken,
+// pooled (pool_baselines, newest first): several processes' runs, so that what differs between
+// processes counts as noise. `path` lists them joined by " + ". Throws InputError when none
+// matches.
+Baseline find_pooled_baseline(const std::string& dir, const std::string& trace_hash,
+                              const std::string& mode,
+                              const std::function<void(const std::string&)>& warn = {});
 
 }  // namespace replay
