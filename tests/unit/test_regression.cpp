@@ -97,6 +97,20 @@ Report make_report(const std::vector<Spec>& specs, std::uint64_t seed, std::size
     return r;
 }
 
+// An empty folder of this name (and this process) under the temp directory.
+std::filesystem::path fresh_dir(const std::string& name) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+void write_report(const std::filesystem::path& path, const Report& report) {
+    std::ofstream out(path);
+    replay::write_report_json(out, report);
+}
+
 const KernelComparison& find(const Regression& r, const std::string& id) {
     for (const auto& k : r.kernels)
         if (k.id == id) return k;
@@ -636,14 +650,9 @@ TEST(RegressionStats, MediansOfHugeDurationsDoNotOverflow) {
 
 TEST(Regression, FindBaselineInAFolder) {
     namespace fs = std::filesystem;
-    const fs::path dir =
-        fs::temp_directory_path() / ("replay_test_baselines_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
+    const fs::path dir = fresh_dir("replay_test_baselines");
     fs::create_directories(dir / "h200" / "deeper");
-    auto write = [](const fs::path& p, const Report& r) {
-        std::ofstream out(p);
-        replay::write_report_json(out, r);
-    };
+    const auto write = write_report;
     const auto specs = stable_kernels();
     Report a = make_report(specs, 21);
     a.inputs = {{"trace_hash", "aaaaaaaaaaaaaaaa"}};
@@ -679,14 +688,9 @@ TEST(Regression, FindBaselineInAFolder) {
 
 TEST(Regression, FindPooledBaselineTakesEveryRunOfTheModeNewestFirst) {
     namespace fs = std::filesystem;
-    const fs::path dir =
-        fs::temp_directory_path() / ("replay_test_pooled_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
+    const fs::path dir = fresh_dir("replay_test_pooled");
     fs::create_directories(dir / "runs");
-    auto write = [](const fs::path& p, const Report& r) {
-        std::ofstream out(p);
-        replay::write_report_json(out, r);
-    };
+    const auto write = write_report;
     const std::vector<Spec> specs = {{"g", 100.0, 0.01}};
     Report first = make_report(specs, 71, 5), second = make_report(specs, 72, 5);
     Report sequential = make_report(specs, 73, 5), other = make_report(specs, 74, 5);
@@ -719,9 +723,7 @@ TEST(Regression, FindPooledBaselineTakesEveryRunOfTheModeNewestFirst) {
 
 TEST(Regression, FindBaselineNamesWhatItCouldNotRead) {
     namespace fs = std::filesystem;
-    const fs::path dir =
-        fs::temp_directory_path() / ("replay_test_broken_baselines_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
+    const fs::path dir = fresh_dir("replay_test_broken_baselines");
     fs::create_directories(dir / "older");
     const auto specs = stable_kernels();
     Report good = make_report(specs, 41);
