@@ -6,11 +6,12 @@
 #include "commands.h"
 #include "comparison.h"
 #include "html_output.h"
+#include "replay/baseline.h"
 #include "replay/document_kind.h"
+#include "replay/input_error.h"
 #include "replay/recorded_report.h"
 #include "replay/regression_printers.h"
 #include "replay/report_json.h"
-#include "replay/input_error.h"
 #include "trace_loader.h"
 
 namespace replay::cli {
@@ -42,51 +43,43 @@ bool is_report(const std::string& path) {
 
 struct CompareState {
     std::vector<std::string> files;  // the baselines, then the current side
-    std::string a, b, out_dir;
+    std::string out_dir;
     LoadOptions load;
     RegressionOptions options;
     bool html = false;
 };
 
-int run_compare(CompareState s) {
-    s.b = s.files.back();
-    s.a = s.files.front();
+int run_compare(const CompareState& s) {
     const std::vector<std::string> baselines(s.files.begin(), s.files.end() - 1);
-    const bool reports = is_report(s.a);
-    if (baselines.size() > 1 && !reports)
-        throw std::runtime_error("several baselines are pooled from report.json files: " + s.a +
-                                 " is a trace");
-    for (std::size_t i = 1; i < baselines.size(); ++i)
-        if (!is_report(baselines[i]))
-            throw std::runtime_error("several baselines are pooled from report.json files: " +
-                                     baselines[i] + " is a trace");
-    if (reports != is_report(s.b))
+    const std::string& first = baselines.front();
+    const std::string& current = s.files.back();
+    const bool reports = is_report(first);
+    if (baselines.size() > 1)
+        for (const auto& path : baselines)
+            if (!is_report(path))
+                throw std::runtime_error(
+                    "several baselines are pooled from report.json files: " + path + " is a trace");
+    if (reports != is_report(current))
         throw std::runtime_error(
-            "compare needs two reports or two traces: " + (reports ? s.a : s.b) +
-            " is a report.json, " + (reports ? s.b : s.a) + " is a trace");
+            "compare needs two reports or two traces: " + (reports ? first : current) +
+            " is a report.json, " + (reports ? current : first) + " is a trace");
     if (s.html && s.out_dir.empty()) throw std::runtime_error("--html writes into --out: give it");
     Regression r;
     Report a, b;
     if (reports) {
-        b = read_report_json(s.b);
-        std::vector<std::string> pooling;
-        if (baselines.size() == 1) {
-            a = read_report_json(s.a);
-        } else {
-            std::vector<Report> runs;
-            for (const auto& path : baselines) runs.push_back(read_report_json(path));
-            a = pool_baselines(runs, baselines, pooling);
-        }
-        std::string label = s.a;
-        for (std::size_t i = 1; i < baselines.size(); ++i) label += " + " + baselines[i];
-        r = compare_reports(a, b, s.options, label, s.b);
-        r.notes.insert(r.notes.begin(), pooling.begin(), pooling.end());
+        b = read_report_json(current);
+        std::vector<Report> runs;
+        for (const auto& path : baselines) runs.push_back(read_report_json(path));
+        Baseline baseline = pooled_baseline(std::move(runs), baselines);
+        a = std::move(baseline.report);
+        r = compare_reports(a, b, s.options, baseline.path, current);
+        r.notes.insert(r.notes.begin(), baseline.notes.begin(), baseline.notes.end());
     } else {
         RegressionOptions recorded = s.options;
         recorded.recorded = true;
-        a = recorded_report(*load_trace(s.a, s.load));
-        b = recorded_report(*load_trace(s.b, s.load));
-        r = compare_reports(a, b, recorded, s.a, s.b);
+        a = recorded_report(*load_trace(first, s.load));
+        b = recorded_report(*load_trace(current, s.load));
+        r = compare_reports(a, b, recorded, first, current);
     }
     require_something_compared(r);
     if (!s.out_dir.empty()) {

@@ -109,6 +109,17 @@ Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_
     return best;
 }
 
+Baseline pooled_baseline(std::vector<Report> runs, const std::vector<std::string>& paths) {
+    Baseline pooled;
+    if (runs.size() == 1) {
+        pooled.report = std::move(runs.front());
+    } else {
+        pooled.report = pool_baselines(runs, paths, pooled.notes);
+    }
+    for (const auto& p : paths) pooled.path += (pooled.path.empty() ? "" : " + ") + p;
+    return pooled;
+}
+
 Baseline find_pooled_baseline(const std::string& dir, const std::string& trace_hash,
                               const std::string& mode,
                               const std::function<void(const std::string&)>& warn) {
@@ -127,10 +138,9 @@ Baseline find_pooled_baseline(const std::string& dir, const std::string& trace_h
         throw InputError(dir, 0,
                          "no baseline report for trace_hash " + trace_hash + " in " + mode +
                              " mode (" + read + ")");
-    Baseline pooled;
-    pooled.report = pool_baselines(runs, paths, pooled.notes);
-    for (const auto& p : paths) pooled.path += (pooled.path.empty() ? "" : " + ") + p;
-    pooled.chosen = std::to_string(runs.size()) + " report" + (runs.size() > 1 ? "s" : "") +
+    const std::size_t pooled_runs = runs.size();
+    Baseline pooled = pooled_baseline(std::move(runs), paths);
+    pooled.chosen = std::to_string(pooled_runs) + " report" + (pooled_runs > 1 ? "s" : "") +
                     " of this trace in " + mode + " mode, pooled (" + read + ")";
     return pooled;
 }

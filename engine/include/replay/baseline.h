@@ -26,6 +26,10 @@ struct Baseline {
 Baseline find_baseline(const std::string& path_or_dir, const std::string& trace_hash,
                        const std::function<void(const std::string&)>& warn = {});
 
+// Several runs' reports (read from `paths`) as one baseline: pool_baselines() of them, `path`
+// their paths joined by " + ", `notes` what the pooling said. One report is taken as it is.
+Baseline pooled_baseline(std::vector<Report> runs, const std::vector<std::string>& paths);
+
 // The same search, but every report of the trace in the folder that was made in `mode` is taken,
 // pooled (pool_baselines, newest first): several processes' runs, so that what differs between
 // processes counts as noise. `path` lists them joined by " + ". Throws InputError when none
