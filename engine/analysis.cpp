@@ -98,7 +98,8 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
             lent_note << "execution trace of one iteration (" << lent.pattern_ops << " ops on "
                       << lent.threads << (lent.threads == 1 ? " thread" : " threads")
                       << "): its op sequence recurs " << lent.repeats
-                      << " times in the trace, whose " << lent.ops
+                      << " times in the trace (each thread's part counted apart), whose "
+                      << lent.ops
                       << " ops without shapes took the iteration's shapes and storage ids "
                          "(record_shapes was off: an iteration that ran other shapes would "
                          "replay with these); "
