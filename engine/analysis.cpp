@@ -146,28 +146,13 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         // calling thread's later allocations do not reuse: give its pages back.
         malloc_trim(0);
     };
-    // The content hash reads only the activities and their names, which nothing after the parse
-    // writes (--set-dims aside): it starts once the calling thread's part of the graph build is
-    // done, beside the rest of the inference, and the activities' totals come from its pass.
-    std::future<std::string> trace_hash;
-    const auto hash_beside = [&] {
-        trace_hash = std::async(threads > 1 ? std::launch::async : std::launch::deferred,
-                                [&trace, &totals = analysis->activity_totals] {
-                                    return trace_content_hash(trace, &totals);
-                                });
-    };
     using AfterNesting = std::function<void(const ThreadOps&)>;
     using BesideNesting = std::function<void()>;
-    using OnceLinked = std::function<void()>;
     analysis->graph =
         KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr,
-                           dataflow_beside ? BesideNesting(prepare) : nullptr,
-                           options.set_dims ? nullptr : OnceLinked(hash_beside));
+                           dataflow_beside ? BesideNesting(prepare) : nullptr);
     stage_done("graph");
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
-        // The rewrite interns names, which the hash reads: the hash (activities only, which the
-        // rewrite leaves alone) is taken first.
-        analysis->trace_hash = trace_content_hash(trace);
         analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
         // The copies the new shape makes are kernels the graph must hold.
@@ -227,10 +212,11 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     analysis->kernels = kernels.get();
     take_first_instance_recipes(analysis->kernels, analysis->recipes);
     stage_done("unique kernels");
-    if (trace_hash.valid())
-        analysis->trace_hash = trace_hash.get();
-    else  // --set-dims: hashed before the rewrite, whose copies are activities too
-        analysis->activity_totals = trace.activity_totals();
+    // The parse hashed the activities as it merged them: the recorded trace's, whatever
+    // --set-dims adds (its copies are activities too, counted in the totals).
+    analysis->trace_hash = analysis->parsed.content_hash;
+    analysis->activity_totals =
+        options.set_dims ? trace.activity_totals() : analysis->parsed.activity_totals;
     stage_done("trace hash");
     return analysis;
 }

@@ -5,8 +5,8 @@
 #include <map>
 #include <span>
 
-#include "id_map.h"
 #include "replay/huge_pages.h"
+#include "replay/id_map.h"
 #include "sorted_runs.h"
 
 namespace replay {
@@ -114,15 +114,23 @@ void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segme
 ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
     ThreadOps out;
     // Counted, then placed from a slot per op: the op array (~100 MB on a 1 GB trace) is read
-    // once, the slots (4 bytes an op) twice.
+    // once, the slots (4 bytes an op) twice. The parser counted them as it merged the ops, where
+    // it still covers them.
     std::vector<std::uint32_t> count;
-    std::vector<std::uint32_t> slot_of(trace.cpu_ops.size());
-    for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i) {
-        const CpuOp& op = trace.cpu_ops[i];
-        const std::uint32_t slot = threads.slot(op.pid, op.tid);
-        if (slot >= count.size()) count.resize(slot + 1, 0);
-        ++count[slot];
-        slot_of[i] = slot;
+    std::vector<std::uint32_t> slot_of;
+    if (trace.op_threads.covers(trace.cpu_ops)) {
+        for (const auto& [pid, tid] : trace.op_threads.ids()) threads.slot(pid, tid);
+        count = trace.op_threads.counts();
+        slot_of = trace.op_threads.take_of_op();
+    } else {
+        slot_of.resize(trace.cpu_ops.size());
+        for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i) {
+            const CpuOp& op = trace.cpu_ops[i];
+            const std::uint32_t slot = threads.slot(op.pid, op.tid);
+            if (slot >= count.size()) count.resize(slot + 1, 0);
+            ++count[slot];
+            slot_of[i] = slot;
+        }
     }
     out.begin.assign(count.size() + 1, 0);
     for (std::size_t s = 0; s < count.size(); ++s) out.begin[s + 1] = out.begin[s] + count[s];
@@ -152,10 +160,18 @@ ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
     return out;
 }
 
+// What the pass over the runtime calls finds beside the launches: the calls that order work
+// (host syncs, event records, stream waits) in index order, and the launch statistics.
+struct CallScan {
+    std::vector<std::uint32_t> ordering;
+    std::size_t graph_launches = 0, driver_launches = 0;
+};
+
 // One node per activity, in activity order, with its launch: the first runtime call carrying the
 // activity's correlation id. The ids are indexed from the activities' side (fewer than the
-// calls'), with how many activities share each.
-std::vector<GraphNode> launched_nodes(const Trace& trace, CallKinds& call_kind) {
+// calls'), with how many activities share each. The activity and call arrays (~100 MB on a 1 GB
+// trace) are each read once: their reads, not the index's, are what this costs.
+std::vector<GraphNode> launched_nodes(const Trace& trace, CallKinds& call_kind, CallScan& scan) {
     struct Launch {
         std::uint32_t call = kNoIndex;
         std::uint32_t activities : 30 = 0;
@@ -167,27 +183,38 @@ std::vector<GraphNode> launched_nodes(const Trace& trace, CallKinds& call_kind) 
     constexpr std::size_t kAhead = 16;
     const auto& activities = trace.activities;
     const auto& calls = trace.runtime_calls;
+    // Sized for every activity's id, the table never grows: its slots stay where they are, and
+    // each activity keeps a pointer to its own for the last pass.
     IdMap<Launch> launches(activities.size());
+    std::vector<Launch*> launch_of(activities.size(), nullptr);
     for (std::size_t i = 0; i < activities.size(); ++i) {
         if (i + kAhead < activities.size()) launches.prefetch(activities[i + kAhead].correlation);
-        if (activities[i].correlation != kNoId)
-            ++launches.at(activities[i].correlation, {}).activities;
+        if (activities[i].correlation == kNoId) continue;
+        Launch& l = launches.at(activities[i].correlation, {});
+        ++l.activities;
+        launch_of[i] = &l;
     }
     for (std::uint32_t i = 0; i < calls.size(); ++i) {
         if (i + kAhead < calls.size()) launches.prefetch(calls[i + kAhead].correlation);
-        Launch* l = launches.find(calls[i].correlation);
+        const RuntimeCall& call = calls[i];
+        const std::uint8_t kind = call_kind(call.name);
+        scan.graph_launches += (kind & kGraphLaunch) != 0;
+        scan.driver_launches += call.is_driver;
+        if (kind & (kHostSync | kStreamWait | kEventRecord)) scan.ordering.push_back(i);
+        Launch* l = launches.find(call.correlation);
         if (l == nullptr || l->call != kNoIndex) continue;
         l->call = i;
-        l->graph_launch = (call_kind(calls[i].name) & kGraphLaunch) != 0;
-        l->driver_launch = calls[i].is_driver;
+        l->graph_launch = (kind & kGraphLaunch) != 0;
+        l->driver_launch = call.is_driver;
     }
 
     auto nodes = huge_page_vector<GraphNode>(activities.size());
     for (std::uint32_t i = 0; i < activities.size(); ++i) {
-        if (i + kAhead < activities.size()) launches.prefetch(activities[i + kAhead].correlation);
+        if (i + kAhead < activities.size() && launch_of[i + kAhead] != nullptr)
+            __builtin_prefetch(launch_of[i + kAhead]);
         GraphNode& node = nodes[i];
         node.activity = i;
-        const Launch* l = launches.find(activities[i].correlation);
+        const Launch* l = launch_of[i];
         if (l == nullptr || l->call == kNoIndex) continue;
         node.launch = l->call;
         node.launch_fanout = l->activities;
@@ -247,8 +274,7 @@ const char* to_string(LinkState state) {
 
 KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
                                const std::function<void(const ThreadOps&)>& after_nesting,
-                               const std::function<void()>& beside_nesting,
-                               const std::function<void()>& once_linked) {
+                               const std::function<void()>& beside_nesting) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
@@ -259,6 +285,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     std::promise<void> nested;  // outlives `beside`, whose end the destructor waits for
     std::future<void> beside;
     CallKinds call_kind(trace.names);
+    CallScan calls;
     if (threads > 1) {
         std::future<void> nested_ops = nested.get_future();
         beside = std::async(std::launch::async, [&] {
@@ -272,14 +299,14 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
             if (after_nesting) after_nesting(thread_ops);
         });
         if (beside_nesting) beside_nesting();
-        graph.nodes_ = launched_nodes(trace, call_kind);
+        graph.nodes_ = launched_nodes(trace, call_kind, calls);
         sort_by_launch(graph, graph.nodes_);
         nested_ops.get();
     } else {
         thread_ops = nest_ops(trace, thread_slots);
         if (beside_nesting) beside_nesting();
         if (after_nesting) after_nesting(thread_ops);
-        graph.nodes_ = launched_nodes(trace, call_kind);
+        graph.nodes_ = launched_nodes(trace, call_kind, calls);
         sort_by_launch(graph, graph.nodes_);
     }
 
@@ -414,15 +441,9 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     }
 
     // Host syncs, event records and stream waits, in time order (index order on equal times).
-    // Every call counts towards the launch statistics.
-    std::vector<std::uint32_t> ordering_calls;
-    for (std::uint32_t i = 0; i < trace.runtime_calls.size(); ++i) {
-        const RuntimeCall& call = trace.runtime_calls[i];
-        const std::uint8_t kind = call_kind(call.name);
-        if (kind & kGraphLaunch) ++graph.stats_.graph_launches;
-        if (call.is_driver) ++graph.stats_.driver_launches;
-        if (kind & (kHostSync | kStreamWait | kEventRecord)) ordering_calls.push_back(i);
-    }
+    graph.stats_.graph_launches = calls.graph_launches;
+    graph.stats_.driver_launches = calls.driver_launches;
+    std::vector<std::uint32_t>& ordering_calls = calls.ordering;
     std::stable_sort(ordering_calls.begin(), ordering_calls.end(),
                      [&](std::uint32_t a, std::uint32_t b) {
                          return trace.runtime_calls[a].ts < trace.runtime_calls[b].ts;
@@ -480,7 +501,6 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     }
     graph.stats_.waits = graph.waits_.size();
     graph.stats_.host_syncs = graph.syncs_.size();
-    if (once_linked) once_linked();
     if (beside.valid()) beside.get();
     return graph;
 }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "id_map.h"
+#include "replay/id_map.h"
 
 namespace replay {
 namespace {

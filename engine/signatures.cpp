@@ -6,7 +6,7 @@
 #include <future>
 #include <unordered_map>
 
-#include "id_map.h"
+#include "replay/id_map.h"
 
 namespace replay {
 namespace {
@@ -14,110 +14,7 @@ namespace {
 // Below this many nodes a thread costs more than the statistics it would share.
 constexpr std::size_t kNodesWorthASecondThread = 100000;
 
-constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
-
-// FNV-1a, fed piece by piece.
-class Fnv1a {
-  public:
-    void add(std::string_view bytes) {
-        for (unsigned char c : bytes) {
-            h_ ^= c;
-            h_ *= kFnvPrime;
-        }
-    }
-    std::string hex() const {
-        char buf[17];
-        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
-        return buf;
-    }
-    std::uint64_t state() const { return h_; }
-    void set_state(std::uint64_t h) { h_ = h; }
-
-  private:
-    std::uint64_t h_ = 1469598103934665603ULL;
-};
-
-// FNV-1a over a text that repeats (a kernel's name, once per launch), fed at the cost of a
-// multiply-add. A step (h ^ c) * P adds ((h ^ c) - h) * P to h * P, and that term depends on h's
-// low byte alone (the xor touches no other bits), as does the low byte of the next state (a
-// product's low byte is that of its factors' low bytes). So feeding an n-byte text maps h to
-// h * P^n + add(text, h & 0xFF), exactly: the term is worked out once per text and low byte
-// that occur (the low bytes a text meets are spread over all 256, so several per text).
-class RepeatedTexts {
-  public:
-    explicit RepeatedTexts(std::size_t texts) : power_(texts, 0), add_(1024) {}
-
-    // The state after feeding text `id` (whose bytes are `text`) to FNV-1a state `h`.
-    std::uint64_t feed(std::uint64_t h, NameId id, std::string_view text) {
-        std::uint64_t& power = power_[id];
-        if (power == 0) {  // P^n is odd, never 0
-            power = 1;
-            for (std::size_t i = 0; i < text.size(); ++i) power *= kFnvPrime;
-        }
-        const std::uint64_t low = h & 0xFF;
-        const auto key = static_cast<std::int64_t>(std::uint64_t{id} << 8 | low);
-        std::uint64_t& add = add_.at(key, kUnknown);
-        if (add == kUnknown) {
-            // From the state `low` itself: feeding the text gives low * P^n + add.
-            Fnv1a from_low;
-            from_low.set_state(low);
-            from_low.add(text);
-            add = from_low.state() - low * power;
-        }
-        return h * power + add;
-    }
-
-  private:
-    // Not a term that occurs in practice; one that does is then only worked out again each time.
-    static constexpr std::uint64_t kUnknown = ~std::uint64_t{0};
-    std::vector<std::uint64_t> power_;  // per text: P^n, 0 until first fed
-    IdMap<std::uint64_t> add_;          // (text << 8 | low byte) -> its term
-};
-
 }  // namespace
-
-std::string hash_hex(std::string_view text) {
-    Fnv1a h;
-    h.add(text);
-    return h.hex();
-}
-
-std::string trace_content_hash(const Trace& trace, ActivityTotals* totals) {
-    // The hash of the text "name:dur:stream;" per activity, where the text so far is replaced by
-    // its own hash each time it grows past 1 MiB; computed without building the text.
-    Fnv1a h;
-    std::size_t length = 0;
-    char digits[24];
-    const auto number = [&](std::int64_t value) {
-        const char* end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-        return std::string_view(digits, static_cast<std::size_t>(end - digits));
-    };
-    RepeatedTexts names(trace.names.size());
-    ActivityTotals sums;
-    for (const GpuActivity& a : trace.activities) {
-        const auto kind = static_cast<std::size_t>(a.kind);
-        ++sums.counts[kind];
-        sums.times[kind] += a.dur;
-        const std::string_view name = trace.names.view(a.name);
-        h.set_state(names.feed(h.state(), a.name, name));
-        h.add(":");
-        const std::string_view dur = number(a.dur);
-        h.add(dur);
-        h.add(":");
-        const std::string_view stream = number(a.stream);
-        h.add(stream);
-        h.add(";");
-        length += name.size() + dur.size() + stream.size() + 3;
-        if (length > (1u << 20)) {
-            const std::string rolled = h.hex();
-            h = Fnv1a{};
-            h.add(rolled);
-            length = rolled.size();
-        }
-    }
-    if (totals != nullptr) *totals = sums;
-    return h.hex();
-}
 
 std::vector<UniqueKernel> unique_kernels(const KernelGraph& graph, const NodeRecipes& recipes) {
     auto kernels = unique_kernels_by_decision(graph, recipes);

@@ -48,6 +48,8 @@ ParseResult parse_source(ByteSource& source, const std::string& path, const Pars
     }
     pipeline.finish();
     const EventSplitter& splitter = pipeline.splitter();
+    result.content_hash = pipeline.content_hash().hex();
+    result.activity_totals = pipeline.content_hash().totals();
 
     stats.raw_bytes = source.raw_offset();
     stats.stray_bytes = splitter.stray_bytes();

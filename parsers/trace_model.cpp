@@ -83,6 +83,20 @@ std::uint32_t Trace::share_shapes(OpShapes shapes) {
     return entry;
 }
 
+void OpThreads::add(const CpuOp& op) {
+    if (last_ == kNoIndex || ids_[last_].first != op.pid || ids_[last_].second != op.tid) {
+        const auto [it, added] =
+            index_.try_emplace({op.pid, op.tid}, static_cast<std::uint32_t>(ids_.size()));
+        if (added) {
+            ids_.emplace_back(op.pid, op.tid);
+            counts_.push_back(0);
+        }
+        last_ = it->second;
+    }
+    ++counts_[last_];
+    of_op_.push_back(last_);
+}
+
 ActivityTotals Trace::activity_totals() const {
     ActivityTotals totals;
     for (const auto& a : activities) {

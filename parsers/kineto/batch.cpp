@@ -57,6 +57,7 @@ void BatchMerger::merge(Batch& b, const InputProgress& chunk) {
     Trace& t = trace_;
     make_room(t.activities, b.activities.size(), chunk);
     make_room(t.cpu_ops, b.cpu_ops.size(), chunk);
+    t.op_threads.reserve(t.cpu_ops.capacity());
     make_room(t.runtime_calls, b.runtime_calls.size(), chunk);
     map_.resize(b.names.size());
     for (std::size_t i = 0; i < b.names.size(); ++i) map_[i] = t.names.intern(b.names.view(i));
@@ -74,6 +75,7 @@ void BatchMerger::merge(Batch& b, const InputProgress& chunk) {
         a.collective_dtype = name(a.collective_dtype);
         if (b.activity_labels[i] & kTidLabel) a.stream = label(a.stream);
     }
+    hasher_.add(t, a0, t.activities.size());
 
     // Each batch entry becomes an equal entry of an earlier batch where there is one (found
     // by a hash of its contents, confirmed by comparing), else a new one: batches share
@@ -95,6 +97,7 @@ void BatchMerger::merge(Batch& b, const InputProgress& chunk) {
         if (op.shapes != kNoIndex) op.shapes = shapes_map_[op.shapes];
         if (b.op_labels[i] & kPidLabel) op.pid = label(op.pid);
         if (b.op_labels[i] & kTidLabel) op.tid = label(op.tid);
+        t.op_threads.add(op);
     }
 
     const std::size_t c0 = t.runtime_calls.size();

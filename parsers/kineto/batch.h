@@ -15,6 +15,7 @@
 
 #include "kineto/categories.h"
 #include "kineto/scanner.h"
+#include "replay/content_hash.h"
 #include "replay/kineto_parser.h"
 #include "replay/trace_model.h"
 
@@ -201,10 +202,14 @@ class BatchMerger {
   public:
     BatchMerger(Trace& trace, ParseStats& stats) : trace_(trace), stats_(stats) {}
     void merge(Batch& batch, const InputProgress& progress);
+    // The content hash of the activities merged so far (fed as each batch is merged, while its
+    // activities are in the cache, on the worker that commits it).
+    const ContentHasher& content_hash() const { return hasher_; }
 
   private:
     Trace& trace_;
     ParseStats& stats_;
+    ContentHasher hasher_;
     std::vector<NameId> map_;                // batch name id -> trace name id
     std::vector<std::uint32_t> shapes_map_;  // batch op_shapes index -> trace op_shapes index
 };

@@ -78,6 +78,7 @@ class Pipeline {
     void finish();
 
     const EventSplitter& splitter() const { return splitter_; }
+    const ContentHasher& content_hash() const { return merger_.content_hash(); }
 
   private:
     // A free slot, once one is free; nullptr when the parse is over or aborted.

@@ -16,6 +16,7 @@
 #include "replay/kernel_graph.h"
 #include "replay/kineto_parser.h"
 #include "sorted_runs.h"
+#include "test_support.h"
 
 namespace {
 
@@ -203,6 +204,44 @@ TEST(OpChain, ClassifierFactsOfInterleavedThreadsAreEachOpsOwn) {
         EXPECT_EQ(recipes.decision(n).rule, recipes.decision(n % 2).rule) << "node " << n;
     EXPECT_NE(recipes.decision(0).rule, recipes.decision(1).rule);
     EXPECT_EQ(recipes.decision(0).tier, replay::Tier::Gemm) << recipes.decision(0).reason;
+}
+
+// The parser's thread index of the ops (Trace::op_threads), which the graph builder groups the
+// ops by: the graph, every op's parent included, is the one built by reading each op's (pid, tid)
+// itself; an op added after the parse makes the index stale, and the builder reads them again.
+TEST(OpThreads, GraphFromTheParsersIndexIsTheGraphFromTheOps) {
+    for (const char* file :
+         {"h200/gpt2_train.json.gz", "public/pytorch-kineto/worker0.pt.trace.json.gz"}) {
+        replay::ParseOptions options;
+        options.chunk_bytes = 64 << 10;  // many batches
+        replay::Trace indexed =
+            replay::parse_kineto(replay::testing::trace_path(file), options).trace;
+        ASSERT_TRUE(indexed.op_threads.covers(indexed.cpu_ops)) << file;
+        ASSERT_GT(indexed.op_threads.ids().size(), 1u) << file;
+        std::size_t counted = 0;
+        for (std::uint32_t n : indexed.op_threads.counts()) counted += n;
+        EXPECT_EQ(counted, indexed.cpu_ops.size()) << file;
+        replay::Trace read_again = indexed;
+        read_again.cpu_ops.push_back(read_again.cpu_ops.back());  // stale now
+        ASSERT_FALSE(read_again.op_threads.covers(read_again.cpu_ops));
+        read_again.cpu_ops.pop_back();
+        (void)read_again.op_threads.take_of_op();
+        for (unsigned threads : {1u, 2u}) {
+            replay::Trace a = indexed, b = read_again;
+            const replay::KernelGraph ga = replay::KernelGraph::build(a, threads);
+            const replay::KernelGraph gb = replay::KernelGraph::build(b, threads);
+            ASSERT_EQ(a.cpu_ops.size(), b.cpu_ops.size());
+            for (std::size_t i = 0; i < a.cpu_ops.size(); ++i)
+                ASSERT_EQ(a.cpu_ops[i].parent, b.cpu_ops[i].parent) << file << " op " << i;
+            ASSERT_EQ(ga.nodes().size(), gb.nodes().size());
+            for (std::size_t n = 0; n < ga.nodes().size(); ++n) {
+                ASSERT_EQ(ga.nodes()[n].op, gb.nodes()[n].op) << file << " node " << n;
+                ASSERT_EQ(ga.nodes()[n].activity, gb.nodes()[n].activity) << file << " node " << n;
+            }
+            EXPECT_EQ(ga.waits().size(), gb.waits().size()) << file;
+            EXPECT_EQ(ga.stats().graph_launches, gb.stats().graph_launches) << file;
+        }
+    }
 }
 
 // merge_sorted_runs (engine/sorted_runs.h), which the graph builder's sorts use: items in a few

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "replay/analysis.h"
+#include "replay/kineto_parser.h"
 #include "replay/shape_rewrite.h"
 #include "replay/signatures.h"
 #include "replay/trace_model.h"
@@ -87,6 +88,31 @@ TEST(TraceHash, TotalsFromTheSamePassAreTheTraces) {
         EXPECT_EQ(a->activity_totals.counts, a->trace().activity_totals().counts) << threads;
         EXPECT_EQ(a->activity_totals.times, a->trace().activity_totals().times) << threads;
         EXPECT_GT(a->activity_totals.count(replay::ActivityKind::Kernel), 100u) << threads;
+    }
+}
+
+// The parser feeds ContentHasher batch by batch: any cut of the activities into pieces hashes as
+// the whole does, and a parse's content_hash (and totals) are those of its trace.
+TEST(TraceHash, PiecesHashAsTheWholeAndTheParserHashesItsTrace) {
+    const replay::Trace trace = repeated_names(40000, 6);  // rolls over several times
+    std::mt19937 random(8);
+    for (int round = 0; round < 5; ++round) {
+        replay::ContentHasher hasher;
+        for (std::size_t at = 0; at < trace.activities.size();) {
+            const std::size_t next = std::min(trace.activities.size(), at + random() % 3000);
+            hasher.add(trace, at, next);
+            at = next;
+        }
+        EXPECT_EQ(hasher.hex(), reference_hash(trace)) << "round " << round;
+        EXPECT_EQ(hasher.totals().counts, trace.activity_totals().counts);
+    }
+    for (const char* file : {"h200/bloom_b1.json.gz", "h200/gpt2_train.json.gz"}) {
+        replay::ParseOptions options;
+        options.chunk_bytes = 64 << 10;  // many batches
+        const replay::ParseResult parsed =
+            replay::parse_kineto(replay::testing::trace_path(file), options);
+        EXPECT_EQ(parsed.content_hash, reference_hash(parsed.trace)) << file;
+        EXPECT_EQ(parsed.activity_totals.times, parsed.trace.activity_totals().times) << file;
     }
 }
 

@@ -73,13 +73,10 @@ class KernelGraph {
     // It is handed each thread's ops in start order, valid while it runs. `beside_nesting`, when
     // given, runs on the calling thread while the ops are nested, before the launches are
     // linked (it may read the trace, and write Trace::storages); with one thread, before
-    // `after_nesting`. `once_linked`, when given, runs on the calling thread once its part of the
-    // build is done, while `after_nesting` may still run on the other (it may read the
-    // activities and names, which neither writes); with one thread, after `after_nesting`.
+    // `after_nesting`.
     static KernelGraph build(Trace& trace, unsigned threads = 2,
                              const std::function<void(const ThreadOps&)>& after_nesting = {},
-                             const std::function<void()>& beside_nesting = {},
-                             const std::function<void()>& once_linked = {});
+                             const std::function<void()>& beside_nesting = {});
 
     const Trace& trace() const { return *trace_; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }

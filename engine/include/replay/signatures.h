@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "replay/classifier.h"
+#include "replay/content_hash.h"  // hash_hex, trace_content_hash
 #include "replay/kernel_graph.h"
 #include "replay/recipe.h"
 #include "replay/stats.h"  // DurationStats, summarize()
@@ -35,11 +36,5 @@ std::vector<UniqueKernel> unique_kernels_by_decision(const KernelGraph& graph,
                                                      const NodeRecipes& recipes,
                                                      unsigned threads = 1);
 void take_first_instance_recipes(std::vector<UniqueKernel>& kernels, const NodeRecipes& recipes);
-
-std::string hash_hex(std::string_view text);
-// Content hash of the recorded GPU activities (name, duration, stream of each, in trace order):
-// the same for a trace and its compressed copies. `totals`, when given, gets the activities'
-// counts and times per kind from the same pass (Trace::activity_totals()).
-std::string trace_content_hash(const Trace& trace, ActivityTotals* totals = nullptr);
 
 }  // namespace replay

@@ -65,6 +65,9 @@ struct ParseResult {
     Trace trace;
     ParseStats stats;
     std::vector<std::string> warnings;  // one line each, ready to print
+    // trace_content_hash(trace) and its activity totals, worked out as the batches were merged.
+    std::string content_hash;
+    ActivityTotals activity_totals;
 };
 
 // Throws InputError (file + byte offset) for input that is not a trace at all.

@@ -271,6 +271,40 @@ struct TraceMetadata {
     bool is_hip = false;
 };
 
+// Each CPU op's thread, (pid, tid), as a dense index in order of first appearance over the ops.
+// The parser adds each op as it merges it (the op is in the cache then); the graph builder groups
+// the ops by it instead of reading the whole op array once more. Only as good as it is complete:
+// ops added, removed or moved to another thread since make it stale, and covers() says so.
+class OpThreads {
+  public:
+    void add(const CpuOp& op);
+    void reserve(std::size_t ops) { of_op_.reserve(ops); }
+    bool covers(const std::vector<CpuOp>& cpu_ops) const { return of_op_.size() == cpu_ops.size(); }
+    // Per thread index: its (pid, tid).
+    const std::vector<std::pair<std::int64_t, std::int64_t>>& ids() const { return ids_; }
+    // Per thread index: how many ops.
+    const std::vector<std::uint32_t>& counts() const { return counts_; }
+    // Per op: its thread index. Taken out: the index is empty after.
+    std::vector<std::uint32_t> take_of_op() {
+        ids_.clear(), counts_.clear(), index_.clear(), last_ = kNoIndex;
+        return std::move(of_op_);
+    }
+
+  private:
+    struct PairHash {
+        std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
+            return static_cast<std::size_t>(
+                (static_cast<std::uint64_t>(p.first) * 0x9E3779B97F4A7C15ull) ^
+                static_cast<std::uint64_t>(p.second));
+        }
+    };
+    std::vector<std::pair<std::int64_t, std::int64_t>> ids_;
+    std::vector<std::uint32_t> counts_;
+    std::vector<std::uint32_t> of_op_;
+    std::unordered_map<std::pair<std::int64_t, std::int64_t>, std::uint32_t, PairHash> index_;
+    std::uint32_t last_ = kNoIndex;  // consecutive ops are mostly one thread's
+};
+
 struct Trace {
     std::string source;  // file name as given
     TraceMetadata meta;
@@ -284,6 +318,8 @@ struct Trace {
     std::vector<OpShapes> op_shapes;
     // Storage ids per op instance (Execution Trace, dataflow inference).
     OpStorages storages;
+    // Each op's thread, as the parser merged them.
+    OpThreads op_threads;
     // Flow events (ac2g / async / async_cpu_to_gpu) are counted, not kept: correlation args link
     // launches and activities.
     std::size_t flow_events = 0;
