@@ -3,15 +3,15 @@
 #include <stdexcept>
 
 #if REPLAY_C10D_GLOO
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "replay/ranks.h"
 #include "torch_values.h"
@@ -105,6 +105,10 @@ struct Communicator::State {
 };
 
 Communicator::Communicator(const DistributedOptions& options) : state_(std::make_unique<State>()) {
+    // Gloo and the store write to their peers' sockets without MSG_NOSIGNAL: a rank that died
+    // would end this one by SIGPIPE, with no error and no report (seen when a rank was killed
+    // mid-replay). Ignored, the write fails with EPIPE and the collective fails with its reason.
+    std::signal(SIGPIPE, SIG_IGN);
     State& s = *state_;
     s.o = options;
     s.timeout = std::chrono::milliseconds(options.timeout_ms);
