@@ -146,17 +146,26 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         // calling thread's later allocations do not reuse: give its pages back.
         malloc_trim(0);
     };
+    // The tensor lists' look at the launches reads only the graph: it runs on the calling thread
+    // once the launches are linked, while the inference may still run on the other.
+    MultiTensorLaunches multi_tensor;
+    const auto read_launches = [&](const KernelGraph& graph) {
+        multi_tensor = multi_tensor_launches(graph);
+    };
     using AfterNesting = std::function<void(const ThreadOps&)>;
     using BesideNesting = std::function<void()>;
-    analysis->graph =
-        KernelGraph::build(trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr,
-                           dataflow_beside ? BesideNesting(prepare) : nullptr);
+    using OnceLinked = std::function<void(const KernelGraph&)>;
+    analysis->graph = KernelGraph::build(
+        trace, threads, dataflow_beside ? AfterNesting(infer_beside) : nullptr,
+        dataflow_beside ? BesideNesting(prepare) : nullptr, OnceLinked(read_launches));
     stage_done("graph");
     if (options.set_dims) {  // after the graph: the rewrite reads the ops' nesting
         analysis->dims_rewrite = ShapeRewriter(trace).apply(trace, *options.set_dims);
         analysis->notes.push_back(describe(*analysis->dims_rewrite));
         // The copies the new shape makes are kernels the graph must hold.
-        if (analysis->dims_rewrite->reshape_copies > 0) analysis->graph = KernelGraph::build(trace, threads);
+        if (analysis->dims_rewrite->reshape_copies > 0)
+            analysis->graph =
+                KernelGraph::build(trace, threads, nullptr, nullptr, OnceLinked(read_launches));
     }
     // Before the classifier: it copies the storage ids and tensor lists into the recipes. With an
     // ET: its storage ids, summarised.
@@ -164,7 +173,7 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     if (analysis->dataflow.source == DataflowSource::Inferred)
         analysis->notes.push_back(describe(analysis->dataflow));
     analysis->tensor_lists =
-        recover_tensor_lists(analysis->graph, trace, analysis->dataflow.parameters);
+        recover_tensor_lists(multi_tensor, trace, analysis->dataflow.parameters);
     // The classifier walks the op chains on a second thread; what the walk found is kept for the
     // reuse annotation.
     std::vector<std::uint32_t> shaped_ops;

@@ -274,7 +274,8 @@ const char* to_string(LinkState state) {
 
 KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
                                const std::function<void(const ThreadOps&)>& after_nesting,
-                               const std::function<void()>& beside_nesting) {
+                               const std::function<void()>& beside_nesting,
+                               const std::function<void(const KernelGraph&)>& once_linked) {
     KernelGraph graph;
     graph.trace_ = &trace;
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
@@ -501,6 +502,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     }
     graph.stats_.waits = graph.waits_.size();
     graph.stats_.host_syncs = graph.syncs_.size();
+    if (once_linked) once_linked(graph);
     if (beside.valid()) beside.get();
     return graph;
 }

@@ -69,11 +69,9 @@ std::int64_t multi_tensor_blocks(const std::vector<ParameterShape>& tensors) {
     return blocks;
 }
 
-TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
-                                       const std::vector<ParameterShape>& parameters) {
-    TensorListSummary summary;
-    // The kernels each op launched (its own, not its children's: a _foreach op is a leaf).
-    std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::size_t>> launched;
+MultiTensorLaunches multi_tensor_launches(const KernelGraph& graph) {
+    const Trace& trace = graph.trace();
+    MultiTensorLaunches out;
     std::vector<std::int8_t> multi_tensor(trace.names.size(), -1);  // per kernel name, once
     for (const GraphNode& node : graph.nodes()) {
         if (node.op == kNoIndex) continue;
@@ -83,10 +81,22 @@ TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
         if (named < 0)
             named = trace.names.view(a.name).find("multi_tensor_apply") != std::string_view::npos;
         if (named == 0) continue;
-        auto& [blocks, launches] = launched[node.op];
+        auto& [blocks, launches] = out.by_op[node.op];
         blocks += blocks_of(a);
         ++launches;
     }
+    return out;
+}
+
+TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
+                                       const std::vector<ParameterShape>& parameters) {
+    return recover_tensor_lists(multi_tensor_launches(graph), trace, parameters);
+}
+
+TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trace& trace,
+                                       const std::vector<ParameterShape>& parameters) {
+    TensorListSummary summary;
+    const auto& launched = launches.by_op;
     const ParameterLists lists(parameters);
     for (const auto& [op, figures] : launched) {
         CpuOp& cpu = trace.cpu_ops[op];

@@ -73,10 +73,13 @@ class KernelGraph {
     // It is handed each thread's ops in start order, valid while it runs. `beside_nesting`, when
     // given, runs on the calling thread while the ops are nested, before the launches are
     // linked (it may read the trace, and write Trace::storages); with one thread, before
-    // `after_nesting`.
+    // `after_nesting`. `once_linked`, when given, runs on the calling thread once the graph is
+    // built but for what `after_nesting` writes, while that may still run on the other thread:
+    // it may read the nodes and the activities, which neither writes. With one thread, last.
     static KernelGraph build(Trace& trace, unsigned threads = 2,
                              const std::function<void(const ThreadOps&)>& after_nesting = {},
-                             const std::function<void()>& beside_nesting = {});
+                             const std::function<void()>& beside_nesting = {},
+                             const std::function<void(const KernelGraph&)>& once_linked = {});
 
     const Trace& trace() const { return *trace_; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "replay/classifier.h"
@@ -26,11 +28,22 @@ constexpr std::int64_t kMultiTensorChunk = 65536;
 // The blocks multi_tensor_apply launches for these tensors.
 std::int64_t multi_tensor_blocks(const std::vector<ParameterShape>& tensors);
 
+// What the recovery reads of the graph: per op, the blocks of the multi_tensor_apply kernels it
+// launched (its own, not its children's: a _foreach op is a leaf) and how many. It reads only the
+// nodes' op links and the activities, so it can run beside the end of the graph build.
+struct MultiTensorLaunches {
+    std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::size_t>> by_op;
+};
+MultiTensorLaunches multi_tensor_launches(const KernelGraph& graph);
+
 // Fills the empty TensorList arguments of each _foreach_* op that launched kernels with the
 // parameter list when the blocks of its recorded launches equal what that list needs (dropping
 // repeated shapes from the end first: tied weights are one parameter used twice). Needs the
 // graph's op links; changes the ops' OpShapes before the classifier reads them.
 TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
+                                       const std::vector<ParameterShape>& parameters);
+// The same with the graph's launches already read (multi_tensor_launches() of that graph).
+TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trace& trace,
                                        const std::vector<ParameterShape>& parameters);
 
 // Says in the reason of each recovered op's recipes how its list was recovered.
