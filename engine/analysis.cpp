@@ -226,7 +226,6 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     analysis->trace_hash = analysis->parsed.content_hash;
     analysis->activity_totals =
         options.set_dims ? trace.activity_totals() : analysis->parsed.activity_totals;
-    stage_done("trace hash");
     return analysis;
 }
 

@@ -16,24 +16,6 @@ bool contains(const CpuOp& op, Nanos ts) {
     return op.ts <= ts && ts <= op.ts + op.dur;
 }
 
-// Dense slots for the (pid, tid) pairs of ops and runtime calls. Consecutive events mostly come
-// from one thread, so the last answer is kept.
-class ThreadSlots {
-  public:
-    std::uint32_t slot(std::int64_t pid, std::int64_t tid) {
-        if (last_ != kNoIndex && pid == last_pid_ && tid == last_tid_) return last_;
-        auto it = slots_.try_emplace({pid, tid}, static_cast<std::uint32_t>(slots_.size())).first;
-        last_pid_ = pid, last_tid_ = tid, last_ = it->second;
-        return last_;
-    }
-    std::size_t size() const { return slots_.size(); }
-
-  private:
-    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> slots_;
-    std::int64_t last_pid_ = 0, last_tid_ = 0;
-    std::uint32_t last_ = kNoIndex;
-};
-
 // What the graph builder needs to know about a runtime call's name, worked out once per name.
 enum CallKind : std::uint8_t {
     kKnown = 1,
@@ -111,7 +93,7 @@ void sort_by_start(const std::vector<CpuOp>& ops, std::span<std::uint32_t> segme
 }
 
 // Groups ops by thread, sorts each thread's by start and sets CpuOp::parent by a nesting stack.
-ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
+ThreadOps nest_ops(Trace& trace, ThreadIndex& threads) {
     ThreadOps out;
     // Counted, then placed from a slot per op: the op array (~100 MB on a 1 GB trace) is read
     // once, the slots (4 bytes an op) twice. The parser counted them as it merged the ops, where
@@ -119,9 +101,10 @@ ThreadOps nest_ops(Trace& trace, ThreadSlots& threads) {
     std::vector<std::uint32_t> count;
     std::vector<std::uint32_t> slot_of;
     if (trace.op_threads.covers(trace.cpu_ops)) {
-        for (const auto& [pid, tid] : trace.op_threads.ids()) threads.slot(pid, tid);
-        count = trace.op_threads.counts();
-        slot_of = trace.op_threads.take_of_op();
+        OpThreads::Taken taken = trace.op_threads.take();
+        threads = std::move(taken.threads);
+        count = std::move(taken.counts);
+        slot_of = std::move(taken.of_op);
     } else {
         slot_of.resize(trace.cpu_ops.size());
         for (std::size_t i = 0; i < trace.cpu_ops.size(); ++i) {
@@ -281,7 +264,7 @@ KernelGraph KernelGraph::build(Trace& trace, unsigned threads,
     // The ops' nesting (then `after_nesting`) and the activities' launches are independent: the
     // nesting on a worker thread. The launches' sweep needs the nesting's order, read by both
     // threads once it is done.
-    ThreadSlots thread_slots;
+    ThreadIndex thread_slots;
     ThreadOps thread_ops;
     std::promise<void> nested;  // outlives `beside`, whose end the destructor waits for
     std::future<void> beside;

@@ -88,11 +88,6 @@ MultiTensorLaunches multi_tensor_launches(const KernelGraph& graph) {
     return out;
 }
 
-TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
-                                       const std::vector<ParameterShape>& parameters) {
-    return recover_tensor_lists(multi_tensor_launches(graph), trace, parameters);
-}
-
 TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trace& trace,
                                        const std::vector<ParameterShape>& parameters) {
     TensorListSummary summary;

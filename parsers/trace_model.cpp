@@ -83,18 +83,24 @@ std::uint32_t Trace::share_shapes(OpShapes shapes) {
     return entry;
 }
 
+std::uint32_t ThreadIndex::slot(std::int64_t pid, std::int64_t tid) {
+    if (last_ != kNoIndex && pid == last_pid_ && tid == last_tid_) return last_;
+    auto it = slots_.try_emplace({pid, tid}, static_cast<std::uint32_t>(slots_.size())).first;
+    last_pid_ = pid, last_tid_ = tid, last_ = it->second;
+    return last_;
+}
+
 void OpThreads::add(const CpuOp& op) {
-    if (last_ == kNoIndex || ids_[last_].first != op.pid || ids_[last_].second != op.tid) {
-        const auto [it, added] =
-            index_.try_emplace({op.pid, op.tid}, static_cast<std::uint32_t>(ids_.size()));
-        if (added) {
-            ids_.emplace_back(op.pid, op.tid);
-            counts_.push_back(0);
-        }
-        last_ = it->second;
-    }
-    ++counts_[last_];
-    of_op_.push_back(last_);
+    const std::uint32_t slot = threads_.slot(op.pid, op.tid);
+    if (slot == counts_.size()) counts_.push_back(0);
+    ++counts_[slot];
+    of_op_.push_back(slot);
+}
+
+OpThreads::Taken OpThreads::take() {
+    Taken taken{std::move(threads_), std::move(counts_), std::move(of_op_)};
+    *this = OpThreads{};
+    return taken;
 }
 
 ActivityTotals Trace::activity_totals() const {

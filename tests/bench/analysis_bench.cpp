@@ -1,6 +1,6 @@
 // Stage benchmark of what every command waits for: replay::analyze() (parse, graph, classify,
-// reuse, unique kernels, trace hash) and the teardown of its result, with the memory each stage
-// leaves behind.
+// reuse, unique kernels; the trace hash is part of the parse) and the teardown of its result,
+// with the memory each stage leaves behind.
 //
 //   analysis_bench TRACE [--et FILE] [--repeat N] [--stats] [--json] [--threads N]
 //                  [--check-classifier]

@@ -217,7 +217,7 @@ TEST(OpThreads, GraphFromTheParsersIndexIsTheGraphFromTheOps) {
         replay::Trace indexed =
             replay::parse_kineto(replay::testing::trace_path(file), options).trace;
         ASSERT_TRUE(indexed.op_threads.covers(indexed.cpu_ops)) << file;
-        ASSERT_GT(indexed.op_threads.ids().size(), 1u) << file;
+        ASSERT_GT(indexed.op_threads.threads().size(), 1u) << file;
         std::size_t counted = 0;
         for (std::uint32_t n : indexed.op_threads.counts()) counted += n;
         EXPECT_EQ(counted, indexed.cpu_ops.size()) << file;
@@ -225,7 +225,7 @@ TEST(OpThreads, GraphFromTheParsersIndexIsTheGraphFromTheOps) {
         read_again.cpu_ops.push_back(read_again.cpu_ops.back());  // stale now
         ASSERT_FALSE(read_again.op_threads.covers(read_again.cpu_ops));
         read_again.cpu_ops.pop_back();
-        (void)read_again.op_threads.take_of_op();
+        (void)read_again.op_threads.take();
         for (unsigned threads : {1u, 2u}) {
             replay::Trace a = indexed, b = read_again;
             const replay::KernelGraph ga = replay::KernelGraph::build(a, threads);

@@ -1,5 +1,6 @@
-// engine/signatures.cpp. trace_content_hash feeds each repeated kernel name to FNV-1a as one
-// multiply-add worked out once per name and low byte of the state: the value must be exactly
+// engine/signatures.cpp and parsers/content_hash.cpp. trace_content_hash feeds each repeated
+// kernel name to FNV-1a as one multiply-add worked out once per name and low byte of the state:
+// the value must be exactly
 // that of FNV-1a over the text itself ("name:dur:stream;" per activity, the text so far replaced
 // by its own hash each time it grows past 1 MiB), which archived baselines are found by. The
 // unique kernels, grouped beside the reuse annotation by analyze(), must be those grouped after it.

@@ -40,9 +40,7 @@ MultiTensorLaunches multi_tensor_launches(const KernelGraph& graph);
 // parameter list when the blocks of its recorded launches equal what that list needs (dropping
 // repeated shapes from the end first: tied weights are one parameter used twice). Needs the
 // graph's op links; changes the ops' OpShapes before the classifier reads them.
-TensorListSummary recover_tensor_lists(const KernelGraph& graph, Trace& trace,
-                                       const std::vector<ParameterShape>& parameters);
-// The same with the graph's launches already read (multi_tensor_launches() of that graph).
+// `launches` is multi_tensor_launches() of the graph the ops are linked in.
 TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trace& trace,
                                        const std::vector<ParameterShape>& parameters);
 

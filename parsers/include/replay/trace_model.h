@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -271,38 +272,42 @@ struct TraceMetadata {
     bool is_hip = false;
 };
 
-// Each CPU op's thread, (pid, tid), as a dense index in order of first appearance over the ops.
-// The parser adds each op as it merges it (the op is in the cache then); the graph builder groups
-// the ops by it instead of reading the whole op array once more. Only as good as it is complete:
-// ops added, removed or moved to another thread since make it stale, and covers() says so.
+// Dense indices for (pid, tid) pairs, in the order they were first asked for. Consecutive asks
+// are mostly one thread's, so the last answer is kept.
+class ThreadIndex {
+  public:
+    std::uint32_t slot(std::int64_t pid, std::int64_t tid);
+    std::size_t size() const { return slots_.size(); }
+
+  private:
+    std::map<std::pair<std::int64_t, std::int64_t>, std::uint32_t> slots_;
+    std::int64_t last_pid_ = 0, last_tid_ = 0;
+    std::uint32_t last_ = kNoIndex;
+};
+
+// Each CPU op's thread as a ThreadIndex slot, in order of first appearance over the ops. The
+// parser adds each op as it merges it (the op is in the cache then); the graph builder groups the
+// ops by it instead of reading the whole op array once more. Only as good as it is complete: ops
+// added, removed or moved to another thread since make it stale, and covers() says so.
 class OpThreads {
   public:
     void add(const CpuOp& op);
     void reserve(std::size_t ops) { of_op_.reserve(ops); }
     bool covers(const std::vector<CpuOp>& cpu_ops) const { return of_op_.size() == cpu_ops.size(); }
-    // Per thread index: its (pid, tid).
-    const std::vector<std::pair<std::int64_t, std::int64_t>>& ids() const { return ids_; }
-    // Per thread index: how many ops.
+    const ThreadIndex& threads() const { return threads_; }
+    // Per thread slot: how many ops.
     const std::vector<std::uint32_t>& counts() const { return counts_; }
-    // Per op: its thread index. Taken out: the index is empty after.
-    std::vector<std::uint32_t> take_of_op() {
-        ids_.clear(), counts_.clear(), index_.clear(), last_ = kNoIndex;
-        return std::move(of_op_);
-    }
+    // The index, the counts and each op's slot, taken out: this is empty after.
+    struct Taken {
+        ThreadIndex threads;
+        std::vector<std::uint32_t> counts, of_op;
+    };
+    Taken take();
 
   private:
-    struct PairHash {
-        std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
-            return static_cast<std::size_t>(
-                (static_cast<std::uint64_t>(p.first) * 0x9E3779B97F4A7C15ull) ^
-                static_cast<std::uint64_t>(p.second));
-        }
-    };
-    std::vector<std::pair<std::int64_t, std::int64_t>> ids_;
+    ThreadIndex threads_;
     std::vector<std::uint32_t> counts_;
     std::vector<std::uint32_t> of_op_;
-    std::unordered_map<std::pair<std::int64_t, std::int64_t>, std::uint32_t, PairHash> index_;
-    std::uint32_t last_ = kNoIndex;  // consecutive ops are mostly one thread's
 };
 
 struct Trace {
