@@ -233,10 +233,15 @@ void write_report_summary(std::ostream& out, const Report& r) {
         print(out, "    ... %zu more reasons%s\n", largest.size() - kShown,
               any ? " in report.json" : "");
     write_energy_summary(out, r.energy);
-    if (r.backend == "cpu")
+    if (r.backend == "cpu") {
         print(out,
               "  note: the cpu backend times whole ops on the host; its errors against a GPU "
               "recording show that the pipeline runs, not how faithful a GPU replay is\n");
+        // The cpu backend's note on a reference BLAS: it is why a replay takes many times as long.
+        for (const auto& note : r.notes)
+            if (note.starts_with("BLAS: ") && note.find("reference BLAS") != std::string::npos)
+                print(out, "  note: %s\n", note.c_str());
+    }
 }
 
 }  // namespace replay

@@ -1,13 +1,13 @@
 #include "plan.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "progress_line.h"
 #include "replay/ranks.h"
 #include "session.h"
 
@@ -138,15 +138,10 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
         plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
     std::vector<PlannedStep> plan;
     std::unordered_set<std::int64_t> touched;  // storages the ready steps so far read or wrote
-    using Clock = std::chrono::steady_clock;
-    constexpr auto kProgressEvery = std::chrono::seconds(5);
-    auto next_progress = Clock::now() + kProgressEvery;
+    ProgressLine progress_line("plan", "steps prepared", steps.size());
     for (std::size_t s = 0; s < steps.size(); ++s) {
-        if (progress && Clock::now() >= next_progress) {
-            progress("plan: " + std::to_string(s) + " of " + std::to_string(steps.size()) +
-                     " steps prepared");
-            next_progress = Clock::now() + kProgressEvery;
-        }
+        if (progress)
+            if (std::string line = progress_line.due(s); !line.empty()) progress(line);
         const Step& step = steps[s];
         const Recipe recorded = analysis.recipes.recipe(step.issue_node);
         Prepared& prepared = session.prepare(recorded.tier == Tier::Collective

@@ -12,6 +12,7 @@
 
 #include "energy_run.h"
 #include "plan.h"
+#include "progress_line.h"
 #include "replay/ranks.h"
 #include "session.h"
 
@@ -314,6 +315,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     const DriverOptions& o = session.options();
     backend.set_stream_count(1);
     std::size_t done = 0;
+    detail::ProgressLine progress_line("unique kernels", "timed", templates.size());
     std::size_t from_graph = 0, from_host = 0;  // energy loops
     std::size_t measured_loops = 0, moved_loops = 0;
     std::size_t in_graph = 0, in_graph_timed = 0;  // templates recorded in graphs; timed so
@@ -419,9 +421,12 @@ void run_templates(Session& session, const std::vector<Template>& templates,
                 moved_loops += placements > 1;
             }
         }
-        if (o.progress && (done % 10 == 0 || done == templates.size()))
-            o.progress("unique kernels " + std::to_string(done) + "/" +
-                       std::to_string(templates.size()));
+        if (o.progress) {
+            std::string line = done == templates.size()
+                                   ? progress_line.line(done, detail::ProgressLine::Clock::now())
+                                   : progress_line.due(done);
+            if (!line.empty()) o.progress(line);
+        }
     }
     note_clock_limits(session.report());
     if (in_graph > 0) {

@@ -62,7 +62,9 @@ std::string blas_note() {
             continue;
         std::string note = "BLAS: " + path;
         if (path.find("/blas/libblas.so") != std::string::npos)
-            note += " (reference BLAS: slow CPU GEMMs; OpenBLAS is faster)";
+            note +=
+                " (the reference BLAS: CPU GEMMs some 30x slower than OpenBLAS's; on Debian, "
+                "apt-get install libopenblas0-openmp selects OpenBLAS)";
         return note;
     }
     return {};

@@ -640,6 +640,25 @@ TEST(ReportSummary, NothingReplayedSaysWhyAndPrintsNoNan) {
     EXPECT_TRUE(replay::why_nothing_was_replayed(replayed).empty());
 }
 
+// The cpu backend's replays take many times as long on the reference BLAS: the summary says so
+// (and how to get OpenBLAS), and says nothing of a BLAS that is not the reference one.
+TEST(ReportSummary, TheCpuBackendOnTheReferenceBlasIsSaid) {
+    Report r = hand_made();
+    r.backend = "cpu";
+    replay::finalize_report(r);
+    r.notes = {"BLAS: /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblasp-r0.3.21.so"};
+    EXPECT_EQ(summary_of(r).find("BLAS"), std::string::npos) << summary_of(r);
+    r.notes = {
+        "BLAS: /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 (the reference BLAS: CPU GEMMs "
+        "some 30x slower than OpenBLAS's; on Debian, apt-get install libopenblas0-openmp "
+        "selects OpenBLAS)"};
+    EXPECT_NE(summary_of(r).find("note: BLAS: /usr/lib/x86_64-linux-gnu/blas/libblas.so.3"),
+              std::string::npos)
+        << summary_of(r);
+    r.backend = "cuda";
+    EXPECT_EQ(summary_of(r).find("BLAS"), std::string::npos) << summary_of(r);
+}
+
 // A recording whose activities ran back to back (a 4 ns median gap) gets no gap ratio: the
 // summary says why, never "x2113" nor "xn/a".
 TEST(ReportSummary, ABackToBackRecordingGetsNoGapRatio) {
