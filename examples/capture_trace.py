@@ -19,6 +19,12 @@ Models (random weights) and modes:
   mixtral     Mixtral-architecture MoE       inference, decode; 8 layers, 8 experts, top-2
               decoder
   mlp         Linear-GELU-Linear blocks      inference, train; --compile for torch.compile
+  qwen2       Qwen2-architecture 0.5B        decode (the default), inference, train
+              (Qwen2-0.5B's config)
+  bert        BERT-base, masked LM           inference (the default), train
+  t5          T5-small, encoder-decoder      train (the default), inference
+  vit         ViT-B/16 classifier            inference (the default), train; --seq is the image side
+  resnet      ResNet-50 classifier           train (the default), inference; --seq is the image side
 
 Examples:
   python3 examples/capture_trace.py --model bloom-560m --out /tmp/bloom
@@ -36,7 +42,7 @@ import statistics
 import tarfile
 import time
 
-MODELS = ("bloom-560m", "gpt2", "llama", "mixtral", "mlp")
+MODELS = ("bloom-560m", "gpt2", "llama", "mixtral", "mlp", "qwen2", "bert", "t5", "vit", "resnet")
 DTYPES = ("fp16", "bf16", "fp32")
 # Per model: default mode, dtype, batch, seq (prefill length, or the KV-cache length a decode
 # step sees).
@@ -46,6 +52,11 @@ DEFAULTS = {
     "llama": ("inference", "bf16", 2, 256),
     "mixtral": ("inference", "bf16", 4, 128),
     "mlp": ("inference", "fp16", 8, 512),
+    "qwen2": ("decode", "bf16", 1, 256),
+    "bert": ("inference", "fp16", 8, 128),
+    "t5": ("train", "bf16", 8, 128),
+    "vit": ("inference", "fp16", 8, 224),
+    "resnet": ("train", "bf16", 32, 224),
 }
 # Decode needs a model with a static KV cache (CUDA-graph capturable).
 MODES = {
@@ -54,7 +65,17 @@ MODES = {
     "llama": ("inference", "decode", "train"),
     "mixtral": ("inference", "decode"),
     "mlp": ("inference", "train"),
+    "qwen2": ("inference", "decode", "train"),
+    "bert": ("inference", "train"),
+    "t5": ("inference", "train"),
+    "vit": ("inference", "train"),
+    "resnet": ("inference", "train"),
 }
+# What each model's forward takes: token ids (causal LMs: labels are the ids), masked-LM ids,
+# encoder and decoder ids, images, or float activations (the MLP).
+INPUTS = {"bloom-560m": "tokens", "gpt2": "tokens", "llama": "tokens", "mixtral": "tokens",
+          "qwen2": "tokens", "bert": "masked", "t5": "seq2seq", "vit": "pixels", "resnet": "pixels",
+          "mlp": "floats"}
 
 
 def parse_args():
@@ -102,7 +123,7 @@ def parse_args():
 
 
 def build_model(args, torch):
-    """Return (model, vocab_size); vocab_size is None for the float-input MLP."""
+    """Return (model, vocab_size or number of classes); None for the float-input MLP."""
     if args.model == "mlp":
         h = args.hidden
         layers = []
@@ -123,11 +144,48 @@ def build_model(args, torch):
                                        num_hidden_layers=layers or 22, num_attention_heads=32,
                                        num_key_value_heads=4, max_position_embeddings=2048)
         return transformers.LlamaForCausalLM(cfg), cfg.vocab_size
-    cfg = transformers.MixtralConfig(vocab_size=32000, hidden_size=1024, intermediate_size=3584,
-                                     num_hidden_layers=layers or 8, num_attention_heads=16,
-                                     num_key_value_heads=8, num_local_experts=8, num_experts_per_tok=2,
-                                     max_position_embeddings=4096)
-    return transformers.MixtralForCausalLM(cfg), cfg.vocab_size
+    if args.model == "mixtral":
+        cfg = transformers.MixtralConfig(vocab_size=32000, hidden_size=1024, intermediate_size=3584,
+                                         num_hidden_layers=layers or 8, num_attention_heads=16,
+                                         num_key_value_heads=8, num_local_experts=8, num_experts_per_tok=2,
+                                         max_position_embeddings=4096)
+        return transformers.MixtralForCausalLM(cfg), cfg.vocab_size
+    if args.model == "qwen2":  # Qwen2-0.5B's shape
+        cfg = transformers.Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864,
+                                       num_hidden_layers=layers or 24, num_attention_heads=14,
+                                       num_key_value_heads=2, max_position_embeddings=32768,
+                                       tie_word_embeddings=True)
+        return transformers.Qwen2ForCausalLM(cfg), cfg.vocab_size
+    if args.model == "bert":  # bert-base-uncased's shape
+        cfg = transformers.BertConfig(num_hidden_layers=layers or 12)
+        return transformers.BertForMaskedLM(cfg), cfg.vocab_size
+    if args.model == "t5":  # t5-small's shape
+        cfg = transformers.T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=layers or 6,
+                                    num_heads=8, decoder_start_token_id=0)
+        return transformers.T5ForConditionalGeneration(cfg), cfg.vocab_size
+    if args.model == "vit":  # ViT-B/16
+        cfg = transformers.ViTConfig(image_size=args.seq, num_hidden_layers=layers or 12, num_labels=1000)
+        return transformers.ViTForImageClassification(cfg), cfg.num_labels
+    cfg = transformers.ResNetConfig(num_labels=1000)  # ResNet-50 (the config's defaults)
+    return transformers.ResNetForImageClassification(cfg), cfg.num_labels
+
+
+def forward_inputs(args, torch, device, vocab, float_dtype):
+    """The forward's keyword arguments: (for inference, for training, with labels)."""
+    kind = INPUTS[args.model]
+    b, s = args.batch, args.seq
+    if kind == "pixels":
+        pixels = torch.randn(b, 3, s, s, device=device, dtype=float_dtype)
+        labels = torch.randint(0, vocab, (b,), device=device)
+        return {"pixel_values": pixels}, {"pixel_values": pixels, "labels": labels}
+    ids = torch.randint(0, vocab, (b, s), device=device)
+    if kind == "masked":
+        return {"input_ids": ids}, {"input_ids": ids, "labels": ids}
+    if kind == "seq2seq":  # a decoder a quarter of the encoder's length
+        target = ids[:, : max(1, s // 4)].contiguous()
+        return ({"input_ids": ids, "decoder_input_ids": target, "use_cache": False},
+                {"input_ids": ids, "labels": target, "use_cache": False})
+    return {"input_ids": ids, "use_cache": False}, {"input_ids": ids, "labels": ids, "use_cache": False}
 
 
 def static_cache(model, args, torch, dtype):
@@ -141,7 +199,7 @@ def static_cache(model, args, torch, dtype):
     elif "batch_size" in params:
         kwargs["batch_size"] = args.batch
     if "device" in params:
-        kwargs["device"] = "cuda"
+        kwargs["device"] = next(model.parameters()).device
     if "dtype" in params:
         kwargs["dtype"] = dtype
     return transformers.StaticCache(**kwargs)
@@ -156,10 +214,12 @@ def make_step(args, torch, device):
     model = model.to(device, dtype=torch.float32 if train else dtype).train(train)
     if args.compile:
         model = torch.compile(model)
+    float_dtype = torch.float32 if train else dtype
     if vocab is None:
-        x = torch.randn(args.batch, args.seq, args.hidden, device=device, dtype=torch.float32 if train else dtype)
+        x = torch.randn(args.batch, args.seq, args.hidden, device=device, dtype=float_dtype)
     else:
-        ids = torch.randint(0, vocab, (args.batch, args.seq), device=device)
+        infer_inputs, train_inputs = forward_inputs(args, torch, device, vocab, float_dtype)
+        ids = infer_inputs.get("input_ids")
 
     if train:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -169,7 +229,7 @@ def make_step(args, torch, device):
                 if vocab is None:
                     loss = model(x).float().pow(2).mean()  # MSE against zero
                 else:
-                    loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+                    loss = model(**train_inputs).loss
             loss.backward()
             opt.step()
             opt.zero_grad()
@@ -178,7 +238,7 @@ def make_step(args, torch, device):
     if args.mode == "inference":
         @torch.no_grad()
         def step():
-            return model(x) if vocab is None else model(input_ids=ids, use_cache=False).logits
+            return model(x) if vocab is None else model(**infer_inputs).logits
         return step
 
     # Decode: fill a static cache with the prompt once; every step then decodes the token at

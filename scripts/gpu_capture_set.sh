@@ -28,9 +28,18 @@ declare -A sets=(
   [mlp_compiled]="--model mlp --compile"
   [mixtral_prefill]="--model mixtral --batch 4 --seq 128"
   [mixtral_decode]="--model mixtral --mode decode --seq 128"
+  # Architectures the engine was not developed on (scripts/gpu_unseen.sh).
+  [qwen2_decode]="--model qwen2 --mode decode --seq 256"
+  [qwen2_decode_graph]="--model qwen2 --mode decode --seq 256 --cuda-graph"
+  [bert_infer]="--model bert"
+  [t5_train]="--model t5"
+  [vit_infer]="--model vit"
+  [resnet_train]="--model resnet"
+  [resnet_compiled]="--model resnet --mode inference --batch 16 --compile"
 )
 order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_prefill gpt2_train gpt2_train.et
-       mlp_compiled mixtral_prefill mixtral_decode)
+       mlp_compiled mixtral_prefill mixtral_decode qwen2_decode qwen2_decode_graph bert_infer t5_train vit_infer
+       resnet_train resnet_compiled)
 [ $# -gt 0 ] && order=("$@")
 for name in "${order[@]}"; do
   start=$(date +%s)
