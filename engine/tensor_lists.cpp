@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "replay/recipe.h"
@@ -61,6 +62,101 @@ class ParameterLists {
     std::vector<std::size_t> repeats_;  // indices of repeated shapes, last first
 };
 
+// The gradients of each backward pass as the autograd engine's AccumulateGrad ops received them.
+// Kineto records their one input, the gradient: the parameter's shape and dtype. A pass holds
+// exactly the parameters the optimizer step after it updates: tied weights once, frozen ones not
+// at all. The engine runs AccumulateGrad on threads of its own, so ops of every thread are taken
+// in time order: each run of AccumulateGrad ops ends at the next _foreach op.
+class GradientRuns {
+  public:
+    GradientRuns(const Trace& trace, const std::vector<std::uint32_t>& foreach_ops) {
+        const NameId accumulate = trace.names.find("torch::autograd::AccumulateGrad");
+        if (accumulate == kNoIndex) return;
+        struct Event {
+            Nanos ts;
+            std::uint32_t op;
+            bool gradient;
+        };
+        std::vector<Event> events;
+        for (std::uint32_t op = 0; op < trace.cpu_ops.size(); ++op) {
+            const CpuOp& cpu = trace.cpu_ops[op];
+            if (cpu.name == accumulate && cpu.shapes != kNoIndex)
+                events.push_back({cpu.ts, op, true});
+        }
+        if (events.empty()) return;
+        for (std::uint32_t op : foreach_ops) events.push_back({trace.cpu_ops[op].ts, op, false});
+        std::stable_sort(events.begin(), events.end(),
+                         [](const Event& a, const Event& b) { return a.ts < b.ts; });
+        bool in_run = false;
+        for (const Event& e : events) {
+            if (!e.gradient) {
+                if (!runs_.empty()) run_of_[e.op] = runs_.size() - 1;
+                in_run = false;
+                continue;
+            }
+            const auto& inputs = trace.op_shapes[trace.cpu_ops[e.op].shapes].inputs;
+            if (inputs.empty() || inputs[0].dims.empty() || !inputs[0].list_ranks.empty()) continue;
+            if (!in_run) runs_.emplace_back();
+            in_run = true;
+            runs_.back().push_back({inputs[0].dims, inputs[0].type, kNoId});
+        }
+        // Backward visits the layers last first; the optimizer takes the parameters in the
+        // order the model registered them, which is mostly the order of first use.
+        for (auto& run : runs_) std::reverse(run.begin(), run.end());
+    }
+
+    // The gradient run that the op's optimizer step follows, or null.
+    const std::vector<ParameterShape>* before(std::uint32_t op) const {
+        const auto it = run_of_.find(op);
+        return it == run_of_.end() ? nullptr : &runs_[it->second];
+    }
+
+  private:
+    std::vector<std::vector<ParameterShape>> runs_;
+    std::unordered_map<std::uint32_t, std::size_t> run_of_;
+};
+
+struct RecoveredList {
+    std::vector<ParameterShape> tensors;
+    std::string source;  // for the recipe's reason
+};
+
+// The list of a run of gradients whose blocks are `blocks`: the whole run; one of k equal parts
+// (k micro-batches' passes accumulated before one step); or the gradients of rank >= 2 or of
+// rank < 2 alone (two parameter groups, weight decay on the matrices only, as Hugging Face's
+// Trainer makes them).
+std::optional<RecoveredList> from_gradients(const std::vector<ParameterShape>& run,
+                                            std::int64_t blocks) {
+    const std::string pass =
+        std::to_string(run.size()) + " gradients the backward pass's AccumulateGrad ops received";
+    const std::int64_t total = multi_tensor_blocks(run);
+    if (total == blocks) return RecoveredList{run, "the " + pass};
+    if (blocks > 0 && total > blocks && total % blocks == 0) {
+        const auto k = static_cast<std::size_t>(total / blocks);
+        if (run.size() % k == 0) {
+            const std::size_t part = run.size() / k;
+            bool equal = true;
+            for (std::size_t i = part; i < run.size() && equal; ++i)
+                equal = run[i].dims == run[i % part].dims && run[i].dtype == run[i % part].dtype;
+            if (equal)
+                return RecoveredList{{run.begin(), run.begin() + static_cast<std::ptrdiff_t>(part)},
+                                     "one of " + std::to_string(k) + " equal parts of the " + pass +
+                                         " (accumulated micro-batches)"};
+        }
+    }
+    for (const bool matrices : {true, false}) {
+        std::vector<ParameterShape> group;
+        for (const auto& g : run)
+            if ((g.dims.size() >= 2) == matrices) group.push_back(g);
+        if (!group.empty() && group.size() < run.size() && multi_tensor_blocks(group) == blocks)
+            return RecoveredList{
+                std::move(group),
+                std::string(matrices ? "those of rank >= 2" : "those of rank < 2") + " of the " +
+                    pass + " (a parameter group of their own)"};
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::int64_t multi_tensor_blocks(const std::vector<ParameterShape>& tensors) {
@@ -91,41 +187,55 @@ MultiTensorLaunches multi_tensor_launches(const KernelGraph& graph) {
 TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trace& trace,
                                        const std::vector<ParameterShape>& parameters) {
     TensorListSummary summary;
-    const auto& launched = launches.by_op;
-    const ParameterLists lists(parameters);
-    for (const auto& [op, figures] : launched) {
-        CpuOp& cpu = trace.cpu_ops[op];
+    std::vector<std::uint32_t> pending;  // _foreach ops with kernels and an empty list
+    for (const auto& [op, figures] : launches.by_op) {
+        const CpuOp& cpu = trace.cpu_ops[op];
         if (!trace.names.view(cpu.name).starts_with("aten::_foreach_") || cpu.shapes == kNoIndex)
             continue;
         const auto& inputs = trace.op_shapes[cpu.shapes].inputs;
-        if (std::none_of(inputs.begin(), inputs.end(),
-                         [&](const OpArgument& a) { return is_empty_tensor_list(trace, a); }))
-            continue;
-        std::size_t dropped = 0;
-        const auto list = lists.find(figures.first, dropped);
+        if (std::any_of(inputs.begin(), inputs.end(),
+                        [&](const OpArgument& a) { return is_empty_tensor_list(trace, a); }))
+            pending.push_back(op);
+    }
+    if (pending.empty()) return summary;
+    std::sort(pending.begin(), pending.end());  // the map's order is not the trace's
+    const GradientRuns gradients(trace, pending);
+    const ParameterLists lists(parameters);
+    for (std::uint32_t op : pending) {
+        const auto& [blocks, launch_count] = launches.by_op.at(op);
+        std::optional<RecoveredList> list;
+        if (const auto* run = gradients.before(op)) list = from_gradients(*run, blocks);
+        if (!list) {
+            std::size_t dropped = 0;
+            if (auto found = lists.find(blocks, dropped)) {
+                std::string source = "the " + std::to_string(found->size()) +
+                                     " parameters seen as weight-like inputs of the step";
+                list = RecoveredList{std::move(*found), std::move(source)};
+                if (dropped > 0)
+                    list->source +=
+                        ", " + std::to_string(dropped) + " repeated shape(s) taken as tied";
+            }
+        }
         if (!list) {
             ++summary.unrecovered;
             continue;
         }
+        CpuOp& cpu = trace.cpu_ops[op];
         OpShapes shapes = trace.shapes_of(cpu);
         for (OpArgument& arg : shapes.inputs) {
             if (!is_empty_tensor_list(trace, arg)) continue;
-            for (const auto& p : *list) {
+            for (const auto& p : list->tensors) {
                 arg.dims.insert(arg.dims.end(), p.dims.begin(), p.dims.end());
                 arg.list_ranks.push_back(static_cast<std::uint8_t>(p.dims.size()));
             }
-            arg.element_type = list->front().dtype;
+            arg.element_type = list->tensors.front().dtype;
         }
         trace.set_shapes(cpu, std::move(shapes));
-        std::string how = "tensor lists recovered (Kineto recorded []): the " +
-                          std::to_string(list->size()) +
-                          " parameters seen as weight-like inputs of the step";
-        if (dropped > 0) how += ", " + std::to_string(dropped) + " repeated shape(s) taken as tied";
-        how += "; their " + std::to_string(figures.first) +
-               " multi_tensor_apply blocks match the recorded " +
-               std::to_string(figures.second) + " launch(es)";
         summary.ops.push_back(op);
-        summary.how.push_back(std::move(how));
+        summary.how.push_back("tensor lists recovered (Kineto recorded []): " + list->source +
+                              "; their " + std::to_string(blocks) +
+                              " multi_tensor_apply blocks match the recorded " +
+                              std::to_string(launch_count) + " launch(es)");
     }
     return summary;
 }

@@ -32,6 +32,11 @@ NameId StringPool::intern(std::string_view text) {
     return id;
 }
 
+NameId StringPool::find(std::string_view text) const {
+    const auto it = index_.find(text);
+    return it != index_.end() ? it->second : kNoIndex;
+}
+
 const char* to_string(ActivityKind kind) {
     switch (kind) {
         case ActivityKind::Kernel:

@@ -33,6 +33,8 @@ class StringPool {
     StringPool& operator=(StringPool&&) = default;
     ~StringPool() = default;
     NameId intern(std::string_view text);
+    // The id of `text` if it was interned, else kNoIndex (the pool unchanged).
+    NameId find(std::string_view text) const;
     std::string_view view(NameId id) const { return *strings_[id]; }
     std::size_t size() const { return strings_.size(); }
     static constexpr NameId kEmpty = 0;
