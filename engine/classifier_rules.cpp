@@ -417,6 +417,7 @@ Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
         r.reason = std::string("operand dtype not recorded: ") + to_string(inferred) +
                    " inferred from the kernel name";
     }
+    gemm->bias_epilogue_recorded = gemm->bias && c.name.find("bias") != std::string_view::npos;
     r.tier = Tier::Gemm;
     r.rule = rule;
     r.issued_with_op = issued_with_op;

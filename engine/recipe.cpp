@@ -208,7 +208,7 @@ std::string Recipe::key() const {
                     << '|' << (d.trans_a ? 'T' : 'N') << (d.trans_b ? 'T' : 'N') << "|ld" << d.lda
                     << ',' << d.ldb << ',' << d.ldc << '|' << to_string(d.a_type) << ','
                     << to_string(d.b_type) << ',' << to_string(d.c_type) << "|a" << d.alpha << "b"
-                    << d.beta << (d.bias ? "|bias" : "");
+                    << d.beta << (d.bias ? "|bias" : "") << (d.bias_epilogue_recorded ? "|lt" : "");
             } else if constexpr (std::is_same_v<T, AtenRecipe>) {
                 out << '|' << d.op << (d.overload.empty() ? "" : ".") << d.overload;
                 for (const auto& a : d.args) {

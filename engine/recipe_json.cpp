@@ -177,7 +177,10 @@ Recipe read_recipe(od::value v) {
             if (!x.get_bool().get(b)) gemm.bias = b;
         } else if (k == "bias_type")
             gemm.bias_type = dtype_from_name(get_str(x));
-        else if (k == "c_broadcast") {
+        else if (k == "bias_epilogue_recorded") {
+            bool b = false;
+            if (!x.get_bool().get(b)) gemm.bias_epilogue_recorded = b;
+        } else if (k == "c_broadcast") {
             bool b = false;
             if (!x.get_bool().get(b)) gemm.c_broadcast = b;
         } else if (k == "a_storage")
@@ -299,6 +302,7 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                     .field("compute_type", to_string(d.compute_type));
                 json.field("alpha", d.alpha).field("beta", d.beta).field("bias", d.bias);
                 if (d.bias) json.field("bias_type", to_string(d.bias_type));
+                if (d.bias_epilogue_recorded) json.field("bias_epilogue_recorded", true);
                 if (d.c_broadcast) json.field("c_broadcast", true);
                 if (d.a_storage >= 0 || d.b_storage >= 0 || d.c_storage >= 0)
                     json.field("a_storage", d.a_storage)

@@ -160,11 +160,13 @@ GemmLaunch::GemmLaunch(const GemmRecipe& normalized, const BlasContext& context,
 
     const bool batched_op =
         recipe_.op == "aten::bmm" || recipe_.op == "aten::baddbmm" || recipe_.batch > 1;
-    // PyTorch's addmm takes the cuBLASLt bias path for a 1-D bias with beta 1 and sizes > 1.
+    // PyTorch's addmm takes the cuBLASLt bias path for a 1-D bias with beta 1 and sizes > 1, or
+    // (newer PyTorch) where the recorded kernel shows it did.
     constexpr std::int64_t kLtLimit = 65535LL * 32;
+    const bool sizes_take_lt = recipe_.m > 1 && recipe_.n > 1 && recipe_.k > 1;
     const bool bias_lt = recipe_.bias && bias != nullptr && recipe_.beta == 1.0 && !batched_op &&
-                         recipe_.m > 1 && recipe_.n > 1 && recipe_.k > 1 && recipe_.m < kLtLimit &&
-                         recipe_.n < kLtLimit && recipe_.k < kLtLimit;
+                         (sizes_take_lt || recipe_.bias_epilogue_recorded) &&
+                         recipe_.m < kLtLimit && recipe_.n < kLtLimit && recipe_.k < kLtLimit;
 
     std::ostringstream label;
     label << "gemm " << to_string(recipe_.a_type) << (recipe_.c_type != recipe_.a_type ? "->" : "")

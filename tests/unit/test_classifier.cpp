@@ -87,6 +87,26 @@ TEST(Classifier, SplitKReductionIsIssuedWithItsGemm) {
     EXPECT_EQ(reductions, 24u);
 }
 
+// Qwen2's decode: biased projections of one row. PyTorch 2.11 took cuBLASLt's bias path for them
+// (nvjet `_bias_` kernels) although its older size rule (m > 1) says not: the recipe carries what
+// the recorded kernel shows, so the replay takes the same path. A bias GEMM whose kernel shows
+// no epilogue (BLOOM's have one) is left to the size rule.
+TEST(Classifier, TheRecordedBiasEpilogueIsKeptForOneRowGemms) {
+    auto a = analyze("h200/qwen2_decode.json.gz");
+    std::size_t one_row_bias = 0, with_bias = 0;
+    for (std::size_t i = 0; i < a->graph.nodes().size(); ++i) {
+        const auto& r = a->recipes.decision(i);
+        const auto* g = std::get_if<replay::GemmRecipe>(&r.detail);
+        if (g == nullptr || r.issued_with_op || !g->bias) continue;
+        ++with_bias;
+        const auto name = a->trace().names.view(a->graph.activity(a->graph.nodes()[i]).name);
+        EXPECT_EQ(g->bias_epilogue_recorded, name.find("bias") != std::string_view::npos) << name;
+        one_row_bias += g->m == 1 && g->bias_epilogue_recorded;
+    }
+    EXPECT_EQ(with_bias, 72u);  // q, k and v of 24 layers
+    EXPECT_EQ(one_row_bias, 72u);
+}
+
 // annotate_reuse() takes each node's innermost op with shapes from the classifier's op-chain walk
 // (as analyze() hands it on) or finds it on the op chain itself: the same reuse distances.
 TEST(Reuse, DistancesFromTheClassifiersWalkEqualThoseFromTheOpChains) {

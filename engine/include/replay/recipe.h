@@ -100,6 +100,10 @@ struct GemmRecipe {
     double alpha = 1.0, beta = 0.0;
     bool bias = false;  // addmm with a 1-D bias broadcast over rows: cuBLASLt bias epilogue
     DType bias_type = DType::Unknown;
+    // The recorded kernel names its bias epilogue (nvjet's `_bias_`): PyTorch took the cuBLASLt
+    // bias path, also where its size rule (m, n, k > 1) says it would not (PyTorch 2.11 does for
+    // a decode's one-row GEMMs).
+    bool bias_epilogue_recorded = false;
     bool c_broadcast = false;  // beta != 0 with a C that is broadcast (baddbmm self [B,1,N])
     // Recorded storages of A, B and C/bias (Execution Trace), -1 when unknown: with them each
     // recorded weight gets its own buffer, so a replay reads from HBM what the recording did.
