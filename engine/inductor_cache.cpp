@@ -445,9 +445,13 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                 }
                 if (arg.pointer) {
                     arg.buffer = c.buffer;
-                    if (sig != cache.signatures.end() && i < sig->second.size() &&
-                        sig->second[i].second.starts_with("*"))
-                        arg.dtype = dtype_of_triton(sig->second[i].second.substr(1));
+                    arg.graph_input =
+                        c.buffer.starts_with("arg") || c.buffer.starts_with("primals");
+                    if (sig != cache.signatures.end() && i < sig->second.size()) {
+                        const auto& [param, type] = sig->second[i];
+                        arg.read = param.starts_with("in_ptr") || param.starts_with("in_out_ptr");
+                        if (type.starts_with("*")) arg.dtype = dtype_of_triton(type.substr(1));
+                    }
                     const auto b = cache.buffers.find(c.buffer);
                     if (arg.dtype == DType::Unknown && b != cache.buffers.end())
                         arg.dtype = b->second.dtype;

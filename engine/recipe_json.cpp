@@ -343,9 +343,11 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                 json.key("args").begin_array();
                 for (const auto& a : d.args) {
                     json.begin_object();
-                    if (a.pointer)
+                    if (a.pointer) {
                         json.field("buffer", a.buffer).field("bytes", a.bytes);
-                    else
+                        if (a.read) json.field("read", true);
+                        if (a.graph_input) json.field("graph_input", true);
+                    } else
                         json.field("bits", a.bits).field("value", a.value);
                     json.end_object();
                 }

@@ -214,6 +214,9 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
     launch.label = t.kernel;
     // One buffer per wrapper buffer the launch names (an in-place kernel passes one twice).
     std::map<std::string, void*> buffers;
+    // What it reads, for the warm-up reads: an earlier kernel's output, not a graph input (a
+    // weight), counts as cached in the recording when it fits (no recorded reuse distance).
+    std::vector<InputRegion> reads;
     std::string why;
     for (const auto& a : t.args) {
         launch.arg_bytes.push_back(a.pointer || a.bits == 64 ? 8 : 4);
@@ -235,11 +238,14 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
                 if (!fill) REPLAY_CUDA_CALL(cudaMemsetAsync(it->second, 0, elements, setup_stream_.get()));
             }
             data = it->second;
+            if (a.read && added)
+                reads.push_back(
+                    {data, static_cast<std::size_t>(a.bytes), kReuseUnknown, a.graph_input});
         }
         launch.args.push_back(reinterpret_cast<std::uintptr_t>(data));
     }
     REPLAY_CUDA_CALL(cudaStreamSynchronize(setup_stream_.get()));
-    return {Disposition::Ready, "", add(std::move(launch), {})};
+    return {Disposition::Ready, "", add(std::move(launch), reads)};
 }
 
 std::uint32_t CudaBackend::add(Launch launch, const std::vector<InputRegion>& inputs) {

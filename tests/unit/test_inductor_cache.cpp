@@ -128,8 +128,40 @@ TEST(InductorCache, TheCompiledMlpsTritonKernelsGetTierTriton) {
         EXPECT_EQ(t.args[1].value, 67108864);
         EXPECT_EQ(t.args[1].bits, 32);
         EXPECT_EQ(t.args[2].bytes, 0);  // no global scratch: a null pointer
+        // in_out_ptr0: the GEMM's output, which the kernel reads and writes in place.
+        EXPECT_TRUE(t.args[0].read);
+        EXPECT_FALSE(t.args[0].graph_input) << t.args[0].buffer;
     }
     EXPECT_EQ(triton, 2u);
+}
+
+// A compiled ResNet-50's pointwise kernels (batch norm folded with add and ReLU) read the
+// convolution's output (a `buf`, written just before: the warm-up reads' business) and the
+// graph's inputs (`arg`: weights and statistics, from before the step).
+TEST(InductorCache, TheCompiledResnetsKernelsSayWhatTheyReadAndWhereItComesFrom) {
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/resnet_compiled.json.gz");
+    o.inductor_cache = trace_path("h200/resnet_compiled.inductor.tar.gz");
+    const auto a = replay::analyze(o);
+    EXPECT_DOUBLE_EQ(a->coverage, 1.0);
+    std::size_t kernels = 0, from_a_kernel = 0, from_the_graph = 0;
+    for (const auto& k : a->kernels) {
+        if (k.recipe.tier != replay::Tier::Triton) continue;
+        ++kernels;
+        const auto& t = std::get<replay::TritonRecipe>(k.recipe.detail);
+        bool reads = false;
+        for (const auto& arg : t.args) {
+            if (!arg.pointer) continue;
+            EXPECT_EQ(arg.graph_input, arg.buffer.starts_with("arg")) << arg.buffer;
+            reads |= arg.read;
+            from_a_kernel += arg.read && !arg.graph_input;
+            from_the_graph += arg.read && arg.graph_input;
+        }
+        EXPECT_TRUE(reads) << k.name;
+    }
+    EXPECT_EQ(kernels, 28u);  // unique Triton kernels (68 launches)
+    EXPECT_GT(from_a_kernel, kernels / 2);
+    EXPECT_GT(from_the_graph, kernels);
 }
 
 TEST(InductorCache, AFolderReadsLikeItsTar) {

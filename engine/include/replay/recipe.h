@@ -159,6 +159,12 @@ struct TritonArgument {
     std::int64_t bytes = 0;    // pointers: the buffer's size; 0: a null pointer
     std::string buffer;        // pointers: the wrapper's buffer (arguments naming one share it)
     DType dtype = DType::Unknown;  // pointers: the pointee (random floats; integers are zeros)
+    // Pointers: the kernel reads it (Inductor's `in_ptr`/`in_out_ptr` parameters), and the buffer
+    // is one of the compiled graph's inputs (`arg*`, `primals*`: weights and the step's inputs,
+    // from before the step) rather than one an earlier kernel of the graph wrote (`buf*`). With
+    // them the replay warms into L2 what the recording likely still had there.
+    bool read = false;
+    bool graph_input = false;
     bool operator==(const TritonArgument&) const = default;
 };
 
