@@ -9,6 +9,7 @@
 #
 # Usage: scripts/gpu_unseen.sh OUT_DIR [names...]   (gpu_capture_set.sh names; default below)
 #   SKIP_BUILD=1 reuses build-gpu; DEADLINE (epoch seconds): no capture or replay starts after it
+#   TRACE_DIR=DIR replays DIR/<name>.json.gz (and what goes beside it) instead of capturing
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: gpu_unseen.sh OUT_DIR [names...]}"
@@ -28,13 +29,18 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   CTEST_ARGS="-N" scripts/gpu_build.sh "$build" > "$work/build.log" 2>&1 || { tail -50 "$work/build.log"; exit 1; }
 fi
 
-echo "== capture"
 captured=()
-for name in "${names[@]}"; do
-  late && { echo "DEADLINE: no capture of $name"; break; }
-  TMPDIR="$work" scripts/gpu_capture_set.sh "$work/archives" "$name" | grep -v "^-" && captured+=("$name")
-done
-captures="$(ls -d "$work"/captures_* 2>/dev/null | head -1)"
+if [ -n "${TRACE_DIR:-}" ]; then  # replay captures made before (traces/h200 holds a set)
+  captures="$TRACE_DIR"
+  captured=("${names[@]}")
+else
+  echo "== capture"
+  for name in "${names[@]}"; do
+    late && { echo "DEADLINE: no capture of $name"; break; }
+    TMPDIR="$work" scripts/gpu_capture_set.sh "$work/archives" "$name" | grep -v "^-" && captured+=("$name")
+  done
+  captures="$(ls -d "$work"/captures_* 2>/dev/null | head -1)"
+fi
 
 echo "== replay"
 reports=()
@@ -82,5 +88,6 @@ done
 # Two archives (the device tool brings back files of 16 MiB at most): the reports and logs, and
 # the captures with what replays them.
 tar -C "$work" -czf "$out/unseen_reports.tar.gz" --exclude=replay_trace.json --exclude=kernels.csv replays
-tar -C "$captures" -czf "$out/unseen_captures.tar.gz" --exclude='*.inductor' --exclude='*.log' .
+[ -z "${TRACE_DIR:-}" ] &&
+  tar -C "$captures" -czf "$out/unseen_captures.tar.gz" --exclude='*.inductor' --exclude='*.log' .
 ls -la "$out"/unseen_*.tar.gz
