@@ -247,8 +247,11 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
         R"((\w+) = empty_strided_cuda\(\(([^)]*)\), \(([^)]*)\), torch\.(\w+)\))");
     // bufM = reinterpret_tensor(bufN, ...): the same allocation
     static const std::regex alias(R"((\w+) = reinterpret_tensor\((\w+),)");
-    // assert_size_stride(arg0_1, (16384, 4096), (4096, 1)) and rand_strided(..., dtype=torch.x)
-    static const std::regex input(R"(assert_size_stride\((\w+), \(([^)]*)\), \(([^)]*)\)\))");
+    // buf13 = buf12; del buf12  # reuse
+    static const std::regex reuse(R"((\w+) = (\w+); del \w+\s+# reuse)");
+    // assert_size_stride(arg0_1, (16384, 4096), (4096, 1)) (newer Inductor adds the op's name)
+    // and rand_strided(..., dtype=torch.x)
+    static const std::regex input(R"(assert_size_stride\((\w+), \(([^)]*)\), \(([^)]*)\)[,)])");
     static const std::regex input_dtype(
         R"((\w+) = rand_strided\(\(([^)]*)\), \(([^)]*)\), device='cuda[^']*', dtype=torch\.(\w+)\))");
     static const std::regex call(R"((triton_\w+)\.run\(([^)]*)\))");
@@ -271,9 +274,11 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
         cache.buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
     }
     for (const auto& [name, shape] : input_shapes)
-        if (!cache.buffers.count(name)) cache.buffers[name] = {view_extent(shape.first, shape.second), DType::Unknown};
-    for (std::sregex_iterator it(text.begin(), text.end(), alias), end; it != end; ++it)
-        aliases[(*it)[1].str()] = (*it)[2].str();
+        if (!cache.buffers.count(name))
+            cache.buffers[name] = {-1, DType::Unknown, view_extent(shape.first, shape.second)};
+    for (const std::regex* pattern : {&alias, &reuse})
+        for (std::sregex_iterator it(text.begin(), text.end(), *pattern), end; it != end; ++it)
+            aliases[(*it)[1].str()] = (*it)[2].str();
     for (const auto& [name, target] : aliases) {
         std::string root = target;
         for (int hops = 0; hops < 64 && aliases.count(root); ++hops) root = aliases[root];
@@ -457,6 +462,10 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                         arg.dtype = b->second.dtype;
                     if (b != cache.buffers.end() && b->second.bytes > 0)
                         arg.bytes = b->second.bytes;
+                    else if (b != cache.buffers.end() && b->second.elements > 0 &&
+                             element_size(arg.dtype) > 0)
+                        arg.bytes =
+                            b->second.elements * static_cast<std::int64_t>(element_size(arg.dtype));
                     else  // a buffer the wrapper does not allocate: one element per index
                         arg.bytes = numel * static_cast<std::int64_t>(
                                                 std::max<std::size_t>(element_size(arg.dtype), 4));

@@ -92,9 +92,16 @@ TEST(InductorCache, BufferSizesFollowAllocationsAliasesAndInputs) {
         buf1 = reinterpret_tensor(buf0, (8, 512, 16384), (8388608, 16384, 1), 0); del buf0  # reuse
         buf3 = reinterpret_tensor(buf1, (4096, 16384), (16384, 1), 0); del buf1  # reuse
         triton_red_fused_sum_1.run(buf3, arg2_1, 4096, 16384, stream=stream0)
+        buf10 = extern_kernels.convolution(buf9, arg16_1, stride=(1, 1), padding=(0, 0), dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=1, bias=None)
+        assert_size_stride(buf10, (16, 256, 56, 56), (802816, 1, 14336, 256), 'torch.ops.aten.convolution.default')
+        buf12 = buf10; del buf10  # reuse
+        buf13 = buf12; del buf12  # reuse
     arg2_1 = rand_strided((8, 512, 4096), (2097152, 4096, 1), device='cuda:0', dtype=torch.float32)
 )",
                                cache);
+    // An extern kernel's output: its extent, in elements of a type its readers' signatures give.
+    EXPECT_EQ(cache.buffers.at("buf13").elements, 16LL * 256 * 56 * 56);
+    EXPECT_EQ(cache.buffers.at("buf13").bytes, -1);
     EXPECT_EQ(cache.buffers.at("buf3").bytes, 4096LL * 16384 * 2);
     EXPECT_EQ(cache.buffers.at("buf3").dtype, replay::DType::BFloat16);
     EXPECT_EQ(cache.buffers.at("arg2_1").bytes, 8LL * 512 * 4096 * 4);
@@ -159,7 +166,20 @@ TEST(InductorCache, TheCompiledResnetsKernelsSayWhatTheyReadAndWhereItComesFrom)
         }
         EXPECT_TRUE(reads) << k.name;
     }
-    EXPECT_EQ(kernels, 28u);  // unique Triton kernels (68 launches)
+    EXPECT_EQ(kernels, 24u);  // unique Triton kernels (68 launches)
+    // The in-place pointwise kernel after the third block's convolutions: its bf16 buffers are the
+    // convolutions' outputs (sizes asserted, `bufN = bufM  # reuse`), 2 bytes an element.
+    bool seen = false;
+    for (const auto& k : a->kernels) {
+        if (!k.name.ends_with("add_relu_6")) continue;
+        seen = true;
+        const auto& t = std::get<replay::TritonRecipe>(k.recipe.detail);
+        EXPECT_EQ(t.args[0].buffer, "buf13");
+        EXPECT_EQ(t.args[0].bytes, 16LL * 256 * 56 * 56 * 2);
+        EXPECT_EQ(t.args[5].buffer, "buf11");
+        EXPECT_EQ(t.args[5].bytes, 16LL * 256 * 56 * 56 * 2);
+    }
+    EXPECT_TRUE(seen);
     EXPECT_GT(from_a_kernel, kernels / 2);
     EXPECT_GT(from_the_graph, kernels);
 }

@@ -61,11 +61,14 @@ struct TritonCallSite {
     std::vector<CallArgument> args;
 };
 
-// A buffer of the wrapper: its allocation's bytes (after following reinterpret_tensor aliases)
-// and its element type.
+// A buffer of the wrapper: its allocation's bytes (after following reinterpret_tensor and
+// `bufN = bufM  # reuse` aliases) and its element type. An extern kernel's output (a
+// convolution's) has only its size asserted: its elements, and bytes once a kernel's signature
+// gives the element type.
 struct WrapperBuffer {
-    std::int64_t bytes = -1;  // -1: not found
+    std::int64_t bytes = -1;  // -1: not known
     DType dtype = DType::Unknown;
+    std::int64_t elements = -1;  // the extent its sizes and strides span; -1: not known
 };
 
 struct InductorCache {
