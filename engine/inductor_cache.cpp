@@ -258,33 +258,35 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     static const std::regex signature(R"('signature': \{([^}]*)\})");
     static const std::regex jit_def(R"(@triton\.jit\s*\ndef (\w+)\()");
 
+    // Buffers of this file: each graph's wrapper (forward, backward, ...) names its own buf0.
+    std::map<std::string, WrapperBuffer> buffers;
     std::unordered_map<std::string, std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>
         input_shapes;
     std::unordered_map<std::string, std::string> aliases;
     for (std::sregex_iterator it(text.begin(), text.end(), alloc), end; it != end; ++it) {
         const auto& m = *it;
         const DType d = dtype_of_torch(m[4].str());
-        cache.buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
+        buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
     }
     for (std::sregex_iterator it(text.begin(), text.end(), input), end; it != end; ++it)
         input_shapes[(*it)[1].str()] = {integers((*it)[2].str()), integers((*it)[3].str())};
     for (std::sregex_iterator it(text.begin(), text.end(), input_dtype), end; it != end; ++it) {
         const auto& m = *it;
         const DType d = dtype_of_torch(m[4].str());
-        cache.buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
+        buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
     }
     for (const auto& [name, shape] : input_shapes)
-        if (!cache.buffers.count(name))
-            cache.buffers[name] = {-1, DType::Unknown, view_extent(shape.first, shape.second)};
+        if (!buffers.count(name))
+            buffers[name] = {-1, DType::Unknown, view_extent(shape.first, shape.second)};
     for (const std::regex* pattern : {&alias, &reuse})
         for (std::sregex_iterator it(text.begin(), text.end(), *pattern), end; it != end; ++it)
             aliases[(*it)[1].str()] = (*it)[2].str();
     for (const auto& [name, target] : aliases) {
         std::string root = target;
         for (int hops = 0; hops < 64 && aliases.count(root); ++hops) root = aliases[root];
-        if (auto b = cache.buffers.find(root); b != cache.buffers.end())
-            cache.buffers[name] = b->second;
+        if (auto b = buffers.find(root); b != buffers.end()) buffers[name] = b->second;
     }
+    const std::size_t first_call = cache.calls.size();  // this file's call sites start here
     for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) {
         TritonCallSite site;
         site.kernel = (*it)[1].str();
@@ -292,15 +294,22 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
         for (auto arg : split(args, ',')) {
             if (arg.find('=') != std::string_view::npos) continue;  // stream=stream0
             CallArgument a;
-            if (auto v = integer(arg))
+            if (auto v = integer(arg)) {
                 a.value = *v;
-            else
+            } else {
                 a.buffer = std::string(arg);
+                if (auto b = buffers.find(a.buffer); b != buffers.end()) a.size = b->second;
+            }
             site.args.push_back(std::move(a));
         }
         cache.calls.push_back(std::move(site));
     }
+    for (auto& [name, buffer] : buffers) cache.buffers.insert_or_assign(name, buffer);
     // A kernel's definition: the signature in the decorator just before `@triton.jit def name(`.
+    // Which of its positional arguments are compile-time constants: Inductor passes a size of 1
+    // (`xnumel`) or a seed offset as an argument the kernel was specialised on; the PTX entry
+    // does not take them.
+    std::map<std::string, std::vector<bool>> constant_at;
     for (std::sregex_iterator it(text.begin(), text.end(), jit_def), end; it != end; ++it) {
         const std::string name = (*it)[1].str();
         const std::string before = text.substr(0, static_cast<std::size_t>(it->position()));
@@ -308,8 +317,9 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
         std::string last;
         for (std::sregex_iterator s(before.begin(), before.end(), signature), e; s != e; ++s)
             last = (*s)[1].str();
-        if (last.empty() || cache.signatures.count(name)) continue;
+        if (last.empty()) continue;
         std::vector<std::pair<std::string, std::string>> params;
+        std::vector<bool>& constants = constant_at[name];
         for (auto entry : split(last, ',')) {
             const auto colon = entry.find(':');
             if (colon == std::string_view::npos) continue;
@@ -319,10 +329,21 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
                 return std::string(s);
             };
             const std::string type = unquote(entry.substr(colon + 1));
+            constants.push_back(type == "constexpr");
             if (type == "constexpr") continue;
             params.emplace_back(unquote(entry.substr(0, colon)), type);
         }
-        cache.signatures[name] = std::move(params);
+        cache.signatures.try_emplace(name, std::move(params));
+    }
+    for (std::size_t c = first_call; c < cache.calls.size(); ++c) {
+        TritonCallSite& site = cache.calls[c];
+        const auto constants = constant_at.find(site.kernel);
+        if (constants == constant_at.end()) continue;
+        std::vector<CallArgument> runtime;
+        for (std::size_t i = 0; i < site.args.size(); ++i)
+            if (i >= constants->second.size() || !constants->second[i])
+                runtime.push_back(std::move(site.args[i]));
+        site.args = std::move(runtime);
     }
 }
 
@@ -359,8 +380,11 @@ InductorCache read_inductor_cache(const std::string& path) {
         v.name = json_string(content, "name");
         if (v.name.empty()) continue;
         v.hash = base_of(folder);
-        const auto cubin = files.find(folder + "/" + v.name + ".cubin");
-        const auto ptx = files.find(folder + "/" + v.name + ".ptx");
+        // The image and the PTX beside the metadata: named as it is, less ".json" (Triton cuts a
+        // long kernel name short in file names, not in the metadata).
+        const std::string stem = name.substr(0, name.size() - 5);
+        const auto cubin = files.find(stem + ".cubin");
+        const auto ptx = files.find(stem + ".ptx");
         if (cubin == files.end() || ptx == files.end()) continue;
         v.cubin = cubin->second;
         for (const auto& e : parse_ptx_entries(ptx->second, path + ":" + ptx->first))
@@ -457,15 +481,12 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                         arg.read = param.starts_with("in_ptr") || param.starts_with("in_out_ptr");
                         if (type.starts_with("*")) arg.dtype = dtype_of_triton(type.substr(1));
                     }
-                    const auto b = cache.buffers.find(c.buffer);
-                    if (arg.dtype == DType::Unknown && b != cache.buffers.end())
-                        arg.dtype = b->second.dtype;
-                    if (b != cache.buffers.end() && b->second.bytes > 0)
-                        arg.bytes = b->second.bytes;
-                    else if (b != cache.buffers.end() && b->second.elements > 0 &&
-                             element_size(arg.dtype) > 0)
-                        arg.bytes =
-                            b->second.elements * static_cast<std::int64_t>(element_size(arg.dtype));
+                    const WrapperBuffer& b = c.size;
+                    if (arg.dtype == DType::Unknown) arg.dtype = b.dtype;
+                    if (b.bytes > 0)
+                        arg.bytes = b.bytes;
+                    else if (b.elements > 0 && element_size(arg.dtype) > 0)
+                        arg.bytes = b.elements * static_cast<std::int64_t>(element_size(arg.dtype));
                     else  // a buffer the wrapper does not allocate: one element per index
                         arg.bytes = numel * static_cast<std::int64_t>(
                                                 std::max<std::size_t>(element_size(arg.dtype), 4));

@@ -184,6 +184,35 @@ TEST(InductorCache, TheCompiledResnetsKernelsSayWhatTheyReadAndWhereItComesFrom)
     EXPECT_GT(from_the_graph, kernels);
 }
 
+// torch.compile of a training step: four wrapper files (forward, backward, ...) that each name
+// their own buf0, kernels specialised on arguments of 1 (`xnumel`, a seed offset) that the wrapper
+// still passes, and a kernel whose name Triton cut short in its cache's file names.
+TEST(InductorCache, ACompiledTrainingStepHasARecipeForEveryTritonLaunch) {
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/gpt2_compiled.json.gz");
+    o.inductor_cache = trace_path("h200/gpt2_compiled.inductor.tar.gz");
+    const auto a = replay::analyze(o);
+    EXPECT_DOUBLE_EQ(a->coverage, 1.0);
+    for (const auto& k : a->kernels) {
+        if (k.recipe.tier != replay::Tier::Triton) continue;
+        const auto& t = std::get<replay::TritonRecipe>(k.recipe.detail);
+        if (k.name == "triton_poi_fused__to_copy_17") {
+            // (768, 2304) bf16 in, float out: the backward wrapper's buf43 and buf46.
+            ASSERT_GE(t.args.size(), 3u);
+            EXPECT_EQ(t.args[0].bytes, 768LL * 2304 * 2);
+            EXPECT_EQ(t.args[1].bytes, 768LL * 2304 * 4);
+            EXPECT_EQ(t.args[2].value, 768LL * 2304);
+        }
+        if (k.name.ends_with("nll_loss_forward_slice_sub_view_2")) {
+            // (in_out_ptr0, 4 in_ptrs, out_ptr1, xnumel = 1 (constant), r0_numel): 6 pointers,
+            // then r0_numel, then Triton's two scratch pointers.
+            ASSERT_EQ(t.args.size(), 9u);
+            EXPECT_FALSE(t.args[6].pointer);
+            EXPECT_EQ(t.args[6].value, 1024);
+        }
+    }
+}
+
 TEST(InductorCache, AFolderReadsLikeItsTar) {
     const auto dir = std::filesystem::temp_directory_path() /
                      ("replay_inductor_" + std::to_string(::getpid()));

@@ -50,17 +50,6 @@ struct TritonVariant {
     bool preferred = false;  // the autotuner's pick (a .best_config names its hash)
 };
 
-// An argument of a call site: a buffer (by name) or an integer literal.
-struct CallArgument {
-    std::string buffer;      // non-empty: a tensor argument
-    std::int64_t value = 0;  // otherwise an integer
-};
-
-struct TritonCallSite {
-    std::string kernel;
-    std::vector<CallArgument> args;
-};
-
 // A buffer of the wrapper: its allocation's bytes (after following reinterpret_tensor and
 // `bufN = bufM  # reuse` aliases) and its element type. An extern kernel's output (a
 // convolution's) has only its size asserted: its elements, and bytes once a kernel's signature
@@ -71,11 +60,23 @@ struct WrapperBuffer {
     std::int64_t elements = -1;  // the extent its sizes and strides span; -1: not known
 };
 
+// An argument of a call site: a buffer (by name) or an integer literal.
+struct CallArgument {
+    std::string buffer;      // non-empty: a tensor argument
+    std::int64_t value = 0;  // otherwise an integer
+    WrapperBuffer size;      // the buffer as its own wrapper file allocates it
+};
+
+struct TritonCallSite {
+    std::string kernel;
+    std::vector<CallArgument> args;
+};
+
 struct InductorCache {
     std::string source;  // the folder or tar it was read from
     std::vector<TritonVariant> variants;
     std::vector<TritonCallSite> calls;  // in the wrapper's order
-    std::map<std::string, WrapperBuffer> buffers;
+    std::map<std::string, WrapperBuffer> buffers;  // every file's; the last file's on a clash
     // Per kernel, its Python signature's runtime arguments (constexprs left out), with the
     // pointee type of pointers ("*fp16") or the integer type ("i32").
     std::map<std::string, std::vector<std::pair<std::string, std::string>>> signatures;
