@@ -142,14 +142,19 @@ TEST(InductorCache, TheCompiledMlpsTritonKernelsGetTierTriton) {
     EXPECT_EQ(triton, 2u);
 }
 
+// A bundled H200 capture analysed with its Inductor cache (`name`.json.gz and .inductor.tar.gz).
+std::unique_ptr<replay::Analysis> compiled(const std::string& name) {
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/" + name + ".json.gz");
+    o.inductor_cache = trace_path("h200/" + name + ".inductor.tar.gz");
+    return replay::analyze(o);
+}
+
 // A compiled ResNet-50's pointwise kernels (batch norm folded with add and ReLU) read the
 // convolution's output (a `buf`, written just before: the warm-up reads' business) and the
 // graph's inputs (`arg`: weights and statistics, from before the step).
 TEST(InductorCache, TheCompiledResnetsKernelsSayWhatTheyReadAndWhereItComesFrom) {
-    replay::AnalysisOptions o;
-    o.trace_path = trace_path("h200/resnet_compiled.json.gz");
-    o.inductor_cache = trace_path("h200/resnet_compiled.inductor.tar.gz");
-    const auto a = replay::analyze(o);
+    const auto a = compiled("resnet_compiled");
     EXPECT_DOUBLE_EQ(a->coverage, 1.0);
     std::size_t kernels = 0, from_a_kernel = 0, from_the_graph = 0;
     for (const auto& k : a->kernels) {
@@ -188,10 +193,7 @@ TEST(InductorCache, TheCompiledResnetsKernelsSayWhatTheyReadAndWhereItComesFrom)
 // their own buf0, kernels specialised on arguments of 1 (`xnumel`, a seed offset) that the wrapper
 // still passes, and a kernel whose name Triton cut short in its cache's file names.
 TEST(InductorCache, ACompiledTrainingStepHasARecipeForEveryTritonLaunch) {
-    replay::AnalysisOptions o;
-    o.trace_path = trace_path("h200/gpt2_compiled.json.gz");
-    o.inductor_cache = trace_path("h200/gpt2_compiled.inductor.tar.gz");
-    const auto a = replay::analyze(o);
+    const auto a = compiled("gpt2_compiled");
     EXPECT_DOUBLE_EQ(a->coverage, 1.0);
     for (const auto& k : a->kernels) {
         if (k.recipe.tier != replay::Tier::Triton) continue;
