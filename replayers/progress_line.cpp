@@ -6,10 +6,11 @@
 namespace replay::detail {
 
 ProgressLine::ProgressLine(std::string_view stage, std::string_view unit, std::size_t total,
-                           Clock::duration every, Clock::time_point start)
+                           Estimate estimate, Clock::duration every, Clock::time_point start)
     : stage_(stage),
       unit_(unit),
       total_(total),
+      estimate_(estimate),
       every_(every),
       start_(start),
       next_(start + every) {}
@@ -24,7 +25,7 @@ std::string ProgressLine::line(std::size_t done, Clock::time_point now) const {
     std::string out =
         stage_ + ": " + std::to_string(done) + " of " + std::to_string(total_) + " " + unit_;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    if (done > 0 && done < total_ && elapsed > 0)
+    if (estimate_ == Estimate::AtTheRateSoFar && done > 0 && done < total_ && elapsed > 0)
         out += ", about " +
                rough_duration(elapsed / static_cast<double>(done) *
                               static_cast<double>(total_ - done)) +

@@ -315,13 +315,20 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     const DriverOptions& o = session.options();
     backend.set_stream_count(1);
     std::size_t done = 0;
-    detail::ProgressLine progress_line("unique kernels", "timed", templates.size());
+    // No estimate of what is left: a kernel that cannot be replayed takes no time and one on the
+    // cpu backend seconds (HTA's control trace: 115 of 598 in 2 minutes, the other 483 in 15 s).
+    detail::ProgressLine progress_line("unique kernels", "timed", templates.size(),
+                                       detail::ProgressLine::Estimate::None);
+    const auto progress = [&](const std::string& line) {
+        if (o.progress && !line.empty()) o.progress(line);
+    };
     std::size_t from_graph = 0, from_host = 0;  // energy loops
     std::size_t measured_loops = 0, moved_loops = 0;
     std::size_t in_graph = 0, in_graph_timed = 0;  // templates recorded in graphs; timed so
     std::string not_captured;                      // why the first instance could not be
     for (const Template& t : templates) {
         if (!session.stopped().empty()) break;
+        progress(progress_line.due(done));
         ++done;
         std::vector<Ready> ready;
         for (std::size_t i = 0; i < t.instances.size(); ++i) {
@@ -421,13 +428,8 @@ void run_templates(Session& session, const std::vector<Template>& templates,
                 moved_loops += placements > 1;
             }
         }
-        if (o.progress) {
-            std::string line = done == templates.size()
-                                   ? progress_line.line(done, detail::ProgressLine::Clock::now())
-                                   : progress_line.due(done);
-            if (!line.empty()) o.progress(line);
-        }
     }
+    progress(progress_line.line(done, detail::ProgressLine::Clock::now()));
     note_clock_limits(session.report());
     if (in_graph > 0) {
         session.report().notes.push_back(in_graph_note(o, in_graph, in_graph_timed, not_captured));

@@ -11,7 +11,8 @@ using std::chrono::seconds;
 
 TEST(ProgressLine, EstimatesWhatIsLeftFromTheRateSoFar) {
     const Clock::time_point start{};
-    const ProgressLine p("plan", "steps prepared", 8000, seconds(5), start);
+    const ProgressLine p("plan", "steps prepared", 8000, ProgressLine::Estimate::AtTheRateSoFar,
+                         seconds(5), start);
     // 2000 steps in 60 s: 6000 left at the same rate take 180 s.
     EXPECT_EQ(p.line(2000, start + seconds(60)),
               "plan: 2000 of 8000 steps prepared, about 3 min left");
@@ -24,11 +25,20 @@ TEST(ProgressLine, EstimatesWhatIsLeftFromTheRateSoFar) {
 
 TEST(ProgressLine, SpeaksOncePerIntervalAndNotBeforeTheFirst) {
     const Clock::time_point start{};
-    ProgressLine p("unique kernels", "timed", 10, seconds(5), start);
+    ProgressLine p("unique kernels", "timed", 10, ProgressLine::Estimate::AtTheRateSoFar,
+                   seconds(5), start);
     EXPECT_EQ(p.due(1, start + seconds(4)), "");
     EXPECT_EQ(p.due(2, start + seconds(5)), "unique kernels: 2 of 10 timed, about 20 s left");
     EXPECT_EQ(p.due(3, start + seconds(9)), "");
     EXPECT_NE(p.due(4, start + seconds(10)), "");
+}
+
+// Items whose costs differ by orders of magnitude: the rate so far says nothing of the rest.
+TEST(ProgressLine, NoEstimateWhereTheRateSaysNothing) {
+    const Clock::time_point start{};
+    const ProgressLine p("unique kernels", "timed", 598, ProgressLine::Estimate::None, seconds(5),
+                         start);
+    EXPECT_EQ(p.line(115, start + seconds(120)), "unique kernels: 115 of 598 timed");
 }
 
 TEST(ProgressLine, RoughDurations) {
