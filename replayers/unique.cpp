@@ -315,10 +315,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     const DriverOptions& o = session.options();
     backend.set_stream_count(1);
     std::size_t done = 0;
-    // No estimate of what is left: a kernel that cannot be replayed takes no time and one on the
-    // cpu backend seconds (HTA's control trace: 115 of 598 in 2 minutes, the other 483 in 15 s).
-    detail::ProgressLine progress_line("unique kernels", "timed", templates.size(),
-                                       detail::ProgressLine::Estimate::None);
+    detail::ProgressLine progress_line("unique kernels", "timed", templates.size());
     const auto progress = [&](const std::string& line) {
         if (o.progress && !line.empty()) o.progress(line);
     };
@@ -429,7 +426,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             }
         }
     }
-    progress(progress_line.line(done, detail::ProgressLine::Clock::now()));
+    progress(progress_line.line(done));
     note_clock_limits(session.report());
     if (in_graph > 0) {
         session.report().notes.push_back(in_graph_note(o, in_graph, in_graph_timed, not_captured));
