@@ -95,7 +95,10 @@ class GradientRuns {
                 continue;
             }
             const auto& inputs = trace.op_shapes[trace.cpu_ops[e.op].shapes].inputs;
-            if (inputs.empty() || inputs[0].dims.empty() || !inputs[0].list_ranks.empty()) continue;
+            // A 0-dim gradient (a scalar parameter, CLIP's logit scale) has dims [] and a dtype.
+            if (inputs.empty() || !inputs[0].list_ranks.empty() ||
+                trace.names.view(inputs[0].type).empty())
+                continue;
             if (!in_run) runs_.emplace_back();
             in_run = true;
             runs_.back().push_back({inputs[0].dims, inputs[0].type, kNoId});

@@ -522,17 +522,17 @@ std::unique_ptr<replay::Analysis> analyzed(const std::string& name, const std::s
     return replay::analyze(options);
 }
 
-// A list element the parameter inference cannot see (a norm weight used through aten::mul, say)
-// is in the gradients: the list is the backward pass's, last gradient first.
+// A list element the parameter inference cannot see (a norm weight used through aten::mul, a
+// scalar parameter) is in the gradients: the list is the backward pass's, last gradient first.
 TEST(TensorLists, RecoveredFromTheGradientsOfTheBackwardPass) {
     const auto a =
-        analyzed("grads.json", gradients_then_foreach({"[8]", "[8, 4]", "[70000]"}, {4}));
+        analyzed("grads.json", gradients_then_foreach({"[]", "[8]", "[8, 4]", "[70000]"}, {5}));
     ASSERT_EQ(a->tensor_lists.ops.size(), 1u);
     const replay::OpArgument& list = input(a->trace(), a->tensor_lists.ops[0], 0);
     EXPECT_EQ(list.dims, (std::vector<std::int64_t>{70000, 8, 4, 8}));
-    EXPECT_EQ(list.list_ranks, (std::vector<std::uint8_t>{1, 2, 1}));
+    EXPECT_EQ(list.list_ranks, (std::vector<std::uint8_t>{1, 2, 1, 0}));
     EXPECT_EQ(a->trace().names.view(list.element_type), "float");
-    EXPECT_NE(a->tensor_lists.how[0].find("3 gradients the backward pass's AccumulateGrad"),
+    EXPECT_NE(a->tensor_lists.how[0].find("4 gradients the backward pass's AccumulateGrad"),
               std::string::npos)
         << a->tensor_lists.how[0];
 }
