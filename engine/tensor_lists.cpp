@@ -28,6 +28,12 @@ std::int64_t tensor_blocks(const std::vector<std::int64_t>& dims) {
     return (n + kMultiTensorChunk - 1) / kMultiTensorChunk;
 }
 
+// A list recovered for a _foreach op, and where it came from (for the recipe's reason).
+struct RecoveredList {
+    std::vector<ParameterShape> tensors;
+    std::string source;
+};
+
 // The parameter lists a _foreach op's launches may have covered: all the parameters, then the
 // list without each repeated shape (tied weights: one parameter used twice), dropped from the
 // end one after the other.
@@ -41,19 +47,22 @@ class ParameterLists {
                     break;
                 }
     }
-    // The first of these lists whose blocks are `blocks`; `dropped`: how many repeats it lacks.
-    std::optional<std::vector<ParameterShape>> find(std::int64_t blocks, std::size_t& dropped) const {
-        dropped = 0;
+    // The first of these lists whose blocks are `blocks`.
+    std::optional<RecoveredList> find(std::int64_t blocks) const {
         if (params_.empty()) return std::nullopt;
         std::int64_t total = multi_tensor_blocks(params_);
+        std::size_t dropped = 0;
         while (total != blocks) {
             if (dropped == repeats_.size()) return std::nullopt;
             total -= tensor_blocks(params_[repeats_[dropped]].dims);
             ++dropped;
         }
-        std::vector<ParameterShape> list = params_;
+        RecoveredList list{params_, "the " + std::to_string(params_.size() - dropped) +
+                                        " parameters seen as weight-like inputs of the step"};
         for (std::size_t k = 0; k < dropped; ++k)  // descending: each erase leaves the next in place
-            list.erase(list.begin() + static_cast<std::ptrdiff_t>(repeats_[k]));
+            list.tensors.erase(list.tensors.begin() + static_cast<std::ptrdiff_t>(repeats_[k]));
+        if (dropped > 0)
+            list.source += ", " + std::to_string(dropped) + " repeated shape(s) taken as tied";
         return list;
     }
 
@@ -117,11 +126,6 @@ class GradientRuns {
   private:
     std::vector<std::vector<ParameterShape>> runs_;
     std::unordered_map<std::uint32_t, std::size_t> run_of_;
-};
-
-struct RecoveredList {
-    std::vector<ParameterShape> tensors;
-    std::string source;  // for the recipe's reason
 };
 
 // The list of a run of gradients whose blocks are `blocks`: the whole run; one of k equal parts
@@ -208,17 +212,7 @@ TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trac
         const auto& [blocks, launch_count] = launches.by_op.at(op);
         std::optional<RecoveredList> list;
         if (const auto* run = gradients.before(op)) list = from_gradients(*run, blocks);
-        if (!list) {
-            std::size_t dropped = 0;
-            if (auto found = lists.find(blocks, dropped)) {
-                std::string source = "the " + std::to_string(found->size()) +
-                                     " parameters seen as weight-like inputs of the step";
-                list = RecoveredList{std::move(*found), std::move(source)};
-                if (dropped > 0)
-                    list->source +=
-                        ", " + std::to_string(dropped) + " repeated shape(s) taken as tied";
-            }
-        }
+        if (!list) list = lists.find(blocks);
         if (!list) {
             ++summary.unrecovered;
             continue;
