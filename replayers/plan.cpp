@@ -138,10 +138,9 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
         plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
     std::vector<PlannedStep> plan;
     std::unordered_set<std::int64_t> touched;  // storages the ready steps so far read or wrote
-    ProgressLine progress_line("plan", "steps prepared", steps.size());
+    ProgressLine progress_line("plan", "steps prepared", steps.size(), progress);
     for (std::size_t s = 0; s < steps.size(); ++s) {
-        if (progress)
-            if (std::string line = progress_line.due(s); !line.empty()) progress(line);
+        progress_line.tick(s);
         const Step& step = steps[s];
         const Recipe recorded = analysis.recipes.recipe(step.issue_node);
         Prepared& prepared = session.prepare(recorded.tier == Tier::Collective

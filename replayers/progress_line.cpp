@@ -1,15 +1,26 @@
 #include "progress_line.h"
 
+#include <utility>
+
 namespace replay::detail {
 
 ProgressLine::ProgressLine(std::string_view stage, std::string_view unit, std::size_t total,
-                           Clock::duration every, Clock::time_point start)
-    : stage_(stage), unit_(unit), total_(total), every_(every), next_(start + every) {}
+                           Sink sink, Clock::duration every, Clock::time_point start)
+    : stage_(stage),
+      unit_(unit),
+      total_(total),
+      sink_(std::move(sink)),
+      every_(every),
+      next_(start + every) {}
 
-std::string ProgressLine::due(std::size_t done, Clock::time_point now) {
-    if (now < next_) return {};
+void ProgressLine::tick(std::size_t done, Clock::time_point now) {
+    if (!sink_ || now < next_) return;
     next_ = now + every_;
-    return line(done);
+    sink_(line(done));
+}
+
+void ProgressLine::finish(std::size_t done) const {
+    if (sink_) sink_(line(done));
 }
 
 std::string ProgressLine::line(std::size_t done) const {

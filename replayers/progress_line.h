@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -15,12 +16,15 @@ namespace replay::detail {
 class ProgressLine {
   public:
     using Clock = std::chrono::steady_clock;
+    using Sink = std::function<void(const std::string&)>;  // empty: no progress wanted
     // "plan", "steps prepared": "plan: 2059 of 8166 steps prepared".
-    ProgressLine(std::string_view stage, std::string_view unit, std::size_t total,
+    ProgressLine(std::string_view stage, std::string_view unit, std::size_t total, Sink sink,
                  Clock::duration every = std::chrono::seconds(5),
                  Clock::time_point start = Clock::now());
-    // The line for `done` items at `now` when the interval has passed since the last one, else "".
-    std::string due(std::size_t done, Clock::time_point now = Clock::now());
+    // Gives the line for `done` items to the sink when the interval has passed since the last.
+    void tick(std::size_t done, Clock::time_point now = Clock::now());
+    // Gives the line for `done` items to the sink now (the loop's last).
+    void finish(std::size_t done) const;
     // The line itself: "<stage>: <done> of <total> <unit>".
     std::string line(std::size_t done) const;
 
@@ -28,6 +32,7 @@ class ProgressLine {
     std::string stage_;
     std::string unit_;
     std::size_t total_;
+    Sink sink_;
     Clock::duration every_;
     Clock::time_point next_;
 };

@@ -315,17 +315,14 @@ void run_templates(Session& session, const std::vector<Template>& templates,
     const DriverOptions& o = session.options();
     backend.set_stream_count(1);
     std::size_t done = 0;
-    detail::ProgressLine progress_line("unique kernels", "timed", templates.size());
-    const auto progress = [&](const std::string& line) {
-        if (o.progress && !line.empty()) o.progress(line);
-    };
+    detail::ProgressLine progress_line("unique kernels", "timed", templates.size(), o.progress);
     std::size_t from_graph = 0, from_host = 0;  // energy loops
     std::size_t measured_loops = 0, moved_loops = 0;
     std::size_t in_graph = 0, in_graph_timed = 0;  // templates recorded in graphs; timed so
     std::string not_captured;                      // why the first instance could not be
     for (const Template& t : templates) {
         if (!session.stopped().empty()) break;
-        progress(progress_line.due(done));
+        progress_line.tick(done);
         ++done;
         std::vector<Ready> ready;
         for (std::size_t i = 0; i < t.instances.size(); ++i) {
@@ -426,7 +423,7 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             }
         }
     }
-    progress(progress_line.line(done));
+    progress_line.finish(done);
     note_clock_limits(session.report());
     if (in_graph > 0) {
         session.report().notes.push_back(in_graph_note(o, in_graph, in_graph_timed, not_captured));
