@@ -319,6 +319,7 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
             last = (*s)[1].str();
         if (last.empty()) continue;
         std::vector<std::pair<std::string, std::string>> params;
+        std::vector<std::string> pointers;
         std::vector<bool>& constants = constant_at[name];
         for (auto entry : split(last, ',')) {
             const auto colon = entry.find(':');
@@ -332,8 +333,15 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
             constants.push_back(type == "constexpr");
             if (type == "constexpr") continue;
             params.emplace_back(unquote(entry.substr(0, colon)), type);
+            if (type.starts_with("*")) pointers.push_back(params.back().first);
         }
         cache.signatures.try_emplace(name, std::move(params));
+        // The kernel's body: from its `def` to the end of the source string it is in.
+        const auto body_start = static_cast<std::size_t>(it->position() + it->length());
+        const std::size_t body_end = text.find("'''", body_start);
+        cache.positive.try_emplace(
+            name, positive_arguments(
+                      std::string_view(text).substr(body_start, body_end - body_start), pointers));
     }
     for (std::size_t c = first_call; c < cache.calls.size(); ++c) {
         TritonCallSite& site = cache.calls[c];
@@ -479,6 +487,8 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                     if (sig != cache.signatures.end() && i < sig->second.size()) {
                         const auto& [param, type] = sig->second[i];
                         arg.read = param.starts_with("in_ptr") || param.starts_with("in_out_ptr");
+                        if (const auto p = cache.positive.find(name); p != cache.positive.end())
+                            arg.positive = p->second.count(param) > 0;
                         if (type.starts_with("*")) arg.dtype = dtype_of_triton(type.substr(1));
                     }
                     const WrapperBuffer& b = c.size;

@@ -347,6 +347,7 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                         json.field("buffer", a.buffer).field("bytes", a.bytes);
                         if (a.read) json.field("read", true);
                         if (a.graph_input) json.field("graph_input", true);
+                        if (a.positive) json.field("positive", true);
                     } else
                         json.field("bits", a.bits).field("value", a.value);
                     json.end_object();

@@ -67,7 +67,7 @@ void encode_detail(Encoder& e, const TritonRecipe& t) {
     e.u32(static_cast<std::uint32_t>(t.args.size()));
     for (const auto& a : t.args) {
         e.u8(a.pointer).i64(a.bits).i64(a.value).i64(a.bytes).str(a.buffer);
-        e.u8(static_cast<std::uint8_t>(a.dtype)).u8(a.read).u8(a.graph_input);
+        e.u8(static_cast<std::uint8_t>(a.dtype)).u8(a.read).u8(a.graph_input).u8(a.positive);
     }
 }
 
@@ -160,6 +160,7 @@ TritonRecipe decode_triton(Decoder& d) {
         a.dtype = static_cast<DType>(d.u8());
         a.read = d.u8() != 0;
         a.graph_input = d.u8() != 0;
+        a.positive = d.u8() != 0;
     }
     return t;
 }

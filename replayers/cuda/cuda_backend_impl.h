@@ -172,9 +172,10 @@ class CudaBackend final : public Backend {
         for (int s = 1; s < static_cast<int>(streams_.size()); ++s) stream_wait(s, 0);
     }
     void* workspace_at(int index);
-    // A filled (GEMM operand) or raw (copy) buffer; nullptr with `why` on shortage.
+    // A filled (GEMM operand, kernel argument) or raw (copy) buffer; nullptr with `why` on
+    // shortage.
     void* buffer(MemoryKind kind, int role, std::optional<FillType> fill, std::size_t elements,
-                 std::size_t element_size, std::string& why);
+                 std::size_t element_size, std::string& why, FillRange range = FillRange::Signed);
 
     BackendOptions options_;
     cudaDeviceProp properties_{};

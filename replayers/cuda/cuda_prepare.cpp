@@ -39,15 +39,17 @@ Prepared CudaBackend::prepare(const Recipe& recipe) {
 }
 
 void* CudaBackend::buffer(MemoryKind kind, int role, std::optional<FillType> fill,
-                          std::size_t elements, std::size_t element_size, std::string& why) {
-    const int content = fill ? static_cast<int>(*fill) : -1;
+                          std::size_t elements, std::size_t element_size, std::string& why,
+                          FillRange range) {
+    // What the pool may hand on: the same fill type and range.
+    const int content = fill ? static_cast<int>(*fill) + 16 * static_cast<int>(range) : -1;
     auto lease = pool_.acquire(kind, role, content, elements * element_size, why);
     if (!lease) return nullptr;
     if (lease->created && fill) {
         // Fill the whole buffer: a later, larger recipe of the same dtype may reuse it.
         const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + ++fills_;
         REPLAY_CUDA_CALL(launch_fill_uniform(lease->data, lease->bytes / element_size, *fill, seed,
-                                             setup_stream_.get()));
+                                             setup_stream_.get(), range));
     }
     return lease->data;
 }
@@ -232,7 +234,8 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
                 const std::size_t size = fill ? element_size(a.dtype) : 1;
                 const auto elements = (static_cast<std::size_t>(a.bytes) + size - 1) / size;
                 it->second = buffer(MemoryKind::Device, 2000 + static_cast<int>(buffers.size()),
-                                    fill, elements, size, why);
+                                    fill, elements, size, why,
+                                    a.positive ? FillRange::Positive : FillRange::Signed);
                 if (it->second == nullptr) return skipped(why);
                 // Integers (indices, offsets) are zeros: always in range.
                 if (!fill) REPLAY_CUDA_CALL(cudaMemsetAsync(it->second, 0, elements, setup_stream_.get()));

@@ -22,23 +22,26 @@ __device__ __forceinline__ float uniform(std::uint64_t bits) {
     return static_cast<float>(bits >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-__global__ void fill_uniform_kernel(void* data, std::size_t count, int type, std::uint64_t seed) {
+// `scale` * u + `offset` for u uniform in [-1, 1).
+__global__ void fill_uniform_kernel(void* data, std::size_t count, int type, std::uint64_t seed,
+                                    float scale, float offset) {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += stride) {
         const std::uint64_t bits = splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull));
+        const float value = scale * uniform(bits) + offset;
         switch (type) {
             case 0:
-                static_cast<float*>(data)[i] = uniform(bits);
+                static_cast<float*>(data)[i] = value;
                 break;
             case 1:
-                static_cast<__half*>(data)[i] = __float2half(uniform(bits));
+                static_cast<__half*>(data)[i] = __float2half(value);
                 break;
             case 2:
-                static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(uniform(bits));
+                static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(value);
                 break;
             case 3:
-                static_cast<double*>(data)[i] = static_cast<double>(uniform(bits));
+                static_cast<double*>(data)[i] = static_cast<double>(value);
                 break;
             default:
                 static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(bits >> 56);
@@ -182,12 +185,14 @@ cudaError_t launch_instruction_cache_evict(int sm_count, float* sink, cudaStream
 }
 
 cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, std::uint64_t seed,
-                                cudaStream_t stream) {
+                                cudaStream_t stream, FillRange range) {
     if (count == 0) return cudaSuccess;
     constexpr unsigned kThreads = 256;
     const std::size_t wanted = (count + kThreads - 1) / kThreads;
     const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
-    fill_uniform_kernel<<<blocks, kThreads, 0, stream>>>(data, count, static_cast<int>(type), seed);
+    const bool positive = range == FillRange::Positive;
+    fill_uniform_kernel<<<blocks, kThreads, 0, stream>>>(
+        data, count, static_cast<int>(type), seed, positive ? 0.5f : 1.0f, positive ? 1.0f : 0.0f);
     return cudaGetLastError();
 }
 

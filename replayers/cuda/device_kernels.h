@@ -12,10 +12,14 @@ namespace replay::cuda {
 
 enum class FillType : int { Float32 = 0, Float16 = 1, BFloat16 = 2, Float64 = 3, Bytes = 4 };
 
-// Fills `count` elements at `data` with uniform values in [-1, 1) (random bytes for Bytes),
-// a pure function of (seed, index). Returns the launch error.
+// Where the values of a fill lie: data (weights, activations) of either sign, or positive values
+// for what a kernel takes the square root or the logarithm of (a variance).
+enum class FillRange : int { Signed = 0, Positive = 1 };
+
+// Fills `count` elements at `data` with uniform values in [-1, 1) (Signed) or [0.5, 1.5)
+// (Positive); random bytes for Bytes. A pure function of (seed, index). Returns the launch error.
 cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, std::uint64_t seed,
-                                cudaStream_t stream);
+                                cudaStream_t stream, FillRange range = FillRange::Signed);
 
 // Reads [data, data + bytes) once through L2 (one load per 32-byte sector, the unit L2 fills),
 // so a following kernel finds it there. `sink` (4 bytes of device memory) receives a value only

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "replay/analysis.h"
@@ -183,6 +184,9 @@ TEST(InductorCache, TheCompiledResnetsKernelsSayWhatTheyReadAndWhereItComesFrom)
         EXPECT_EQ(t.args[0].bytes, 16LL * 256 * 56 * 56 * 2);
         EXPECT_EQ(t.args[5].buffer, "buf11");
         EXPECT_EQ(t.args[5].bytes, 16LL * 256 * 56 * 56 * 2);
+        // The two batch norms' variances (in_ptr1, in_ptr6) reach sqrt_rn: filled positive.
+        for (std::size_t i = 0; i < t.args.size(); ++i)
+            EXPECT_EQ(t.args[i].positive, i == 2 || i == 7) << i;
     }
     EXPECT_TRUE(seen);
     EXPECT_GT(from_a_kernel, kernels / 2);
@@ -225,6 +229,47 @@ TEST(InductorCache, AFolderReadsLikeItsTar) {
     EXPECT_EQ(cache.variants.size(), 2u);
     EXPECT_EQ(cache.variants_of(kKernel, 128).size(), 1u);
     std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// What reaches rsqrt/sqrt_rn/log through assignments is positive (1e-05 is no variable e); a
+// variance the kernel reduces itself (Welford over a loop-carried accumulator, on lines that go
+// on) is non-negative whatever its data, which stays signed.
+TEST(InductorCache, ArgumentsThatReachASquareRootOrALogarithmArePositive) {
+    const std::string body =
+        R"(in_ptr0, in_ptr1, in_ptr2, out_ptr0, out_ptr1, xnumel, r0_numel, XBLOCK : tl.constexpr, R0_BLOCK : tl.constexpr):
+    xnumel = 256
+    xoffset = tl.program_id(0) * XBLOCK
+    x0 = xindex
+    tmp2_mean = tl.zeros([XBLOCK, R0_BLOCK], tl.float32)
+    for r0_offset in range(0, r0_numel, R0_BLOCK):
+        tmp0 = tl.load(in_ptr0 + (x0 + 256*r0_1), r0_mask & xmask, eviction_policy='evict_first', other=0.0).to(tl.float32)
+        tmp1 = tl.broadcast_to(tmp0, [XBLOCK, R0_BLOCK])
+        tmp2_mean_next, tmp2_m2_next, tmp2_weight_next = triton_helpers.welford_reduce(
+            tmp1, tmp2_mean, tmp2_m2, tmp2_weight, roffset == 0
+        )
+        tmp2_m2 = tl.where(r0_mask & xmask, tmp2_m2_next, tmp2_m2)
+    tmp5 = tmp2_m2 / 100352.0
+    tmp6 = 1e-05
+    tmp7 = tmp5 + tmp6
+    tmp8 = libdevice.rsqrt(tmp7)
+    tl.store(out_ptr1 + (x0), tmp8, xmask)
+    tmp10 = tl.load(in_ptr1 + (x0), xmask)
+    tmp11 = tl_math.log(tmp10 * 2.0) + tl.load(in_ptr2 + (x0), xmask)
+    tl.store(out_ptr0 + (x0), tmp11, xmask)
+)";
+    const auto positive =
+        replay::positive_arguments(body, {"in_ptr0", "in_ptr1", "in_ptr2", "out_ptr0", "out_ptr1"});
+    EXPECT_EQ(positive, (std::set<std::string>{"in_ptr1"}));
+    // Nothing reaches such math: nothing positive.
+    EXPECT_TRUE(replay::positive_arguments(
+                    "in_ptr0, out_ptr0):\n    tmp0 = tl.load(in_ptr0 + (x0))\n    tmp1 = "
+                    "tl.sigmoid(tmp0)\n    tl.store(out_ptr0 + (x0), tmp1)\n",
+                    {"in_ptr0", "out_ptr0"})
+                    .empty());
 }
 
 }  // namespace

@@ -165,6 +165,9 @@ struct TritonArgument {
     // them the replay warms into L2 what the recording likely still had there.
     bool read = false;
     bool graph_input = false;
+    // Pointers: its values reach a square root or a logarithm in the kernel (a variance): they
+    // are filled positive, as the recording's were (see positive_arguments in inductor_cache.h).
+    bool positive = false;
     bool operator==(const TritonArgument&) const = default;
 };
 
