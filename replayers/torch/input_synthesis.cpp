@@ -158,6 +158,19 @@ std::string InputSynthesis::fill_constrained(const at::Tensor& t, const ValueCon
         case ValueRole::EmptyMask:
             whole_storage(t).zero_();
             return {};
+        case ValueRole::Positive: {
+            // Drawn in float32 and converted, as fill() does (reduced-precision random kernels
+            // are missing on some devices and versions).
+            const at::Tensor whole = whole_storage(t);
+            const bool direct =
+                whole.scalar_type() == at::kFloat || whole.scalar_type() == at::kDouble;
+            at::Tensor target =
+                direct ? whole : at::empty(whole.sizes(), whole.options().dtype(at::kFloat));
+            at::Generator& generator = t.is_cpu() && !on_cpu() ? host_generator_ : generator_;
+            target.uniform_(kPositiveLow, kPositiveHigh, generator);
+            if (!direct) whole.copy_(target);
+            return {};
+        }
         case ValueRole::Offsets:
         case ValueRole::Counts: {
             if (at::has_internal_overlap(t) == at::MemOverlap::Yes)
@@ -438,6 +451,9 @@ std::string check_constraints(const Plan& plan, const BuiltStack& built) {
         if (ones_divisor(c, tensor)) {
             if (!tensor.eq(1).all().item<bool>())
                 error = "a floating-point divisor is not all ones";
+        } else if (c.role == ValueRole::Positive) {
+            if (!tensor.gt(0).all().item<bool>())
+                error = "a value is not positive (" + c.what + ")";
         } else {
             const at::Tensor host = tensor.to(at::kCPU).to(at::kLong).contiguous();
             const std::int64_t* data = host.data_ptr<std::int64_t>();

@@ -265,6 +265,13 @@ bool divisor(const StackView&, ValueConstraint& c, std::string&) {
     return true;
 }
 
+// What an op takes the square root or the logarithm of (ValueRole::Positive).
+bool positive(const StackView&, ValueConstraint& c, std::string&) {
+    c.role = ValueRole::Positive;
+    c.what = "what the op takes the square root or the logarithm of";
+    return true;
+}
+
 struct TableEntry {
     std::string_view op;        // "aten::embedding", any overload
     std::string_view argument;  // schema argument name
@@ -361,6 +368,17 @@ const std::vector<TableEntry>& table() {
              {"aten::div", "aten::div_", "aten::floor_divide", "aten::floor_divide_",
               "aten::remainder", "aten::remainder_", "aten::fmod", "aten::fmod_"})
             t.push_back({op, "other", divisor, false});
+        // In-place logarithms are left out: unique mode repeats them, and log of their own
+        // output goes negative by the second run.
+        for (std::string_view op :
+             {"aten::sqrt", "aten::sqrt_", "aten::rsqrt", "aten::rsqrt_", "aten::log", "aten::log2",
+              "aten::log10", "aten::_foreach_sqrt", "aten::_foreach_sqrt_"})
+            t.push_back({op, "self", positive, false});
+        for (std::string_view op : {"aten::_fused_adam_", "aten::_fused_adamw_",
+                                    "aten::_fused_adam", "aten::_fused_adamw"}) {
+            t.push_back({op, "exp_avg_sqs", positive, false});
+            t.push_back({op, "max_exp_avg_sqs", positive, false});
+        }
         return t;
     }();
     return entries;
@@ -412,6 +430,8 @@ const char* to_string(ValueRole role) {
             return "divisor";
         case ValueRole::EmptyMask:
             return "empty mask";
+        case ValueRole::Positive:
+            return "positive";
     }
     return "?";
 }
@@ -467,27 +487,49 @@ std::optional<std::vector<ValueConstraint>> value_constraints(const c10::Functio
             }
             continue;
         }
-        if (!value.isTensor()) continue;
         const TableEntry* entry = table_entry(schema.name(), a.name());
+        if (value.isTensorList() && entry != nullptr) {
+            // A list of what the op takes square roots of (_foreach_sqrt, Adam's moments).
+            const auto list = value.toList();
+            for (std::size_t k = 0; k < list.size(); ++k) {
+                const c10::IValue element = list.get(k);
+                if (!element.isTensor() || !element.toTensor().is_floating_point()) continue;
+                ValueConstraint c;
+                c.arg = i;
+                c.item = k;
+                std::string what;
+                if (entry->resolve(view, c, what) && c.role == ValueRole::Positive)
+                    out.push_back(std::move(c));
+            }
+            continue;
+        }
+        if (!value.isTensor()) continue;
         const at::Tensor& tensor = value.toTensor();
         const bool mask = tensor.defined() && tensor.scalar_type() == at::kBool;
         const bool floating = tensor.defined() && tensor.is_floating_point();
-        if (!integral(tensor) && !((mask || floating) && entry != nullptr)) continue;
+        // A batch norm's running variance, whatever the op (forward, backward, inference).
+        const bool variance = floating && a.name() == "running_var";
+        if (!integral(tensor) && !((mask || floating) && (entry != nullptr || variance))) continue;
         ValueConstraint c;
         c.arg = i;
         std::string what;
         bool resolved = false;
-        if (entry != nullptr) {
+        if (variance) {
+            resolved = positive(view, c, what);
+        } else if (entry != nullptr) {
             resolved = entry->resolve(view, c, what);
         } else if (indexes_along_dim(schema, a)) {
             resolved = along("self", "dim")(view, c, what);
         } else {
             continue;  // data: its values address nothing
         }
-        // A bool tensor has a role only as a mask, a floating-point one only as a divisor:
-        // elsewhere they stay data.
+        // A bool tensor has a role only as a mask, a floating-point one only as a divisor or
+        // positive: elsewhere they stay data (and an integer one is not made positive).
         if (mask && (!resolved || c.role != ValueRole::EmptyMask)) continue;
-        if (floating && (!resolved || c.role != ValueRole::Divisor)) continue;
+        if (floating &&
+            (!resolved || (c.role != ValueRole::Divisor && c.role != ValueRole::Positive)))
+            continue;
+        if (!floating && resolved && c.role == ValueRole::Positive) continue;
         if (!resolved) return fail(a, what);
         out.push_back(std::move(c));
     }
@@ -559,6 +601,10 @@ std::string check_values(const ValueConstraint& c, const std::vector<std::int64_
         case ValueRole::EmptyMask:
             for (std::size_t i = 0; i < values.size(); ++i)
                 if (values[i] != 0) return at(i) + ": the mask should set no element";
+            return {};
+        case ValueRole::Positive:
+            for (std::size_t i = 0; i < values.size(); ++i)
+                if (values[i] <= 0) return at(i) + " is not positive (" + c.what + ")";
             return {};
         case ValueRole::Counts: {
             std::int64_t sum = 0;

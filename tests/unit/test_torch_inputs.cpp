@@ -359,6 +359,59 @@ TEST(ValueRoles, AFloatingPointDivisorIsOnes) {
     EXPECT_TRUE(s.stack->constraints.empty());
 }
 
+TEST(ValueRoles, WhatAnOpTakesTheSquareRootOfIsPositive) {
+    auto expect_positive = [](const at::Tensor& t) {
+        EXPECT_GE(t.min().item<double>(), torch_detail::kPositiveLow);
+        EXPECT_LT(t.max().item<double>(), torch_detail::kPositiveHigh);
+    };
+    // An eager batch norm in inference: the kernel takes sqrt(running_var + eps) per channel.
+    const auto bn = build(
+        op("aten::_native_batch_norm_legit_no_training",
+           {tensor(spec({16, 64, 8, 8}, DType::BFloat16)), tensor(spec({64}, DType::BFloat16)),
+            tensor(spec({64}, DType::BFloat16)), tensor(spec({64}, DType::BFloat16)),
+            tensor(spec({64}, DType::BFloat16)), scalar("0.1"), scalar("1e-05")}));
+    if (bn.plan) {  // libtorch 1.13 has no such op: the schema rule is tested on native_batch_norm
+        ASSERT_TRUE(bn.stack) << bn.why;
+        const ValueConstraint* c = constraint_on(*bn.stack, 4);
+        ASSERT_NE(c, nullptr);
+        EXPECT_EQ(c->role, ValueRole::Positive);
+        expect_positive(bn.stack->stack[4].toTensor().to(at::kFloat));
+        EXPECT_EQ(constraint_on(*bn.stack, 3), nullptr) << "the running mean stays signed data";
+    }
+    const auto native = build(
+        op("aten::native_batch_norm",
+           {tensor(spec({16, 64, 8, 8}, DType::Float32)), tensor(spec({64}, DType::Float32)),
+            tensor(spec({64}, DType::Float32)), tensor(spec({64}, DType::Float32)),
+            tensor(spec({64}, DType::Float32)), scalar("False"), scalar("0.1"), scalar("1e-05")}));
+    ASSERT_TRUE(native.stack) << native.why;
+    const ValueConstraint* running_var = constraint_on(*native.stack, 4);
+    ASSERT_NE(running_var, nullptr);
+    EXPECT_EQ(running_var->role, ValueRole::Positive);
+    expect_positive(native.stack->stack[4].toTensor());
+    EXPECT_LT(native.stack->stack[0].toTensor().min().item<double>(), 0)
+        << "the input stays signed";
+    EXPECT_EQ(torch_detail::check_constraints(*native.plan, *native.stack), "");
+    // Adam's second moments, a tensor list.
+    const auto sqrt_list =
+        build(op("aten::_foreach_sqrt",
+                 {tensors({spec({32}, DType::Float32), spec({4, 8}, DType::Float32)})}));
+    ASSERT_TRUE(sqrt_list.stack) << sqrt_list.why;
+    for (std::size_t k = 0; k < 2; ++k) {
+        const ValueConstraint* c = constraint_on(*sqrt_list.stack, 0, k);
+        ASSERT_NE(c, nullptr) << k;
+        EXPECT_EQ(c->role, ValueRole::Positive);
+        expect_positive(sqrt_list.stack->stack[0].toList().get(k).toTensor());
+    }
+    // The replay's check catches a value that is not.
+    native.stack->stack[4].toTensor().fill_(-1.0);
+    EXPECT_NE(torch_detail::check_constraints(*native.plan, *native.stack).find("not positive"),
+              std::string::npos);
+    // An integer tensor's square root: its values keep their draw (no role).
+    const auto integer = build(op("aten::sqrt", {tensor(spec({16}, DType::Int64))}));
+    ASSERT_TRUE(integer.stack) << integer.why;
+    EXPECT_TRUE(integer.stack->constraints.empty());
+}
+
 TEST(ValueRoles, AnIndexWithoutAKnownRangeSkipsTheOp) {
     // More index tensors than self has dims: nothing says what the last one indexes.
     TorchOpRunner runner(TorchDevice{TorchDevice::Kind::Cpu, 0}, 1, false);
@@ -533,6 +586,7 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
                         EXPECT_EQ(*std::max_element(values.begin(), values.end()), 0);
                         break;
                     case ValueRole::Counts:
+                    case ValueRole::Positive:  // floating point: no integer tensor has it
                         break;
                 }
             }
