@@ -216,6 +216,15 @@ void write_report_json(std::ostream& out, const Report& r) {
         json.field("error_pct", k.error_pct);
         json.array("replayed_names", k.replayed_names);
         json.field("name_match", k.name_match);
+        if (!k.replayed_grids.empty()) {
+            json.key("replayed_grids").begin_array();
+            for (const auto& g : k.replayed_grids) {
+                json.begin_array();
+                for (std::int32_t d : g) json.value(static_cast<std::int64_t>(d));
+                json.end_array();
+            }
+            json.end_array();
+        }
         json.field("gflops_per_s", k.gflops_per_s).field("gb_per_s", k.gb_per_s);
         json.field("flops", k.flops).field("bytes", k.bytes);
         json.field("flop_dtype", to_string(k.flop_dtype));

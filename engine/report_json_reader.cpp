@@ -395,6 +395,16 @@ class ReportReader {
                 elements(x, [&](od::value s) { k.replayed_names.push_back(string(s)); });
             else if (key == "name_match")
                 k.name_match = boolean(x);
+            else if (key == "replayed_grids")
+                elements(x, [&](od::value g) {
+                    std::array<std::int32_t, 3> grid{};
+                    std::size_t i = 0;
+                    elements(g, [&](od::value d) {
+                        if (i < grid.size())
+                            grid[i++] = static_cast<std::int32_t>(number(d, Number::NonNegative));
+                    });
+                    k.replayed_grids.push_back(grid);
+                });
             else if (key == "flop_dtype")
                 k.flop_dtype = dtype_from_name(string(x));
             else if (key == "energy")

@@ -177,6 +177,11 @@ void write_activity(JsonWriter& json, const Timeline::Item& item, double ts,
         json.end_array();
         if (item.registers >= 0) json.field("registers per thread", item.registers);
         if (item.shared_memory >= 0) json.field("shared memory", item.shared_memory);
+    } else if (item.replayed && item.grid != std::array<std::int32_t, 3>{}) {
+        // The launch the replay made (CUPTI), to hold against the recorded one's.
+        json.key("grid").begin_array();
+        for (auto g : item.grid) json.value(g);
+        json.end_array();
     }
     if (item.bytes >= 0) json.field("bytes", item.bytes);
     json.field("side", item.replayed ? "replayed" : "recorded");
@@ -205,8 +210,9 @@ void write_warm_read(JsonWriter& json, const Timeline::Item& item, double ts) {
 
 void add_replayed_item(Timeline& timeline, std::string name, std::int64_t start_ns,
                        std::int64_t end_ns, std::int64_t stream, std::uint32_t node, int iteration,
-                       bool warm_read) {
+                       bool warm_read, const std::array<std::int32_t, 3>& grid) {
     Timeline::Item item;
+    item.grid = grid;
     item.name = std::move(name);
     item.stream = stream;
     item.start_us = static_cast<double>(start_ns) / 1000.0;

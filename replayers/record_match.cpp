@@ -67,14 +67,24 @@ std::vector<RecordMatch> match_records(const std::vector<ExpectedActivity>& expe
     for (const auto& r : records) kinds.push_back(record_kind(r.name));
     std::vector<bool> used(records.size(), false);
 
-    for (std::size_t i = 0; i < expected.size(); ++i)
-        for (std::size_t j = 0; j < records.size(); ++j)
-            if (!used[j] && kinds[j] == expected[i].kind && records[j].name == expected[i].name) {
-                out[i].record = j;
-                out[i].same_name = true;
-                used[j] = true;
-                break;
-            }
+    // Grids compare where both sides know theirs.
+    auto same_grid = [&](std::size_t i, std::size_t j) {
+        const auto& a = expected[i].grid;
+        const auto& b = records[j].grid;
+        return a == std::array<std::int32_t, 3>{} || b == std::array<std::int32_t, 3>{} || a == b;
+    };
+    for (bool by_grid : {true, false})
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            if (out[i].record != RecordMatch::kNone) continue;
+            for (std::size_t j = 0; j < records.size(); ++j)
+                if (!used[j] && kinds[j] == expected[i].kind &&
+                    records[j].name == expected[i].name && (!by_grid || same_grid(i, j))) {
+                    out[i].record = j;
+                    out[i].same_name = true;
+                    used[j] = true;
+                    break;
+                }
+        }
 
     for (ActivityKind kind : {ActivityKind::Kernel, ActivityKind::Memcpy, ActivityKind::Memset}) {
         std::vector<std::size_t> left, free;

@@ -487,9 +487,9 @@ void SequentialReplay::add_to_timeline(const std::vector<TimedActivity>& records
         const auto slot = static_cast<std::size_t>(r.stream);
         const std::int64_t stream = slot < streams.size() ? streams[slot].stream : r.stream;
         const auto node = node_of.find(&r);
-        add_replayed_item(timeline, r.warm_read ? "L2 warm-up read" : r.name, r.start_ns,
-                          r.end_ns, stream, node == node_of.end() ? kNoIndex : node->second,
-                          iteration, r.warm_read);
+        add_replayed_item(timeline, r.warm_read ? "L2 warm-up read" : r.name, r.start_ns, r.end_ns,
+                          stream, node == node_of.end() ? kNoIndex : node->second, iteration,
+                          r.warm_read, r.grid);
     }
 }
 

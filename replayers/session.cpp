@@ -5,6 +5,7 @@
 
 #include "replay/ncu_command.h"
 #include "replay/record_match.h"
+#include "replay/shorten.h"
 
 namespace replay::detail {
 namespace {
@@ -81,6 +82,7 @@ Session::Session(Backend& backend, const std::vector<UniqueKernel>& kernels,
         if (k.kind == ActivityKind::Kernel) report_.totals.recorded_kernel_us += k.recorded_us.sum;
         index_[k.id] = report_.kernels.size();
         report_.kernels.push_back(std::move(r));
+        recorded_grids_.push_back({k.grid[0], k.grid[1], k.grid[2]});
     }
 }
 
@@ -165,6 +167,13 @@ void Session::add_sample(std::size_t kernel, const TimedActivity& a) {
         r.replayed_names.size() < 8)
         r.replayed_names.push_back(a.name);
     if (a.per_kernel && a.name == r.name) r.name_match = true;
+    const auto& recorded = recorded_grids_[kernel];
+    constexpr std::array<std::int32_t, 3> unknown{};
+    if (a.per_kernel && a.grid != unknown && recorded != unknown && a.grid != recorded &&
+        r.replayed_grids.size() < 4 &&
+        std::find(r.replayed_grids.begin(), r.replayed_grids.end(), a.grid) ==
+            r.replayed_grids.end())
+        r.replayed_grids.push_back(a.grid);
     if (r.outcome == KernelOutcome::Pending) r.outcome = KernelOutcome::Replayed;
 }
 
@@ -201,6 +210,8 @@ Report Session::finish(const char* mode, double seconds) {
             if (k.reason.empty()) k.reason = "no timed activity came back for it";
         }
     for (const auto& n : notes_) report_.notes.push_back(n);
+    if (std::string note = other_grids_note(report_.kernels); !note.empty())
+        report_.notes.push_back(std::move(note));
     // What the backend learnt while replaying (dropped records, failed runs) is in its notes now.
     for (auto& note : backend_.environment().notes)
         if (std::find(report_.notes.begin(), report_.notes.end(), note) == report_.notes.end())
@@ -299,6 +310,31 @@ TimedActivity shared_part(const std::vector<TimedActivity>& records, const Recor
 
 }  // namespace
 
+std::string other_grids_note(const std::vector<KernelResult>& kernels) {
+    std::size_t count = 0;
+    double recorded_us = 0;
+    std::string names;
+    for (const auto& k : kernels) {
+        if (k.replayed_grids.empty()) continue;
+        ++count;
+        recorded_us += k.recorded_us.sum;
+        if (count <= 3) {
+            const auto& g = k.replayed_grids.front();
+            names += std::string(names.empty() ? "" : "; ") + shorten(k.name, 60) + " ran [" +
+                     std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " +
+                     std::to_string(g[2]) + "]";
+        }
+    }
+    if (count == 0) return {};
+    char total[32];
+    std::snprintf(total, sizeof total, "%.1f", recorded_us);
+    return std::to_string(count) + " kernel(s) (" + total +
+           " us recorded) timed by records of another launch grid than the recorded one "
+           "(replayed_grids in report.json): the library configured the launch otherwise, or the "
+           "replayed shapes are not the recorded ones; their times are of that launch. " +
+           names + (count > 3 ? "; ..." : "");
+}
+
 void attribute(Session& session, const std::vector<std::size_t>& positions,
                const std::vector<TimedActivity>& recs, const std::vector<double>& recorded_us) {
     if (positions.empty()) return;
@@ -311,7 +347,8 @@ void attribute(Session& session, const std::vector<std::size_t>& positions,
                                 k.kind == "memcpy"   ? ActivityKind::Memcpy
                                 : k.kind == "memset" ? ActivityKind::Memset
                                                      : ActivityKind::Kernel,
-                                i < recorded_us.size() ? recorded_us[i] : 0.0});
+                                i < recorded_us.size() ? recorded_us[i] : 0.0,
+                                session.recorded_grid(positions[i])});
         }
         const auto matches = match_records(expected, recs);
         for (std::size_t i = 0; i < positions.size(); ++i) {

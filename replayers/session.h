@@ -2,6 +2,7 @@
 // issues that may fail, and the attribution of timed activities to the kernels they re-create.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -39,6 +40,10 @@ class Session {
     void add_shared_sample(std::size_t kernel, const TimedActivity& part, const std::string& reason);
     // An issue of the kernel came back without a timing record of its own (record_match.h).
     void add_miss(std::size_t kernel, const std::string& reason);
+    // The kernel's recorded launch grid (zeros for copies and memsets).
+    const std::array<std::int32_t, 3>& recorded_grid(std::size_t kernel) const {
+        return recorded_grids_.at(kernel);
+    }
     // Whether the backend times each kernel apart (CUPTI): an issue without records is a miss.
     bool per_kernel_timing() const { return report_.env("timing") == "cupti"; }
 
@@ -60,6 +65,7 @@ class Session {
     DriverOptions options_;
     Report report_;
     std::unordered_map<std::string, std::size_t> index_;
+    std::vector<std::array<std::int32_t, 3>> recorded_grids_;  // by kernel index
     std::unordered_map<std::string, Prepared> prepared_;
     std::unordered_map<std::uint32_t, Prepared*> by_handle_;  // Ready work, by backend handle
     // Per handle, the kernels it was issued for (a late failure marks them).
@@ -93,6 +99,10 @@ void add_options(Report& report, const DriverOptions& options, bool unique);
 // be empty: nothing came back for the issue.
 void attribute(Session& session, const std::vector<std::size_t>& positions,
                const std::vector<TimedActivity>& records, const std::vector<double>& recorded_us);
+
+// The report's note on kernels timed by records of another launch grid than the recorded one
+// (KernelResult::replayed_grids); "" when there are none.
+std::string other_grids_note(const std::vector<KernelResult>& kernels);
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -234,9 +234,13 @@ void CUPTIAPI Collector::buffer_completed(CUcontext context, std::uint32_t strea
             case CUPTI_ACTIVITY_KIND_KERNEL:
             case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
                 const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-                activities.push_back({k->correlationId, k->streamId, k->graphNodeId,
-                                      demangled(k->name), static_cast<std::int64_t>(k->start),
-                                      static_cast<std::int64_t>(k->end)});
+                activities.push_back({k->correlationId,
+                                      k->streamId,
+                                      k->graphNodeId,
+                                      demangled(k->name),
+                                      static_cast<std::int64_t>(k->start),
+                                      static_cast<std::int64_t>(k->end),
+                                      {k->gridX, k->gridY, k->gridZ}});
                 break;
             }
             case CUPTI_ACTIVITY_KIND_MEMCPY: {

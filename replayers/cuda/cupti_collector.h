@@ -7,6 +7,7 @@
 
 #include <cupti.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -28,6 +29,7 @@ struct RawActivity {
     std::string name;
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
+    std::array<std::int32_t, 3> grid{};  // kernels
 };
 
 // The issue that added a node to a graph while it was captured.

@@ -138,7 +138,7 @@ class CuptiTimer final : public IssueTimer {
         out.reserve(delivered.activities.size());
         for (auto& a : delivered.activities) {
             if (a.name.find(kClockKernelPrefix) != std::string::npos) continue;  // pacing
-            TimedActivity t{0, std::move(a.name), a.start_ns, a.end_ns, 0, true, false};
+            TimedActivity t{0, std::move(a.name), a.start_ns, a.end_ns, 0, true, false, a.grid};
             const auto stream = stream_index_.find(a.stream_id);
             if (a.graph_node != 0) {
                 const auto owner = c.owner_of_node(a.graph_node);

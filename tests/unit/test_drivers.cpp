@@ -286,6 +286,8 @@ class FakeBackend : public replay::Backend {
     // Per instance key: the activities one issue produces (name, ns); without an entry, one
     // whole-issue record of 1000 ns x (handle + 1).
     std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> per_kernel;
+    // The launch grid of per-kernel records by name (zeros: not known, as before).
+    std::map<std::string, std::array<std::int32_t, 3>> grid_of;
     std::set<std::string> skip;        // instance keys whose prepare says Skipped
     std::set<std::string> fail_issue;  // instance keys whose issue throws
     // In a worker process (worker_backend.h): instance keys whose issue kills the process, as
@@ -539,6 +541,8 @@ class FakeBackend : public replay::Backend {
         a.stream = stream;
         a.per_kernel = per_kernel_record;
         a.warm_read = warm;
+        if (auto g = grid_of.find(name); g != grid_of.end() && per_kernel_record)
+            a.grid = g->second;
         clock_ += ns + 500;
         pending_.push_back(a);
     }
@@ -883,6 +887,27 @@ TEST(Drivers, PerKernelRecordsAreMatchedByName) {
     EXPECT_EQ(gemm_k.samples_us, (std::vector<double>{20.0, 20.0}));
     EXPECT_TRUE(gemm_k.name_match);
     EXPECT_EQ(kernel_named(r, "splitk_reduce").samples_us, (std::vector<double>{2.0, 2.0}));
+}
+
+TEST(Drivers, ARecordOfAnotherGridIsNamedInTheKernelAndTheNotes) {
+    auto a = unique_trace();
+    FakeBackend b;
+    for (auto storage : {10, 11})
+        b.per_kernel[gemm(storage).instance_key()] = {{"splitk_reduce", 2000}, {"gemm_k", 20000}};
+    b.grid_of["gemm_k"] = {64, 2, 1};        // the recording launched [1, 1, 1]
+    b.grid_of["splitk_reduce"] = {1, 1, 1};  // as recorded
+    const replay::Report r =
+        replay::replay_unique(*a, b, unique_options(replay::Context::None, 0, 2));
+    const auto& gemm_k = kernel_named(r, "gemm_k");
+    EXPECT_EQ(gemm_k.outcome, KernelOutcome::Replayed);
+    EXPECT_EQ(gemm_k.replayed_grids, (std::vector<std::array<std::int32_t, 3>>{{64, 2, 1}}));
+    EXPECT_TRUE(kernel_named(r, "splitk_reduce").replayed_grids.empty());
+    const auto note = std::find_if(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+        return n.find("another launch grid") != std::string::npos;
+    });
+    ASSERT_NE(note, r.notes.end());
+    EXPECT_NE(note->find("1 kernel(s)"), std::string::npos) << *note;
+    EXPECT_NE(note->find("gemm_k ran [64, 2, 1]"), std::string::npos) << *note;
 }
 
 TEST(Drivers, AnIssueThatRanOtherKernelsSharesTheirTimeByRecordedDurations) {

@@ -119,6 +119,33 @@ TEST(RecordMatch, NamesDecideBeforeOrderAndLeftoversPairOneToOne) {
     EXPECT_FALSE(m[2].same_name);
 }
 
+// A convolution converts its input and then its weights with one kernel (cuDNN's nchwToNhwc),
+// 35.9 and 1.7 us recorded. Records of one name pair by launch grid before order, whatever order
+// they came back in; a record of another grid still times a kernel of its name, last.
+TEST(RecordMatch, OneKernelNameTwiceInAnIssuePairsByGrid) {
+    const std::string convert = "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16>";
+    const std::vector<ExpectedActivity> expected = {
+        {convert, ActivityKind::Kernel, 35.9, {1568, 1, 16}},
+        {convert, ActivityKind::Kernel, 1.7, {2, 1, 64}}};
+    auto recs = records({convert, convert});
+    recs[0].grid = {2, 1, 64};
+    recs[1].grid = {1568, 1, 16};
+    auto m = replay::match_records(expected, recs);
+    EXPECT_EQ(m[0].record, 1u);
+    EXPECT_EQ(m[1].record, 0u);
+    EXPECT_TRUE(m[0].same_name && m[1].same_name);
+    // One record of the input's grid, one of neither: the grid pairs first, the name the rest.
+    recs[0].grid = {8, 1, 64};
+    m = replay::match_records(expected, recs);
+    EXPECT_EQ(m[0].record, 1u);
+    EXPECT_EQ(m[1].record, 0u);
+    // A backend without grids (zeros): order decides, as before.
+    for (auto& r : recs) r.grid = {};
+    m = replay::match_records(expected, recs);
+    EXPECT_EQ(m[0].record, 0u);
+    EXPECT_EQ(m[1].record, 1u);
+}
+
 TEST(RecordMatch, AKernelRecordNeverTimesACopy) {
     const auto m = replay::match_records({{"Memset (Device)", ActivityKind::Memset}},
                                          records({"fill_kernel"}));

@@ -221,6 +221,7 @@ TEST(Report, JsonRoundTrip) {
     r.kernels[0].samples_us = {11.000000000000002, 10.9,
                                11.123456789};  // exact digits must survive
     r.kernels[2].name = "tab\there, \\backslash and \xce\xbc unicode";
+    r.kernels[1].replayed_grids = {{1568, 1, 16}, {2, 1, 64}};
     replay::finalize_report(r);
     std::ostringstream first;
     replay::write_report_json(first, r);
@@ -268,6 +269,7 @@ TEST(Report, JsonRoundTrip) {
         expect_same_double(b.error_pct, a.error_pct);
         EXPECT_EQ(b.replayed_names, a.replayed_names);
         EXPECT_EQ(b.name_match, a.name_match);
+        EXPECT_EQ(b.replayed_grids, a.replayed_grids);
         expect_same_double(b.gflops_per_s, a.gflops_per_s);
         expect_same_double(b.gb_per_s, a.gb_per_s);
         EXPECT_EQ(b.flops, a.flops);

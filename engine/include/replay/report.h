@@ -3,6 +3,7 @@
 // read back by regress/compare.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -83,6 +84,9 @@ struct KernelResult {
     std::vector<ValueGroup> recorded_groups, replayed_groups;
     std::vector<std::string> replayed_names;  // kernel names the replay produced for it
     bool name_match = false;                  // a replayed name equals the recorded one
+    // The launch grids of its timing records that differ from the recorded grid (at most 4):
+    // the library configured the launch otherwise, or the replayed shapes are not the recorded.
+    std::vector<std::array<std::int32_t, 3>> replayed_grids;
     // Roofline: the work of one instance (recorded_result(), from the recipe) and, once
     // replayed, the rates at the replayed median and their share of the device's peaks
     // (roofline.h; NaN where the report's environment has no peak, as on the cpu backend).

@@ -72,10 +72,10 @@ struct Timeline {
 
 // Appends a replayed activity of `iteration` as the backend timed it (its clock, nanoseconds), on
 // the recorded stream `stream`, for the recorded graph node it re-creates (kNoIndex when not
-// known, and for a warm-up read).
+// known, and for a warm-up read), with the launch grid of its record (zeros: not known).
 void add_replayed_item(Timeline& timeline, std::string name, std::int64_t start_ns,
                        std::int64_t end_ns, std::int64_t stream, std::uint32_t node, int iteration,
-                       bool warm_read);
+                       bool warm_read, const std::array<std::int32_t, 3>& grid = {});
 
 // Shifts each replayed iteration's items already in `timeline` to start at 0 and appends every
 // recorded activity of `graph` with its launch, shifted so that the recorded side starts at 0 too.

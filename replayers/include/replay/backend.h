@@ -2,6 +2,7 @@
 // unique) prepare recipes once, then issue them on streams; backends report what ran and when.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,6 +38,8 @@ struct TimedActivity {
     std::int64_t stream = 0;  // the driver's stream index
     bool per_kernel = false;  // true: one record per kernel (CUPTI); false: whole issue
     bool warm_read = false;   // an L2 warm-up read of warm_inputs(), not the work itself
+    // A kernel record's launch grid (CUPTI); zeros where the backend does not know it.
+    std::array<std::int32_t, 3> grid{};
 };
 
 // Sequential mode's phases. Plan: recipes are prepared, streams made, graphs captured, and the

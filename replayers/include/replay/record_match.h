@@ -10,7 +10,9 @@
 // reason, never a sample of something else.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@ struct ExpectedActivity {
     std::string name;
     ActivityKind kind = ActivityKind::Kernel;
     double recorded_us = 0;  // its recorded duration: its share of a shared timing
+    std::array<std::int32_t, 3> grid{};  // its recorded launch grid; zeros: not known
 };
 
 struct RecordMatch {
@@ -42,7 +45,9 @@ struct RecordMatch {
 ActivityKind record_kind(const std::string& name);
 
 // One match per expected activity, for per-kernel records (TimedActivity::per_kernel) of one
-// issue in start order. Same kind and name first; then, per kind, the records left are paired in
+// issue in start order. Same kind, name and launch grid first (an op that launches one kernel
+// twice, a convolution converting its input and then its weights, is told apart by the grids),
+// then same kind and name; then, per kind, the records left are paired in
 // order with the activities left when their counts agree (another kernel name: reported as a
 // mismatch); when they disagree, memcpys and memsets still pair in order, and the kernels share
 // the kernel records when none of the issue's kernels matched by name, else miss.
