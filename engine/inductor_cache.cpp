@@ -310,6 +310,9 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     // (`xnumel`) or a seed offset as an argument the kernel was specialised on; the PTX entry
     // does not take them.
     std::map<std::string, std::vector<bool>> constant_at;
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> file_params;
+    std::map<std::string, std::set<std::string>> file_positive;
+    const std::size_t file = cache.files++;
     for (std::sregex_iterator it(text.begin(), text.end(), jit_def), end; it != end; ++it) {
         const std::string name = (*it)[1].str();
         const std::string before = text.substr(0, static_cast<std::size_t>(it->position()));
@@ -335,16 +338,23 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
             params.emplace_back(unquote(entry.substr(0, colon)), type);
             if (type.starts_with("*")) pointers.push_back(params.back().first);
         }
-        cache.signatures.try_emplace(name, std::move(params));
         // The kernel's body: from its `def` to the end of the source string it is in.
         const auto body_start = static_cast<std::size_t>(it->position() + it->length());
         const std::size_t body_end = text.find("'''", body_start);
-        cache.positive.try_emplace(
-            name, positive_arguments(
-                      std::string_view(text).substr(body_start, body_end - body_start), pointers));
+        const std::set<std::string> positive = positive_arguments(
+            std::string_view(text).substr(body_start, body_end - body_start), pointers);
+        file_params[name] = params;
+        file_positive[name] = positive;
+        cache.signatures.try_emplace(name, std::move(params));
+        cache.positive.try_emplace(name, positive);
     }
     for (std::size_t c = first_call; c < cache.calls.size(); ++c) {
         TritonCallSite& site = cache.calls[c];
+        site.file = file;
+        if (const auto p = file_params.find(site.kernel); p != file_params.end()) {
+            site.params = p->second;
+            site.positive = file_positive[site.kernel];
+        }
         const auto constants = constant_at.find(site.kernel);
         if (constants == constant_at.end()) continue;
         std::vector<CallArgument> runtime;
@@ -412,6 +422,20 @@ InductorCache read_inductor_cache(const std::string& path) {
     return cache;
 }
 
+namespace {
+
+// Whether a call site's arguments fit a compiled variant's PTX entry: a pointer for each buffer,
+// a number for each integer, and only pointers (Triton's scratch) after them.
+bool fits(const TritonCallSite& site, const TritonVariant& v) {
+    if (v.params.size() < site.args.size()) return false;
+    for (std::size_t i = 0; i < v.params.size(); ++i)
+        if (v.params[i].pointer != (i < site.args.size() ? !site.args[i].buffer.empty() : true))
+            return false;
+    return true;
+}
+
+}  // namespace
+
 InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipes,
                                    const InductorCache& cache) {
     InductorStats stats;
@@ -437,23 +461,48 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                  " threads per block in the Inductor cache " + cache.source);
             continue;
         }
-        std::vector<const TritonCallSite*> sites;
+        std::vector<const TritonCallSite*> all_sites;
         for (const auto& c : cache.calls)
-            if (c.kernel == name) sites.push_back(&c);
-        if (sites.empty()) {
+            if (c.kernel == name) all_sites.push_back(&c);
+        if (all_sites.empty()) {
             fail("Triton kernel " + name + ": no call site in the Inductor cache's wrapper code");
             continue;
         }
+        // Two compiled graphs may each define a kernel of this name with other arguments: the
+        // call sites of the wrapper files whose calls fit a variant of the recorded block are
+        // the candidates (all of them when none fits, for the reason below).
+        std::set<std::size_t> fitting_files;
+        for (const TritonCallSite* c : all_sites)
+            for (const TritonVariant* v : variants)
+                if (fits(*c, *v)) fitting_files.insert(c->file);
+        std::vector<const TritonCallSite*> sites;
+        for (const TritonCallSite* c : all_sites)
+            if (fitting_files.empty() || fitting_files.count(c->file)) sites.push_back(c);
         // The wrapper runs once per step: the k-th launch is the k-th call site, step after step.
         const TritonCallSite& site = *sites[launch % sites.size()];
-        const TritonVariant& v = *variants.front();
+        const TritonVariant* fitting = variants.front();
+        for (const TritonVariant* v : variants)
+            if (fits(site, *v)) {
+                fitting = v;
+                break;
+            }
+        const TritonVariant& v = *fitting;
         if (v.params.size() < site.args.size()) {
             fail("Triton kernel " + name + ": its PTX entry takes " +
                  std::to_string(v.params.size()) + " parameters, the call site passes " +
                  std::to_string(site.args.size()));
             continue;
         }
-        const auto sig = cache.signatures.find(name);
+        const std::vector<std::pair<std::string, std::string>>* sig = nullptr;
+        const std::set<std::string>* positive = nullptr;
+        if (!site.params.empty()) {
+            sig = &site.params;
+            positive = &site.positive;
+        } else if (const auto s = cache.signatures.find(name); s != cache.signatures.end()) {
+            sig = &s->second;
+            if (const auto p = cache.positive.find(name); p != cache.positive.end())
+                positive = &p->second;
+        }
         TritonRecipe t;
         t.kernel = name;
         t.variant = v.hash;
@@ -484,11 +533,10 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                     arg.buffer = c.buffer;
                     arg.graph_input =
                         c.buffer.starts_with("arg") || c.buffer.starts_with("primals");
-                    if (sig != cache.signatures.end() && i < sig->second.size()) {
-                        const auto& [param, type] = sig->second[i];
+                    if (sig != nullptr && i < sig->size()) {
+                        const auto& [param, type] = (*sig)[i];
                         arg.read = param.starts_with("in_ptr") || param.starts_with("in_out_ptr");
-                        if (const auto p = cache.positive.find(name); p != cache.positive.end())
-                            arg.positive = p->second.count(param) > 0;
+                        arg.positive = positive != nullptr && positive->count(param) > 0;
                         if (type.starts_with("*")) arg.dtype = dtype_of_triton(type.substr(1));
                     }
                     const WrapperBuffer& b = c.size;

@@ -219,6 +219,28 @@ TEST(InductorCache, ACompiledTrainingStepHasARecipeForEveryTritonLaunch) {
     }
 }
 
+// A compiled decode step: the cache holds the prefill's graph and the decode's, and both define
+// triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_15, with 6 pointers and 2 numbers
+// in one and 7 pointers and 1 number in the other. Each launch takes the call sites of the
+// wrapper file whose calls fit a variant of its block, and that file's signature.
+TEST(InductorCache, TwoGraphsThatDefineOneKernelNameOtherwiseEachKeepTheirOwn) {
+    const auto a = compiled("qwen2_decode_compiled");
+    EXPECT_DOUBLE_EQ(a->coverage, 1.0);
+    bool seen = false;
+    for (const auto& k : a->kernels) {
+        if (k.name != "triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_15") continue;
+        seen = true;
+        ASSERT_EQ(k.recipe.tier, replay::Tier::Triton) << k.recipe.reason;
+        const auto& t = std::get<replay::TritonRecipe>(k.recipe.detail);
+        ASSERT_EQ(t.args.size(), 10u);  // 7 pointers, r0_numel, 2 scratch pointers
+        for (std::size_t i = 0; i < 7; ++i) EXPECT_TRUE(t.args[i].pointer) << i;
+        EXPECT_FALSE(t.args[7].pointer);
+        EXPECT_EQ(t.args[7].value, 896);
+        EXPECT_FALSE(t.args[6].read);  // out_ptr1 of the decode graph's signature
+    }
+    EXPECT_TRUE(seen);
+}
+
 TEST(InductorCache, AFolderReadsLikeItsTar) {
     const auto dir = std::filesystem::temp_directory_path() /
                      ("replay_inductor_" + std::to_string(::getpid()));

@@ -71,6 +71,12 @@ struct CallArgument {
 struct TritonCallSite {
     std::string kernel;
     std::vector<CallArgument> args;
+    // The wrapper file it is in (in the order read), and the kernel as that file defines it: two
+    // compiled graphs (a prefill's and a decode's) may each define a kernel of the same name
+    // with other arguments. Empty when the file does not define it (InductorCache's then).
+    std::size_t file = 0;
+    std::vector<std::pair<std::string, std::string>> params;
+    std::set<std::string> positive;
 };
 
 struct InductorCache {
@@ -84,6 +90,7 @@ struct InductorCache {
     // Per kernel, its pointer arguments whose values reach a square root or a logarithm
     // (positive_arguments): a variance, a scale.
     std::map<std::string, std::set<std::string>> positive;
+    std::size_t files = 0;  // wrapper files read
     // Variants of `kernel` that run with `block_threads` threads per block, preferred first.
     std::vector<const TritonVariant*> variants_of(std::string_view kernel, int block_threads) const;
 };
