@@ -96,6 +96,10 @@ def parse_args():
                    help="capture the step in a CUDA graph once and profile its replay")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the model (Inductor; keeps its cache in PREFIX.inductor.tar.gz)")
+    p.add_argument("--compile-mode", default=None,
+                   choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+                   help="torch.compile's mode (implies --compile): reduce-overhead runs the compiled "
+                        "step as CUDA graphs, max-autotune picks Triton GEMM templates too")
     p.add_argument("--et", action="store_true", help="also record a PyTorch Execution Trace")
     p.add_argument("--no-record-shapes", action="store_true", help="profile without record_shapes")
     p.add_argument("--steps", type=int, default=1, help="profiled steps, each a ProfilerStep#N range (default 1)")
@@ -119,6 +123,8 @@ def parse_args():
     if a.mode == "train" and a.cuda_graph:
         p.error("--cuda-graph captures inference or decode steps")
     a.out = a.out or os.path.join("traces", f"{a.model}_{a.mode}")
+    if a.compile_mode is not None:
+        a.compile = True
     return a
 
 
@@ -213,7 +219,7 @@ def make_step(args, torch, device):
     train = args.mode == "train"
     model = model.to(device, dtype=torch.float32 if train else dtype).train(train)
     if args.compile:
-        model = torch.compile(model)
+        model = torch.compile(model, mode=args.compile_mode)
     float_dtype = torch.float32 if train else dtype
     if vocab is None:
         x = torch.randn(args.batch, args.seq, args.hidden, device=device, dtype=float_dtype)
@@ -373,6 +379,7 @@ def main():
     timing = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(),
               "model": args.model, "mode": args.mode, "dtype": args.dtype, "batch": args.batch,
               "seq": args.seq, "cuda_graph": args.cuda_graph, "compile": args.compile,
+              "compile_mode": args.compile_mode,
               "median_us": median_us, "host_median_us": host_us, "runs": args.runs}
     if args.energy_seconds > 0:
         timing.update(measure_energy(step, args.energy_seconds, torch))

@@ -49,8 +49,12 @@ for name in "${captured[@]}"; do
   [ -f "$trace" ] || continue
   extra=()
   case "$name" in
+    *_compiled_graph)  # torch.compile's reduce-overhead: Triton kernels and others in CUDA graphs
+      eager="$captures/${name%_compiled_graph}.json.gz"
+      [ -f "$eager" ] || eager="traces/h200/${name%_compiled_graph}.json.gz"
+      extra=(--inductor-cache "$captures/$name.inductor.tar.gz" --recipes "$eager") ;;
     *_graph) extra=(--recipes "$captures/${name%_graph}.json.gz") ;;
-    *_compiled) extra=(--inductor-cache "$captures/$name.inductor.tar.gz") ;;
+    *_compiled | *_compiled_*) extra=(--inductor-cache "$captures/$name.inductor.tar.gz") ;;
   esac
   for mode in sequential unique; do
     late && { echo "DEADLINE: no $mode replay of $name"; break 2; }
