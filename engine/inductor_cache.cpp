@@ -257,6 +257,9 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     static const std::regex call(R"((triton_\w+)\.run\(([^)]*)\))");
     static const std::regex signature(R"('signature': \{([^}]*)\})");
     static const std::regex jit_def(R"(@triton\.jit\s*\ndef (\w+)\()");
+    // A template's (or a user kernel's) fixed grid, passed after the kernel's own arguments:
+    // 'extra_launcher_args': ['_grid_0', '_grid_1', '_grid_2']
+    static const std::regex launcher_args(R"('extra_launcher_args': \[([^\]]*)\])");
 
     // Buffers of this file: each graph's wrapper (forward, backward, ...) names its own buf0.
     std::map<std::string, WrapperBuffer> buffers;
@@ -310,17 +313,28 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     // (`xnumel`) or a seed offset as an argument the kernel was specialised on; the PTX entry
     // does not take them.
     std::map<std::string, std::vector<bool>> constant_at;
+    std::map<std::string, std::size_t> launcher_extra;  // trailing call arguments that are the grid
     std::map<std::string, std::vector<std::pair<std::string, std::string>>> file_params;
     std::map<std::string, std::set<std::string>> file_positive;
     const std::size_t file = cache.files++;
     for (std::sregex_iterator it(text.begin(), text.end(), jit_def), end; it != end; ++it) {
         const std::string name = (*it)[1].str();
-        const std::string before = text.substr(0, static_cast<std::size_t>(it->position()));
-        std::smatch sig;
+        // Its decorator: from the source string the definition is in (''') to the `def`.
+        const auto def_at = static_cast<std::size_t>(it->position());
+        const std::size_t quote = text.rfind("'''", def_at);
+        const std::size_t from = quote == std::string::npos ? 0 : quote;
+        const std::string before = text.substr(from, def_at - from);
         std::string last;
         for (std::sregex_iterator s(before.begin(), before.end(), signature), e; s != e; ++s)
             last = (*s)[1].str();
         if (last.empty()) continue;
+        std::smatch extra;
+        if (std::regex_search(before, extra, launcher_args)) {
+            const std::string names = extra[1].str();  // split() returns views into it
+            std::size_t n = 0;
+            for (auto entry : split(names, ',')) n += !trim(entry).empty();
+            launcher_extra[name] = n;
+        }
         std::vector<std::pair<std::string, std::string>> params;
         std::vector<std::string> pointers;
         std::vector<bool>& constants = constant_at[name];
@@ -355,6 +369,10 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
             site.params = p->second;
             site.positive = file_positive[site.kernel];
         }
+        // Triton's launcher takes the grid off the end before calling the kernel.
+        if (const auto e = launcher_extra.find(site.kernel);
+            e != launcher_extra.end() && e->second <= site.args.size())
+            site.args.resize(site.args.size() - e->second);
         const auto constants = constant_at.find(site.kernel);
         if (constants == constant_at.end()) continue;
         std::vector<CallArgument> runtime;

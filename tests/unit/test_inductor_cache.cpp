@@ -111,6 +111,48 @@ TEST(InductorCache, BufferSizesFollowAllocationsAliasesAndInputs) {
     EXPECT_EQ(cache.calls[0].args[3].value, 16384);
 }
 
+// max-autotune's Triton GEMM templates (and user kernels) run on a fixed grid that the wrapper
+// passes after the kernel's arguments ('extra_launcher_args'); Triton's launcher takes it off
+// before the call, as the PTX entry has no such parameters. A pointwise kernel of the same file
+// keeps all of its arguments.
+TEST(InductorCache, ATemplatesFixedGridIsNoKernelArgument) {
+    replay::InductorCache cache;
+    replay::parse_wrapper_code(R"PY(
+triton_tem_fused_addmm_t_view_2 = async_compile.triton('triton_tem_fused_addmm_t_view_2', '''
+@triton_heuristics.template(
+    num_stages=3, num_warps=4,
+    triton_meta={'signature': {'in_ptr0': '*fp16', 'arg_A': '*fp16', 'arg_B': '*fp16', 'out_ptr0': '*fp16'}, 'device': DeviceProperties(type='cuda', index=0), 'constants': {}},
+    inductor_meta={'kernel_name': 'triton_tem_fused_addmm_t_view_2', 'grid_type': 'FixedGrid', 'fixed_grid': ['_grid_0', '_grid_1', '_grid_2'], 'extra_launcher_args': ['_grid_0', '_grid_1', '_grid_2'], 'config_args': {'BLOCK_M': 64}},
+)
+@triton.jit
+def triton_tem_fused_addmm_t_view_2(in_ptr0, arg_A, arg_B, out_ptr0):
+    BLOCK_M : tl.constexpr = 64
+    tmp0 = tl.load(in_ptr0 + (x0))
+''', device_str='cuda')
+triton_poi_fused_gelu_view_3 = async_compile.triton('triton_poi_fused_gelu_view_3', '''
+@triton_heuristics.pointwise(
+    size_hints={'x': 4194304},
+    triton_meta={'signature': {'in_out_ptr0': '*fp16', 'xnumel': 'i32', 'XBLOCK': 'constexpr'}, 'constants': {}},
+    inductor_meta={'grid_type': 'Grid1D', 'kernel_name': 'triton_poi_fused_gelu_view_3'},
+)
+@triton.jit
+def triton_poi_fused_gelu_view_3(in_out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    tmp0 = tl.load(in_out_ptr0 + (x0))
+''', device_str='cuda')
+        buf2 = empty_strided_cuda((1024, 3072), (3072, 1), torch.float16)
+        triton_tem_fused_addmm_t_view_2.run(arg1_1, buf0, arg0_1, buf2, 48, 1, 1, stream=stream0)
+        triton_poi_fused_gelu_view_3.run(buf2, 3145728, stream=stream0)
+)PY",
+                               cache);
+    ASSERT_EQ(cache.calls.size(), 2u);
+    EXPECT_EQ(cache.calls[0].kernel, "triton_tem_fused_addmm_t_view_2");
+    ASSERT_EQ(cache.calls[0].args.size(), 4u);
+    for (const auto& a : cache.calls[0].args) EXPECT_FALSE(a.buffer.empty());
+    EXPECT_EQ(cache.calls[0].params.size(), 4u);
+    ASSERT_EQ(cache.calls[1].args.size(), 2u);
+    EXPECT_EQ(cache.calls[1].args[1].value, 3145728);
+}
+
 TEST(InductorCache, TheCompiledMlpsTritonKernelsGetTierTriton) {
     replay::AnalysisOptions o;
     o.trace_path = trace_path("h200/mlp_compiled.json.gz");
