@@ -5,7 +5,8 @@
 # CUDA-graph decode with --recipes from its eager capture and the compiled model with its
 # --inductor-cache. Prints scripts/report_table.py's line per run and the largest reasons for
 # what was not replayed; OUT_DIR gets the reports and logs
-# (unseen_reports.tar.gz) and the captures (unseen_captures.tar.gz).
+# (unseen_reports.tar.gz) and the captures, one archive each (unseen_capture_<name>.tar.gz: the
+# device tool brings back files of 16 MiB at most, and a max-autotune Inductor cache is larger).
 #
 # Usage: scripts/gpu_unseen.sh OUT_DIR [names...]   (gpu_capture_set.sh names; default below)
 #   SKIP_BUILD=1 reuses build-gpu; DEADLINE (epoch seconds): no capture or replay starts after it
@@ -92,6 +93,10 @@ done
 # Two archives (the device tool brings back files of 16 MiB at most): the reports and logs, and
 # the captures with what replays them.
 tar -C "$work" -czf "$out/unseen_reports.tar.gz" --exclude=replay_trace.json --exclude=kernels.csv replays
-[ -z "${TRACE_DIR:-}" ] &&
-  tar -C "$captures" -czf "$out/unseen_captures.tar.gz" --exclude='*.inductor' --exclude='*.log' .
+if [ -z "${TRACE_DIR:-}" ]; then
+  for name in "${captured[@]}"; do
+    (cd "$captures" && ls -d "$name".* 2>/dev/null | grep -v -e '\.inductor$' -e '\.log$' |
+       tar -czf "$out/unseen_capture_$name.tar.gz" -T -)
+  done
+fi
 ls -la "$out"/unseen_*.tar.gz
