@@ -31,6 +31,7 @@ Examples:
   python3 examples/capture_trace.py --model llama --mode decode --out /tmp/llama_decode
   python3 examples/capture_trace.py --model llama --mode decode --cuda-graph --out /tmp/llama_graph
   python3 examples/capture_trace.py --model mlp --compile --out /tmp/mlp_compiled
+  python3 examples/capture_trace.py --model bert --compile-mode max-autotune-no-cudagraphs  # Triton GEMMs
   python3 examples/capture_trace.py --model gpt2 --et            # train step with an Execution Trace
 """
 import argparse
