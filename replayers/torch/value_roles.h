@@ -1,6 +1,7 @@
-// What the values of an op's integer, mask and divisor tensors mean, so that synthesized inputs
-// stay valid: an index into a dimension of another argument, the offsets or sizes of groups that
-// split a dimension, a divisor, a mask the op writes through. Learnt from the op's schema (argument
+// What the values of an op's integer, mask, divisor and variance-like tensors mean, so that
+// synthesized inputs stay valid: an index into a dimension of another argument, the offsets or
+// sizes of groups that split a dimension, a divisor, a mask the op writes through, what the op
+// takes the square root or the logarithm of. Learnt from the op's schema (argument
 // names, `dim` arguments, `Tensor?[] indices` against `self`'s leading dimensions) and, for what a
 // schema cannot say, from one table (value_roles.cpp). Random data in an index tensor is an index
 // out of range: on a GPU a device-side assert that poisons the CUDA context for every later op.
