@@ -121,7 +121,7 @@ std::string json_string(std::string_view json, std::string_view key) {
 using Files = std::map<std::string, std::string>;  // relative path -> content
 
 bool wanted(const std::string& path) {
-    for (const char* ext : {".cubin", ".ptx", ".json", ".py", ".best_config"})
+    for (const char* ext : {".cubin", ".ptx", ".ttir", ".json", ".py", ".best_config"})
         if (path.ends_with(ext)) return true;
     return false;
 }
@@ -196,6 +196,16 @@ std::string folder_of(const std::string& path) {
 std::string base_of(const std::string& path) {
     const auto slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The extent of a Triton IR's `tt.make_range {end = N : i32, start = 0 : i32}` when all of its
+// ranges have one (a 1-D kernel's XBLOCK); 0 otherwise.
+std::int64_t single_range_extent(const std::string& ttir) {
+    static const std::regex range(R"(make_range \{end = (\d+))");
+    std::set<std::int64_t> ends;
+    for (std::sregex_iterator it(ttir.begin(), ttir.end(), range), e; it != e; ++it)
+        ends.insert(std::stoll((*it)[1].str()));
+    return ends.size() == 1 ? *ends.begin() : 0;
 }
 
 }  // namespace
@@ -423,6 +433,8 @@ InductorCache read_inductor_cache(const std::string& path) {
         const auto ptx = files.find(stem + ".ptx");
         if (cubin == files.end() || ptx == files.end()) continue;
         v.cubin = cubin->second;
+        if (const auto ttir = files.find(stem + ".ttir"); ttir != files.end())
+            v.block = single_range_extent(ttir->second);
         for (const auto& e : parse_ptx_entries(ptx->second, path + ":" + ptx->first))
             if (e.name == v.name) v.params = e.params;
         v.num_warps = static_cast<int>(json_number(content, "num_warps").value_or(0));
@@ -450,6 +462,24 @@ bool fits(const TritonCallSite& site, const TritonVariant& v) {
         if (v.params[i].pointer != (i < site.args.size() ? !site.args[i].buffer.empty() : true))
             return false;
     return true;
+}
+
+// Among `fitting` variants (preferred first), the first whose block covers a 1-D launch's
+// elements in the recorded grid, ceil(xnumel / XBLOCK) programs; nullptr when none tells. The
+// autotuner compiles variants of one warp count that differ in XBLOCK: another one's programs
+// would each take another share of the elements (more work, or reads past the buffers).
+const TritonVariant* covering(const std::vector<const TritonVariant*>& fitting,
+                              const TritonCallSite& site,
+                              const std::vector<std::pair<std::string, std::string>>* sig,
+                              const GpuActivity& a) {
+    if (sig == nullptr || a.grid[1] > 1 || a.grid[2] > 1) return nullptr;
+    std::int64_t xnumel = 0;
+    for (std::size_t i = 0; i < sig->size() && i < site.args.size(); ++i)
+        if ((*sig)[i].first == "xnumel" && site.args[i].buffer.empty()) xnumel = site.args[i].value;
+    if (xnumel <= 0) return nullptr;
+    for (const TritonVariant* v : fitting)
+        if (v->block > 0 && (xnumel + v->block - 1) / v->block == a.grid[0]) return v;
+    return nullptr;
 }
 
 }  // namespace
@@ -498,19 +528,6 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
             if (fitting_files.empty() || fitting_files.count(c->file)) sites.push_back(c);
         // The wrapper runs once per step: the k-th launch is the k-th call site, step after step.
         const TritonCallSite& site = *sites[launch % sites.size()];
-        const TritonVariant* fitting = variants.front();
-        for (const TritonVariant* v : variants)
-            if (fits(site, *v)) {
-                fitting = v;
-                break;
-            }
-        const TritonVariant& v = *fitting;
-        if (v.params.size() < site.args.size()) {
-            fail("Triton kernel " + name + ": its PTX entry takes " +
-                 std::to_string(v.params.size()) + " parameters, the call site passes " +
-                 std::to_string(site.args.size()));
-            continue;
-        }
         const std::vector<std::pair<std::string, std::string>>* sig = nullptr;
         const std::set<std::string>* positive = nullptr;
         if (!site.params.empty()) {
@@ -520,6 +537,18 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
             sig = &s->second;
             if (const auto p = cache.positive.find(name); p != cache.positive.end())
                 positive = &p->second;
+        }
+        std::vector<const TritonVariant*> fitting;
+        for (const TritonVariant* v : variants)
+            if (fits(site, *v)) fitting.push_back(v);
+        if (fitting.empty()) fitting.push_back(variants.front());
+        const TritonVariant* chosen = covering(fitting, site, sig, a);
+        const TritonVariant& v = chosen != nullptr ? *chosen : *fitting.front();
+        if (v.params.size() < site.args.size()) {
+            fail("Triton kernel " + name + ": its PTX entry takes " +
+                 std::to_string(v.params.size()) + " parameters, the call site passes " +
+                 std::to_string(site.args.size()));
+            continue;
         }
         TritonRecipe t;
         t.kernel = name;

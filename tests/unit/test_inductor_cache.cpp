@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -293,6 +295,57 @@ TEST(InductorCache, AFolderReadsLikeItsTar) {
     EXPECT_EQ(cache.variants.size(), 2u);
     EXPECT_EQ(cache.variants_of(kKernel, 128).size(), 1u);
     std::filesystem::remove_all(dir);
+}
+
+// The autotuner compiles variants of one warp count that differ in XBLOCK; the one whose block
+// covers the launch's elements in the recorded grid is taken, even over the autotuner's pick
+// (here a doctored copy of the right variant with twice its XBLOCK, named by a .best_config and
+// listed first).
+TEST(InductorCache, TheVariantWhoseBlockCoversTheRecordedGridIsTaken) {
+    namespace fs = std::filesystem;
+    const auto dir = fs::temp_directory_path() / ("replay_variants_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string cmd =
+        "tar xzf " + trace_path("h200/resnet_compiled.inductor.tar.gz") + " -C " + dir.string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    const fs::path root = dir / "resnet_compiled.inductor";
+    const std::string kernel = "triton_poi_fused__native_batch_norm_legit_no_training_add_relu_6";
+    auto analyze_with = [&](const fs::path& cache) {
+        replay::AnalysisOptions o;
+        o.trace_path = trace_path("h200/resnet_compiled.json.gz");
+        o.inductor_cache = cache.string();
+        return replay::analyze(o);
+    };
+    auto chosen = [&](const replay::Analysis& a) {
+        for (const auto& k : a.kernels)
+            if (k.name == kernel) return std::get<replay::TritonRecipe>(k.recipe.detail).variant;
+        return std::string();
+    };
+    const std::string right = chosen(*analyze_with(root));
+    ASSERT_FALSE(right.empty());
+    const auto cache = replay::read_inductor_cache(root.string());
+    for (const auto& v : cache.variants) {
+        if (v.name == kernel) {
+            EXPECT_TRUE(v.block == 512 || v.block == 1024) << v.block;
+        }
+    }
+    // The doctored variant: the same image and warps, its IR saying XBLOCK is twice as large.
+    const fs::path fake = root / "triton" / "AADOCTOREDVARIANT";
+    fs::copy(root / "triton" / right, fake);
+    const fs::path ttir = fake / (kernel + ".ttir");
+    std::ifstream in(ttir);
+    std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    for (const char* block : {"512", "1024"}) {
+        const std::string from = std::string("make_range {end = ") + block + " ";
+        for (auto at = ir.find(from); at != std::string::npos; at = ir.find(from, at + 1))
+            ir.replace(at, from.size(),
+                       "make_range {end = " + std::to_string(2 * std::stoll(block)) + " ");
+    }
+    std::ofstream(ttir) << ir;
+    std::ofstream(root / "zz.best_config") << R"({"triton_cache_hash": "AADOCTOREDVARIANT"})";
+    EXPECT_EQ(chosen(*analyze_with(root)), right);
+    fs::remove_all(dir);
 }
 
 }  // namespace

@@ -49,6 +49,10 @@ struct TritonVariant {
     std::int64_t profile_scratch_bytes = 0;
     int arch = 0;
     bool preferred = false;  // the autotuner's pick (a .best_config names its hash)
+    // The extent of its one `tl.arange` (a 1-D kernel's XBLOCK), from its Triton IR (.ttir);
+    // 0 when it has several (tiles, reductions) or none is known. Autotuned variants of one
+    // warp count differ in it.
+    std::int64_t block = 0;
 };
 
 // A buffer of the wrapper: its allocation's bytes (after following reinterpret_tensor and
