@@ -324,9 +324,8 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     // does not take them.
     std::map<std::string, std::vector<bool>> constant_at;
     std::map<std::string, std::size_t> launcher_extra;  // trailing call arguments that are the grid
-    std::map<std::string, std::vector<std::pair<std::string, std::string>>> file_params;
-    std::map<std::string, std::set<std::string>> file_positive;
-    const std::size_t file = cache.files++;
+    const std::size_t file = cache.definitions.size();
+    std::map<std::string, TritonDefinition>& defined = cache.definitions.emplace_back();
     for (std::sregex_iterator it(text.begin(), text.end(), jit_def), end; it != end; ++it) {
         const std::string name = (*it)[1].str();
         // Its decorator: from the source string the definition is in (''') to the `def`.
@@ -365,20 +364,14 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
         // The kernel's body: from its `def` to the end of the source string it is in.
         const auto body_start = static_cast<std::size_t>(it->position() + it->length());
         const std::size_t body_end = text.find("'''", body_start);
-        const std::set<std::string> positive = positive_arguments(
-            std::string_view(text).substr(body_start, body_end - body_start), pointers);
-        file_params[name] = params;
-        file_positive[name] = positive;
-        cache.signatures.try_emplace(name, std::move(params));
-        cache.positive.try_emplace(name, positive);
+        defined[name] = {
+            std::move(params),
+            positive_arguments(std::string_view(text).substr(body_start, body_end - body_start),
+                               pointers)};
     }
     for (std::size_t c = first_call; c < cache.calls.size(); ++c) {
         TritonCallSite& site = cache.calls[c];
         site.file = file;
-        if (const auto p = file_params.find(site.kernel); p != file_params.end()) {
-            site.params = p->second;
-            site.positive = file_positive[site.kernel];
-        }
         // Triton's launcher takes the grid off the end before calling the kernel.
         if (const auto e = launcher_extra.find(site.kernel);
             e != launcher_extra.end() && e->second <= site.args.size())
@@ -391,6 +384,20 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
                 runtime.push_back(std::move(site.args[i]));
         site.args = std::move(runtime);
     }
+}
+
+const TritonDefinition* InductorCache::definition(const std::string& kernel) const {
+    for (const auto& defined : definitions)
+        if (const auto d = defined.find(kernel); d != defined.end()) return &d->second;
+    return nullptr;
+}
+
+const TritonDefinition* InductorCache::definition_of(const TritonCallSite& site) const {
+    if (site.file < definitions.size())
+        if (const auto d = definitions[site.file].find(site.kernel);
+            d != definitions[site.file].end())
+            return &d->second;
+    return definition(site.kernel);
 }
 
 std::vector<const TritonVariant*> InductorCache::variants_of(std::string_view kernel,
@@ -528,16 +535,8 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
             if (fitting_files.empty() || fitting_files.count(c->file)) sites.push_back(c);
         // The wrapper runs once per step: the k-th launch is the k-th call site, step after step.
         const TritonCallSite& site = *sites[launch % sites.size()];
-        const std::vector<std::pair<std::string, std::string>>* sig = nullptr;
-        const std::set<std::string>* positive = nullptr;
-        if (!site.params.empty()) {
-            sig = &site.params;
-            positive = &site.positive;
-        } else if (const auto s = cache.signatures.find(name); s != cache.signatures.end()) {
-            sig = &s->second;
-            if (const auto p = cache.positive.find(name); p != cache.positive.end())
-                positive = &p->second;
-        }
+        const TritonDefinition* defined = cache.definition_of(site);
+        const auto* sig = defined != nullptr ? &defined->params : nullptr;
         std::vector<const TritonVariant*> fitting;
         for (const TritonVariant* v : variants)
             if (fits(site, *v)) fitting.push_back(v);
@@ -583,7 +582,7 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                     if (sig != nullptr && i < sig->size()) {
                         const auto& [param, type] = (*sig)[i];
                         arg.read = param.starts_with("in_ptr") || param.starts_with("in_out_ptr");
-                        arg.positive = positive != nullptr && positive->count(param) > 0;
+                        arg.positive = defined->positive.count(param) > 0;
                         if (type.starts_with("*")) arg.dtype = dtype_of_triton(type.substr(1));
                     }
                     const WrapperBuffer& b = c.size;

@@ -81,10 +81,10 @@ TEST(InductorCache, TheBundledTarHasBothVariantsAndTheWrappersCallSites) {
             EXPECT_EQ(b->second.dtype, replay::DType::Float16);
         }
     EXPECT_EQ(sites, 2u);
-    const auto sig = cache.signatures.find(kKernel);
-    ASSERT_NE(sig, cache.signatures.end());
-    ASSERT_EQ(sig->second.size(), 2u);  // XBLOCK is a constexpr
-    EXPECT_EQ(sig->second[0].second, "*fp16");
+    const replay::TritonDefinition* defined = cache.definition(kKernel);
+    ASSERT_NE(defined, nullptr);
+    ASSERT_EQ(defined->params.size(), 2u);  // XBLOCK is a constexpr
+    EXPECT_EQ(defined->params[0].second, "*fp16");
 }
 
 TEST(InductorCache, BufferSizesFollowAllocationsAliasesAndInputs) {
@@ -150,7 +150,8 @@ def triton_poi_fused_gelu_view_3(in_out_ptr0, xnumel, XBLOCK : tl.constexpr):
     EXPECT_EQ(cache.calls[0].kernel, "triton_tem_fused_addmm_t_view_2");
     ASSERT_EQ(cache.calls[0].args.size(), 4u);
     for (const auto& a : cache.calls[0].args) EXPECT_FALSE(a.buffer.empty());
-    EXPECT_EQ(cache.calls[0].params.size(), 4u);
+    ASSERT_NE(cache.definition_of(cache.calls[0]), nullptr);
+    EXPECT_EQ(cache.definition_of(cache.calls[0])->params.size(), 4u);
     ASSERT_EQ(cache.calls[1].args.size(), 2u);
     EXPECT_EQ(cache.calls[1].args[1].value, 3145728);
 }

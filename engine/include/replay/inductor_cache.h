@@ -75,11 +75,18 @@ struct CallArgument {
 struct TritonCallSite {
     std::string kernel;
     std::vector<CallArgument> args;
-    // The wrapper file it is in (in the order read), and the kernel as that file defines it: two
-    // compiled graphs (a prefill's and a decode's) may each define a kernel of the same name
-    // with other arguments. Empty when the file does not define it (InductorCache's then).
+    // The wrapper file it is in (in the order read): two compiled graphs (a prefill's and a
+    // decode's) may each define a kernel of the same name with other arguments.
     std::size_t file = 0;
+};
+
+// A kernel as one file defines it.
+struct TritonDefinition {
+    // Its Python signature's runtime arguments (constexprs left out), with the pointee type of
+    // pointers ("*fp16") or the integer type ("i32").
     std::vector<std::pair<std::string, std::string>> params;
+    // Its pointer arguments whose values reach a square root or a logarithm (positive_arguments):
+    // a variance, a scale.
     std::set<std::string> positive;
 };
 
@@ -88,13 +95,12 @@ struct InductorCache {
     std::vector<TritonVariant> variants;
     std::vector<TritonCallSite> calls;  // in the wrapper's order
     std::map<std::string, WrapperBuffer> buffers;  // every file's; the last file's on a clash
-    // Per kernel, its Python signature's runtime arguments (constexprs left out), with the
-    // pointee type of pointers ("*fp16") or the integer type ("i32").
-    std::map<std::string, std::vector<std::pair<std::string, std::string>>> signatures;
-    // Per kernel, its pointer arguments whose values reach a square root or a logarithm
-    // (positive_arguments): a variance, a scale.
-    std::map<std::string, std::set<std::string>> positive;
-    std::size_t files = 0;  // wrapper files read
+    // Per file read (TritonCallSite::file), the kernels it defines.
+    std::vector<std::map<std::string, TritonDefinition>> definitions;
+    // `kernel` as the first file that defines it does; nullptr when none does.
+    const TritonDefinition* definition(const std::string& kernel) const;
+    // The kernel a call site launches, as its own file defines it, else definition(kernel).
+    const TritonDefinition* definition_of(const TritonCallSite& site) const;
     // Variants of `kernel` that run with `block_threads` threads per block, preferred first.
     std::vector<const TritonVariant*> variants_of(std::string_view kernel, int block_threads) const;
 };
