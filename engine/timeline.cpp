@@ -170,18 +170,11 @@ void write_activity(JsonWriter& json, const Timeline::Item& item, double ts,
     json.field("correlation", correlation);
     if (item.external_id >= 0) json.field("External id", item.external_id);
     if (item.kind == "kernel" && !item.replayed) {
-        json.key("grid").begin_array();
-        for (auto g : item.grid) json.value(g);
-        json.end_array().key("block").begin_array();
-        for (auto b : item.block) json.value(b);
-        json.end_array();
+        json.array("grid", item.grid).array("block", item.block);
         if (item.registers >= 0) json.field("registers per thread", item.registers);
         if (item.shared_memory >= 0) json.field("shared memory", item.shared_memory);
     } else if (item.replayed && item.grid != std::array<std::int32_t, 3>{}) {
-        // The launch the replay made (CUPTI), to hold against the recorded one's.
-        json.key("grid").begin_array();
-        for (auto g : item.grid) json.value(g);
-        json.end_array();
+        json.array("grid", item.grid);  // the launch the replay made (CUPTI)
     }
     if (item.bytes >= 0) json.field("bytes", item.bytes);
     json.field("side", item.replayed ? "replayed" : "recorded");

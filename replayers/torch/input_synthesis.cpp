@@ -114,22 +114,27 @@ void InputSynthesis::drain_fills() const {
 
 void InputSynthesis::fill(const at::Tensor& t, Fill how, std::int64_t bound) {
     if (t.numel() == 0) return;
+    // A host tensor of a GPU replay (a host scalar operand) draws from the host's generator.
+    at::Generator& generator = t.is_cpu() && !on_cpu() ? host_generator_ : generator_;
     switch (how) {
         case Fill::Below:
             // random_'s upper bound must be representable in the tensor's dtype.
             t.random_(0, std::clamp<std::int64_t>(bound, 1, random_limit(t.scalar_type())),
-                      generator_);
+                      generator);
             return;
         case Fill::Normal:
-        case Fill::Uniform01: {
+        case Fill::Uniform01:
+        case Fill::Positive: {
             // Half/bfloat16/complex/float8 random kernels are missing on some devices and
             // versions: draw in float32 (or float64) and convert.
             const bool direct = t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble;
-            at::Tensor target = direct ? t : at::empty(t.sizes(), options(at::kFloat));
+            at::Tensor target = direct ? t : at::empty(t.sizes(), t.options().dtype(at::kFloat));
             if (how == Fill::Normal)
-                target.normal_(0.0, 0.1, generator_);
+                target.normal_(0.0, 0.1, generator);
+            else if (how == Fill::Uniform01)
+                target.uniform_(0.0, 1.0, generator);
             else
-                target.uniform_(0.0, 1.0, generator_);
+                target.uniform_(kPositiveLow, kPositiveHigh, generator);
             if (!direct) t.copy_(target);
             return;
         }
@@ -158,19 +163,9 @@ std::string InputSynthesis::fill_constrained(const at::Tensor& t, const ValueCon
         case ValueRole::EmptyMask:
             whole_storage(t).zero_();
             return {};
-        case ValueRole::Positive: {
-            // Drawn in float32 and converted, as fill() does (reduced-precision random kernels
-            // are missing on some devices and versions).
-            const at::Tensor whole = whole_storage(t);
-            const bool direct =
-                whole.scalar_type() == at::kFloat || whole.scalar_type() == at::kDouble;
-            at::Tensor target =
-                direct ? whole : at::empty(whole.sizes(), whole.options().dtype(at::kFloat));
-            at::Generator& generator = t.is_cpu() && !on_cpu() ? host_generator_ : generator_;
-            target.uniform_(kPositiveLow, kPositiveHigh, generator);
-            if (!direct) whole.copy_(target);
+        case ValueRole::Positive:
+            fill(whole_storage(t), Fill::Positive, 0);
             return {};
-        }
         case ValueRole::Offsets:
         case ValueRole::Counts: {
             if (at::has_internal_overlap(t) == at::MemOverlap::Yes)

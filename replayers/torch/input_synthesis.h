@@ -41,7 +41,9 @@
 
 namespace replay::torch_detail {
 
-enum class Fill : std::uint8_t { Normal, Uniform01, Below };
+// Normal(0, 0.1); uniform in [0, 1) (probabilities); uniform in [kPositiveLow, kPositiveHigh)
+// (ValueRole::Positive); integers below a bound.
+enum class Fill : std::uint8_t { Normal, Uniform01, Positive, Below };
 
 // The boxed stack of a bound op, with the constraints its integer tensors were filled to meet.
 struct BuiltStack {

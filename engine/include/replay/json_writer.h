@@ -35,8 +35,9 @@ class JsonWriter {
         key(name);
         return value(v);
     }
-    template <typename T>
-    JsonWriter& array(std::string_view name, const std::vector<T>& values) {
+    // "name": [values...] of any range (a vector, a std::array of dims).
+    template <typename Range>
+    JsonWriter& array(std::string_view name, const Range& values) {
         key(name).begin_array();
         for (const auto& v : values) value(v);
         return end_array();
