@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -198,17 +200,34 @@ std::string base_of(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The extent of a Triton IR's `tt.make_range {end = N : i32, start = 0 : i32}` when all of its
-// ranges have one (a 1-D kernel's XBLOCK); 0 otherwise.
-std::int64_t single_range_extent(const std::string& ttir) {
-    static const std::regex range(R"(make_range \{end = (\d+))");
-    std::set<std::int64_t> ends;
-    for (std::sregex_iterator it(ttir.begin(), ttir.end(), range), e; it != e; ++it)
-        ends.insert(std::stoll((*it)[1].str()));
-    return ends.size() == 1 ? *ends.begin() : 0;
-}
-
 }  // namespace
+
+// XBLOCK and YBLOCK of a Triton IR (TritonVariant::x_block, y_block): the constant that
+// Inductor's `xoffset = tl.program_id(0) * XBLOCK` multiplies the axis's program id by
+// (`%xoffset_7 = arith.muli %xoffset, %c32_i32 : i32`, named after the Python variable), 1 for
+// an axis whose id is not multiplied (XBLOCK 1 is folded away), 0 for an axis without a program
+// id or an IR without those names. Not the `tl.arange` ranges: the compiler merges XBLOCK's into
+// YBLOCK's when both are 32, and a row's stride multiplies the id of a one-row program too.
+std::pair<std::int64_t, std::int64_t> triton_program_blocks(const std::string& ttir) {
+    static const std::regex constant(R"((%[\w]+) = arith\.constant (\d+) : i(?:32|64))");
+    static const std::regex program(R"(%([xy])offset = tt\.get_program_id ([xy]))");
+    static const std::regex offset(
+        R"(%([xy])offset_\d+ = arith\.muli (%[\w]+), (%[\w]+) : i(?:32|64))");
+    std::unordered_map<std::string, std::int64_t> constants;
+    for (std::sregex_iterator it(ttir.begin(), ttir.end(), constant), e; it != e; ++it)
+        constants[(*it)[1].str()] = std::stoll((*it)[2].str());
+    std::map<char, std::int64_t> blocks;
+    for (std::sregex_iterator it(ttir.begin(), ttir.end(), program), e; it != e; ++it)
+        if ((*it)[1] == (*it)[2]) blocks[(*it)[1].str()[0]] = 1;
+    for (std::sregex_iterator it(ttir.begin(), ttir.end(), offset), e; it != e; ++it) {
+        const char axis = (*it)[1].str()[0];
+        if (!blocks.count(axis)) continue;
+        for (const auto& factor : {(*it)[2].str(), (*it)[3].str()})
+            if (const auto c = constants.find(factor); c != constants.end())
+                blocks[axis] = c->second;
+    }
+    return {blocks.count('x') ? blocks['x'] : 0, blocks.count('y') ? blocks['y'] : 0};
+}
 
 std::vector<PtxEntry> parse_ptx_entries(std::string_view ptx, const std::string& file) {
     std::vector<PtxEntry> out;
@@ -441,7 +460,7 @@ InductorCache read_inductor_cache(const std::string& path) {
         if (cubin == files.end() || ptx == files.end()) continue;
         v.cubin = cubin->second;
         if (const auto ttir = files.find(stem + ".ttir"); ttir != files.end())
-            v.block = single_range_extent(ttir->second);
+            std::tie(v.x_block, v.y_block) = triton_program_blocks(ttir->second);
         for (const auto& e : parse_ptx_entries(ptx->second, path + ":" + ptx->first))
             if (e.name == v.name) v.params = e.params;
         v.num_warps = static_cast<int>(json_number(content, "num_warps").value_or(0));
@@ -471,21 +490,32 @@ bool fits(const TritonCallSite& site, const TritonVariant& v) {
     return true;
 }
 
-// Among `fitting` variants (preferred first), the first whose block covers a 1-D launch's
-// elements in the recorded grid, ceil(xnumel / XBLOCK) programs; nullptr when none tells. The
-// autotuner compiles variants of one warp count that differ in XBLOCK: another one's programs
-// would each take another share of the elements (more work, or reads past the buffers).
+// Among `fitting` variants (preferred first), the first whose blocks cover the launch's
+// elements in the recorded grid, ceil(xnumel / XBLOCK) programs along x (and ceil(ynumel /
+// YBLOCK) along y for a tiled kernel); nullptr when none tells. The autotuner compiles variants
+// of one warp count that differ in their blocks: another one's programs would each take another
+// share of the elements (less work, or more, or reads past the buffers of a kernel compiled
+// without a mask because its blocks divide xnumel).
 const TritonVariant* covering(const std::vector<const TritonVariant*>& fitting,
                               const TritonCallSite& site,
                               const std::vector<std::pair<std::string, std::string>>* sig,
                               const GpuActivity& a) {
-    if (sig == nullptr || a.grid[1] > 1 || a.grid[2] > 1) return nullptr;
-    std::int64_t xnumel = 0;
-    for (std::size_t i = 0; i < sig->size() && i < site.args.size(); ++i)
-        if ((*sig)[i].first == "xnumel" && site.args[i].buffer.empty()) xnumel = site.args[i].value;
-    if (xnumel <= 0) return nullptr;
-    for (const TritonVariant* v : fitting)
-        if (v->block > 0 && (xnumel + v->block - 1) / v->block == a.grid[0]) return v;
+    if (sig == nullptr || a.grid[2] > 1) return nullptr;
+    std::int64_t xnumel = 0, ynumel = 0;
+    for (std::size_t i = 0; i < sig->size() && i < site.args.size(); ++i) {
+        if (!site.args[i].buffer.empty()) continue;
+        if ((*sig)[i].first == "xnumel") xnumel = site.args[i].value;
+        if ((*sig)[i].first == "ynumel") ynumel = site.args[i].value;
+    }
+    if (xnumel <= 0 || (a.grid[1] > 1 && ynumel <= 0)) return nullptr;
+    auto programs = [](std::int64_t elements, std::int64_t block) {
+        return (elements + block - 1) / block;
+    };
+    for (const TritonVariant* v : fitting) {
+        if (v->x_block <= 0 || programs(xnumel, v->x_block) != a.grid[0]) continue;
+        if (ynumel > 0 && (v->y_block <= 0 || programs(ynumel, v->y_block) != a.grid[1])) continue;
+        return v;
+    }
     return nullptr;
 }
 

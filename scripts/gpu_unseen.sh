@@ -5,8 +5,9 @@
 # CUDA-graph decode with --recipes from its eager capture and the compiled model with its
 # --inductor-cache. Prints scripts/report_table.py's line per run and the largest reasons for
 # what was not replayed; OUT_DIR gets the reports and logs
-# (unseen_reports.tar.gz) and the captures, one archive each (unseen_capture_<name>.tar.gz: the
-# device tool brings back files of 16 MiB at most, and a max-autotune Inductor cache is larger).
+# (unseen_reports.tar.gz) and the captures, one archive each (unseen_capture_<name>.tar.gz, in
+# 15 MiB parts .partNN when larger: the device tool brings back files of 16 MiB at most, and a
+# max-autotune Inductor cache is larger).
 #
 # Usage: scripts/gpu_unseen.sh OUT_DIR [names...]   (gpu_capture_set.sh names; default below)
 #   SKIP_BUILD=1 reuses build-gpu; DEADLINE (epoch seconds): no capture or replay starts after it
@@ -95,8 +96,13 @@ done
 tar -C "$work" -czf "$out/unseen_reports.tar.gz" --exclude=replay_trace.json --exclude=kernels.csv replays
 if [ -z "${TRACE_DIR:-}" ]; then
   for name in "${captured[@]}"; do
+    archive="$out/unseen_capture_$name.tar.gz"
     (cd "$captures" && ls -d "$name".* 2>/dev/null | grep -v -e '\.inductor$' -e '\.log$' |
-       tar -czf "$out/unseen_capture_$name.tar.gz" -T -)
+       tar -czf "$archive" -T -)
+    # Larger than the device tool brings back (a max-autotune cache): in parts, `cat` joins them.
+    if [ "$(stat -c %s "$archive")" -gt $((15 * 1024 * 1024)) ]; then
+      split -b 15M -d "$archive" "$archive.part" && rm "$archive"
+    fi
   done
 fi
-ls -la "$out"/unseen_*.tar.gz
+ls -la "$out"/unseen_*

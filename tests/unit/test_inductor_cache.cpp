@@ -327,7 +327,8 @@ TEST(InductorCache, TheVariantWhoseBlockCoversTheRecordedGridIsTaken) {
     const auto cache = replay::read_inductor_cache(root.string());
     for (const auto& v : cache.variants) {
         if (v.name == kernel) {
-            EXPECT_TRUE(v.block == 512 || v.block == 1024) << v.block;
+            EXPECT_TRUE(v.x_block == 512 || v.x_block == 1024) << v.x_block;
+            EXPECT_EQ(v.y_block, 0);  // no y axis
         }
     }
     // The doctored variant: the same image and warps, its IR saying XBLOCK is twice as large.
@@ -338,15 +339,43 @@ TEST(InductorCache, TheVariantWhoseBlockCoversTheRecordedGridIsTaken) {
     std::string ir((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     in.close();
     for (const char* block : {"512", "1024"}) {
-        const std::string from = std::string("make_range {end = ") + block + " ";
+        const std::string from = std::string("arith.constant ") + block + " : i32";
         for (auto at = ir.find(from); at != std::string::npos; at = ir.find(from, at + 1))
             ir.replace(at, from.size(),
-                       "make_range {end = " + std::to_string(2 * std::stoll(block)) + " ");
+                       "arith.constant " + std::to_string(2 * std::stoll(block)) + " : i32");
     }
     std::ofstream(ttir) << ir;
     std::ofstream(root / "zz.best_config") << R"({"triton_cache_hash": "AADOCTOREDVARIANT"})";
     EXPECT_EQ(chosen(*analyze_with(root)), right);
     fs::remove_all(dir);
+}
+
+// XBLOCK and YBLOCK are what Inductor's `xoffset = tl.program_id(0) * XBLOCK` multiplies the
+// program id by; not the tl.arange extents (merged when XBLOCK == YBLOCK), nor a row stride that
+// multiplies the id of a one-row program (XBLOCK 1, folded away).
+TEST(InductorCache, ProgramBlocksAreWhatTheProgramIdIsMultipliedBy) {
+    const std::string tiled = R"(
+    %c32_i32 = arith.constant 32 : i32 loc(#loc4)
+    %yoffset = tt.get_program_id y : i32 loc(#loc34)
+    %yoffset_2 = arith.muli %yoffset, %c32_i32 : i32 loc(#loc35)
+    %yindex = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32> loc(#loc36)
+    %xoffset = tt.get_program_id x : i32 loc(#loc39)
+    %c16_i32 = arith.constant 16 : i32 loc(#loc4)
+    %xoffset_7 = arith.muli %c16_i32, %xoffset : i32 loc(#loc40)
+)";
+    EXPECT_EQ(replay::triton_program_blocks(tiled),
+              std::make_pair(std::int64_t{16}, std::int64_t{32}));
+    const std::string one_row = R"(
+    %c768_i32 = arith.constant 768 : i32 loc(#loc1)
+    %xoffset = tt.get_program_id x : i32 loc(#loc65)
+    %r0_index = tt.make_range {end = 1024 : i32, start = 0 : i32} : tensor<1024xi32> loc(#loc66)
+    %tmp0 = arith.muli %xoffset, %c768_i32 : i32 loc(#loc70)
+)";
+    EXPECT_EQ(replay::triton_program_blocks(one_row),
+              std::make_pair(std::int64_t{1}, std::int64_t{0}));
+    // IR without Inductor's names says nothing.
+    EXPECT_EQ(replay::triton_program_blocks("%0 = tt.get_program_id x : i32\n"),
+              std::make_pair(std::int64_t{0}, std::int64_t{0}));
 }
 
 }  // namespace

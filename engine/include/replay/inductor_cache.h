@@ -37,6 +37,9 @@ struct PtxEntry {
 // entry whose parameter list does not close.
 std::vector<PtxEntry> parse_ptx_entries(std::string_view ptx, const std::string& file);
 
+// A Triton IR's (.ttir) elements per program along x and y: TritonVariant::x_block, y_block.
+std::pair<std::int64_t, std::int64_t> triton_program_blocks(const std::string& ttir);
+
 // One compiled variant of a Triton kernel (one folder under triton/).
 struct TritonVariant {
     std::string name;
@@ -49,10 +52,12 @@ struct TritonVariant {
     std::int64_t profile_scratch_bytes = 0;
     int arch = 0;
     bool preferred = false;  // the autotuner's pick (a .best_config names its hash)
-    // The extent of its one `tl.arange` (a 1-D kernel's XBLOCK), from its Triton IR (.ttir);
-    // 0 when it has several (tiles, reductions) or none is known. Autotuned variants of one
-    // warp count differ in it.
-    std::int64_t block = 0;
+    // Elements per program along x and y (XBLOCK, YBLOCK): what its Triton IR (.ttir)
+    // multiplies each axis's program id by (1 when it does not: a reduction's XBLOCK 1); 0: not
+    // known (no IR, no such axis, a template's tiles). Autotuned variants of one warp count
+    // differ in them.
+    std::int64_t x_block = 0;
+    std::int64_t y_block = 0;
 };
 
 // A buffer of the wrapper: its allocation's bytes (after following reinterpret_tensor and
