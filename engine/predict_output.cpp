@@ -164,7 +164,12 @@ void print_prediction(std::ostream& out, const StepPrediction& p) {
     out << "model from the recording: launch latency " << fixed(us(m.launch_latency), 2)
         << " us (10th percentile of " << m.launch_latency_samples
         << " launches onto an idle stream), GPU gap " << fixed(us(m.gpu_gap), 2) << " us (mean of "
-        << m.gpu_gap_samples << " queued activities, top 5% left out)\n";
+        << m.gpu_gap_samples << " queued activities, top 5% left out)";
+    if (m.graph_launch_samples > 0)
+        out << ", graph launch " << fixed(us(m.graph_launch_latency), 2)
+            << " us from cudaGraphLaunch's return (10th percentile of " << m.graph_launch_samples
+            << ")";
+    out << "\n";
     out << "profiler overhead: " << fixed(us(m.op_overhead), 2) << " us per op ";
     if (m.op_overhead_calibrated)
         out << "(--op-overhead-us)";
@@ -248,6 +253,8 @@ void write_prediction_json(std::ostream& out, const StepPrediction& p) {
     json.key("model").begin_object();
     json.field("launch_latency_us", us(m.launch_latency))
         .field("launch_latency_samples", static_cast<std::uint64_t>(m.launch_latency_samples))
+        .field("graph_launch_latency_us", us(m.graph_launch_latency))
+        .field("graph_launch_samples", static_cast<std::uint64_t>(m.graph_launch_samples))
         .field("gpu_gap_us", us(m.gpu_gap))
         .field("gpu_gap_samples", static_cast<std::uint64_t>(m.gpu_gap_samples))
         .field("op_overhead_us", us(m.op_overhead))

@@ -232,6 +232,8 @@ class Simulation {
         for (std::size_t n = 0; n < nodes_; ++n) {
             const SimNode& node = m_.nodes[n];
             if (node.launch != kNoIndex) edge(call_start_item(node.launch), node_item(n));
+            if (node.launch != kNoIndex && m_.calls[node.launch].graph_launch)
+                edge(call_end_item(node.launch), node_item(n));
             if (node.stream_prev != kNoIndex) edge(node_item(node.stream_prev), node_item(n));
             for (const Producer& q : node.producers) edge(node_item(q.node), node_item(n));
         }
@@ -361,6 +363,10 @@ class Simulation {
                          Bind::Wait, q.node);
         if (node.launch != kNoIndex && done_[call_start_item(node.launch)])
             consider(call_start_[node.launch] + p_.launch_latency, Bind::Launch, node.launch);
+        // A graph's nodes run once its launch has returned.
+        if (node.launch != kNoIndex && m_.calls[node.launch].graph_launch &&
+            done_[call_end_item(node.launch)])
+            consider(call_end_[node.launch] + p_.graph_launch_latency, Bind::Launch, node.launch);
         if (node.launch == kNoIndex || !bound)
             consider(m_.node_ts(static_cast<std::uint32_t>(n)), Bind::Anchor, kNoIndex);
         const Nanos dur = s_.gpu_durations.empty() ? m_.node_end(static_cast<std::uint32_t>(n)) -
@@ -597,6 +603,7 @@ StepSimulator::StepSimulator(const KernelGraph& graph) : model_(std::make_unique
     build_model(*model_, graph);
     ModelParameters& p = model_->estimates;
     p.launch_latency = estimate_launch_latency(*model_, p.launch_latency_samples);
+    p.graph_launch_latency = estimate_graph_launch_latency(*model_, p.graph_launch_samples);
     add_contention_waits(*model_, p.launch_latency);
     add_launch_queue(*model_);
     estimate_rest(*model_, p);

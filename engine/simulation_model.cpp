@@ -137,6 +137,8 @@ class ModelBuilder {
                 m_.calls[k].kernel_launch = true;
             launched_by_thread_[m_.calls[k].thread].push_back(n);
         }
+        for (std::uint32_t k = 0; k < m_.calls.size(); ++k)
+            m_.calls[k].graph_launch = launch_count_[k] > 1;
         tracks_.resize(graph_.streams().size());
         for (std::size_t s = 0; s < graph_.streams().size(); ++s) {
             const auto& track = graph_.streams()[s].nodes;

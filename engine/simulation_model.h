@@ -38,6 +38,7 @@ struct SimCall {
     std::uint32_t ops_in_gap = 0;   // recorded ops that start in that gap
     std::uint32_t wake = kNoIndex;  // the last Wake of its thread inside that gap
     bool kernel_launch = false;     // launched at least one kernel: --launch-us applies
+    bool graph_launch = false;      // launched several activities (cudaGraphLaunch)
     // Returns only when GPU work is done: a host synchronisation, or a copy that came back after
     // its activity ended.
     bool blocking = false;
@@ -125,6 +126,7 @@ void add_launch_queue(StepSimulator::Model& model);
 // Measured on the recording: launch latency first (the contention waits need it), then the GPU
 // dispatch gap and the per-op profiler overhead.
 Nanos estimate_launch_latency(const StepSimulator::Model& model, std::size_t& samples);
+Nanos estimate_graph_launch_latency(const StepSimulator::Model& model, std::size_t& samples);
 void estimate_rest(const StepSimulator::Model& model, ModelParameters& parameters);
 
 // Order statistic of integer samples (nearest rank); 0 for none. Reorders the samples.

@@ -268,6 +268,26 @@ TEST(Simulation, GraphLaunchIsOneCallForManyKernels) {
     EXPECT_EQ(run(sim, faster).steps[0].predicted(), p.steps[0].predicted() - us(20));
 }
 
+// A graph launch whose call takes 300 us (torch.compile's reduce-overhead uploads its graph):
+// its first kernel starts 8 us after the call returns, not a kernel launch's latency after the
+// call started, and a host that launches 100 us sooner starts the graph 100 us sooner.
+TEST(Simulation, AGraphRunsAfterItsLaunchReturns) {
+    TraceBuilder b;
+    b.op("step", 0, 500);
+    b.launch(1, 3, 6, 2);  // an ordinary launch, onto an idle stream: launch latency 5 us
+    const std::int64_t graph_launch = b.call("cudaGraphLaunch", 110, 300);
+    for (int i = 0; i < 3; ++i) b.activity("graph kernel", 418 + 11 * i, 10, 7, graph_launch);
+    b.call("cudaDeviceSynchronize", 420, 40);  // returns at 460, 2 us after the last kernel
+    KernelGraph graph = KernelGraph::build(b.trace);
+    const StepSimulator sim(graph);
+    EXPECT_EQ(sim.estimates().launch_latency, us(5));  // the graph's first kernel is no sample
+    EXPECT_EQ(sim.estimates().graph_launch_latency, us(8));
+    EXPECT_EQ(sim.estimates().graph_launch_samples, 1u);
+    const Prediction p = reproduced(sim);
+    EXPECT_EQ(p.node_start[1], us(418));
+    EXPECT_EQ(p.steps[0].predicted(), us(500));
+}
+
 // A graph replay of 200 kernels: one call, and a critical path through every kernel.
 TEST(Simulation, CriticalPathRunsThroughALongGraphReplay) {
     TraceBuilder b;

@@ -20,6 +20,11 @@ struct ModelParameters {
     // Launch call start -> kernel start, for kernels launched onto an idle stream.
     Nanos launch_latency = 0;
     std::size_t launch_latency_samples = 0;
+    // A CUDA graph launch's call end -> its first activity's start, over graph launches (a graph
+    // is submitted when cudaGraphLaunch returns: its call takes hundreds of microseconds where a
+    // kernel launch's takes a few, and the first node follows the return, not the call's start).
+    Nanos graph_launch_latency = 0;
+    std::size_t graph_launch_samples = 0;
     // End of one activity -> start of the next on the same stream when that one was already
     // queued (the GPU's own dispatch gap); also used after a cross-stream wait is satisfied.
     Nanos gpu_gap = 0;
