@@ -179,6 +179,29 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
     std::vector<std::uint32_t> shaped_ops;
     analysis->recipes = classify(analysis->graph, options.classify_check, threads, &shaped_ops);
     explain_recovered_lists(analysis->graph, analysis->tensor_lists, analysis->recipes);
+    // Triton kernels take their compiled variants; the library calls between them in the
+    // wrapper code serve the kernels without an op there, before any recipe library.
+    if (!options.inductor_cache.empty()) {
+        const InductorCache cache = read_inductor_cache(options.inductor_cache);
+        const InductorStats s = apply_inductor_cache(analysis->graph, analysis->recipes, cache);
+        analysis->inductor_cache = options.inductor_cache;
+        std::ostringstream note;
+        note << "inductor cache " << options.inductor_cache << ": " << s.matched << " of "
+             << s.triton_kernels << " Triton launches got a compiled variant ("
+             << cache.variants.size() << " variants, " << cache.calls.size() << " call sites)";
+        for (const auto& why : s.unmatched_reasons) note << "; " << why;
+        analysis->notes.push_back(note.str());
+        const ExternStats e = apply_inductor_externs(analysis->graph, analysis->recipes, cache, s);
+        if (e.candidates > 0) {
+            std::ostringstream externs;
+            externs << "inductor cache: " << e.matched << " of " << e.candidates
+                    << " kernels without an op between Triton launches took the library call "
+                       "there in the wrapper code ("
+                    << cache.externs.size() << " library calls)";
+            for (const auto& why : e.unmatched_reasons) externs << "; " << why;
+            analysis->notes.push_back(externs.str());
+        }
+    }
     // Kernels without an op: a graph's take the recipes of their eager instances in this trace,
     // then those of the --recipes files.
     if (!options.recipe_libraries.empty() || analysis->graph.stats().graph_launched_activities > 0) {
@@ -196,17 +219,6 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->library_storage_kernels = s.with_storages;
         if (s.matched > 0 || !options.recipe_libraries.empty())
             analysis->notes.push_back(note.str());
-    }
-    if (!options.inductor_cache.empty()) {
-        const InductorCache cache = read_inductor_cache(options.inductor_cache);
-        const InductorStats s = apply_inductor_cache(analysis->graph, analysis->recipes, cache);
-        analysis->inductor_cache = options.inductor_cache;
-        std::ostringstream note;
-        note << "inductor cache " << options.inductor_cache << ": " << s.matched << " of "
-             << s.triton_kernels << " Triton launches got a compiled variant ("
-             << cache.variants.size() << " variants, " << cache.calls.size() << " call sites)";
-        for (const auto& why : s.unmatched_reasons) note << "; " << why;
-        analysis->notes.push_back(note.str());
     }
     stage_done("classify");
     // The unique kernels are grouped by the nodes' decisions, which the reuse distances leave

@@ -114,4 +114,10 @@ std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op
 // with the storage ids `storages` gives.
 Recipe decide(const Trace& trace, const Facts& facts, StorageIds& storages);
 
+// The tier-2 recipe of a GEMM op (mm, addmm, bmm, baddbmm, linear, matmul) whose kernel is
+// `kernel` (operand types it names where the op's are not recorded), else a not-replayable one
+// with the reason; `rule` decided it.
+Recipe gemm_or_reason(const AtenRecipe& aten, std::string_view kernel, bool issued_with_op,
+                      const char* rule);
+
 }  // namespace replay::classifier_detail

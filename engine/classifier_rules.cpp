@@ -401,7 +401,11 @@ DType dtype_from_kernel_name(std::string_view name) {
 }
 
 Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
-    AtenRecipe aten = aten_recipe(c, {ChainPlace::Gemm});
+    return gemm_or_reason(aten_recipe(c, {ChainPlace::Gemm}), c.name, issued_with_op, rule);
+}
+
+Recipe gemm_or_reason(const AtenRecipe& aten, std::string_view kernel, bool issued_with_op,
+                      const char* rule) {
     std::string why;
     auto gemm = gemm_recipe(aten, why);
     if (!gemm) {
@@ -411,13 +415,13 @@ Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
     }
     Recipe r;
     if (gemm->a_type == DType::Unknown) {
-        const DType inferred = dtype_from_kernel_name(c.name);
+        const DType inferred = dtype_from_kernel_name(kernel);
         gemm->a_type = gemm->b_type = gemm->c_type = inferred;
         if (gemm->bias) gemm->bias_type = inferred;
         r.reason = std::string("operand dtype not recorded: ") + to_string(inferred) +
                    " inferred from the kernel name";
     }
-    gemm->bias_epilogue_recorded = gemm->bias && c.name.find("bias") != std::string_view::npos;
+    gemm->bias_epilogue_recorded = gemm->bias && kernel.find("bias") != std::string_view::npos;
     r.tier = Tier::Gemm;
     r.rule = rule;
     r.issued_with_op = issued_with_op;
@@ -733,6 +737,12 @@ const std::vector<RuleInfo>& classifier_rules() {
                      "kernel without an op (CUDA graph, no record_shapes): the recipe of the same "
                      "kernel (name, grid, block, neighbours) in this trace's eager launches or a "
                      "--recipes file"});
+        // Applied with --inductor-cache (inductor_cache.h), before the recipe library.
+        v.push_back({"inductor-extern",
+                     "kernel without an op between a compiled graph's Triton launches (a CUDA "
+                     "graph of torch.compile's reduce-overhead): the library call there in the "
+                     "Inductor wrapper code (extern_kernels.mm/addmm/bmm/baddbmm/convolution, an "
+                     "aten fallback), with its operands' sizes and strides"});
         return v;
     }();
     return infos;

@@ -14,69 +14,18 @@
 #include <unordered_map>
 #include <utility>
 
+#include "inductor_externs.h"
 #include "replay/input_error.h"
 #include "replay/source.h"
+#include "wrapper_text.h"
 
 namespace replay {
 namespace {
 
+using namespace wrapper_text;
 namespace fs = std::filesystem;
 
 constexpr std::uint64_t kMaxCacheBytes = 1ull << 30;  // a cache of one compiled model is MBs
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
-
-std::vector<std::string_view> split(std::string_view s, char by) {
-    std::vector<std::string_view> out;
-    std::size_t depth = 0, start = 0;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        const char c = s[i];
-        if (c == '(' || c == '[' || c == '{') ++depth;
-        if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
-        if (c == by && depth == 0) {
-            out.push_back(trim(s.substr(start, i - start)));
-            start = i + 1;
-        }
-    }
-    if (const auto last = trim(s.substr(start)); !last.empty()) out.push_back(last);
-    return out;
-}
-
-std::optional<std::int64_t> integer(std::string_view s) {
-    s = trim(s);
-    if (s.empty()) return std::nullopt;
-    std::int64_t v = 0;
-    bool negative = s.front() == '-';
-    if (negative) s.remove_prefix(1);
-    if (s.empty()) return std::nullopt;
-    for (char c : s) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-        v = v * 10 + (c - '0');
-    }
-    return negative ? -v : v;
-}
-
-std::vector<std::int64_t> integers(std::string_view tuple) {
-    std::vector<std::int64_t> out;
-    for (auto part : split(tuple, ','))
-        if (auto v = integer(part)) out.push_back(*v);
-    return out;
-}
-
-DType dtype_of_torch(std::string_view name) {
-    static const std::pair<const char*, DType> kNames[] = {
-        {"float16", DType::Float16}, {"half", DType::Float16},     {"bfloat16", DType::BFloat16},
-        {"float32", DType::Float32}, {"float", DType::Float32},    {"float64", DType::Float64},
-        {"int64", DType::Int64},     {"int32", DType::Int32},      {"int16", DType::Int16},
-        {"int8", DType::Int8},       {"uint8", DType::UInt8},      {"bool", DType::Bool}};
-    for (const auto& [n, d] : kNames)
-        if (name == n) return d;
-    return DType::Unknown;
-}
 
 DType dtype_of_triton(std::string_view pointee) {  // "fp16", "bf16", "fp32", "i64", ...
     static const std::pair<const char*, DType> kNames[] = {
@@ -295,31 +244,47 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     std::unordered_map<std::string, std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>
         input_shapes;
     std::unordered_map<std::string, std::string> aliases;
+    const auto allocated = [](const std::string& sizes, const std::string& strides, DType d) {
+        WrapperBuffer b;
+        b.dims = integers(sizes);
+        b.strides = integers(strides);
+        b.bytes = allocation_bytes(b.dims, b.strides, d);
+        b.dtype = d;
+        return b;
+    };
     for (std::sregex_iterator it(text.begin(), text.end(), alloc), end; it != end; ++it) {
         const auto& m = *it;
-        const DType d = dtype_of_torch(m[4].str());
-        buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
+        buffers[m[1].str()] = allocated(m[2].str(), m[3].str(), dtype_of_torch(m[4].str()));
     }
     for (std::sregex_iterator it(text.begin(), text.end(), input), end; it != end; ++it)
         input_shapes[(*it)[1].str()] = {integers((*it)[2].str()), integers((*it)[3].str())};
     for (std::sregex_iterator it(text.begin(), text.end(), input_dtype), end; it != end; ++it) {
         const auto& m = *it;
-        const DType d = dtype_of_torch(m[4].str());
-        buffers[m[1].str()] = {allocation_bytes(integers(m[2].str()), integers(m[3].str()), d), d};
+        buffers[m[1].str()] = allocated(m[2].str(), m[3].str(), dtype_of_torch(m[4].str()));
     }
     for (const auto& [name, shape] : input_shapes)
         if (!buffers.count(name))
-            buffers[name] = {-1, DType::Unknown, view_extent(shape.first, shape.second)};
+            buffers[name] = {-1, DType::Unknown, view_extent(shape.first, shape.second),
+                             shape.first, shape.second};
     for (const std::regex* pattern : {&alias, &reuse})
         for (std::sregex_iterator it(text.begin(), text.end(), *pattern), end; it != end; ++it)
             aliases[(*it)[1].str()] = (*it)[2].str();
-    for (const auto& [name, target] : aliases) {
-        std::string root = target;
-        for (int hops = 0; hops < 64 && aliases.count(root); ++hops) root = aliases[root];
-        if (auto b = buffers.find(root); b != buffers.end()) buffers[name] = b->second;
-    }
+    const auto follow_aliases = [&] {
+        for (const auto& [name, target] : aliases) {
+            std::string root = target;
+            for (int hops = 0; hops < 64 && aliases.count(root); ++hops) root = aliases[root];
+            if (auto b = buffers.find(root); b != buffers.end()) buffers[name] = b->second;
+        }
+    };
+    follow_aliases();
+    // The library calls, in order: the result of one (a convolution's, only its size asserted)
+    // takes the element type of its input, and the buffers that reuse it with it.
+    auto externs = parse_extern_calls(text, buffers, aliases);
+    follow_aliases();
     const std::size_t first_call = cache.calls.size();  // this file's call sites start here
+    std::vector<std::pair<std::size_t, WrapperStep>> steps;  // by position in the text
     for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) {
+        steps.push_back({static_cast<std::size_t>(it->position()), {true, cache.calls.size(), 0}});
         TritonCallSite site;
         site.kernel = (*it)[1].str();
         const std::string args = (*it)[2].str();  // split() returns views into it
@@ -387,6 +352,18 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
             std::move(params),
             positive_arguments(std::string_view(text).substr(body_start, body_end - body_start),
                                pointers)};
+    }
+    for (auto& [at, extern_call] : externs) {
+        extern_call.file = file;
+        steps.push_back({at, {false, cache.externs.size(), file}});
+        cache.externs.push_back(std::move(extern_call));
+    }
+    std::sort(steps.begin(), steps.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [at, step] : steps) {
+        step.file = file;
+        if (step.triton) cache.calls[step.index].step = cache.steps.size();
+        cache.steps.push_back(step);
     }
     for (std::size_t c = first_call; c < cache.calls.size(); ++c) {
         TritonCallSite& site = cache.calls[c];
@@ -565,6 +542,7 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
             if (fitting_files.empty() || fitting_files.count(c->file)) sites.push_back(c);
         // The wrapper runs once per step: the k-th launch is the k-th call site, step after step.
         const TritonCallSite& site = *sites[launch % sites.size()];
+        stats.site_of_node[n] = static_cast<std::size_t>(&site - cache.calls.data());
         const TritonDefinition* defined = cache.definition_of(site);
         const auto* sig = defined != nullptr ? &defined->params : nullptr;
         std::vector<const TritonVariant*> fitting;

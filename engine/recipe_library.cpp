@@ -48,11 +48,6 @@ std::string_view op_of(const Recipe& r) {
     return to_string(r.tier);
 }
 
-// Rules whose kernels lack a recipe only because no op with shapes encloses them.
-bool wants_library(const Recipe& r) {
-    return !r.replayable() && (r.rule == "no-op" || r.rule == "unlinked" || r.rule == "no-shapes");
-}
-
 constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
 // Compared element by element: std::equal on three ints is a call to memcmp, and the matcher
@@ -61,18 +56,18 @@ bool same_dims(const std::array<std::int32_t, 3>& dims, const std::int32_t (&rec
     return dims[0] == recorded[0] && dims[1] == recorded[1] && dims[2] == recorded[2];
 }
 
-// wants_library() of nodes' decisions, worked out once per table entry (the rule is a string).
+// lacks_op_recipe() of nodes' decisions, worked out once per table entry (the rule is a string).
 class WantsLibrary {
   public:
     explicit WantsLibrary(const NodeRecipes& recipes) : recipes_(recipes) {
         wanted_.reserve(recipes.table().size());
-        for (const Recipe& r : recipes.table()) wanted_.push_back(wants_library(r));
+        for (const Recipe& r : recipes.table()) wanted_.push_back(lacks_op_recipe(r));
     }
     bool operator()(std::uint32_t node) const {
         const std::uint32_t entry = recipes_.entry(node);
         // Entries added since are the library's own decisions, asked about one by one.
         return entry < wanted_.size() ? wanted_[entry] != 0
-                                      : wants_library(recipes_.decision(node));
+                                      : lacks_op_recipe(recipes_.decision(node));
     }
 
   private:
@@ -194,6 +189,10 @@ class Matcher {
 };
 
 }  // namespace
+
+bool lacks_op_recipe(const Recipe& r) {
+    return !r.replayable() && (r.rule == "no-op" || r.rule == "unlinked" || r.rule == "no-shapes");
+}
 
 std::uint64_t LaunchSet::key(NameId name, const std::int32_t* grid, const std::int32_t* block) {
     return mix(mix(mix(name, pack(grid[0], grid[1])), pack(grid[2], block[0])),

@@ -367,6 +367,14 @@ def main():
         raise SystemExit("capture_trace.py needs a CUDA GPU")
     torch.manual_seed(args.seed)
     step = make_step(args, torch, "cuda")
+    if args.compile_mode == "reduce-overhead":
+        # CUDA graph trees: each step is a new invocation whose outputs may overwrite the last
+        # step's (what users call before each step, as PyTorch's docs say).
+        compiled_step = step
+
+        def step():
+            torch.compiler.cudagraph_mark_step_begin()
+            return compiled_step()
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()

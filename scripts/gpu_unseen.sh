@@ -51,10 +51,9 @@ for name in "${captured[@]}"; do
   [ -f "$trace" ] || continue
   extra=()
   case "$name" in
-    *_compiled_graph)  # torch.compile's reduce-overhead: Triton kernels and others in CUDA graphs
-      eager="$captures/${name%_compiled_graph}.json.gz"
-      [ -f "$eager" ] || eager="traces/h200/${name%_compiled_graph}.json.gz"
-      extra=(--inductor-cache "$captures/$name.inductor.tar.gz" --recipes "$eager") ;;
+    *_compiled_graph)  # torch.compile's reduce-overhead: Triton kernels and others in CUDA graphs;
+      # the wrapper code's library calls give the others their recipes
+      extra=(--inductor-cache "$captures/$name.inductor.tar.gz") ;;
     *_graph) extra=(--recipes "$captures/${name%_graph}.json.gz") ;;
     *_compiled | *_compiled_*) extra=(--inductor-cache "$captures/$name.inductor.tar.gz") ;;
   esac

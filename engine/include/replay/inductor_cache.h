@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "replay/classifier.h"
@@ -68,6 +69,8 @@ struct WrapperBuffer {
     std::int64_t bytes = -1;  // -1: not known
     DType dtype = DType::Unknown;
     std::int64_t elements = -1;  // the extent its sizes and strides span; -1: not known
+    // As allocated (empty_strided_cuda) or asserted (a graph input); empty: not known.
+    std::vector<std::int64_t> dims, strides;
 };
 
 // An argument of a call site: a buffer (by name) or an integer literal.
@@ -82,6 +85,27 @@ struct TritonCallSite {
     std::vector<CallArgument> args;
     // The wrapper file it is in (in the order read): two compiled graphs (a prefill's and a
     // decode's) may each define a kernel of the same name with other arguments.
+    std::size_t file = 0;
+    std::size_t step = 0;  // its place in InductorCache::steps
+};
+
+// A library call of the wrapper code: `extern_kernels.addmm(arg9_1, reinterpret_tensor(buf4,
+// (1024, 768), (768, 1), 0), ..., alpha=1, beta=1, out=buf5)` (cuBLAS, cuDNN) or a fallback
+// `torch.ops.aten.<op>.<overload>(...)`. Its kernels have no op of their own in a trace where
+// the compiled graph ran as a CUDA graph (torch.compile's reduce-overhead).
+struct ExternCall {
+    // The aten op it runs, its arguments in the schema's order (`out=` left out: the replay
+    // calls the functional op); valid when `reason` is empty.
+    AtenRecipe op;
+    std::string reason;  // why it cannot be replayed (an argument it could not read)
+    std::string text;    // the call as written, cut short, for reasons
+    std::size_t file = 0;
+};
+
+// A launch of the wrapper code, in its order: a Triton call site or a library call.
+struct WrapperStep {
+    bool triton = false;
+    std::size_t index = 0;  // into InductorCache::calls or ::externs
     std::size_t file = 0;
 };
 
@@ -99,6 +123,8 @@ struct InductorCache {
     std::string source;  // the folder or tar it was read from
     std::vector<TritonVariant> variants;
     std::vector<TritonCallSite> calls;  // in the wrapper's order
+    std::vector<ExternCall> externs;    // in the wrapper's order
+    std::vector<WrapperStep> steps;     // both, in the wrapper's order, file after file
     std::map<std::string, WrapperBuffer> buffers;  // every file's; the last file's on a clash
     // Per file read (TritonCallSite::file), the kernels it defines.
     std::vector<std::map<std::string, TritonDefinition>> definitions;
@@ -129,11 +155,27 @@ struct InductorStats {
     std::size_t triton_kernels = 0;  // Triton launches in the trace
     std::size_t matched = 0;
     std::vector<std::string> unmatched_reasons;  // one per distinct reason
+    // Per graph node, the call site (index into InductorCache::calls) its Triton launch took.
+    std::unordered_map<std::uint32_t, std::size_t> site_of_node;
 };
 
 // Gives the trace's Triton kernels (rule triton) recipes of tier triton from the cache: variant
 // by name and block, arguments from the k-th call site of the kernel for its k-th launch.
 InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipes,
                                    const InductorCache& cache);
+
+// The library calls of the wrapper code whose kernels no op encloses (a compiled graph replayed
+// as a CUDA graph): the kernels between two Triton launches of a stream are those of the library
+// calls between the two call sites those launches took (apply_inductor_cache's site_of_node).
+// One call there takes them all (the first issues them, the others are issued with it); as
+// many calls as kernels pair one to one; otherwise the reason says so. GEMMs become tier-2
+// recipes as an eager aten::mm's would, other ops tier-3 ones; rule `inductor-extern`.
+struct ExternStats {
+    std::size_t candidates = 0;  // kernels without a recipe between or beside Triton launches
+    std::size_t matched = 0;
+    std::vector<std::string> unmatched_reasons;  // one per distinct reason
+};
+ExternStats apply_inductor_externs(const KernelGraph& graph, NodeRecipes& recipes,
+                                   const InductorCache& cache, const InductorStats& triton);
 
 }  // namespace replay

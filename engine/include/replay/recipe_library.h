@@ -132,6 +132,10 @@ struct LibraryStats {
     std::size_t with_storages = 0;  // matched kernels that took an instance's storage ids
 };
 
+// Whether a kernel lacks a recipe only because no op with shapes encloses it (rules no-op,
+// unlinked, no-shapes): what a recipe library or the Inductor wrapper's library calls may give.
+bool lacks_op_recipe(const Recipe& r);
+
 // Gives recipes to the graph's kernels that have none because no op with shapes encloses them
 // (rules no-op, unlinked, no-shapes): this trace's own eager instances first, then `library`.
 // Matched kernels get rule "recipe-library" and the source in the recipe's reason; the kernels

@@ -1,0 +1,144 @@
+// The Inductor wrapper's library calls (extern_kernels.*, aten fallbacks) and the kernels without
+// an op they give recipes to: torch.compile's reduce-overhead runs its compiled graph as a CUDA
+// graph, whose cuBLAS and cuDNN kernels no op encloses.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <variant>
+
+#include "replay/analysis.h"
+#include "replay/inductor_cache.h"
+#include "test_support.h"
+
+namespace {
+
+using replay::testing::trace_path;
+
+// The arguments in the schema's order: positional ones, keywords in their places, defaults for
+// those left out, `out=` dropped; sizes and strides from reinterpret_tensor, the allocation or the
+// asserted input; a call in a comment is none; a convolution's result takes its input's type,
+// and so does the buffer that reuses it.
+TEST(InductorExterns, LibraryCallsReadAsTheAtenOpsTheyRun) {
+    replay::InductorCache cache;
+    replay::parse_wrapper_code(R"PY(
+def call(args):
+    arg0_1, arg1_1, arg2_1, arg3_1 = args
+    assert_size_stride(arg0_1, (16, 3, 8, 8), (192, 1, 24, 3))
+    assert_size_stride(arg1_1, (4, 3, 3, 3), (27, 1, 9, 3))
+    assert_size_stride(arg2_1, (768, ), (1, ))
+    assert_size_stride(arg3_1, (768, 768), (768, 1))
+    buf0 = extern_kernels.convolution(arg0_1, arg1_1, stride=(1, 1), padding=(1, 1), dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=1, bias=None)
+    assert_size_stride(buf0, (16, 4, 8, 8), (256, 1, 32, 4))
+    buf1 = buf0; del buf0  # reuse
+    triton_poi_fused_relu_0.run(buf1, 4096, stream=stream0)
+    buf2 = empty_strided_cuda((1024, 768), (768, 1), torch.float16)
+    # extern_kernels.mm(arg3_1, arg3_1, out=buf2)
+    extern_kernels.addmm(arg2_1, reinterpret_tensor(buf2, (1024, 768), (768, 1), 0), reinterpret_tensor(arg3_1, (768, 768), (1, 768), 0), alpha=1, out=buf2)
+    buf3 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf2, buf2, buf2, 0.0, True)
+    extern_kernels.mystery(buf2, out=buf2)
+
+def get_args():
+    arg0_1 = rand_strided((16, 3, 8, 8), (192, 1, 24, 3), device='cuda:0', dtype=torch.bfloat16)
+    arg1_1 = rand_strided((4, 3, 3, 3), (27, 1, 9, 3), device='cuda:0', dtype=torch.bfloat16)
+    arg2_1 = rand_strided((768, ), (1, ), device='cuda:0', dtype=torch.float16)
+    arg3_1 = rand_strided((768, 768), (768, 1), device='cuda:0', dtype=torch.float16)
+)PY",
+                               cache);
+    ASSERT_EQ(cache.externs.size(), 4u);
+    ASSERT_EQ(cache.steps.size(), 5u);  // conv, the Triton call, addmm, the fallback, mystery
+    EXPECT_TRUE(cache.steps[1].triton);
+    EXPECT_EQ(cache.calls[0].step, 1u);
+
+    const replay::ExternCall& conv = cache.externs[0];
+    ASSERT_TRUE(conv.reason.empty()) << conv.reason;
+    EXPECT_EQ(conv.op.op, "aten::convolution");
+    ASSERT_EQ(conv.op.args.size(), 9u);
+    EXPECT_EQ(conv.op.args[0].tensors[0].dims, (std::vector<std::int64_t>{16, 3, 8, 8}));
+    EXPECT_EQ(conv.op.args[0].tensors[0].strides, (std::vector<std::int64_t>{192, 1, 24, 3}));
+    EXPECT_EQ(conv.op.args[0].tensors[0].dtype, replay::DType::BFloat16);
+    EXPECT_EQ(conv.op.args[2].kind, replay::ArgKind::None);  // bias=None, in its place
+    EXPECT_EQ(conv.op.args[3].value, "[1, 1]");
+    EXPECT_EQ(conv.op.args[6].value, "False");
+    EXPECT_EQ(conv.op.args[8].value, "1");
+    // The convolution's result is of its input's type, and so is the buffer that reuses it.
+    EXPECT_EQ(cache.buffers.at("buf0").dtype, replay::DType::BFloat16);
+    EXPECT_EQ(cache.buffers.at("buf1").dtype, replay::DType::BFloat16);
+    EXPECT_EQ(cache.buffers.at("buf1").bytes, 16 * 4 * 8 * 8 * 2);
+    EXPECT_EQ(cache.calls[0].args[0].size.dtype, replay::DType::BFloat16);
+
+    const replay::ExternCall& addmm = cache.externs[1];
+    ASSERT_TRUE(addmm.reason.empty()) << addmm.reason;
+    EXPECT_EQ(addmm.op.op, "aten::addmm");
+    ASSERT_EQ(addmm.op.args.size(), 5u);  // self, mat1, mat2, beta (its default), alpha
+    EXPECT_EQ(addmm.op.args[0].tensors[0].dims, (std::vector<std::int64_t>{768}));
+    EXPECT_EQ(addmm.op.args[2].tensors[0].strides, (std::vector<std::int64_t>{1, 768}));
+    EXPECT_EQ(addmm.op.args[2].type, "c10::Half");
+    EXPECT_EQ(addmm.op.args[3].value, "1");
+
+    const replay::ExternCall& fallback = cache.externs[2];
+    ASSERT_TRUE(fallback.reason.empty()) << fallback.reason;
+    EXPECT_EQ(fallback.op.op, "aten::_scaled_dot_product_flash_attention");
+    EXPECT_EQ(fallback.op.overload, "");
+    ASSERT_EQ(fallback.op.args.size(), 5u);
+    EXPECT_EQ(fallback.op.args[4].value, "True");
+
+    EXPECT_NE(cache.externs[3].reason.find("extern_kernels.mystery"), std::string::npos);
+}
+
+struct Extern {
+    int kernels = 0;     // with rule inductor-extern
+    int companions = 0;  // of them issued with the kernel before
+    int not_replayable = 0;
+};
+
+Extern externs_of(const std::string& trace, bool with_cache = true) {
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/" + trace + ".json.gz");
+    if (with_cache) o.inductor_cache = trace_path("h200/" + trace + ".inductor.tar.gz");
+    const auto a = replay::analyze(o);
+    Extern e;
+    for (const auto& k : a->kernels) {
+        if (!k.recipe.replayable()) e.not_replayable += static_cast<int>(k.nodes.size());
+        if (k.recipe.rule != "inductor-extern") continue;
+        e.kernels += static_cast<int>(k.nodes.size());
+        if (k.recipe.issued_with_op) e.companions += static_cast<int>(k.nodes.size());
+    }
+    return e;
+}
+
+// BERT compiled with reduce-overhead: its 98 cuBLAS GEMMs ran in a CUDA graph, without ops;
+// each is the one library call between its two Triton launches (or two of them, one each).
+TEST(InductorExterns, AReduceOverheadBertsGemmsTakeTheWrappersCalls) {
+    EXPECT_EQ(externs_of("bert_compiled_graph", false).not_replayable, 98 + 98);  // and Triton's
+    const Extern e = externs_of("bert_compiled_graph");
+    EXPECT_EQ(e.kernels, 98);
+    EXPECT_EQ(e.companions, 0);
+    EXPECT_EQ(e.not_replayable, 0);
+}
+
+// ResNet-50 compiled with reduce-overhead: convolutions of one to three kernels each (cuDNN's
+// padding, memset and convolution kernels), the first issuing the others.
+TEST(InductorExterns, AReduceOverheadResnetsConvolutionsTakeTheWrappersCalls) {
+    const Extern e = externs_of("resnet_compiled_graph");
+    EXPECT_EQ(e.kernels, 58);
+    EXPECT_GT(e.companions, 0);
+    EXPECT_EQ(e.not_replayable, 0);
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/resnet_compiled_graph.json.gz");
+    o.inductor_cache = trace_path("h200/resnet_compiled_graph.inductor.tar.gz");
+    const auto a = replay::analyze(o);
+    int convolutions = 0;
+    for (const auto& k : a->kernels) {
+        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        if (k.recipe.rule != "inductor-extern" || aten == nullptr) continue;
+        ASSERT_EQ(aten->op, "aten::convolution");
+        ASSERT_EQ(aten->args.size(), 9u);
+        // Every operand's type is known, also of those that an earlier convolution returned.
+        EXPECT_EQ(aten->args[0].tensors.at(0).dtype, replay::DType::BFloat16) << k.name;
+        ++convolutions;
+    }
+    EXPECT_GT(convolutions, 10);
+}
+
+}  // namespace
