@@ -269,11 +269,26 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     for (const std::regex* pattern : {&alias, &reuse})
         for (std::sregex_iterator it(text.begin(), text.end(), *pattern), end; it != end; ++it)
             aliases[(*it)[1].str()] = (*it)[2].str();
+    // bufM = reinterpret_tensor(bufN, (2, 14, 256, 64), (229376, 64, 896, 1), 0): bufN's
+    // allocation under bufM's own sizes and strides.
+    static const std::regex view(
+        R"((\w+) = reinterpret_tensor\(\w+, \(([^)]*)\), \(([^)]*)\), \d+\))");
+    std::unordered_map<std::string, std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>
+        views;
+    for (std::sregex_iterator it(text.begin(), text.end(), view), end; it != end; ++it)
+        views[(*it)[1].str()] = {integers((*it)[2].str()), integers((*it)[3].str())};
     const auto follow_aliases = [&] {
         for (const auto& [name, target] : aliases) {
             std::string root = target;
             for (int hops = 0; hops < 64 && aliases.count(root); ++hops) root = aliases[root];
             if (auto b = buffers.find(root); b != buffers.end()) buffers[name] = b->second;
+            // The sizes of the nearest view on the way (`buf54 = buf31  # reuse` of a view).
+            std::string at = name;
+            for (int hops = 0; hops < 64 && aliases.count(at); ++hops, at = aliases[at])
+                if (const auto v = views.find(at); v != views.end()) {
+                    std::tie(buffers[name].dims, buffers[name].strides) = v->second;
+                    break;
+                }
         }
     };
     follow_aliases();

@@ -20,8 +20,9 @@ using namespace wrapper_text;
 
 constexpr const char* kRule = "inductor-extern";
 
-// A library call the wrapper makes through `extern_kernels`: the aten op and its schema's
-// parameters in order, with the default of those a call may leave out ("": required).
+// A library call the wrapper makes through `extern_kernels` (by `name`), or an aten fallback it
+// calls with keyword arguments (by `aten`, name ""): the schema's parameters in order, with the
+// default of those a call may leave out ("": required).
 struct ExternOp {
     std::string_view name;
     std::string_view aten;
@@ -49,6 +50,36 @@ const std::vector<ExternOp>& extern_ops() {
           {"transposed", ""},
           {"output_padding", ""},
           {"groups", ""}}},
+        {"",
+         "aten::_scaled_dot_product_cudnn_attention",
+         {{"query", ""},
+          {"key", ""},
+          {"value", ""},
+          {"attn_bias", ""},
+          {"compute_log_sumexp", ""},
+          {"dropout_p", "0.0"},
+          {"is_causal", "False"},
+          {"return_debug_mask", "False"},
+          {"scale", "None"}}},
+        {"",
+         "aten::_scaled_dot_product_efficient_attention",
+         {{"query", ""},
+          {"key", ""},
+          {"value", ""},
+          {"attn_bias", ""},
+          {"compute_log_sumexp", ""},
+          {"dropout_p", "0.0"},
+          {"is_causal", "False"},
+          {"scale", "None"}}},
+        {"",
+         "aten::_scaled_dot_product_flash_attention",
+         {{"query", ""},
+          {"key", ""},
+          {"value", ""},
+          {"dropout_p", "0.0"},
+          {"is_causal", "False"},
+          {"return_debug_mask", "False"},
+          {"scale", "None"}}},
     };
     return ops;
 }
@@ -88,19 +119,25 @@ bool is_number(std::string_view s) {
 
 // A tensor as the wrapper names it: `reinterpret_tensor(buf4, (1024, 768), (768, 1), 0)` or a
 // buffer or graph input by name.
-// Names and what they stand for: a file's buffers, and the names reusing another's allocation.
+// Names and what they stand for: a file's buffers, the names reusing another's allocation, and
+// the first results of calls that return several (`buf14 = buf13[0]`: an attention's output).
 struct Names {
     std::map<std::string, WrapperBuffer>& buffers;
     const std::unordered_map<std::string, std::string>& aliases;
-    // `name`'s own record (sizes a reinterpreting alias asserts), else its allocation's.
+    std::unordered_map<std::string, std::string> first_items;
+    // `name`'s own record if it has a type, else that of what it reuses or was taken from.
     const WrapperBuffer* find(const std::string& name) const {
         std::string root = name;
         for (int hops = 0; hops < 64; ++hops) {
             const auto b = buffers.find(root);
             if (b != buffers.end() && b->second.dtype != DType::Unknown) return &b->second;
-            const auto next = aliases.find(root);
-            if (next == aliases.end()) break;
-            root = next->second;
+            const std::string* next = nullptr;
+            if (const auto a = aliases.find(root); a != aliases.end())
+                next = &a->second;
+            else if (const auto f = first_items.find(root); f != first_items.end())
+                next = &f->second;
+            if (next == nullptr) break;
+            root = *next;
         }
         const auto own = buffers.find(name);
         return own == buffers.end() ? nullptr : &own->second;
@@ -214,22 +251,26 @@ ExternCall read_call(std::string_view library, std::string_view op, std::string_
     }
     // `out=`: the replay calls the functional op, which allocates its result.
     std::erase_if(named, [](const auto& kv) { return kv.first == "out"; });
-    std::vector<std::string_view> values;
-    if (library == "extern_kernels") {
-        const auto& ops = extern_ops();
-        const auto known =
-            std::find_if(ops.begin(), ops.end(), [&](const ExternOp& o) { return o.name == op; });
-        if (known == ops.end()) {
-            call.reason = "extern_kernels." + std::string(op) +
-                          " is not a library call the replay knows (mm, addmm, bmm, baddbmm, "
-                          "convolution)";
-            return call;
-        }
-        call.op.op = std::string(known->aten);
-        values = positional;
+    std::vector<std::string_view> values = positional;
+    const auto& ops = extern_ops();
+    const bool extern_kernels = library == "extern_kernels";
+    const std::string aten = "aten::" + std::string(op);
+    const auto known = std::find_if(ops.begin(), ops.end(), [&](const ExternOp& o) {
+        return extern_kernels ? o.name == op : o.aten == aten;
+    });
+    if (extern_kernels && known == ops.end()) {
+        call.reason = "extern_kernels." + std::string(op) +
+                      " is not a library call the replay knows (mm, addmm, bmm, baddbmm, "
+                      "convolution)";
+        return call;
+    }
+    call.op.op = extern_kernels ? std::string(known->aten) : aten;
+    if (!extern_kernels) call.op.overload = overload == "default" ? "" : std::string(overload);
+    // A fallback without keywords is in the schema's order as it is; the rest take their
+    // keywords' places, and the defaults of those left out.
+    if (known != ops.end() && (extern_kernels || !named.empty())) {
         if (values.size() > known->params.size()) {
-            call.reason = "extern_kernels." + std::string(op) + " with more arguments than " +
-                          call.op.op + " takes";
+            call.reason = call.op.op + " with more arguments than it takes";
             return call;
         }
         for (std::size_t i = values.size(); i < known->params.size(); ++i) {
@@ -242,15 +283,10 @@ ExternCall read_call(std::string_view library, std::string_view op, std::string_
             } else if (!fallback.empty()) {
                 values.push_back(fallback);
             } else {
-                call.reason = "extern_kernels." + std::string(op) + " without its `" +
-                              std::string(param) + "`";
+                call.reason = call.op.op + " without its `" + std::string(param) + "`";
                 return call;
             }
         }
-    } else {  // torch.ops.aten.<op>.<overload>: the schema's order, positional only
-        call.op.op = "aten::" + std::string(op);
-        call.op.overload = overload == "default" ? "" : std::string(overload);
-        values = positional;
     }
     if (!named.empty()) {
         call.reason = call.op.op + " called with keyword argument `" +
@@ -278,7 +314,10 @@ std::vector<std::pair<std::size_t, ExternCall>> parse_extern_calls(
     static const std::regex start(
         R"((extern_kernels)\.(\w+)\(|torch\.ops\.(aten)\.(\w+)\.(\w+)\()");
     static const std::regex result(R"((\w+) = $)");
-    const Names names{buffers, aliases};
+    static const std::regex first_item(R"((\w+) = (\w+)\[0\])");
+    Names names{buffers, aliases, {}};
+    for (std::sregex_iterator it(text.begin(), text.end(), first_item), end; it != end; ++it)
+        names.first_items[(*it)[1].str()] = (*it)[2].str();
     std::vector<std::pair<std::size_t, ExternCall>> calls;
     for (std::sregex_iterator it(text.begin(), text.end(), start), end; it != end; ++it) {
         const auto& m = *it;
@@ -293,15 +332,16 @@ std::vector<std::pair<std::size_t, ExternCall>> parse_extern_calls(
                                     extern_kernels ? m[2].str() : m[4].str(),
                                     extern_kernels ? "" : m[5].str(), args, names);
         call.text = text.substr(at, std::min<std::size_t>(close + 1 - at, 160));
-        // `buf2 = extern_kernels.convolution(...)`: buf2 is of its input's type.
+        // `buf2 = extern_kernels.convolution(...)`: buf2 is of its input's type (and the first
+        // result of `buf13 = torch.ops.aten._scaled_dot_product_cudnn_attention(...)`, buf13[0]).
         const std::size_t line = text.rfind('\n', at) + 1;  // npos + 1 == 0
         const std::string before = text.substr(line, at - line);
         std::smatch assigned;
         const auto first = std::find_if(call.op.args.begin(), call.op.args.end(),
                                         [](const AtenArgument& a) { return !a.tensors.empty(); });
         if (std::regex_search(before, assigned, result) && first != call.op.args.end())
-            if (auto b = buffers.find(assigned[1].str());
-                b != buffers.end() && b->second.dtype == DType::Unknown) {
+            if (auto b = buffers.try_emplace(assigned[1].str()).first;
+                b->second.dtype == DType::Unknown) {
                 b->second.dtype = first->tensors[0].dtype;
                 if (b->second.elements > 0)
                     b->second.bytes = b->second.elements *

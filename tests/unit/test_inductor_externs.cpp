@@ -86,6 +86,38 @@ def get_args():
     EXPECT_NE(cache.externs[3].reason.find("extern_kernels.mystery"), std::string::npos);
 }
 
+// An attention fallback called with a keyword (its place from the op's schema), on views whose
+// sizes are not their allocation's (`buf4 = buf3  # reuse` of a reinterpret_tensor view), and
+// the first of the tuple it returns (`buf6 = buf5[0]`), of its query's type, read by a GEMM.
+TEST(InductorExterns, AnAttentionFallbacksKeywordsViewsAndFirstResult) {
+    replay::InductorCache cache;
+    replay::parse_wrapper_code(R"PY(
+def call(args):
+    buf1 = empty_strided_cuda((512, 896), (896, 1), torch.bfloat16)
+    buf2 = empty_strided_cuda((2, 1, 256, 256), (65536, 65536, 256, 1), torch.bfloat16)
+    buf3 = reinterpret_tensor(buf1, (2, 14, 256, 64), (229376, 64, 896, 1), 0); del buf1  # reuse
+    buf4 = buf3; del buf3  # reuse
+    buf5 = torch.ops.aten._scaled_dot_product_cudnn_attention.default(buf4, buf4, buf4, buf2, False, scale=0.125)
+    buf6 = buf5[0]
+    assert_size_stride(buf6, (2, 14, 256, 64), (229376, 64, 896, 1), 'torch.ops.aten._scaled_dot_product_cudnn_attention.default')
+    extern_kernels.bmm(reinterpret_tensor(buf6, (28, 256, 64), (64, 896, 1), 0), reinterpret_tensor(buf6, (28, 64, 256), (64, 1, 896), 0), out=buf7)
+)PY",
+                               cache);
+    ASSERT_EQ(cache.externs.size(), 2u);
+    const replay::ExternCall& attention = cache.externs[0];
+    ASSERT_TRUE(attention.reason.empty()) << attention.reason;
+    ASSERT_EQ(attention.op.args.size(), 9u);
+    EXPECT_EQ(attention.op.args[0].tensors[0].dims, (std::vector<std::int64_t>{2, 14, 256, 64}));
+    EXPECT_EQ(attention.op.args[0].tensors[0].strides,
+              (std::vector<std::int64_t>{229376, 64, 896, 1}));
+    EXPECT_EQ(attention.op.args[3].tensors[0].dims, (std::vector<std::int64_t>{2, 1, 256, 256}));
+    EXPECT_EQ(attention.op.args[5].value, "0.0");    // dropout_p, its default
+    EXPECT_EQ(attention.op.args[8].value, "0.125");  // scale, in its place
+    const replay::ExternCall& bmm = cache.externs[1];
+    ASSERT_TRUE(bmm.reason.empty()) << bmm.reason;
+    EXPECT_EQ(bmm.op.args[0].tensors[0].dtype, replay::DType::BFloat16);
+}
+
 struct Extern {
     int kernels = 0;     // with rule inductor-extern
     int companions = 0;  // of them issued with the kernel before
@@ -139,6 +171,28 @@ TEST(InductorExterns, AReduceOverheadResnetsConvolutionsTakeTheWrappersCalls) {
         ++convolutions;
     }
     EXPECT_GT(convolutions, 10);
+}
+
+// Qwen2 prefill compiled with reduce-overhead: its GEMMs and cuDNN attentions (a fallback with a
+// keyword) all take the wrapper's calls; it had 62% of its kernel time with a recipe before.
+TEST(InductorExterns, AReduceOverheadQwen2sAttentionsTakeTheWrappersCalls) {
+    const Extern e = externs_of("qwen2_prefill_compiled_graph");
+    EXPECT_EQ(e.not_replayable, 0);
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/qwen2_prefill_compiled_graph.json.gz");
+    o.inductor_cache = trace_path("h200/qwen2_prefill_compiled_graph.inductor.tar.gz");
+    const auto a = replay::analyze(o);
+    int attentions = 0;
+    for (const auto& k : a->kernels) {
+        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        if (aten == nullptr || aten->op != "aten::_scaled_dot_product_cudnn_attention") continue;
+        attentions += static_cast<int>(k.nodes.size());
+        ASSERT_EQ(aten->args.size(), 9u);
+        for (int i = 0; i < 3; ++i)
+            EXPECT_EQ(aten->args[i].tensors.at(0).dims,
+                      (std::vector<std::int64_t>{2, 14, 256, 64}));
+    }
+    EXPECT_EQ(attentions, 24);
 }
 
 }  // namespace
