@@ -21,67 +21,44 @@ using namespace wrapper_text;
 constexpr const char* kRule = "inductor-extern";
 
 // A library call the wrapper makes through `extern_kernels` (by `name`), or an aten fallback it
-// calls with keyword arguments (by `aten`, name ""): the schema's parameters in order, with the
-// default of those a call may leave out ("": required).
+// calls with keyword arguments (by `aten`, name ""): the schema's parameters in order, each
+// `name` or `name=default` (the default of one a call may leave out).
 struct ExternOp {
     std::string_view name;
     std::string_view aten;
-    std::vector<std::pair<std::string_view, std::string_view>> params;
+    std::string_view params;
 };
 
 const std::vector<ExternOp>& extern_ops() {
     static const std::vector<ExternOp> ops = {
-        {"mm", "aten::mm", {{"self", ""}, {"mat2", ""}}},
-        {"bmm", "aten::bmm", {{"self", ""}, {"mat2", ""}}},
-        {"addmm",
-         "aten::addmm",
-         {{"self", ""}, {"mat1", ""}, {"mat2", ""}, {"beta", "1"}, {"alpha", "1"}}},
-        {"baddbmm",
-         "aten::baddbmm",
-         {{"self", ""}, {"batch1", ""}, {"batch2", ""}, {"beta", "1"}, {"alpha", "1"}}},
-        {"convolution",
-         "aten::convolution",
-         {{"input", ""},
-          {"weight", ""},
-          {"bias", "None"},
-          {"stride", ""},
-          {"padding", ""},
-          {"dilation", ""},
-          {"transposed", ""},
-          {"output_padding", ""},
-          {"groups", ""}}},
-        {"",
-         "aten::_scaled_dot_product_cudnn_attention",
-         {{"query", ""},
-          {"key", ""},
-          {"value", ""},
-          {"attn_bias", ""},
-          {"compute_log_sumexp", ""},
-          {"dropout_p", "0.0"},
-          {"is_causal", "False"},
-          {"return_debug_mask", "False"},
-          {"scale", "None"}}},
-        {"",
-         "aten::_scaled_dot_product_efficient_attention",
-         {{"query", ""},
-          {"key", ""},
-          {"value", ""},
-          {"attn_bias", ""},
-          {"compute_log_sumexp", ""},
-          {"dropout_p", "0.0"},
-          {"is_causal", "False"},
-          {"scale", "None"}}},
-        {"",
-         "aten::_scaled_dot_product_flash_attention",
-         {{"query", ""},
-          {"key", ""},
-          {"value", ""},
-          {"dropout_p", "0.0"},
-          {"is_causal", "False"},
-          {"return_debug_mask", "False"},
-          {"scale", "None"}}},
+        {"mm", "aten::mm", "self mat2"},
+        {"bmm", "aten::bmm", "self mat2"},
+        {"addmm", "aten::addmm", "self mat1 mat2 beta=1 alpha=1"},
+        {"baddbmm", "aten::baddbmm", "self batch1 batch2 beta=1 alpha=1"},
+        {"convolution", "aten::convolution",
+         "input weight bias=None stride padding dilation transposed output_padding groups"},
+        {"", "aten::_scaled_dot_product_cudnn_attention",
+         "query key value attn_bias compute_log_sumexp dropout_p=0.0 is_causal=False "
+         "return_debug_mask=False scale=None"},
+        {"", "aten::_scaled_dot_product_efficient_attention",
+         "query key value attn_bias compute_log_sumexp dropout_p=0.0 is_causal=False scale=None"},
+        {"", "aten::_scaled_dot_product_flash_attention",
+         "query key value dropout_p=0.0 is_causal=False return_debug_mask=False scale=None"},
     };
     return ops;
+}
+
+// An ExternOp's parameters as (name, default) pairs, default "" where there is none.
+std::vector<std::pair<std::string_view, std::string_view>> parameters_of(const ExternOp& op) {
+    std::vector<std::pair<std::string_view, std::string_view>> out;
+    for (auto word : split(op.params, ' ')) {
+        const auto eq = word.find('=');
+        if (eq == std::string_view::npos)
+            out.emplace_back(word, "");
+        else
+            out.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+    }
+    return out;
 }
 
 // The type text Kineto records for a tensor of `d` ("c10::Half", "float", "long int").
@@ -269,12 +246,13 @@ ExternCall read_call(std::string_view library, std::string_view op, std::string_
     // A fallback without keywords is in the schema's order as it is; the rest take their
     // keywords' places, and the defaults of those left out.
     if (known != ops.end() && (extern_kernels || !named.empty())) {
-        if (values.size() > known->params.size()) {
+        const auto params = parameters_of(*known);
+        if (values.size() > params.size()) {
             call.reason = call.op.op + " with more arguments than it takes";
             return call;
         }
-        for (std::size_t i = values.size(); i < known->params.size(); ++i) {
-            const auto& [param, fallback] = known->params[i];
+        for (std::size_t i = values.size(); i < params.size(); ++i) {
+            const auto& [param, fallback] = params[i];
             const auto given = std::find_if(named.begin(), named.end(),
                                             [&](const auto& kv) { return kv.first == param; });
             if (given != named.end()) {

@@ -124,11 +124,26 @@ struct Extern {
     int not_replayable = 0;
 };
 
-Extern externs_of(const std::string& trace, bool with_cache = true) {
+auto analysis_of(const std::string& trace, bool with_cache = true) {
     replay::AnalysisOptions o;
     o.trace_path = trace_path("h200/" + trace + ".json.gz");
     if (with_cache) o.inductor_cache = trace_path("h200/" + trace + ".inductor.tar.gz");
-    const auto a = replay::analyze(o);
+    return replay::analyze(o);
+}
+
+// The aten recipes of the kernels of `op`, with their launches.
+std::vector<std::pair<const replay::AtenRecipe*, std::size_t>> aten_recipes(
+    const replay::Analysis& a, const std::string& op) {
+    std::vector<std::pair<const replay::AtenRecipe*, std::size_t>> out;
+    for (const auto& k : a.kernels)
+        if (const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+            aten != nullptr && aten->op == op)
+            out.emplace_back(aten, k.nodes.size());
+    return out;
+}
+
+Extern externs_of(const std::string& trace, bool with_cache = true) {
+    const auto a = analysis_of(trace, with_cache);
     Extern e;
     for (const auto& k : a->kernels) {
         if (!k.recipe.replayable()) e.not_replayable += static_cast<int>(k.nodes.size());
@@ -156,19 +171,13 @@ TEST(InductorExterns, AReduceOverheadResnetsConvolutionsTakeTheWrappersCalls) {
     EXPECT_EQ(e.kernels, 58);
     EXPECT_GT(e.companions, 0);
     EXPECT_EQ(e.not_replayable, 0);
-    replay::AnalysisOptions o;
-    o.trace_path = trace_path("h200/resnet_compiled_graph.json.gz");
-    o.inductor_cache = trace_path("h200/resnet_compiled_graph.inductor.tar.gz");
-    const auto a = replay::analyze(o);
+    const auto a = analysis_of("resnet_compiled_graph");
     int convolutions = 0;
-    for (const auto& k : a->kernels) {
-        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
-        if (k.recipe.rule != "inductor-extern" || aten == nullptr) continue;
-        ASSERT_EQ(aten->op, "aten::convolution");
+    for (const auto& [aten, launches] : aten_recipes(*a, "aten::convolution")) {
         ASSERT_EQ(aten->args.size(), 9u);
         // Every operand's type is known, also of those that an earlier convolution returned.
-        EXPECT_EQ(aten->args[0].tensors.at(0).dtype, replay::DType::BFloat16) << k.name;
-        ++convolutions;
+        EXPECT_EQ(aten->args[0].tensors.at(0).dtype, replay::DType::BFloat16);
+        convolutions += static_cast<int>(launches);
     }
     EXPECT_GT(convolutions, 10);
 }
@@ -178,19 +187,15 @@ TEST(InductorExterns, AReduceOverheadResnetsConvolutionsTakeTheWrappersCalls) {
 TEST(InductorExterns, AReduceOverheadQwen2sAttentionsTakeTheWrappersCalls) {
     const Extern e = externs_of("qwen2_prefill_compiled_graph");
     EXPECT_EQ(e.not_replayable, 0);
-    replay::AnalysisOptions o;
-    o.trace_path = trace_path("h200/qwen2_prefill_compiled_graph.json.gz");
-    o.inductor_cache = trace_path("h200/qwen2_prefill_compiled_graph.inductor.tar.gz");
-    const auto a = replay::analyze(o);
+    const auto a = analysis_of("qwen2_prefill_compiled_graph");
     int attentions = 0;
-    for (const auto& k : a->kernels) {
-        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
-        if (aten == nullptr || aten->op != "aten::_scaled_dot_product_cudnn_attention") continue;
-        attentions += static_cast<int>(k.nodes.size());
+    for (const auto& [aten, launches] :
+         aten_recipes(*a, "aten::_scaled_dot_product_cudnn_attention")) {
         ASSERT_EQ(aten->args.size(), 9u);
         for (int i = 0; i < 3; ++i)
             EXPECT_EQ(aten->args[i].tensors.at(0).dims,
                       (std::vector<std::int64_t>{2, 14, 256, 64}));
+        attentions += static_cast<int>(launches);
     }
     EXPECT_EQ(attentions, 24);
 }
