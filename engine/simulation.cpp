@@ -363,10 +363,21 @@ class Simulation {
                          Bind::Wait, q.node);
         if (node.launch != kNoIndex && done_[call_start_item(node.launch)])
             consider(call_start_[node.launch] + p_.launch_latency, Bind::Launch, node.launch);
-        // A graph's nodes run once its launch has returned.
+        // A graph's nodes run once its launch has returned, or, those that the recording ran
+        // while the call was still submitting the graph, no sooner after its start than there
+        // (the driver hands a long graph over while the call runs).
         if (node.launch != kNoIndex && m_.calls[node.launch].graph_launch &&
-            done_[call_end_item(node.launch)])
-            consider(call_end_[node.launch] + p_.graph_launch_latency, Bind::Launch, node.launch);
+            done_[call_end_item(node.launch)]) {
+            const SimCall& call = m_.calls[node.launch];
+            const Nanos offset = m_.node_ts(static_cast<std::uint32_t>(n)) - call.ts;
+            if (offset < call.dur)
+                consider(call_start_[node.launch] +
+                             std::min(offset, call_end_[node.launch] - call_start_[node.launch]),
+                         Bind::Launch, node.launch);
+            else
+                consider(call_end_[node.launch] + p_.graph_launch_latency, Bind::Launch,
+                         node.launch);
+        }
         if (node.launch == kNoIndex || !bound)
             consider(m_.node_ts(static_cast<std::uint32_t>(n)), Bind::Anchor, kNoIndex);
         const Nanos dur = s_.gpu_durations.empty() ? m_.node_end(static_cast<std::uint32_t>(n)) -

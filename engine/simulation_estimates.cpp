@@ -72,7 +72,11 @@ std::vector<Nanos> gpu_gap_samples(const StepSimulator::Model& m, Nanos launch_l
         const SimNode& node = m.nodes[n];
         if (node.launch == kNoIndex || node.stream_prev == kNoIndex) continue;
         const Nanos prev_end = m.node_end(node.stream_prev);
-        Nanos ready = m.calls[node.launch].ts + launch_latency;
+        const SimCall& call = m.calls[node.launch];
+        // A graph's node that ran while its launch call was still handing the graph over was
+        // ready when it started (the simulation holds it there, Simulator::run_node).
+        if (call.graph_launch && m.node_ts(n) - call.ts < call.dur) continue;
+        Nanos ready = call.ts + launch_latency;
         for (const Producer& p : node.producers) ready = std::max(ready, m.node_end(p.node));
         if (ready <= prev_end) samples.push_back(m.node_ts(n) - prev_end);
     }

@@ -288,6 +288,26 @@ TEST(Simulation, AGraphRunsAfterItsLaunchReturns) {
     EXPECT_EQ(p.steps[0].predicted(), us(500));
 }
 
+// A graph launch whose call runs 500 us while the GPU already runs what it has handed over: the
+// kernels recorded during the call start no sooner after its start than they did, also on a GPU
+// twice as fast (the hand-over is the host's pace), and their gaps are no sample of the GPU's.
+TEST(Simulation, AGraphsKernelsFollowItsSubmissionWhileTheCallRuns) {
+    TraceBuilder b;
+    b.op("step", 0, 800);
+    b.launch(1, 3, 6, 2);
+    const std::int64_t graph_launch = b.call("cudaGraphLaunch", 110, 500);
+    for (int i = 0; i < 4; ++i) b.activity("graph kernel", 160 + 100 * i, 10, 7, graph_launch);
+    b.activity("graph kernel", 480, 280, 7, graph_launch);
+    b.call("cudaDeviceSynchronize", 615, 150);  // returns at 765, 5 us after the GPU is done
+    KernelGraph graph = KernelGraph::build(b.trace);
+    const StepSimulator sim(graph);
+    reproduced(sim);
+    const Prediction faster = run(sim, scaled(graph, 0.5, "graph kernel"));
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(faster.node_start[1 + i], us(160 + 100 * i)) << i;
+    EXPECT_EQ(faster.node_start[5], us(480));
+    EXPECT_EQ(faster.node_end[5], us(480 + 140));
+}
+
 // A graph replay of 200 kernels: one call, and a critical path through every kernel.
 TEST(Simulation, CriticalPathRunsThroughALongGraphReplay) {
     TraceBuilder b;

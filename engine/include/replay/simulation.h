@@ -51,7 +51,8 @@ struct Scenario {
 // fixed its end, walked back to its start). The buckets add up to the predicted step time.
 //   cpu-bound: the host decided: CPU work between runtime calls (host_work), the runtime calls'
 //              own time (runtime_calls), and a launch's way to the GPU (launch_latency: from the
-//              call's start to its kernel's start, when the stream was free before that).
+//              call's start to its kernel's start, when the stream was free before that; for a
+//              CUDA graph, its hand-over while cudaGraphLaunch runs and after it returns).
 //   gpu-bound: the GPU decided: activities executing (gpu_activity) and the dispatch gap
 //              between an activity and the one queued behind it or waiting on it (gpu_gap).
 //   sync:      host synchronisations' own cost: the time a blocking call (cudaDeviceSynchronize,
