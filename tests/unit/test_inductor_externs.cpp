@@ -200,4 +200,20 @@ TEST(InductorExterns, AReduceOverheadQwen2sAttentionsTakeTheWrappersCalls) {
     EXPECT_EQ(attentions, 24);
 }
 
+// The compiled ViT as recorded without record_shapes: no op has shapes, but the wrapper's calls
+// give its GEMMs theirs (none of its kernel time had a recipe without the cache).
+TEST(InductorExterns, WithoutRecordShapesTheWrappersCallsGiveTheGemmsTheirShapes) {
+    replay::AnalysisOptions o;
+    o.trace_path = trace_path("h200/vit_compiled_noshapes.json.gz");
+    EXPECT_EQ(replay::analyze(o)->coverage, 0.0);
+    o.inductor_cache = trace_path("h200/vit_compiled.inductor.tar.gz");
+    const auto a = replay::analyze(o);
+    EXPECT_DOUBLE_EQ(a->coverage, 1.0);
+    int gemms = 0;
+    for (const auto& k : a->kernels)
+        if (k.recipe.rule == "inductor-extern" && k.recipe.tier == replay::Tier::Gemm)
+            gemms += static_cast<int>(k.nodes.size());
+    EXPECT_EQ(gemms, 97);  // as many as with shapes
+}
+
 }  // namespace
