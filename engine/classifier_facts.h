@@ -114,6 +114,9 @@ std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op
 // with the storage ids `storages` gives.
 Recipe decide(const Trace& trace, const Facts& facts, StorageIds& storages);
 
+bool is_gemm_op(std::string_view name);          // aten::mm, addmm, bmm, baddbmm, linear, matmul
+bool is_splitk_reduce(std::string_view kernel);  // cuBLAS's split-K reduction after a GEMM
+
 // The tier-2 recipe of a GEMM op (mm, addmm, bmm, baddbmm, linear, matmul) whose kernel is
 // `kernel` (operand types it names where the op's are not recorded), else a not-replayable one
 // with the reason; `rule` decided it.

@@ -4,6 +4,7 @@
 #include "inductor_externs.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
@@ -368,8 +369,7 @@ Recipe recipe_of(const ExternCall& call, std::string_view kernel) {
         r.reason = "library call of the Inductor wrapper: " + call.reason;
         return r;
     }
-    const std::string& op = call.op.op;
-    if (op == "aten::mm" || op == "aten::addmm" || op == "aten::bmm" || op == "aten::baddbmm") {
+    if (classifier_detail::is_gemm_op(call.op.op)) {
         r = classifier_detail::gemm_or_reason(call.op, kernel, false, kRule);
     } else {
         r.tier = Tier::AtenOp;
@@ -397,6 +397,27 @@ ExternStats apply_inductor_externs(const KernelGraph& graph, NodeRecipes& recipe
         recipes.set(n, r);
         if (reasons.insert(why).second) stats.unmatched_reasons.push_back(why);
     };
+    // Which call launched each kernel: one call, all of them; as many calls as kernels, one
+    // each; several GEMM calls, each kernel but a split-K reduction (issued with the GEMM before
+    // it) the next call's; otherwise none (empty).
+    const auto owners = [&](const std::vector<std::size_t>& calls,
+                            const std::vector<std::uint32_t>& kernels) {
+        std::vector<std::size_t> owner(kernels.size(), 0);
+        if (calls.size() == 1) return owner;
+        if (calls.size() == kernels.size()) {
+            std::iota(owner.begin(), owner.end(), std::size_t{0});
+            return owner;
+        }
+        const bool gemms = std::all_of(calls.begin(), calls.end(), [&](std::size_t c) {
+            return cache.externs[c].reason.empty() &&
+                   classifier_detail::is_gemm_op(cache.externs[c].op.op);
+        });
+        std::size_t call = 0;
+        for (std::size_t k = 1; k < kernels.size() && gemms; ++k)
+            owner[k] = classifier_detail::is_splitk_reduce(name(kernels[k])) ? call : ++call;
+        if (!gemms || call + 1 != calls.size()) owner.clear();
+        return owner;
+    };
     // Gives the kernels launched between two Triton launches the library calls there.
     auto resolve = [&](const std::vector<std::uint32_t>& kernels, std::size_t after,
                        std::size_t before) {
@@ -404,28 +425,29 @@ ExternStats apply_inductor_externs(const KernelGraph& graph, NodeRecipes& recipe
         const std::vector<std::size_t> calls = externs_between(cache, after, before);
         if (calls.empty()) return;  // no library call there: kernels of something else
         stats.candidates += kernels.size();
-        if (calls.size() == 1 || calls.size() == kernels.size()) {
-            for (std::size_t k = 0; k < kernels.size(); ++k) {
-                const bool companion = calls.size() == 1 && k > 0;
-                Recipe r = recipe_of(cache.externs[calls[companion ? 0 : k]], name(kernels[k]));
-                if (!r.replayable()) {
-                    fail(kernels[k], r.reason);
-                    continue;
-                }
-                if (companion) {
-                    r.issued_with_op = true;
-                    r.reason = "issued by its library call's replay (" + r.reason + ")";
-                }
-                recipes.set(kernels[k], r);
-                ++stats.matched;
-            }
+        const std::vector<std::size_t> owner = owners(calls, kernels);
+        if (owner.empty()) {
+            const std::string why = "the Inductor wrapper makes " + std::to_string(calls.size()) +
+                                    " library calls where the trace has " +
+                                    std::to_string(kernels.size()) +
+                                    " kernels without an op between two Triton launches";
+            for (const std::uint32_t n : kernels) fail(n, why);
             return;
         }
-        const std::string why = "the Inductor wrapper makes " + std::to_string(calls.size()) +
-                                " library calls where the trace has " +
-                                std::to_string(kernels.size()) +
-                                " kernels without an op between two Triton launches";
-        for (const std::uint32_t n : kernels) fail(n, why);
+        for (std::size_t k = 0; k < kernels.size(); ++k) {
+            const bool companion = k > 0 && owner[k] == owner[k - 1];
+            Recipe r = recipe_of(cache.externs[calls[owner[k]]], name(kernels[k]));
+            if (!r.replayable()) {
+                fail(kernels[k], r.reason);
+                continue;
+            }
+            if (companion) {
+                r.issued_with_op = true;
+                r.reason = "issued by its library call's replay (" + r.reason + ")";
+            }
+            recipes.set(kernels[k], r);
+            ++stats.matched;
+        }
     };
     for (const StreamTrack& track : graph.streams()) {
         std::size_t last = kNoSite;          // the call site of the last Triton launch

@@ -216,4 +216,62 @@ TEST(InductorExterns, WithoutRecordShapesTheWrappersCallsGiveTheGemmsTheirShapes
     EXPECT_EQ(gemms, 97);  // as many as with shapes
 }
 
+// Three projections of one input, back to back between two Triton kernels in one CUDA graph
+// (q, k, v of a decode step): cuBLAS split the second one's K, and its reduction is issued with
+// it; each GEMM takes its own call.
+TEST(InductorExterns, ASplitKReductionGoesWithItsGemm) {
+    replay::InductorCache cache;
+    replay::parse_wrapper_code(R"PY(
+def call(args):
+    arg0_1, arg1_1 = args
+    assert_size_stride(arg0_1, (1, 896), (896, 1))
+    assert_size_stride(arg1_1, (896, 896), (896, 1))
+    buf0 = empty_strided_cuda((1, 896), (896, 1), torch.bfloat16)
+    triton_per_norm_0.run(arg0_1, buf0, 1, 896, stream=stream0)
+    extern_kernels.mm(buf0, reinterpret_tensor(arg1_1, (896, 128), (1, 896), 0), out=buf1)
+    extern_kernels.mm(buf0, reinterpret_tensor(arg1_1, (896, 896), (1, 896), 0), out=buf2)
+    extern_kernels.mm(buf0, reinterpret_tensor(arg1_1, (896, 64), (1, 896), 0), out=buf3)
+    triton_poi_rope_1.run(buf1, buf2, 128, stream=stream0)
+
+def get_args():
+    arg0_1 = rand_strided((1, 896), (896, 1), device='cuda:0', dtype=torch.bfloat16)
+    arg1_1 = rand_strided((896, 896), (896, 1), device='cuda:0', dtype=torch.bfloat16)
+)PY",
+                               cache);
+    ASSERT_EQ(cache.externs.size(), 3u);
+    const std::string kernel =
+        R"(,"pid":0,"tid":7,"dur":2,"args":{"correlation":9,"stream":7,"device":0,"grid":[1,1,1],"block":[128,1,1]}})";
+    std::string json =
+        R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":1,"dur":5,"args":{"correlation":9}})";
+    const char* names[] = {"triton_per_norm_0",     "gemv_bf16_kernel",
+                           "nvjet_tst_64x8_splitK", "cublasLt::splitKreduce_kernel",
+                           "gemv_bf16_kernel",      "triton_poi_rope_1"};
+    for (int i = 0; i < 6; ++i)
+        json += std::string(R"(,{"ph":"X","cat":"kernel","name":")") + names[i] + R"(","ts":)" +
+                std::to_string(10 + 3 * i) + kernel;
+    json += "]}";
+    const replay::testing::TempFile trace("externs_splitk.json", json);
+    replay::AnalysisOptions o;
+    o.trace_path = trace.path();
+    auto a = replay::analyze(o);
+    replay::InductorStats triton;  // the two Triton launches took call sites 0 and 1
+    const auto& nodes = a->graph.nodes();
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const auto name = a->graph.trace().names.view(a->graph.activity(nodes[n]).name);
+        if (name.starts_with("triton_")) triton.site_of_node[n] = name.ends_with("_0") ? 0 : 1;
+    }
+    const replay::ExternStats e =
+        replay::apply_inductor_externs(a->graph, a->recipes, cache, triton);
+    EXPECT_EQ(e.candidates, 4u);
+    EXPECT_EQ(e.matched, 4u);
+    std::vector<std::pair<std::int64_t, bool>> got;  // N of each GEMM, issued with the one before
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const replay::Recipe r = a->recipes.recipe(n);
+        if (const auto* g = std::get_if<replay::GemmRecipe>(&r.detail))
+            got.emplace_back(g->n, r.issued_with_op);
+    }
+    EXPECT_EQ(got, (std::vector<std::pair<std::int64_t, bool>>{
+                       {128, false}, {896, false}, {896, true}, {64, false}}));
+}
+
 }  // namespace
