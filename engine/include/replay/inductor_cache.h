@@ -168,7 +168,8 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
 // as a CUDA graph): the kernels between two Triton launches of a stream are those of the library
 // calls between the two call sites those launches took (apply_inductor_cache's site_of_node).
 // One call there takes them all (the first issues them, the others are issued with it); as
-// many calls as kernels pair one to one; otherwise the reason says so. GEMMs become tier-2
+// many calls as kernels pair one to one; several GEMM calls take their kernels in order, a
+// split-K reduction issued with the GEMM before it; otherwise the reason says so. GEMMs become tier-2
 // recipes as an eager aten::mm's would, other ops tier-3 ones; rule `inductor-extern`.
 struct ExternStats {
     std::size_t candidates = 0;  // kernels without a recipe between or beside Triton launches
