@@ -37,7 +37,10 @@ void add_load_options(CLI::App& app, LoadOptions& o, SideFiles side_files) {
         app.add_option("--inductor-cache", o.inductor_cache,
                        "torch.compile's cache folder of the run (TORCHINDUCTOR_CACHE_DIR) or a "
                        ".tar[.gz] of it: its Triton kernels' binaries, launch metadata and wrapper "
-                       "code replay the trace's Triton kernels (tier triton)" +
+                       "code replay the trace's Triton kernels (tier triton), and the wrapper's "
+                       "library calls (mm, addmm, bmm, convolution, attention) give the kernels "
+                       "without an op between them their recipes (rule inductor-extern: a "
+                       "reduce-overhead CUDA graph's, a trace without record_shapes)" +
                            one);
     }
     app.add_flag("--strict", o.strict,
