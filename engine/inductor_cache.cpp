@@ -223,8 +223,10 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     // bufN = empty_strided_cuda((4096, 16384), (16384, 1), torch.float16)
     static const std::regex alloc(
         R"((\w+) = empty_strided_cuda\(\(([^)]*)\), \(([^)]*)\), torch\.(\w+)\))");
-    // bufM = reinterpret_tensor(bufN, ...): the same allocation
-    static const std::regex alias(R"((\w+) = reinterpret_tensor\((\w+),)");
+    // bufM = reinterpret_tensor(bufN, (2, 14, 256, 64), (229376, 64, 896, 1), 0): the same
+    // allocation, under bufM's own sizes and strides where they are literals
+    static const std::regex alias(
+        R"((\w+) = reinterpret_tensor\((\w+),(?: \(([^)]*)\), \(([^)]*)\), \d+\))?)");
     // buf13 = buf12; del buf12  # reuse
     static const std::regex reuse(R"((\w+) = (\w+); del \w+\s+# reuse)");
     // assert_size_stride(arg0_1, (16384, 4096), (4096, 1)) (newer Inductor adds the op's name)
@@ -266,17 +268,15 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
         if (!buffers.count(name))
             buffers[name] = {-1, DType::Unknown, view_extent(shape.first, shape.second),
                              shape.first, shape.second};
-    for (const std::regex* pattern : {&alias, &reuse})
-        for (std::sregex_iterator it(text.begin(), text.end(), *pattern), end; it != end; ++it)
-            aliases[(*it)[1].str()] = (*it)[2].str();
-    // bufM = reinterpret_tensor(bufN, (2, 14, 256, 64), (229376, 64, 896, 1), 0): bufN's
-    // allocation under bufM's own sizes and strides.
-    static const std::regex view(
-        R"((\w+) = reinterpret_tensor\(\w+, \(([^)]*)\), \(([^)]*)\), \d+\))");
     std::unordered_map<std::string, std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>
-        views;
-    for (std::sregex_iterator it(text.begin(), text.end(), view), end; it != end; ++it)
-        views[(*it)[1].str()] = {integers((*it)[2].str()), integers((*it)[3].str())};
+        views;  // the reinterpret_tensor aliases' sizes and strides
+    for (const std::regex* pattern : {&alias, &reuse})
+        for (std::sregex_iterator it(text.begin(), text.end(), *pattern), end; it != end; ++it) {
+            const auto& m = *it;
+            aliases[m[1].str()] = m[2].str();
+            if (pattern == &alias && m[3].matched)
+                views[m[1].str()] = {integers(m[3].str()), integers(m[4].str())};
+        }
     const auto follow_aliases = [&] {
         for (const auto& [name, target] : aliases) {
             std::string root = target;

@@ -95,8 +95,6 @@ bool is_number(std::string_view s) {
     return std::regex_match(s.begin(), s.end(), number);
 }
 
-// A tensor as the wrapper names it: `reinterpret_tensor(buf4, (1024, 768), (768, 1), 0)` or a
-// buffer or graph input by name.
 // Names and what they stand for: a file's buffers, the names reusing another's allocation, and
 // the first results of calls that return several (`buf14 = buf13[0]`: an attention's output).
 struct Names {
@@ -122,6 +120,8 @@ struct Names {
     }
 };
 
+// A tensor as the wrapper names it: `reinterpret_tensor(buf4, (1024, 768), (768, 1), 0)` or a
+// buffer or graph input by name.
 std::optional<TensorSpec> tensor_of(std::string_view expr, const Names& names, std::string& why) {
     TensorSpec t;
     std::string name(expr);
@@ -213,7 +213,8 @@ bool in_comment(const std::string& text, std::size_t at) {
     return first != std::string::npos && first < at && text[first] == '#';
 }
 
-ExternCall read_call(std::string_view library, std::string_view op, std::string_view overload,
+// `extern_kernels.<op>(args)`, else `torch.ops.aten.<op>.<overload>(args)`.
+ExternCall read_call(bool extern_kernels, std::string_view op, std::string_view overload,
                      std::string_view args, const Names& names) {
     ExternCall call;
     std::vector<std::string_view> positional;
@@ -231,15 +232,17 @@ ExternCall read_call(std::string_view library, std::string_view op, std::string_
     std::erase_if(named, [](const auto& kv) { return kv.first == "out"; });
     std::vector<std::string_view> values = positional;
     const auto& ops = extern_ops();
-    const bool extern_kernels = library == "extern_kernels";
     const std::string aten = "aten::" + std::string(op);
     const auto known = std::find_if(ops.begin(), ops.end(), [&](const ExternOp& o) {
         return extern_kernels ? o.name == op : o.aten == aten;
     });
     if (extern_kernels && known == ops.end()) {
+        std::string names_known;
+        for (const ExternOp& o : ops)
+            if (!o.name.empty())
+                names_known += (names_known.empty() ? "" : ", ") + std::string(o.name);
         call.reason = "extern_kernels." + std::string(op) +
-                      " is not a library call the replay knows (mm, addmm, bmm, baddbmm, "
-                      "convolution)";
+                      " is not a library call the replay knows (" + names_known + ")";
         return call;
     }
     call.op.op = extern_kernels ? std::string(known->aten) : aten;
@@ -307,8 +310,7 @@ std::vector<std::pair<std::size_t, ExternCall>> parse_extern_calls(
         if (close == std::string::npos) continue;
         const bool extern_kernels = m[1].matched;
         const std::string_view args(text.data() + open + 1, close - open - 1);
-        ExternCall call = read_call(extern_kernels ? "extern_kernels" : "aten",
-                                    extern_kernels ? m[2].str() : m[4].str(),
+        ExternCall call = read_call(extern_kernels, extern_kernels ? m[2].str() : m[4].str(),
                                     extern_kernels ? "" : m[5].str(), args, names);
         call.text = text.substr(at, std::min<std::size_t>(close + 1 - at, 160));
         // `buf2 = extern_kernels.convolution(...)`: buf2 is of its input's type (and the first
