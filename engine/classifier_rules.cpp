@@ -400,6 +400,15 @@ DType dtype_from_kernel_name(std::string_view name) {
     return DType::Float32;
 }
 
+bool kernel_uses_tf32(std::string_view kernel) {
+    // cuBLAS's xmma kernels name the type (`gemm_f32f32_tf32f32_f32`, `ampere_tf32_...`),
+    // CUTLASS's the TF32 MMA shape (`tensorop_s1688gemm`: fp32 in and out, m16n8k8 TF32 MMAs),
+    // nvjet its operand code (`nvjet_tst_...`: TF32 A and B, fp32 compute); fp32 kernels on
+    // CUDA cores say `ffma`, `sgemm` or `sss`.
+    return contains_any(kernel,
+                        {"tf32", "s1688gemm", "nvjet_tst", "nvjet_sm90_tst", "nvjet_sm100_tst"});
+}
+
 Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {
     return gemm_or_reason(aten_recipe(c, {ChainPlace::Gemm}), c.name, issued_with_op, rule);
 }
@@ -422,6 +431,7 @@ Recipe gemm_or_reason(const AtenRecipe& aten, std::string_view kernel, bool issu
                    " inferred from the kernel name";
     }
     gemm->bias_epilogue_recorded = gemm->bias && kernel.find("bias") != std::string_view::npos;
+    gemm->tf32_recorded = gemm->a_type == DType::Float32 && kernel_uses_tf32(kernel);
     r.tier = Tier::Gemm;
     r.rule = rule;
     r.issued_with_op = issued_with_op;

@@ -208,7 +208,8 @@ std::string Recipe::key() const {
                     << '|' << (d.trans_a ? 'T' : 'N') << (d.trans_b ? 'T' : 'N') << "|ld" << d.lda
                     << ',' << d.ldb << ',' << d.ldc << '|' << to_string(d.a_type) << ','
                     << to_string(d.b_type) << ',' << to_string(d.c_type) << "|a" << d.alpha << "b"
-                    << d.beta << (d.bias ? "|bias" : "") << (d.bias_epilogue_recorded ? "|lt" : "");
+                    << d.beta << (d.bias ? "|bias" : "") << (d.bias_epilogue_recorded ? "|lt" : "")
+                    << (d.tf32_recorded ? "|tf32" : "");
             } else if constexpr (std::is_same_v<T, AtenRecipe>) {
                 out << '|' << d.op << (d.overload.empty() ? "" : ".") << d.overload;
                 for (const auto& a : d.args) {

@@ -180,6 +180,9 @@ Recipe read_recipe(od::value v) {
         else if (k == "bias_epilogue_recorded") {
             bool b = false;
             if (!x.get_bool().get(b)) gemm.bias_epilogue_recorded = b;
+        } else if (k == "tf32_recorded") {
+            bool b = false;
+            if (!x.get_bool().get(b)) gemm.tf32_recorded = b;
         } else if (k == "c_broadcast") {
             bool b = false;
             if (!x.get_bool().get(b)) gemm.c_broadcast = b;
@@ -303,6 +306,7 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                 json.field("alpha", d.alpha).field("beta", d.beta).field("bias", d.bias);
                 if (d.bias) json.field("bias_type", to_string(d.bias_type));
                 if (d.bias_epilogue_recorded) json.field("bias_epilogue_recorded", true);
+                if (d.tf32_recorded) json.field("tf32_recorded", true);
                 if (d.c_broadcast) json.field("c_broadcast", true);
                 if (d.a_storage >= 0 || d.b_storage >= 0 || d.c_storage >= 0)
                     json.field("a_storage", d.a_storage)

@@ -89,6 +89,9 @@ def parse_args():
     p.add_argument("--dtype", choices=DTYPES, default=None,
                    help="inference/decode: weight and activation dtype; train: autocast dtype over "
                         "fp32 weights (fp32 = no autocast)")
+    p.add_argument("--tf32", action="store_true",
+                   help="fp32 GEMMs may use TF32 (torch.set_float32_matmul_precision('high'), as "
+                        "torch.compile advises)")
     p.add_argument("--batch", type=int, default=None, help="batch size")
     p.add_argument("--seq", type=int, default=None, help="sequence length (prefill) or KV-cache length (decode)")
     p.add_argument("--hidden", type=int, default=4096, help="mlp: hidden size (default 4096)")
@@ -219,6 +222,7 @@ def make_step(args, torch, device):
         model, vocab = build_model(args, torch)
     train = args.mode == "train"
     model = model.to(device, dtype=torch.float32 if train else dtype).train(train)
+    eager_model = model
     if args.compile:
         model = torch.compile(model, mode=args.compile_mode)
     float_dtype = torch.float32 if train else dtype
@@ -251,9 +255,11 @@ def make_step(args, torch, device):
     # Decode: fill a static cache with the prompt once; every step then decodes the token at
     # position --seq. The cache counts the tokens it holds on the GPU (transformers 5), so each
     # step first sets that count back: every step does the same work, in a CUDA graph too.
+    # The prompt runs eagerly: the cache allocates its tensors on first use, and allocated inside
+    # reduce-overhead's CUDA graphs they would be graph outputs that the next step overwrites.
     cache = static_cache(model, args, torch, dtype)
     with torch.no_grad():
-        model(input_ids=ids, past_key_values=cache, use_cache=True)
+        eager_model(input_ids=ids, past_key_values=cache, use_cache=True)
     token = torch.randint(0, vocab, (args.batch, 1), device=device)
     position = torch.full((1, 1), args.seq, device=device, dtype=torch.long)
     counters = [layer.cumulative_length for layer in getattr(cache, "layers", [])
@@ -366,6 +372,8 @@ def main():
     if not torch.cuda.is_available():
         raise SystemExit("capture_trace.py needs a CUDA GPU")
     torch.manual_seed(args.seed)
+    if args.tf32:
+        torch.set_float32_matmul_precision("high")
     step = make_step(args, torch, "cuda")
     if args.compile_mode == "reduce-overhead":
         # CUDA graph trees: each step is a new invocation whose outputs may overwrite the last
@@ -388,7 +396,7 @@ def main():
     timing = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(),
               "model": args.model, "mode": args.mode, "dtype": args.dtype, "batch": args.batch,
               "seq": args.seq, "cuda_graph": args.cuda_graph, "compile": args.compile,
-              "compile_mode": args.compile_mode,
+              "compile_mode": args.compile_mode, "tf32": args.tf32,
               "median_us": median_us, "host_median_us": host_us, "runs": args.runs}
     if args.energy_seconds > 0:
         timing.update(measure_energy(step, args.energy_seconds, torch))

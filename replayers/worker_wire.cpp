@@ -40,7 +40,8 @@ void encode_detail(Encoder& e, const GemmRecipe& g) {
     e.i64(g.lda).i64(g.ldb).i64(g.ldc).i64(g.stride_a).i64(g.stride_b).i64(g.stride_c);
     for (DType t : {g.a_type, g.b_type, g.c_type, g.compute_type, g.bias_type})
         e.u8(static_cast<std::uint8_t>(t));
-    e.f64(g.alpha).f64(g.beta).u8(g.bias).u8(g.bias_epilogue_recorded).u8(g.c_broadcast);
+    e.f64(g.alpha).f64(g.beta).u8(g.bias).u8(g.bias_epilogue_recorded).u8(g.tf32_recorded);
+    e.u8(g.c_broadcast);
     e.i64(g.a_storage).i64(g.b_storage).i64(g.c_storage);
     e.i64(g.a_reuse_bytes).i64(g.b_reuse_bytes).i64(g.c_reuse_bytes);
 }
@@ -104,6 +105,7 @@ GemmRecipe decode_gemm(Decoder& d) {
     g.beta = d.f64();
     g.bias = d.u8() != 0;
     g.bias_epilogue_recorded = d.u8() != 0;
+    g.tf32_recorded = d.u8() != 0;
     g.c_broadcast = d.u8() != 0;
     g.a_storage = d.i64();
     g.b_storage = d.i64();

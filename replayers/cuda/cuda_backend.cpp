@@ -40,7 +40,10 @@ CudaBackend::CudaBackend(const BackendOptions& options)
     setup_stream_ = Stream::non_blocking();
     blas_ = CublasHandle::create();
     lt_ = CublasLtHandle::create();
-    blas_context_ = blas_options_from_environment();
+    int compute_major = 0;
+    REPLAY_CUDA_CALL(
+        cudaDeviceGetAttribute(&compute_major, cudaDevAttrComputeCapabilityMajor, options_.device));
+    blas_context_ = blas_options_from_environment(compute_major);
     blas_context_.blas = blas_.get();
     blas_context_.lt = lt_.get();
     set_stream_count(1);
@@ -90,8 +93,10 @@ CudaBackend::~CudaBackend() {
 
 void* CudaBackend::workspace_at(int index) {
     auto& workspace = workspaces_.at(static_cast<std::size_t>(index));
-    if (workspace.data() == nullptr && blas_context_.workspace_bytes > 0)
-        workspace = Memory(MemoryKind::Device, blas_context_.workspace_bytes);
+    // One buffer per stream for cuBLAS and cuBLASLt (stream order keeps their uses apart).
+    const std::size_t bytes =
+        std::max(blas_context_.workspace_bytes, blas_context_.lt_workspace_bytes);
+    if (workspace.data() == nullptr && bytes > 0) workspace = Memory(MemoryKind::Device, bytes);
     return workspace.data();
 }
 
@@ -441,8 +446,11 @@ Environment CudaBackend::environment() const {
             "CUDA graphs captured without libtorch, so ops that draw random numbers "
             "are issued outside them: " +
             libtorch_capture_why_);
-    e.notes.push_back("cuBLAS workspace " + std::to_string(blas_context_.workspace_bytes >> 20) +
-                      " MiB per stream" +
+    auto kib = [](std::size_t bytes) { return std::to_string(bytes >> 10) + " KiB"; };
+    e.notes.push_back("cuBLAS workspace " + kib(blas_context_.workspace_bytes) +
+                      ", cuBLASLt workspace " + kib(blas_context_.lt_workspace_bytes) +
+                      " per stream, as PyTorch's defaults (CUBLAS_WORKSPACE_CONFIG, "
+                      "CUBLASLT_WORKSPACE_SIZE)" +
                       (blas_context_.prefer_lt
                            ? "; TORCH_BLAS_PREFER_CUBLASLT: every GEMM through cuBLASLt"
                            : "") +

@@ -216,6 +216,7 @@ class CudaBackend final : public Backend {
     std::vector<Launch> launches_;                    // handle h is launches_[h - 1]
     std::vector<std::vector<TouchList>> warm_reads_;  // per handle, decided when prepared
     std::uint64_t fills_ = 0;
+    int private_roles_ = 0;  // integer buffers of Triton launches: one each (prepare_triton)
 
     std::vector<CapturedGraph> graphs_;  // graph g is graphs_[g - 1]
     struct Capture {

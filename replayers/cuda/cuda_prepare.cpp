@@ -197,6 +197,10 @@ void CudaBackend::release(std::uint32_t handle) {
     warm_reads_.at(handle - 1).clear();
 }
 
+namespace {
+constexpr int kPrivateRoleBase = 1 << 20;  // above every operand slot of the other recipes
+}  // namespace
+
 Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
     if (t.cubin.empty()) return skipped("Triton kernel " + t.kernel + ": no compiled image");
     auto& kernel = triton_kernels_[t.variant];
@@ -233,8 +237,12 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
                 const std::optional<FillType> fill = fill_type(a.dtype);
                 const std::size_t size = fill ? element_size(a.dtype) : 1;
                 const auto elements = (static_cast<std::size_t>(a.bytes) + size - 1) / size;
-                it->second = buffer(MemoryKind::Device, 2000 + static_cast<int>(buffers.size()),
-                                    fill, elements, size, why,
+                // Integers (indices, positions) get a buffer of their own: one shared by role
+                // holds what another launch stored there (a decode's `cache_position + 1`), out
+                // of range of the index asserts Inductor compiles in (`0 <= tmp7 < 257`).
+                const int role = fill ? 2000 + static_cast<int>(buffers.size())
+                                      : kPrivateRoleBase + private_roles_++;
+                it->second = buffer(MemoryKind::Device, role, fill, elements, size, why,
                                     a.positive ? FillRange::Positive : FillRange::Signed);
                 if (it->second == nullptr) return skipped(why);
                 // Integers (indices, offsets) are zeros: always in range.

@@ -35,19 +35,56 @@ cublasOperation_t op(bool transposed) {
     return transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
+std::size_t cublas_workspace_bytes(int compute_major) {
+    const bool hopper_or_later = compute_major == 9 || compute_major == 10 || compute_major == 12;
+    const std::size_t default_bytes = hopper_or_later
+                                          ? std::size_t{4096} * 8 * 1024
+                                          : std::size_t{4096} * 1024 * 2 + 16 * 1024 * 8;
+    const char* config = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+    if (config == nullptr) return default_bytes;
+    std::size_t total = 0;
+    bool any = false;
+    for (const char* p = config; *p != '\0';) {
+        char* end = nullptr;
+        if (*p != ':') return default_bytes;  // PyTorch warns and takes its default
+        const unsigned long long size = std::strtoull(p + 1, &end, 10);
+        if (end == p + 1 || *end != ':') return default_bytes;
+        const char* count_at = end + 1;
+        const unsigned long long count = std::strtoull(count_at, &end, 10);
+        if (end == count_at) return default_bytes;
+        total += static_cast<std::size_t>(size) * 1024 * static_cast<std::size_t>(count);
+        any = true;
+        p = end;
+    }
+    return any ? total : default_bytes;
+}
+
 }  // namespace
 
-BlasContext blas_options_from_environment() {
-    BlasContext context;
-    // PyTorch sizes the cuBLAS workspace at 32 MiB on Hopper (CUBLAS_WORKSPACE_CONFIG :4096:8) and
-    // the cuBLASLt one like it; CUBLASLT_WORKSPACE_SIZE (KiB) overrides, as in PyTorch.
-    context.workspace_bytes = std::size_t{32} << 20;
+BlasWorkspaces blas_workspaces_from_environment(int compute_major) {
+    BlasWorkspaces w;
+    w.cublas = cublas_workspace_bytes(compute_major);
+    // PyTorch's cuBLASLt workspace is its own, 1 MiB unless CUBLASLT_WORKSPACE_SIZE (KiB) says
+    // otherwise (parseCUDABlasLtWorkspaceSize, #73328). Measured on an H200 with PyTorch 2.11:
+    // its fp32 addmm kernels are those of a 1 or 4 MiB workspace and change at 32 MiB, where
+    // cuBLASLt's heuristic turns to split-K (BERT-base fp32: 23% of the GEMM time named as
+    // recorded with 32 MiB, 100% with 1 MiB). Newer PyTorch may share the cuBLAS workspace
+    // (TORCH_CUBLASLT_UNIFIED_WORKSPACE=1 here does the same).
+    w.lt = std::size_t{1} << 20;
+    if (env_flag("TORCH_CUBLASLT_UNIFIED_WORKSPACE")) w.lt = w.cublas;
     if (const char* kib = std::getenv("CUBLASLT_WORKSPACE_SIZE"); kib != nullptr) {
         char* end = nullptr;
         const long long value = std::strtoll(kib, &end, 10);
-        if (end != kib && value >= 0)
-            context.workspace_bytes = static_cast<std::size_t>(value) * 1024;
+        if (end != kib && value >= 0) w.lt = static_cast<std::size_t>(value) * 1024;
     }
+    return w;
+}
+
+BlasContext blas_options_from_environment(int compute_major) {
+    BlasContext context;
+    const BlasWorkspaces w = blas_workspaces_from_environment(compute_major);
+    context.workspace_bytes = w.cublas;
+    context.lt_workspace_bytes = w.lt;
     context.prefer_lt = env_flag("TORCH_BLAS_PREFER_CUBLASLT");
     context.allow_tf32 = env_flag("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
     return context;
@@ -174,6 +211,7 @@ GemmLaunch::GemmLaunch(const GemmRecipe& normalized, const BlasContext& context,
           << recipe_.m << " n" << recipe_.n << " k" << recipe_.k;
     if (recipe_.batch > 1) label << " b" << recipe_.batch;
     label << ' ' << op_char(args_.transa) << op_char(args_.transb);
+    if (tf32(context)) label << " tf32";
 
     if (bias_lt || context.prefer_lt) {
         if (try_lt(context, bias_lt)) {
@@ -190,6 +228,10 @@ GemmLaunch::GemmLaunch(const GemmRecipe& normalized, const BlasContext& context,
     label_ = label.str();
 }
 
+bool GemmLaunch::tf32(const BlasContext& context) const {
+    return recipe_.a_type == DType::Float32 && (context.allow_tf32 || recipe_.tf32_recorded);
+}
+
 bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
     const cudaDataType_t ab_type = *cuda_data_type(recipe_.a_type);
     const cudaDataType_t c_type = *cuda_data_type(recipe_.c_type);
@@ -197,7 +239,7 @@ bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
     cudaDataType_t scale = CUDA_R_32F;
     if (recipe_.a_type == DType::Float64) {
         compute = CUBLAS_COMPUTE_64F, scale = CUDA_R_64F;
-    } else if (recipe_.a_type == DType::Float32 && context.allow_tf32) {
+    } else if (tf32(context)) {
         compute = CUBLAS_COMPUTE_32F_FAST_TF32;
     }
     LtMatmulDesc desc(compute, scale);
@@ -226,7 +268,7 @@ bool GemmLaunch::try_lt(const BlasContext& context, bool with_bias) {
     }
     auto preference = LtMatmulPreference::create();
     preference.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                   static_cast<std::uint64_t>(context.workspace_bytes));
+                   static_cast<std::uint64_t>(context.lt_workspace_bytes));
     preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(a_));
     preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(b_));
     preference.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(c_));
@@ -261,7 +303,7 @@ void GemmLaunch::run(const BlasContext& context, cudaStream_t stream, void* work
         REPLAY_CUBLAS_CALL(cublasLtMatmul(context.lt, desc_.get(), alpha, a_, a_layout_.get(), b_,
                                           b_layout_.get(), beta, c_, c_layout_.get(), c_,
                                           c_layout_.get(), &algo_, workspace,
-                                          context.workspace_bytes, stream));
+                                          context.lt_workspace_bytes, stream));
         return;
     }
 
@@ -269,11 +311,10 @@ void GemmLaunch::run(const BlasContext& context, cudaStream_t stream, void* work
     // As getCurrentCUDABlasHandle(): the stream, then the workspace (setting the stream resets it).
     REPLAY_CUBLAS_CALL(cublasSetStream(h, stream));
     REPLAY_CUBLAS_CALL(cublasSetWorkspace(h, workspace, context.workspace_bytes));
-    // fp32: TF32 only when allowed; fp16/bf16: default math, which allows reduced-precision
-    // reductions (PyTorch's allow_fp16/bf16_reduced_precision_reduction default True).
-    const cublasMath_t math = recipe_.a_type == DType::Float32 && context.allow_tf32
-                                  ? CUBLAS_TF32_TENSOR_OP_MATH
-                                  : CUBLAS_DEFAULT_MATH;
+    // fp32: TF32 only when allowed or recorded; fp16/bf16: default math, which allows
+    // reduced-precision reductions (PyTorch's allow_fp16/bf16_reduced_precision_reduction
+    // default True).
+    const cublasMath_t math = tf32(context) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
     REPLAY_CUBLAS_CALL(cublasSetMathMode(h, math));
 
     const int m = static_cast<int>(a.m), n = static_cast<int>(a.n), k = static_cast<int>(a.k);

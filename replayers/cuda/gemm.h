@@ -5,7 +5,8 @@
 //  - mm/addmm/matmul/linear otherwise: cublasGemmEx (fp16/bf16), cublasSgemm, cublasDgemm;
 //  - bmm/baddbmm (or batch > 1): cublasGemmStridedBatchedEx / cublasSgemmStridedBatched / ...
 //  - TORCH_BLAS_PREFER_CUBLASLT=1 (PyTorch's switch) sends every GEMM through cublasLtMatmul;
-//    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 lets fp32 GEMMs use TF32, as it does in PyTorch.
+//    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 lets fp32 GEMMs use TF32, as it does in PyTorch; a GEMM
+//    whose recorded kernel ran on TF32 tensor cores uses it too (GemmRecipe::tf32_recorded).
 // cuBLASLt falls back to cuBLAS when its heuristic offers no algorithm, as PyTorch does.
 #pragma once
 
@@ -27,11 +28,14 @@ namespace replay::cuda {
 struct BlasContext {
     cublasHandle_t blas = nullptr;
     cublasLtHandle_t lt = nullptr;
-    std::size_t workspace_bytes = 0;  // per stream, for cuBLAS and cuBLASLt alike
-    bool prefer_lt = false;           // TORCH_BLAS_PREFER_CUBLASLT
-    bool allow_tf32 = false;          // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE
+    std::size_t workspace_bytes = 0;     // cuBLAS's, per stream (CUBLAS_WORKSPACE_CONFIG)
+    std::size_t lt_workspace_bytes = 0;  // cuBLASLt's, the same buffer's first bytes
+    bool prefer_lt = false;              // TORCH_BLAS_PREFER_CUBLASLT
+    bool allow_tf32 = false;             // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE: every fp32 GEMM
 };
-BlasContext blas_options_from_environment();
+// PyTorch's workspace sizes and switches, read from the same environment variables;
+// `compute_major`: the device's compute capability (the cuBLAS default depends on it).
+BlasContext blas_options_from_environment(int compute_major);
 
 std::optional<cudaDataType_t> cuda_data_type(DType dtype);
 std::optional<FillType> fill_type(DType dtype);
@@ -58,6 +62,7 @@ class GemmLaunch {
 
   private:
     bool try_lt(const BlasContext& context, bool with_bias);
+    bool tf32(const BlasContext& context) const;  // TF32 math: allowed, or as recorded
 
     GemmRecipe recipe_;
     BlasArgs args_;

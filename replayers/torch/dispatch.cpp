@@ -61,6 +61,12 @@ std::string trial_call(const c10::OperatorHandle& op, std::vector<c10::IValue> s
 
 }  // namespace torch_detail
 
+bool TorchOpRunner::Impl::reads_host_seed(std::uint32_t handle) const {
+    if (handle >= entries.size()) return false;
+    const auto* op = std::get_if<torch_detail::OpWork>(&entries[handle].work);
+    return op != nullptr && op->host_seed;
+}
+
 std::string TorchOpRunner::Impl::run(std::uint32_t handle) {
     if (handle >= entries.size()) return "unknown handle " + std::to_string(handle);
     c10::InferenceMode inference;

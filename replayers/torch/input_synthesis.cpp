@@ -86,6 +86,14 @@ bool host_scalar_operand(const AtenArgument* recorded, const std::string& param,
     return python_number_type && operand && beside_shaped_tensor;
 }
 
+bool dropout_seed_on_host(const std::string& op, const std::string& param) {
+    if (param != "philox_seed" && param != "philox_offset") return false;
+    return op == "aten::_efficient_attention_backward" ||
+           op == "aten::_scaled_dot_product_efficient_attention_backward" ||
+           op == "aten::_flash_attention_backward" ||
+           op == "aten::_scaled_dot_product_flash_attention_backward";
+}
+
 InputSynthesis::InputSynthesis(c10::Device device, std::uint64_t seed, bool dataflow)
     : device_(device),
       dataflow_(dataflow),
@@ -302,6 +310,7 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
 
     std::vector<c10::IValue> stack;
     stack.reserve(plan.args.size());
+    bool host_seed = false;
     for (std::size_t i = 0; i < plan.args.size(); ++i) {
         const ArgPlan& a = plan.args[i];
         const c10::Argument& argument = arguments[i];
@@ -339,6 +348,13 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
         }
         switch (a.info.slot) {
             case Slot::Tensor: {
+                if (!on_cpu() && rec->tensors.front().dims.empty() &&
+                    dropout_seed_on_host(recipe.op, argument.name())) {
+                    stack.emplace_back(
+                        at::scalar_tensor(std::int64_t{1}, at::TensorOptions().dtype(at::kLong)));
+                    host_seed = true;
+                    break;
+                }
                 auto t = tensor(rec->tensors.front(), i, 0, false);
                 if (!t) return std::nullopt;
                 stack.emplace_back(std::move(*t));
@@ -435,7 +451,7 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
             return std::nullopt;
         }
     }
-    return BuiltStack{std::move(stack), std::move(*constraints)};
+    return BuiltStack{std::move(stack), std::move(*constraints), host_seed};
 }
 
 std::string check_constraints(const Plan& plan, const BuiltStack& built) {

@@ -49,7 +49,15 @@ enum class Fill : std::uint8_t { Normal, Uniform01, Positive, Below };
 struct BuiltStack {
     std::vector<c10::IValue> stack;
     std::vector<ValueConstraint> constraints;
+    bool host_seed = false;  // a dropout seed on the host (dropout_seed_on_host)
 };
+
+// Whether `param` of `op` is a dropout seed or offset that a CUDA replay passes on the host:
+// the flash and memory-efficient attention backwards dereference `philox_seed` and
+// `philox_offset` on the host unless a CUDA graph is capturing (their forwards return them as
+// CPU tensors), so a device tensor there is a host segfault. cuDNN's attention keeps them on
+// the device.
+bool dropout_seed_on_host(const std::string& op, const std::string& param);
 
 // A recorded tensor of a built stack, with what the recording says about it.
 struct RecordedInput {

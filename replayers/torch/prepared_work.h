@@ -19,6 +19,9 @@ struct OpWork {
     c10::OperatorHandle op;
     std::vector<c10::IValue> stack;  // copied per run: callBoxed consumes its stack
     std::vector<RecordedInput> inputs;
+    // A dropout seed on the host (dropout_seed_on_host): under a CUDA graph capture the op
+    // would hand its host address to the kernel, so it refuses to be captured.
+    bool host_seed = false;
 };
 
 struct GemmWork {

@@ -66,7 +66,7 @@ Prepared TorchOpRunner::relocated(std::uint32_t handle) {
     if (op->stack.empty()) return {Disposition::Failed, "the work was released", 0};
     return torch_detail::guarded_prepare([&] {
         StorageMover mover(!impl_->on_cpu());
-        torch_detail::OpWork copy{op->op, {}, {}};
+        torch_detail::OpWork copy{op->op, {}, {}, op->host_seed};
         for (const c10::IValue& v : op->stack) copy.stack.push_back(mover.move(v));
         for (const torch_detail::RecordedInput& in : op->inputs)
             copy.inputs.push_back({mover.move(in.tensor), in.reuse_bytes, in.parameter});

@@ -45,6 +45,7 @@ struct TorchOpRunner::Impl {
     Prepared prepare_copy(const CopyRecipe& recipe);
     // Runs prepared work on the current stream: empty on success, else why it failed.
     std::string run(std::uint32_t handle);
+    bool reads_host_seed(std::uint32_t handle) const;  // OpWork::host_seed
 };
 
 namespace torch_detail {

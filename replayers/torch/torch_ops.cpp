@@ -121,7 +121,7 @@ Prepared TorchOpRunner::Impl::prepare_op(const AtenRecipe& recipe) {
         result.reason += (result.reason.empty() ? "" : "; ") +
                          std::string("guessed unrecorded arguments: ") + guesses;
     synthesis.drain_fills();
-    torch_detail::OpWork work{best->op, std::move(built->stack), {}};
+    torch_detail::OpWork work{best->op, std::move(built->stack), {}, built->host_seed};
     work.inputs = torch_detail::inputs_of(*best, work.stack);
     result.handle = add(recipe.op, std::move(work));
     result.disposition = Disposition::Ready;
@@ -161,6 +161,16 @@ std::string TorchOpRunner::run(std::uint32_t handle, void* cuda_stream) {
         // Makes the external stream current (and its device) for every kernel the op launches.
         c10::cuda::CUDAStreamGuard guard(
             c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(cuda_stream), index));
+        if (impl_->reads_host_seed(handle)) {
+            cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+            if (cudaStreamIsCapturing(static_cast<cudaStream_t>(cuda_stream), &capturing) !=
+                    cudaSuccess ||
+                capturing != cudaStreamCaptureStatusNone) {
+                cudaGetLastError();
+                return "it reads its dropout seed from host memory, and captured in a CUDA "
+                       "graph it would hand the kernel that host address";
+            }
+        }
         return impl_->run(handle);
     } catch (const std::exception& e) {
         return torch_detail::short_error(e);

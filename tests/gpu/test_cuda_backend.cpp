@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -125,6 +126,44 @@ TEST(GemmArgs, UnsupportedRecipesSayWhy) {
     EXPECT_TRUE(cuda::normalize_gemm(g).has_value());
     GemmRecipe empty = gemm("aten::mm", DType::Float16, 0, 4, 4, false, false);
     EXPECT_TRUE(cuda::normalize_gemm(empty).has_value());
+}
+
+// PyTorch's workspace sizes: the cuBLASLt one decides which kernels cuBLASLt's heuristic offers
+// (split-K needs room), so the replay must take the size PyTorch took.
+TEST(BlasWorkspaces, PyTorchsDefaultsAndItsEnvironmentVariables) {
+    const char* names[] = {"CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE",
+                           "TORCH_CUBLASLT_UNIFIED_WORKSPACE"};
+    std::map<std::string, std::string> saved;
+    for (const char* name : names)
+        if (const char* value = std::getenv(name)) saved[name] = value;
+    auto set = [](const char* name, const char* value) {
+        if (value == nullptr)
+            unsetenv(name);
+        else
+            setenv(name, value, 1);
+    };
+    for (const char* name : names) set(name, nullptr);
+
+    auto w = cuda::blas_workspaces_from_environment(9);  // Hopper
+    EXPECT_EQ(w.cublas, 32u << 20);
+    EXPECT_EQ(w.lt, 1u << 20);
+    EXPECT_EQ(cuda::blas_workspaces_from_environment(8).cublas, 4096u * 1024 * 2 + 16 * 1024 * 8);
+    set("CUBLAS_WORKSPACE_CONFIG", ":4096:2:16:8");
+    EXPECT_EQ(cuda::blas_workspaces_from_environment(9).cublas, 4096u * 1024 * 2 + 16 * 1024 * 8);
+    set("CUBLAS_WORKSPACE_CONFIG", "4096");  // unreadable: PyTorch keeps its default
+    EXPECT_EQ(cuda::blas_workspaces_from_environment(9).cublas, 32u << 20);
+    set("CUBLAS_WORKSPACE_CONFIG", ":1024:1");
+    set("TORCH_CUBLASLT_UNIFIED_WORKSPACE", "1");
+    EXPECT_EQ(cuda::blas_workspaces_from_environment(9).lt, 1u << 20);
+    set("CUBLASLT_WORKSPACE_SIZE", "4096");
+    w = cuda::blas_workspaces_from_environment(9);
+    EXPECT_EQ(w.cublas, 1u << 20);
+    EXPECT_EQ(w.lt, 4u << 20);
+
+    for (const char* name : names) {
+        auto it = saved.find(name);
+        set(name, it == saved.end() ? nullptr : it->second.c_str());
+    }
 }
 
 TEST(CudaBackendFactory, StartsOrExplainsWhy) {

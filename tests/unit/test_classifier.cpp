@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "classifier_facts.h"
 #include "replay/analysis.h"
 #include "replay/recipe_json.h"
 #include "replay/reuse.h"
@@ -105,6 +106,47 @@ TEST(Classifier, TheRecordedBiasEpilogueIsKeptForOneRowGemms) {
     }
     EXPECT_EQ(with_bias, 72u);  // q, k and v of 24 layers
     EXPECT_EQ(one_row_bias, 72u);
+}
+
+// An fp32 BERT recorded with torch.set_float32_matmul_precision("high"): cuBLAS and CUTLASS ran
+// its GEMMs on TF32 tensor cores (`gemm_f32f32_tf32f32`, `tensorop_s1688gemm`), which only the
+// kernel names tell. Each GEMM recipe keeps it, through kernel_signatures.json too; the same
+// model recorded without TF32 (`ffma` kernels) has none.
+TEST(Classifier, Fp32GemmsKeepTheTf32TheirKernelsRanOn) {
+    auto count = [](const char* trace) {
+        auto a = analyze(trace);
+        std::size_t gemms = 0, tf32 = 0, tf32_after_file = 0;
+        for (std::size_t i = 0; i < a->graph.nodes().size(); ++i) {
+            const auto* g = std::get_if<replay::GemmRecipe>(&a->recipes.decision(i).detail);
+            if (g == nullptr) continue;
+            ++gemms;
+            tf32 += g->tf32_recorded;
+            EXPECT_EQ(g->a_type, replay::DType::Float32);
+        }
+        for (const auto& k : through_signature_file(*a, trace).kernels)
+            if (const auto* g = std::get_if<replay::GemmRecipe>(&k.recipe.detail))
+                tf32_after_file += g->tf32_recorded;
+        return std::array<std::size_t, 3>{gemms, tf32, tf32_after_file};
+    };
+    const auto tf32 = count("h200/bert_infer_tf32.json.gz");
+    EXPECT_EQ(tf32[0], 74u);  // 12 layers x (q, k, v, o, up, down) + the head's two
+    EXPECT_EQ(tf32[1], tf32[0]);
+    EXPECT_GT(tf32[2], 0u);
+    const auto ieee = count("h200/bert_infer_fp32.json.gz");
+    EXPECT_EQ(ieee[0], 74u);
+    EXPECT_EQ(ieee[1], 0u);
+    EXPECT_EQ(ieee[2], 0u);
+    for (const char* name :
+         {"sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32",
+          "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x256_32x3_nt_"
+          "align1>(cutlass_80_tensorop_s1688gemm_128x256_32x3_nt_align1::Params)",
+          "sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize256x128x32"})
+        EXPECT_TRUE(replay::classifier_detail::kernel_uses_tf32(name)) << name;
+    for (const char* name :
+         {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma",
+          "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1>",
+          "nvjet_sm90_hsh_8x64_64x16_2x1_v_bz_bias_TNN", "ampere_sgemm_128x64_nn"})
+        EXPECT_FALSE(replay::classifier_detail::kernel_uses_tf32(name)) << name;
 }
 
 // annotate_reuse() takes each node's innermost op with shapes from the classifier's op-chain walk

@@ -31,9 +31,10 @@ TEST(WorkerWire, RecipesOfBundledTracesRoundTripExactly) {
     const std::pair<const char*, const char*> traces[] = {
         {"h200/bloom560m_fp16_b1_s5.json.gz", "h200/bloom560m_fp16_b1_s5.et.json.gz"},
         {"h200/mixtral_prefill.json.gz", ""},
+        {"h200/bert_infer_tf32.json.gz", ""},  // GEMMs that ran on TF32
         {"h200/gpt2_train_with_et.json.gz", "h200/gpt2_train_with_et.et.json.gz"},
     };
-    std::size_t recipes = 0, with_storage = 0;
+    std::size_t recipes = 0, with_storage = 0, tf32 = 0;
     for (const auto& [trace, et] : traces) {
         AnalysisOptions options;
         options.trace_path = testing::trace_path(trace);
@@ -50,10 +51,13 @@ TEST(WorkerWire, RecipesOfBundledTracesRoundTripExactly) {
             ASSERT_EQ(back.detail.index(), r.detail.index());
             ++recipes;
             with_storage += back.instance_key() != back.key();
+            if (const auto* g = std::get_if<replay::GemmRecipe>(&back.detail))
+                tf32 += g->tf32_recorded;
         }
     }
     EXPECT_GT(recipes, 1000u);
     EXPECT_GT(with_storage, 0u);  // storage ids (from the Execution Traces) crossed too
+    EXPECT_EQ(tf32, 74u);         // and BERT's TF32 GEMMs kept their math
 }
 
 // Triton launches from --inductor-cache cross with their compiled image: the worker has no cache.

@@ -4,6 +4,7 @@
 // CUDA headers, so they can be tested anywhere.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,5 +34,14 @@ struct BlasArgs {
     std::int64_t batch = 1;
 };
 BlasArgs column_major_args(const GemmRecipe& normalized);
+
+// The workspaces PyTorch gives cuBLAS and cuBLASLt, from the same environment variables:
+// `cublas`: CUBLAS_WORKSPACE_CONFIG's ":KIB:COUNT" pairs summed, by default 32 MiB on compute
+// capability 9, 10 and 12 and 8 MiB + 128 KiB before; `lt`: CUBLASLT_WORKSPACE_SIZE KiB, by
+// default 1 MiB, or cuBLAS's size with TORCH_CUBLASLT_UNIFIED_WORKSPACE=1.
+struct BlasWorkspaces {
+    std::size_t cublas = 0, lt = 0;
+};
+BlasWorkspaces blas_workspaces_from_environment(int compute_major);
 
 }  // namespace replay::cuda
