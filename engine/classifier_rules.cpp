@@ -401,12 +401,10 @@ DType dtype_from_kernel_name(std::string_view name) {
 }
 
 bool kernel_uses_tf32(std::string_view kernel) {
-    // cuBLAS's xmma kernels name the type (`gemm_f32f32_tf32f32_f32`, `ampere_tf32_...`),
-    // CUTLASS's the TF32 MMA shape (`tensorop_s1688gemm`: fp32 in and out, m16n8k8 TF32 MMAs),
-    // nvjet its operand code (`nvjet_tst_...`: TF32 A and B, fp32 compute); fp32 kernels on
-    // CUDA cores say `ffma`, `sgemm` or `sss`.
-    return contains_any(kernel,
-                        {"tf32", "s1688gemm", "nvjet_tst", "nvjet_sm90_tst", "nvjet_sm100_tst"});
+    // cuBLAS's xmma kernels name the type (`gemm_f32f32_tf32f32_f32`), CUTLASS's the TF32 MMA
+    // shape (`tensorop_s1688gemm`: fp32 in and out, m16n8k8 TF32 MMAs); fp32 kernels on CUDA
+    // cores say `ffma` or `sgemm`. (nvjet's `tst` is bfloat16's code, not TF32's.)
+    return contains_any(kernel, {"tf32", "s1688gemm"});
 }
 
 Recipe gemm_or_reason(const Context& c, bool issued_with_op, const char* rule) {

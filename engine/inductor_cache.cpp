@@ -26,6 +26,9 @@ using namespace wrapper_text;
 namespace fs = std::filesystem;
 
 constexpr std::uint64_t kMaxCacheBytes = 1ull << 30;  // a cache of one compiled model is MBs
+// Storage ids of the wrapper's graph inputs: above the dataflow's (one per recorded storage),
+// below 2^29 (the CUDA backend keys buffers by the id modulo 2^29), 2^16 per wrapper file.
+constexpr std::int64_t kWrapperInputStorages = std::int64_t{1} << 28;
 
 DType dtype_of_triton(std::string_view pointee) {  // "fp16", "bf16", "fp32", "i64", ...
     static const std::pair<const char*, DType> kNames[] = {
@@ -294,7 +297,14 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
     follow_aliases();
     // The library calls, in order: the result of one (a convolution's, only its size asserted)
     // takes the element type of its input, and the buffers that reuse it with it.
-    auto externs = parse_extern_calls(text, buffers, aliases);
+    // The graph's inputs (its parameters and caches) are storages of their own: ids above the
+    // dataflow's, per file (each compiled graph names its own arg0_1).
+    std::map<std::string, std::int64_t> input_storages;
+    for (const auto& [name, shape] : input_shapes) input_storages.emplace(name, 0);
+    std::int64_t next_storage =
+        kWrapperInputStorages + static_cast<std::int64_t>(cache.definitions.size()) * (1 << 16);
+    for (auto& [name, id] : input_storages) id = next_storage++;
+    auto externs = parse_extern_calls(text, buffers, aliases, input_storages);
     follow_aliases();
     const std::size_t first_call = cache.calls.size();  // this file's call sites start here
     std::vector<std::pair<std::size_t, WrapperStep>> steps;  // by position in the text

@@ -100,6 +100,7 @@ bool is_number(std::string_view s) {
 struct Names {
     std::map<std::string, WrapperBuffer>& buffers;
     const std::unordered_map<std::string, std::string>& aliases;
+    const std::map<std::string, std::int64_t>& input_storages;
     std::unordered_map<std::string, std::string> first_items;
     // `name`'s own record if it has a type, else that of what it reuses or was taken from.
     const WrapperBuffer* find(const std::string& name) const {
@@ -154,6 +155,8 @@ std::optional<TensorSpec> tensor_of(std::string_view expr, const Names& names, s
         why = "no element type for `" + name + "` in the wrapper";
         return std::nullopt;
     }
+    if (const auto s = names.input_storages.find(name); s != names.input_storages.end())
+        t.storage_id = s->second;
     return t;
 }
 
@@ -292,12 +295,13 @@ ExternCall read_call(bool extern_kernels, std::string_view op, std::string_view 
 
 std::vector<std::pair<std::size_t, ExternCall>> parse_extern_calls(
     const std::string& text, std::map<std::string, WrapperBuffer>& buffers,
-    const std::unordered_map<std::string, std::string>& aliases) {
+    const std::unordered_map<std::string, std::string>& aliases,
+    const std::map<std::string, std::int64_t>& input_storages) {
     static const std::regex start(
         R"((extern_kernels)\.(\w+)\(|torch\.ops\.(aten)\.(\w+)\.(\w+)\()");
     static const std::regex result(R"((\w+) = $)");
     static const std::regex first_item(R"((\w+) = (\w+)\[0\])");
-    Names names{buffers, aliases, {}};
+    Names names{buffers, aliases, input_storages, {}};
     for (std::sregex_iterator it(text.begin(), text.end(), first_item), end; it != end; ++it)
         names.first_items[(*it)[1].str()] = (*it)[2].str();
     std::vector<std::pair<std::size_t, ExternCall>> calls;

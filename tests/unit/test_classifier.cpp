@@ -145,7 +145,8 @@ TEST(Classifier, Fp32GemmsKeepTheTf32TheirKernelsRanOn) {
     for (const char* name :
          {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma",
           "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1>",
-          "nvjet_sm90_hsh_8x64_64x16_2x1_v_bz_bias_TNN", "ampere_sgemm_128x64_nn"})
+          "nvjet_sm90_hsh_8x64_64x16_2x1_v_bz_bias_TNN", "ampere_sgemm_128x64_nn",
+          "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"})  // bfloat16's code
         EXPECT_FALSE(replay::classifier_detail::kernel_uses_tf32(name)) << name;
 }
 

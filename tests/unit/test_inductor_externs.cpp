@@ -200,6 +200,34 @@ TEST(InductorExterns, AReduceOverheadQwen2sAttentionsTakeTheWrappersCalls) {
     EXPECT_EQ(attentions, 24);
 }
 
+// A Llama decode compiled with reduce-overhead: one-row GEMMs over 22 layers' weights, each
+// weight a graph input of the wrapper. Each GEMM reads a storage of its own (a replay that
+// shared one buffer per shape kept the weights in L2 and ran the GEMMs 9-27% fast), and the
+// split-K GEMMs' reductions go with them (the case ASplitKReductionGoesWithItsGemm builds).
+TEST(InductorExterns, AReduceOverheadDecodesWeightsAreStoragesOfTheirOwn) {
+    const Extern e = externs_of("llama_decode_compiled_graph");
+    EXPECT_EQ(e.not_replayable, 0);
+    EXPECT_EQ(e.companions, 22);  // one split-K reduction per layer
+    const auto a = analysis_of("llama_decode_compiled_graph");
+    std::map<std::int64_t, int> weights;  // B's storage -> GEMMs that read it
+    int gemms = 0, of_inputs = 0;
+    for (std::uint32_t n = 0; n < a->graph.nodes().size(); ++n) {
+        const replay::Recipe r = a->recipes.recipe(n);
+        const auto* g = std::get_if<replay::GemmRecipe>(&r.detail);
+        if (g == nullptr || r.issued_with_op) continue;
+        ++gemms;
+        if (g->b_storage < 0) continue;  // an intermediate: buffers by size, as before
+        EXPECT_GE(g->b_storage, std::int64_t{1} << 28);
+        ++of_inputs;
+        ++weights[g->b_storage];
+    }
+    // q, k, v, o, gate, up, down of 22 layers and the LM head, each on a weight; the rotary
+    // embedding's [32, 1] x [1, 1] on two intermediates.
+    EXPECT_EQ(gemms, 22 * 7 + 1 + 1);
+    EXPECT_EQ(of_inputs, 22 * 7 + 1);
+    EXPECT_EQ(weights.size(), static_cast<std::size_t>(of_inputs));
+}
+
 // The compiled ViT as recorded without record_shapes: no op has shapes, but the wrapper's calls
 // give its GEMMs theirs (none of its kernel time had a recipe without the cache).
 TEST(InductorExterns, WithoutRecordShapesTheWrappersCallsGiveTheGemmsTheirShapes) {

@@ -104,8 +104,8 @@ struct GemmRecipe {
     // bias path, also where its size rule (m, n, k > 1) says it would not (PyTorch 2.11 does for
     // a decode's one-row GEMMs).
     bool bias_epilogue_recorded = false;
-    // fp32 operands, and the recorded kernel ran on TF32 tensor cores (`tf32` or `s1688` in its
-    // name): the recording allowed TF32 (torch.set_float32_matmul_precision("high")), which the
+    // fp32 operands, and the recorded kernel ran on TF32 tensor cores (`tf32` or `s1688gemm` in
+    // its name): the recording allowed TF32 (torch.set_float32_matmul_precision("high")), which the
     // trace does not record otherwise. The replay's cuBLAS gets TF32 math for it.
     bool tf32_recorded = false;
     bool c_broadcast = false;  // beta != 0 with a C that is broadcast (baddbmm self [B,1,N])
