@@ -187,8 +187,10 @@ void ReplaySettings::add_unique_options(CLI::App& app) {
                    "with the L2 eviction before each timed run, so the kernel fetches its code "
                    "again, as after the dozens of other kernels between its recorded instances; "
                    "warm: its code stays there from the run before (back to back with itself: "
-                   "small kernels time fast)")
-        ->check(CLI::IsMember({"cold", "warm"}))
+                   "small kernels time fast); auto: warm for kernels recorded inside a CUDA "
+                   "graph after another node (a graph launch readies its nodes ahead), cold for "
+                   "the others")
+        ->check(CLI::IsMember({"auto", "cold", "warm"}))
         ->capture_default_str();
 }
 
@@ -251,8 +253,9 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     o.context = context == "none" || (context == "auto" && on_cpu) ? Context::None
                 : context == "previous"                            ? Context::Previous
                                                                    : Context::Recorded;
-    o.instruction_cache =
-        instruction_cache == "warm" ? InstructionCache::Warm : InstructionCache::Cold;
+    o.instruction_cache = instruction_cache == "warm"   ? InstructionCache::Warm
+                          : instruction_cache == "cold" ? InstructionCache::Cold
+                                                        : InstructionCache::Auto;
     o.sequential_check = !no_sequential_check;
     for (auto mode : {DriverOptions::WarmInputs::None, DriverOptions::WarmInputs::Needed,
                       DriverOptions::WarmInputs::All})

@@ -30,7 +30,7 @@ struct ReplaySettings {
     int runs = 50;
     bool l2_flush = false;
     std::string context = "auto";
-    std::string instruction_cache = "cold";
+    std::string instruction_cache = "auto";
     bool no_sequential_check = false;
     std::string warm_inputs = "all";
     bool no_warm_inputs = false;  // the same as --warm-inputs none

@@ -363,8 +363,9 @@ void run_templates(Session& session, const std::vector<Template>& templates,
             Ready& r = ready[i % ready.size()];
             session.set_iteration(++issues);
             if (recorded_cache) backend.flush_l2();
-            if (recorded_cache && o.instruction_cache == InstructionCache::Cold)
-                backend.evict_instruction_caches();
+            const bool cold_code = o.instruction_cache == InstructionCache::Cold ||
+                                   (o.instruction_cache == InstructionCache::Auto && !r.in_graph);
+            if (recorded_cache && cold_code) backend.evict_instruction_caches();
             if (as_graph && r.in_graph && !r.capture_tried) {
                 std::string why;
                 r.graph = capture_instance(session, t, r, recorded_cache, why);

@@ -743,15 +743,16 @@ TEST(Drivers, UniqueContextDecidesWhatRunsBeforeATimedRun) {
 }
 
 TEST(Drivers, UniqueEmptiesTheInstructionCachesUnlessAskedWarmAndSaysWhich) {
-    for (auto cache : {replay::InstructionCache::Cold, replay::InstructionCache::Warm}) {
-        auto a = unique_trace();
+    for (auto cache : {replay::InstructionCache::Auto, replay::InstructionCache::Cold,
+                       replay::InstructionCache::Warm}) {
+        auto a = unique_trace();  // eager kernels: auto is cold
         FakeBackend b;
         auto o = unique_options(replay::Context::Recorded, 1, 2);
         o.instruction_cache = cache;
         const replay::Report r = replay::replay_unique(*a, b, o);
         // Three templates of one warmup and two runs: an eviction before each.
         EXPECT_EQ(b.of("flush").size(), 9u);
-        const bool cold = cache == replay::InstructionCache::Cold;
+        const bool cold = cache != replay::InstructionCache::Warm;
         EXPECT_EQ(b.of("evict_code").size(), cold ? 9u : 0u);
         for (std::size_t i = 0; i < b.calls.size(); ++i)
             if (b.calls[i].what == "evict_code") {
@@ -760,7 +761,7 @@ TEST(Drivers, UniqueEmptiesTheInstructionCachesUnlessAskedWarmAndSaysWhich) {
         std::string said;
         for (const auto& [key, value] : r.options)
             if (key == "instruction_cache") said = value;
-        EXPECT_EQ(said, cold ? "cold" : "warm");
+        EXPECT_EQ(said, cache == replay::InstructionCache::Auto ? "auto" : cold ? "cold" : "warm");
     }
     {  // --context previous: no eviction of either cache
         auto a = unique_trace();
@@ -836,6 +837,9 @@ TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor
         EXPECT_EQ(kernel_named(r, "gelu_k").samples_us.size(), 4u);
         EXPECT_EQ(kernel_named(r, "relu_k").samples_us.size(), 4u);
         EXPECT_NE(note_of(r).find("2 of 2 timed so"), std::string::npos) << note_of(r);
+        // --instruction-cache auto: the code stays warm for the graph launches, and is evicted
+        // before relu_k's four direct runs (its first-of-launch node, its eager launch).
+        EXPECT_EQ(b.of("evict_code").size(), 4u);
         EXPECT_EQ(r.option("graph_nodes"), "in-graph");
     }
     {  // --no-graph

@@ -41,8 +41,12 @@ enum class Context { Recorded, Previous, None };
 // emptied with the L2 eviction (the kernel's code comes from memory), as in a recorded step where
 // dozens of other kernels ran since its previous instance. Warm: the code stays there from the
 // run before, as back to back with itself; small kernels then time fast (on the H200, a Mixtral
-// reduce 1.8 us against 4.0 recorded and 4.1 cold; whole steps 2-4% low).
-enum class InstructionCache : std::uint8_t { Cold, Warm };
+// reduce 1.8 us against 4.0 recorded and 4.1 cold; whole steps 2-4% low). Auto: warm for a
+// kernel recorded as a node of a CUDA graph after another, cold otherwise. The same decode
+// step's kernels, recorded eagerly and in a CUDA graph, replay best cold and warm respectively
+// (H200: Llama eager -0.3% cold, -3.9% warm; its graph +1.7% cold, -0.3% warm; a reduce-overhead
+// BERT +3.3% cold, +1.0% warm): a graph launch readies its nodes ahead of them.
+enum class InstructionCache : std::uint8_t { Auto, Cold, Warm };
 
 struct DriverOptions {
     Pace pace = Pace::None;
@@ -57,7 +61,7 @@ struct DriverOptions {
     int runs = 50;
     bool l2_flush = false;
     Context context = Context::Recorded;
-    InstructionCache instruction_cache = InstructionCache::Cold;
+    InstructionCache instruction_cache = InstructionCache::Auto;
     // Sequential mode: before each step, read into L2 the inputs the recording had cached. A
     // replayed producer that allocates its output (a functional aten op) writes another buffer
     // than its consumer reads, so without this a consumer reads its activations from memory
