@@ -33,6 +33,7 @@ Examples:
   python3 examples/capture_trace.py --model mlp --compile --out /tmp/mlp_compiled
   python3 examples/capture_trace.py --model bert --compile-mode max-autotune-no-cudagraphs  # Triton GEMMs
   python3 examples/capture_trace.py --model gpt2 --et            # train step with an Execution Trace
+  python3 examples/capture_trace.py --model bert --dtype fp32 --tf32   # fp32 GEMMs on TF32 tensor cores
 """
 import argparse
 import gzip
