@@ -117,6 +117,7 @@ Recipe decide(const Trace& trace, const Facts& facts, StorageIds& storages);
 bool is_gemm_op(std::string_view name);          // aten::mm, addmm, bmm, baddbmm, linear, matmul
 bool is_splitk_reduce(std::string_view kernel);  // cuBLAS's split-K reduction after a GEMM
 bool kernel_uses_tf32(std::string_view kernel);  // an fp32 GEMM kernel on TF32 tensor cores
+DType dtype_from_kernel_name(std::string_view name);  // a GEMM kernel's operand type, by its name
 
 // The tier-2 recipe of a GEMM op (mm, addmm, bmm, baddbmm, linear, matmul) whose kernel is
 // `kernel` (operand types it names where the op's are not recorded), else a not-replayable one

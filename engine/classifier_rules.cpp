@@ -393,7 +393,11 @@ CollectiveRecipe collective_from(const Context& c) {
 
 // Traces from 2021 record dims but no `Input type`; the kernel name still tells the precision.
 DType dtype_from_kernel_name(std::string_view name) {
-    if (contains_any(name, {"bf16", "bfloat16", "BFloat16"})) return DType::BFloat16;
+    // nvjet names its operand types by letter: `hsh` fp16, `tst` bfloat16 (both with fp32
+    // accumulation).
+    if (contains_any(name, {"bf16", "bfloat16", "BFloat16", "nvjet_tst", "nvjet_sm90_tst",
+                            "nvjet_sm100_tst"}))
+        return DType::BFloat16;
     if (contains_any(name,
                      {"hgemm", "_f16", "fp16", "__half", "hsh", "h884", "h1688", "h16816", "Half"}))
         return DType::Float16;

@@ -148,6 +148,14 @@ TEST(Classifier, Fp32GemmsKeepTheTf32TheirKernelsRanOn) {
           "nvjet_sm90_hsh_8x64_64x16_2x1_v_bz_bias_TNN", "ampere_sgemm_128x64_nn",
           "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"})  // bfloat16's code
         EXPECT_FALSE(replay::classifier_detail::kernel_uses_tf32(name)) << name;
+    // What a GEMM's kernel says of its operands where the op's types were not recorded.
+    using replay::classifier_detail::dtype_from_kernel_name;
+    EXPECT_EQ(dtype_from_kernel_name("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
+              replay::DType::BFloat16);  // Llama's bf16 decode GEMMs
+    EXPECT_EQ(dtype_from_kernel_name("nvjet_sm90_hsh_8x64_64x16_2x1_v_bz_bias_TNN"),
+              replay::DType::Float16);  // BLOOM's fp16
+    EXPECT_EQ(dtype_from_kernel_name("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32"),
+              replay::DType::Float32);
 }
 
 // annotate_reuse() takes each node's innermost op with shapes from the classifier's op-chain walk
