@@ -253,9 +253,8 @@ DriverOptions ReplaySettings::driver_options(bool quiet, const Backend& backend)
     o.context = context == "none" || (context == "auto" && on_cpu) ? Context::None
                 : context == "previous"                            ? Context::Previous
                                                                    : Context::Recorded;
-    o.instruction_cache = instruction_cache == "warm"   ? InstructionCache::Warm
-                          : instruction_cache == "cold" ? InstructionCache::Cold
-                                                        : InstructionCache::Auto;
+    for (auto cache : {InstructionCache::Auto, InstructionCache::Cold, InstructionCache::Warm})
+        if (instruction_cache == to_string(cache)) o.instruction_cache = cache;
     o.sequential_check = !no_sequential_check;
     for (auto mode : {DriverOptions::WarmInputs::None, DriverOptions::WarmInputs::Needed,
                       DriverOptions::WarmInputs::All})

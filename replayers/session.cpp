@@ -265,10 +265,7 @@ void add_options(Report& report, const DriverOptions& o, bool unique) {
         report.options.emplace_back("l2_flush", o.l2_flush ? "true" : "false");
         report.options.emplace_back("context", context_name(o.context));
         if (o.context == Context::Recorded)
-            report.options.emplace_back("instruction_cache",
-                                        o.instruction_cache == InstructionCache::Auto   ? "auto"
-                                        : o.instruction_cache == InstructionCache::Cold ? "cold"
-                                                                                        : "warm");
+            report.options.emplace_back("instruction_cache", to_string(o.instruction_cache));
         if (!o.only.empty()) {
             std::string ids;
             for (const auto& id : o.only) ids += (ids.empty() ? "" : ",") + id;
@@ -393,6 +390,18 @@ const char* to_string(DriverOptions::WarmInputs warm) {
             break;
     }
     return "all";
+}
+
+const char* to_string(InstructionCache cache) {
+    switch (cache) {
+        case InstructionCache::Cold:
+            return "cold";
+        case InstructionCache::Warm:
+            return "warm";
+        case InstructionCache::Auto:
+            break;
+    }
+    return "auto";
 }
 
 }  // namespace replay

@@ -31,6 +31,8 @@ namespace replay::cuda {
 
 // Buffer-pool roles at and above this hold one recorded storage each (GEMM dataflow).
 constexpr int kStorageRoleBase = 1000;
+// Buffers no other recipe may share (a Triton launch's integers): above every storage's role.
+constexpr int kPrivateRoleBase = kStorageRoleBase + (1 << 29);
 
 inline std::string cuda_version_text(int version) {
     return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);

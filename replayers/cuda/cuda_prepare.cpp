@@ -197,10 +197,6 @@ void CudaBackend::release(std::uint32_t handle) {
     warm_reads_.at(handle - 1).clear();
 }
 
-namespace {
-constexpr int kPrivateRoleBase = 1 << 20;  // above every operand slot of the other recipes
-}  // namespace
-
 Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
     if (t.cubin.empty()) return skipped("Triton kernel " + t.kernel + ": no compiled image");
     auto& kernel = triton_kernels_[t.variant];

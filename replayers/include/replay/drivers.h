@@ -109,6 +109,8 @@ struct DriverOptions {
 
 // "none", "needed", "all": --warm-inputs and report.json's option.
 const char* to_string(DriverOptions::WarmInputs warm);
+// "auto", "cold", "warm": --instruction-cache and report.json's option.
+const char* to_string(InstructionCache cache);
 
 // One group of recorded activities issued by one recipe (an op instance: a GEMM and its split-K
 // reduction, or the kernels of one aten op).
