@@ -29,10 +29,25 @@
 
 namespace replay::cuda {
 
-// Buffer-pool roles at and above this hold one recorded storage each (GEMM dataflow).
+// Buffer-pool roles: which recipes may share a buffer (the pool also keys on kind and content).
+// Small non-negative roles are a recipe kind's own slots (a GEMM's A/B/C/bias 0-3, a copy's
+// 10-11); the ranges below never overlap them or each other.
+// One recorded storage each (GEMM dataflow): kStorageRoleBase + storage id.
 constexpr int kStorageRoleBase = 1000;
+constexpr int kStorageRoleSpan = 1 << 29;
 // Buffers no other recipe may share (a Triton launch's integers): above every storage's role.
-constexpr int kPrivateRoleBase = kStorageRoleBase + (1 << 29);
+constexpr int kPrivateRoleBase = kStorageRoleBase + kStorageRoleSpan;
+// A Triton launch's n-th floating-point operand: below zero, so that no operand count can reach
+// a storage's role (at 2000 + n they met storage 1000 + n).
+constexpr int triton_operand_role(std::size_t n) {
+    return -1 - static_cast<int>(n);
+}
+constexpr int storage_role(std::int64_t storage) {
+    return kStorageRoleBase + static_cast<int>(storage % kStorageRoleSpan);
+}
+static_assert(triton_operand_role(0) < 0 && storage_role(0) > 11 &&
+              storage_role(kStorageRoleSpan - 1) < kPrivateRoleBase &&
+              storage_role(kStorageRoleSpan) == storage_role(0));
 
 inline std::string cuda_version_text(int version) {
     return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);

@@ -118,7 +118,7 @@ Prepared CudaBackend::prepare_gemm(const GemmRecipe& recipe) {
     // A recorded storage gets a buffer of its own (shared by every recipe that read it), so each
     // layer's weights are distinct memory as they were in the recording; else buffers by slot.
     auto role = [](int slot, std::int64_t storage) {
-        return storage >= 0 ? kStorageRoleBase + static_cast<int>(storage % (1 << 29)) : slot;
+        return storage >= 0 ? storage_role(storage) : slot;
     };
     buffers.a = buffer(MemoryKind::Device, role(0, g.a_storage), fill_type(g.a_type), extents.a,
                        ab_size, why);
@@ -236,7 +236,7 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
                 // Integers (indices, positions) get a buffer of their own: one shared by role
                 // holds what another launch stored there (a decode's `cache_position + 1`), out
                 // of range of the index asserts Inductor compiles in (`0 <= tmp7 < 257`).
-                const int role = fill ? 2000 + static_cast<int>(buffers.size())
+                const int role = fill ? triton_operand_role(buffers.size())
                                       : kPrivateRoleBase + private_roles_++;
                 it->second = buffer(MemoryKind::Device, role, fill, elements, size, why,
                                     a.positive ? FillRange::Positive : FillRange::Signed);
