@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <string>
 
 #include "replay/recipe.h"
 
@@ -44,6 +45,64 @@ Dims broadcast(const Dims& a, const Dims& b) {
         out[out.size() - 1 - i] = x == 1 ? y : x;
     }
     return out;
+}
+
+// A window's output length: PyTorch's convolution and pooling formula (ceil_mode: a last window
+// that starts inside the input or its left padding counts).
+std::int64_t window_output(std::int64_t in, std::int64_t kernel, std::int64_t stride,
+                           std::int64_t pad, std::int64_t dilation, bool ceil_mode) {
+    const std::int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+    if (stride <= 0 || span < 0) return 0;
+    std::int64_t out = (ceil_mode ? span + stride - 1 : span) / stride + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+    return out;
+}
+
+// A per-spatial-dimension argument (stride [2, 2], or [2] for every dimension); `fallback` where
+// the argument is empty (max_pool2d's stride defaults to its kernel size).
+std::optional<Dims> per_dim(std::string_view text, std::size_t spatial, const Dims& fallback) {
+    auto list = parse_list(text);
+    if (!list || list->empty()) {
+        if (text.empty() || text == "[]") return fallback;
+        return std::nullopt;
+    }
+    if (list->size() == 1) return Dims(spatial, list->front());
+    if (list->size() != spatial) return std::nullopt;
+    return list;
+}
+
+// Where each convolution op keeps its arguments (-1: it has none of that kind).
+struct ConvolutionArgs {
+    int stride, padding, dilation, transposed, output_padding, groups;
+    bool always_transposed;
+};
+std::optional<ConvolutionArgs> convolution_args(std::string_view name) {
+    if (name == "aten::conv1d" || name == "aten::conv2d" || name == "aten::conv3d")
+        return ConvolutionArgs{3, 4, 5, -1, -1, 6, false};
+    if (name == "aten::convolution" || name == "aten::_convolution")
+        return ConvolutionArgs{3, 4, 5, 6, 7, 8, false};
+    if (name == "aten::cudnn_convolution") return ConvolutionArgs{3, 2, 4, -1, -1, 5, false};
+    if (name == "aten::conv_transpose1d" || name == "aten::conv_transpose2d" ||
+        name == "aten::conv_transpose3d")
+        return ConvolutionArgs{3, 4, 7, -1, 5, 6, true};
+    if (name == "aten::cudnn_convolution_transpose")
+        return ConvolutionArgs{4, 2, 5, -1, 3, 6, true};
+    return std::nullopt;
+}
+
+// Where each pooling op keeps its arguments (kernel 1, stride 2, padding 3 in all of them) and
+// how many trailing dimensions it pools (the name's 1d, 2d, 3d).
+struct PoolingArgs {
+    int dilation, ceil_mode;
+    std::size_t spatial;
+};
+std::optional<PoolingArgs> pooling_args(std::string_view name) {
+    for (std::size_t d = 1; d <= 3; ++d) {
+        const std::string max = "aten::max_pool" + std::to_string(d) + "d";
+        if (name == max || name == max + "_with_indices") return PoolingArgs{4, 5, d};
+        if (name == "aten::avg_pool" + std::to_string(d) + "d") return PoolingArgs{-1, 4, d};
+    }
+    return std::nullopt;
 }
 
 // Ops whose output is a view of input 0: they write nothing.
@@ -251,6 +310,75 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
         Dims out = *in0;
         out[static_cast<std::size_t>(at)] = numel(*idx);
+        return out;
+    }
+    if (auto conv = convolution_args(name)) {
+        // Output channels from the weight ([out, in/groups, k...]; transposed [in, out/groups,
+        // k...]), each spatial length by the window formula (or its transpose).
+        const Dims* w = dims(1);
+        if (w == nullptr || w->size() < 3 || (rank != w->size() && rank + 1 != w->size()))
+            return std::nullopt;
+        const std::size_t spatial = w->size() - 2, lead = rank - spatial;
+        const Dims ones(spatial, 1), zeros(spatial, 0);
+        const std::string_view padding = concrete(static_cast<std::size_t>(conv->padding));
+        const bool same = padding.find("same") != std::string_view::npos;
+        const bool valid = padding.find("valid") != std::string_view::npos;
+        auto stride = per_dim(concrete(static_cast<std::size_t>(conv->stride)), spatial, ones);
+        auto pad = same || valid ? std::optional<Dims>(zeros) : per_dim(padding, spatial, zeros);
+        auto dilation = per_dim(concrete(static_cast<std::size_t>(conv->dilation)), spatial, ones);
+        const bool transposed = conv->always_transposed ||
+                                (conv->transposed >= 0 &&
+                                 concrete(static_cast<std::size_t>(conv->transposed)) == "True");
+        auto output_padding =
+            conv->output_padding >= 0
+                ? per_dim(concrete(static_cast<std::size_t>(conv->output_padding)), spatial, zeros)
+                : std::optional<Dims>(zeros);
+        if (!stride || !pad || !dilation || !output_padding) return std::nullopt;
+        // A forward convolution's channels are weight[0]; a transposed one's weight[1] * groups.
+        const std::int64_t channels =
+            transposed
+                ? (*w)[1] * parse_int(concrete(static_cast<std::size_t>(conv->groups))).value_or(1)
+                : (*w)[0];
+        Dims out(in0->begin(), in0->begin() + static_cast<std::ptrdiff_t>(lead));
+        if (lead == 0) return std::nullopt;
+        out.back() = channels;
+        for (std::size_t i = 0; i < spatial; ++i) {
+            const std::int64_t in = (*in0)[lead + i], k = (*w)[2 + i];
+            if (same && !transposed)
+                out.push_back(in);
+            else if (transposed)
+                out.push_back((in - 1) * (*stride)[i] - 2 * (*pad)[i] + (*dilation)[i] * (k - 1) +
+                              (*output_padding)[i] + 1);
+            else
+                out.push_back(window_output(in, k, (*stride)[i], (*pad)[i], (*dilation)[i], false));
+        }
+        return out;
+    }
+    if (auto pool = pooling_args(name)) {
+        const std::size_t spatial = pool->spatial;
+        if (spatial > rank) return std::nullopt;
+        auto k = per_dim(concrete(1), spatial, {});
+        if (!k || k->size() != spatial) return std::nullopt;
+        auto stride = per_dim(concrete(2), spatial, *k);
+        auto pad = per_dim(concrete(3), spatial, Dims(spatial, 0));
+        auto dilation = pool->dilation >= 0
+                            ? per_dim(concrete(static_cast<std::size_t>(pool->dilation)), spatial,
+                                      Dims(spatial, 1))
+                            : std::optional<Dims>(Dims(spatial, 1));
+        if (!stride || !pad || !dilation) return std::nullopt;
+        const bool ceil_mode = concrete(static_cast<std::size_t>(pool->ceil_mode)) == "True";
+        Dims out(in0->begin(), in0->end() - static_cast<std::ptrdiff_t>(spatial));
+        for (std::size_t i = 0; i < spatial; ++i)
+            out.push_back(window_output((*in0)[rank - spatial + i], (*k)[i], (*stride)[i],
+                                        (*pad)[i], (*dilation)[i], ceil_mode));
+        return out;
+    }
+    if (name.starts_with("aten::adaptive_") || name.starts_with("aten::_adaptive_")) {
+        const auto size = parse_list(concrete(1));
+        if (!size || size->empty() || size->size() > rank) return std::nullopt;
+        Dims out(in0->begin(), in0->end() - static_cast<std::ptrdiff_t>(size->size()));
+        for (std::size_t i = 0; i < size->size(); ++i)  // None keeps the input's length
+            out.push_back((*size)[i] > 0 ? (*size)[i] : (*in0)[rank - size->size() + i]);
         return out;
     }
     if (name == "aten::sum" || name == "aten::mean" || name == "aten::amax" ||

@@ -34,6 +34,7 @@ Examples:
   python3 examples/capture_trace.py --model bert --compile-mode max-autotune-no-cudagraphs  # Triton GEMMs
   python3 examples/capture_trace.py --model gpt2 --et            # train step with an Execution Trace
   python3 examples/capture_trace.py --model bert --dtype fp32 --tf32   # fp32 GEMMs on TF32 tensor cores
+  python3 examples/capture_trace.py --model resnet --channels-last --cudnn-benchmark  # as CNNs train
 """
 import argparse
 import gzip
@@ -93,6 +94,11 @@ def parse_args():
     p.add_argument("--tf32", action="store_true",
                    help="fp32 GEMMs may use TF32 (torch.set_float32_matmul_precision('high'), as "
                         "torch.compile advises)")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="torch.backends.cudnn.benchmark = True: cuDNN times its convolution "
+                        "algorithms on first use and keeps the fastest (common in CNN training)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="pixels models: weights and images in channels_last (NHWC) memory format")
     p.add_argument("--batch", type=int, default=None, help="batch size")
     p.add_argument("--seq", type=int, default=None, help="sequence length (prefill) or KV-cache length (decode)")
     p.add_argument("--hidden", type=int, default=4096, help="mlp: hidden size (default 4096)")
@@ -127,6 +133,8 @@ def parse_args():
         p.error(f"--model {a.model} supports --mode {', '.join(MODES[a.model])}")
     if a.mode == "train" and a.cuda_graph:
         p.error("--cuda-graph captures inference or decode steps")
+    if a.channels_last and INPUTS[a.model] != "pixels":
+        p.error("--channels-last applies to image models (vit, resnet)")
     a.out = a.out or os.path.join("traces", f"{a.model}_{a.mode}")
     if a.compile_mode is not None:
         a.compile = True
@@ -187,6 +195,8 @@ def forward_inputs(args, torch, device, vocab, float_dtype):
     b, s = args.batch, args.seq
     if kind == "pixels":
         pixels = torch.randn(b, 3, s, s, device=device, dtype=float_dtype)
+        if args.channels_last:
+            pixels = pixels.contiguous(memory_format=torch.channels_last)
         labels = torch.randint(0, vocab, (b,), device=device)
         return {"pixel_values": pixels}, {"pixel_values": pixels, "labels": labels}
     ids = torch.randint(0, vocab, (b, s), device=device)
@@ -223,6 +233,8 @@ def make_step(args, torch, device):
         model, vocab = build_model(args, torch)
     train = args.mode == "train"
     model = model.to(device, dtype=torch.float32 if train else dtype).train(train)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     eager_model = model
     if args.compile:
         model = torch.compile(model, mode=args.compile_mode)
@@ -375,6 +387,8 @@ def main():
     torch.manual_seed(args.seed)
     if args.tf32:
         torch.set_float32_matmul_precision("high")
+    if args.cudnn_benchmark:
+        torch.backends.cudnn.benchmark = True
     step = make_step(args, torch, "cuda")
     if args.compile_mode == "reduce-overhead":
         # CUDA graph trees: each step is a new invocation whose outputs may overwrite the last
@@ -398,6 +412,7 @@ def main():
               "model": args.model, "mode": args.mode, "dtype": args.dtype, "batch": args.batch,
               "seq": args.seq, "cuda_graph": args.cuda_graph, "compile": args.compile,
               "compile_mode": args.compile_mode, "tf32": args.tf32,
+              "cudnn_benchmark": args.cudnn_benchmark, "channels_last": args.channels_last,
               "median_us": median_us, "host_median_us": host_us, "runs": args.runs}
     if args.energy_seconds > 0:
         timing.update(measure_energy(step, args.energy_seconds, torch))

@@ -338,6 +338,80 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
 }
 
+// A convolution's output has the weight's channels and the window formula's lengths, not its
+// input's dims: without these rules ResNet's batch norms read "first touch" inputs, and their
+// kernels replayed from memory what the recording read from L2 (+20-26%).
+TEST(Dataflow, ConvolutionsAndPoolsGiveTheirOutputsShapes) {
+    TraceBuilder b;
+    const std::string t3 =
+        "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", "
+        "\"ScalarList\", \"Scalar\"]";
+    // 7x7 stride 2 padding 3: 224 -> 112.
+    b.op("aten::conv2d", 0, 5, "[[2, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], []]", t3,
+         "[\"\", \"\", \"\", \"[2, 2]\", \"[3, 3]\", \"[1, 1]\", \"1\"]");
+    b.op("aten::relu", 10, 2, "[[2, 64, 112, 112]]", "[\"float\"]");
+    // 3x3 stride 2 padding 1: 112 -> 56.
+    b.op("aten::max_pool2d", 20, 2, "[[2, 64, 112, 112], [], [], [], [], []]",
+         "[\"float\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]",
+         "[\"\", \"[3, 3]\", \"[2, 2]\", \"[1, 1]\", \"[1, 1]\", \"False\"]");
+    // A 1x1 convolution to 256 channels (cudnn_convolution's order: padding before stride).
+    b.op("aten::cudnn_convolution", 30, 5,
+         "[[2, 64, 56, 56], [256, 64, 1, 1], [], [], [], [], [], [], []]",
+         "[\"float\", \"float\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", "
+         "\"Scalar\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"\", \"[0, 0]\", \"[1, 1]\", \"[1, 1]\", \"1\", \"False\", \"False\", \"True\"]");
+    b.op("aten::native_batch_norm", 40, 2,
+         "[[2, 256, 56, 56], [256], [256], [256], [256], [], [], []]",
+         "[\"float\", \"float\", \"float\", \"float\", \"float\", \"Scalar\", \"Scalar\", "
+         "\"Scalar\"]");
+    b.op("aten::adaptive_avg_pool2d", 50, 2, "[[2, 256, 56, 56], []]",
+         "[\"float\", \"ScalarList\"]", "[\"\", \"[1, 1]\"]");
+    b.op("aten::flatten", 60, 1, "[[2, 256, 1, 1], [], []]", "[\"float\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"1\", \"-1\"]");
+    // A transposed convolution (stride 2, output padding 1): 56 -> 112, weight [in, out/groups].
+    b.op("aten::convolution", 70, 5,
+         "[[2, 256, 56, 56], [256, 32, 3, 3], [], [], [], [], [], [], []]",
+         "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", "
+         "\"ScalarList\", \"Scalar\"]",
+         "[\"\", \"\", \"\", \"[2, 2]\", \"[1, 1]\", \"[1, 1]\", \"True\", \"[1, 1]\", \"1\"]");
+    b.op("aten::relu", 80, 2, "[[2, 32, 112, 112]]", "[\"float\"]");
+    replay::Trace t = inferred(b);
+    EXPECT_EQ(storage(t, 1, 0), output(t, 0));  // relu reads the convolution's output
+    EXPECT_EQ(storage(t, 2, 0), output(t, 1));
+    EXPECT_EQ(storage(t, 3, 0), output(t, 2));  // the 1x1 convolution reads the pool's
+    EXPECT_EQ(storage(t, 4, 0), output(t, 3));  // the batch norm reads the convolution's
+    EXPECT_EQ(storage(t, 5, 0), output(t, 4));
+    EXPECT_EQ(storage(t, 6, 0),
+              output(t, 5));  // flatten's input is the adaptive pool's [2, 256, 1, 1]
+    EXPECT_EQ(storage(t, 8, 0), output(t, 7));  // relu reads the transposed convolution's
+    const auto origins = replay::input_origins(t);
+    for (std::size_t op : {1, 2, 3, 4, 5, 6, 8})
+        EXPECT_EQ(origins[op][0], InputOrigin::Activation) << "op " << op;
+}
+
+// Every batch norm of a bundled ResNet-50 capture (eager, no ET) reads an activation, the
+// convolution's output before it, never a tensor from before the step.
+TEST(Dataflow, EveryBatchNormOfAResNetReadsItsConvolutionsOutput) {
+    auto parsed = replay::parse_kineto(source_path("traces/h200/resnet_infer.json.gz"));
+    (void)replay::KernelGraph::build(parsed.trace);
+    replay::infer_dataflow(parsed.trace);
+    const auto origins = replay::input_origins(parsed.trace);
+    const replay::Trace& t = parsed.trace;
+    std::size_t norms = 0, activations = 0, from_the_convolution = 0;
+    std::optional<std::size_t> convolution;  // the latest aten::cudnn_convolution
+    for (std::size_t op = 0; op < t.cpu_ops.size(); ++op) {
+        const auto name = t.names.view(t.cpu_ops[op].name);
+        if (name == "aten::cudnn_convolution") convolution = op;
+        if (name != "aten::native_batch_norm") continue;
+        ++norms;
+        activations += !origins[op].empty() && origins[op][0] == InputOrigin::Activation;
+        from_the_convolution += convolution && storage(t, op, 0) == output(t, *convolution);
+    }
+    EXPECT_EQ(norms, 53u);
+    EXPECT_EQ(activations, norms);
+    EXPECT_EQ(from_the_convolution, norms);
+}
+
 // aten::clone as PyTorch records it: empty_like (> empty) makes the copy, and copy_ writes it
 // (self) from the clone's input (src), both of the same dims and dtype: copy_'s self is the
 // fresh tensor, not the clone's input, and the clone returns it. Before this rule copy_ read the
