@@ -4,6 +4,7 @@
 #include <array>
 #include <deque>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "dataflow_rules.h"
 #include "op_chain.h"
@@ -199,6 +200,7 @@ struct PersistentSlots {
 // pass saved, and every pass draws storages from one sequence.
 struct SharedState {
     LiveOutputs live;
+    std::unordered_set<std::int64_t> saved;  // outputs of the step read as a backward's saved input
     std::size_t live_step = static_cast<std::size_t>(-1);
     std::unordered_map<PersistentKey, PersistentSlots, PersistentKeyHash> persistent;
     std::vector<bool> is_persistent;  // by storage id
@@ -236,7 +238,7 @@ class ThreadPass {
             if (const std::size_t step = steps_.of(op.ts, step_at_); step != step_) {
                 while (!open_.empty()) close();
                 if (shared_.live_step == static_cast<std::size_t>(-1) || step > shared_.live_step)
-                    shared_.live.clear(), shared_.live_step = step;
+                    shared_.live.clear(), shared_.saved.clear(), shared_.live_step = step;
                 epoch_ = ++shared_.epochs;  // occurrences count afresh
                 step_ = step;
             }
@@ -340,7 +342,19 @@ class ThreadPass {
 
     // The most recent live output of these dims and a compatible dtype, not taken; for a
     // weight-like input only what was made for the op being started from its own inputs.
-    const Output* produced(const ArgFacts& arg, bool weight) const {
+    // Input `index` of `op` is a tensor its forward op saved (NameFacts::gradient_input).
+    bool saved_by_forward(std::uint32_t op, std::size_t index) const {
+        const std::size_t gradient = facts_.name(trace_.cpu_ops[op].name).gradient_input;
+        return gradient != NameFacts::kNoSaved && index != gradient;
+    }
+
+    // The thread an op ran on.
+    bool same_thread(std::uint32_t a, std::uint32_t b) const {
+        return trace_.cpu_ops[a].pid == trace_.cpu_ops[b].pid &&
+               trace_.cpu_ops[a].tid == trace_.cpu_ops[b].tid;
+    }
+
+    const Output* produced(const ArgFacts& arg, bool weight, bool saved) const {
         // The outputs of the input's dtype and those of any dtype, newest first, merged.
         const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
         const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
@@ -356,6 +370,12 @@ class ThreadPass {
                 continue;
             }
             if (weight && !made_for(o.producer)) continue;
+            // A saved tensor was made by the forward, on another thread than the backward's,
+            // and (without tensor ids to tell) each forward output serves one backward read:
+            // else every batch norm backward of a stage read the stage's newest output, each
+            // right after the last, as if from L2.
+            if (saved && (same_thread(o.producer, current_) || shared_.saved.contains(o.storage)))
+                continue;
             // An untyped output whose storage was since written as another dtype (autocast's
             // empty_strided, then copy_ of float into it) is this input only when no output of
             // its dtype is left: GPT-2's add(x, float) read the float copy's bits as bf16.
@@ -442,6 +462,7 @@ class ThreadPass {
     }
 
     void start(std::uint32_t op) {
+        current_ = op;
         if (first_step_ == static_cast<std::size_t>(-1)) first_step_ = step_;
         CpuOp& cpu = trace_.cpu_ops[op];
         adjust_shapes(cpu);
@@ -457,7 +478,9 @@ class ThreadPass {
                 if (const Output* fresh = allocated_for(arg, cpu.parent)) storage = fresh->storage;
             if (storage == kNoId) storage = inherited(arg);
             if (storage == kNoId) {
-                const Output* from = produced(arg, weight_like(op, i));
+                const bool saved = saved_by_forward(op, i);
+                const Output* from = produced(arg, weight_like(op, i), saved);
+                if (from != nullptr && saved) shared_.saved.insert(from->storage);
                 storage = from != nullptr ? from->storage : persistent(op, i, arg);
             }
             ids_[i] = storage;
@@ -552,6 +575,7 @@ class ThreadPass {
     std::size_t step_ = static_cast<std::size_t>(-1);
     std::size_t step_at_ = 0;  // Steps::of's place for the op before
     std::size_t first_step_ = static_cast<std::size_t>(-1);
+    std::uint32_t current_ = kNoIndex;  // the op start() is giving its storages
     std::uint64_t epoch_ = 0;
 };
 

@@ -162,6 +162,22 @@ std::int64_t tensor_bytes(const Trace& trace, std::span<const std::int64_t> dims
     return numel(dims) * static_cast<std::int64_t>(element_size(d == DType::Unknown ? DType::Float32 : d));
 }
 
+// Where an ATen backward op takes its incoming gradient: first by ATen's convention
+// (threshold_backward(grad_output, self), convolution_backward(grad_output, input, weight),
+// _softmax_backward_data(grad_output, output)); a few take their input first. Recurrent
+// backward ops take several gradients: not such an op.
+std::size_t gradient_input(std::string_view name) {
+    if (!name.starts_with("aten::") || name.find("_backward") == std::string_view::npos)
+        return NameFacts::kNoSaved;
+    if (name.find("rnn") != std::string_view::npos || name.find("lstm") != std::string_view::npos ||
+        name.find("gru") != std::string_view::npos)
+        return NameFacts::kNoSaved;
+    if (name == "aten::linear_backward" || name == "aten::cudnn_batch_norm_backward" ||
+        name == "aten::miopen_batch_norm_backward")
+        return 1;
+    return 0;
+}
+
 NameFacts name_facts(std::string_view name) {
     NameFacts f;
     f.view = is_view_op(name);
@@ -175,6 +191,7 @@ NameFacts name_facts(std::string_view name) {
     f.may_alias = name == "aten::dropout" || name == "aten::feature_dropout" ||
                   name == "aten::alpha_dropout" || name == "aten::to" || name == "aten::type_as";
     f.weights = weight_rule(name);
+    f.gradient_input = gradient_input(name);
     return f;
 }
 
@@ -311,6 +328,16 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         Dims out = *in0;
         out[static_cast<std::size_t>(at)] = numel(*idx);
         return out;
+    }
+    // Backward ops whose first output, the gradient of their forward's input, has that input's
+    // dims (input 1), not the incoming gradient's: a convolution's, a pool's.
+    if (name == "aten::convolution_backward" || name == "aten::cudnn_convolution_backward" ||
+        (name.find("pool") != std::string_view::npos && name.ends_with("_backward")))
+        return dims(1) != nullptr ? std::optional<Dims>(*dims(1)) : std::nullopt;
+    if (name == "aten::embedding_dense_backward" || name == "aten::embedding_backward") {
+        const auto rows = parse_int(concrete(2));  // num_weights
+        if (!rows || rank == 0) return std::nullopt;
+        return Dims{*rows, in0->back()};
     }
     if (auto conv = convolution_args(name)) {
         // Output channels from the weight ([out, in/groups, k...]; transposed [in, out/groups,

@@ -48,6 +48,11 @@ struct NameFacts {
     // mode, aten::to of the same dtype.
     bool may_alias = false;
     WeightRule weights = WeightRule::None;
+    // A backward op's tensor inputs other than its incoming gradient (this index) are what its
+    // forward op saved: made on the forward's thread, never an output of the backward pass
+    // itself (a gradient of the same dims made just before is not it). kNoSaved: not such an op.
+    static constexpr std::size_t kNoSaved = static_cast<std::size_t>(-1);
+    std::size_t gradient_input = kNoSaved;
 };
 NameFacts name_facts(std::string_view name);
 

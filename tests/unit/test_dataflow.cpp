@@ -389,6 +389,34 @@ TEST(Dataflow, ConvolutionsAndPoolsGiveTheirOutputsShapes) {
         EXPECT_EQ(origins[op][0], InputOrigin::Activation) << "op " << op;
 }
 
+// A backward op reads what its forward saved, made on the forward's thread: a gradient of the
+// same dims that the backward pass made just before is not it. ResNet-50 training's batch norm
+// backwards read such a gradient as their saved input and replayed it from L2 (-24%).
+TEST(Dataflow, ABackwardOpsSavedInputsComeFromTheForward) {
+    TraceBuilder b;
+    const std::string f1 = "[\"float\"]";
+    b.op("aten::relu", 0, 5, "[[2, 64, 8, 8]]", f1);  // forward: the batch norm's saved input
+    b.op("aten::neg", 10, 5, "[[2, 64, 8, 8]]", f1);
+    b.on_thread(2);
+    b.op("aten::threshold_backward", 100, 5, "[[2, 64, 8, 8], [2, 64, 8, 8], []]",
+         "[\"float\", \"float\", \"Scalar\"]", "[\"\", \"\", \"0\"]");
+    b.op("aten::native_batch_norm_backward", 110, 5,
+         "[[2, 64, 8, 8], [2, 64, 8, 8], [64], [64], [64], [64], [64], [], [], []]",
+         "[\"float\", \"float\", \"float\", \"float\", \"float\", \"float\", \"float\", "
+         "\"Scalar\", \"Scalar\", \"\"]");
+    // convolution_backward's first output is the input's gradient: the input's dims.
+    b.op("aten::convolution_backward", 120, 5,
+         "[[2, 64, 8, 8], [2, 16, 8, 8], [64, 16, 1, 1], [], [], [], [], [], [], [], []]",
+         "[\"float\", \"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", "
+         "\"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\", \"\"]");
+    b.op("aten::neg", 130, 5, "[[2, 16, 8, 8]]", f1);
+    replay::Trace t = inferred(b);
+    EXPECT_EQ(storage(t, 3, 0), output(t, 2));  // the incoming gradient: threshold_backward's
+    EXPECT_NE(storage(t, 3, 1), output(t, 2));  // the saved input: not that gradient,
+    EXPECT_EQ(storage(t, 3, 1), output(t, 1));  // the forward's newest of its dims
+    EXPECT_EQ(storage(t, 5, 0), output(t, 4));  // the input's gradient, [2, 16, 8, 8]
+}
+
 // Every batch norm of a bundled ResNet-50 capture (eager, no ET) reads an activation, the
 // convolution's output before it, never a tensor from before the step.
 TEST(Dataflow, EveryBatchNormOfAResNetReadsItsConvolutionsOutput) {
