@@ -178,6 +178,15 @@ std::size_t gradient_input(std::string_view name) {
     return 0;
 }
 
+// An autograd node's name: a Python-style class name ending in "Backward" and a version
+// number (AddmmBackward0, NativeLayerNormBackward0), as the autograd engine records them.
+bool is_autograd_node(std::string_view name) {
+    if (name.find("::") != std::string_view::npos) return false;
+    std::size_t end = name.size();
+    while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+    return end < name.size() && name.substr(0, end).ends_with("Backward");
+}
+
 NameFacts name_facts(std::string_view name) {
     NameFacts f;
     f.view = is_view_op(name);
@@ -192,6 +201,7 @@ NameFacts name_facts(std::string_view name) {
                   name == "aten::alpha_dropout" || name == "aten::to" || name == "aten::type_as";
     f.weights = weight_rule(name);
     f.gradient_input = gradient_input(name);
+    f.autograd_node = is_autograd_node(name);
     return f;
 }
 

@@ -417,6 +417,23 @@ TEST(Dataflow, ABackwardOpsSavedInputsComeFromTheForward) {
     EXPECT_EQ(storage(t, 5, 0), output(t, 4));  // the input's gradient, [2, 16, 8, 8]
 }
 
+// An autograd node (AddmmBackward0) records the incoming gradient as its input; its results are
+// what its inner ops made. The bias-gradient sum after it read a storage the node itself was
+// given, one nothing wrote: a first touch, replayed from memory (BERT training +19%).
+TEST(Dataflow, AnAutogradNodeMakesNoStorageOfItsOwn) {
+    TraceBuilder b;
+    b.on_thread(2);
+    b.op("aten::neg", 0, 5, "[[4, 8]]", "[\"float\"]");  // the incoming gradient
+    b.op("AddmmBackward0", 10, 20, "[[4, 8]]", "[\"float\"]");
+    b.op("aten::mm", 12, 5, "[[4, 8], [8, 8]]", "[\"float\", \"float\"]");
+    b.op("aten::mm", 20, 5, "[[8, 4], [4, 8]]", "[\"float\", \"float\"]");  // the weight's, last
+    b.op("aten::sum", 35, 5, "[[4, 8], [], [], []]",
+         "[\"float\", \"ScalarList\", \"Scalar\", \"\"]", "[\"\", \"[0]\", \"True\", \"\"]");
+    replay::Trace t = inferred(b);
+    const auto read = storage(t, 4, 0);
+    EXPECT_TRUE(read == output(t, 0) || read == output(t, 2)) << read;
+}
+
 // Every batch norm of a bundled ResNet-50 capture (eager, no ET) reads an activation, the
 // convolution's output before it, never a tensor from before the step.
 TEST(Dataflow, EveryBatchNormOfAResNetReadsItsConvolutionsOutput) {
