@@ -348,10 +348,19 @@ class ThreadPass {
         return gradient != NameFacts::kNoSaved && index != gradient;
     }
 
-    // The thread an op ran on.
-    bool same_thread(std::uint32_t a, std::uint32_t b) const {
-        return trace_.cpu_ops[a].pid == trace_.cpu_ops[b].pid &&
-               trace_.cpu_ops[a].tid == trace_.cpu_ops[b].tid;
+    // Whether `op`, on the thread of the op being given storages, made a gradient there: a
+    // backward op, or an op an autograd node or the engine ran itself (AddmmBackward0's mm, the
+    // add that sums two gradients). A forward op recomputed for activation checkpointing runs
+    // deeper (under the node's unpack hook and the module's frames) or on another thread.
+    bool makes_gradients(std::uint32_t op) const {
+        const CpuOp& made = trace_.cpu_ops[op];
+        const CpuOp& now = trace_.cpu_ops[current_];
+        if (made.pid != now.pid || made.tid != now.tid) return false;
+        if (facts_.name(made.name).gradient_input != NameFacts::kNoSaved) return true;
+        if (made.parent == kNoIndex) return false;
+        const NameId parent = trace_.cpu_ops[made.parent].name;
+        return facts_.name(parent).autograd_node ||
+               trace_.names.view(parent).starts_with("autograd::engine::evaluate_function");
     }
 
     const Output* produced(const ArgFacts& arg, bool weight, bool saved) const {
@@ -370,11 +379,12 @@ class ThreadPass {
                 continue;
             }
             if (weight && !made_for(o.producer)) continue;
-            // A saved tensor was made by the forward, on another thread than the backward's,
-            // and (without tensor ids to tell) each forward output serves one backward read:
-            // else every batch norm backward of a stage read the stage's newest output, each
-            // right after the last, as if from L2.
-            if (saved && (same_thread(o.producer, current_) || shared_.saved.contains(o.storage)))
+            // A saved tensor was made by a forward op: on the forward's thread, or recomputed
+            // on the backward's (activation checkpointing), never a gradient the backward pass
+            // made; and (without tensor ids to tell) each forward output serves one backward
+            // read: else every batch norm backward of a stage read the stage's newest output,
+            // each right after the last, as if from L2.
+            if (saved && (makes_gradients(o.producer) || shared_.saved.contains(o.storage)))
                 continue;
             // An untyped output whose storage was since written as another dtype (autocast's
             // empty_strided, then copy_ of float into it) is this input only when no output of

@@ -126,6 +126,13 @@ bool is_in_place_op(std::string_view name) {
 
 WeightRule weight_rule(std::string_view name) {
     if (name == "aten::linear") return WeightRule::Linear;
+    // Backward ops read their forward's parameters too (before the aten::conv prefix below).
+    if (name == "aten::convolution_backward") return WeightRule::ConvolutionBackward;
+    if (name == "aten::native_batch_norm_backward" || name == "aten::cudnn_batch_norm_backward")
+        return WeightRule::BatchNormBackward;
+    if (name == "aten::native_layer_norm_backward") return WeightRule::LayerNormBackward;
+    if (name == "aten::native_group_norm_backward" || name == "aten::_fused_rms_norm_backward")
+        return WeightRule::GroupOrRmsNormBackward;
     if (name.starts_with("aten::conv") || name == "aten::_convolution" ||
         name == "aten::cudnn_convolution")
         return WeightRule::Convolution;

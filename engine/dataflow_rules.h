@@ -24,16 +24,20 @@ std::int64_t tensor_bytes(const Trace& trace, std::span<const std::int64_t> dims
 // Which inputs of an op are weight-like, by its name (weight_like()).
 enum class WeightRule : std::uint8_t {
     None,
-    Linear,         // aten::linear: weight and bias
-    Convolution,    // aten::conv*, _convolution, cudnn_convolution: weight and bias
-    MmOrMatmul,     // mat2, under aten::linear
-    Addmm,          // bias and mat2, under aten::linear or with a 1-D bias (Conv1D layers)
-    Embedding,      // the table
-    IndexSelect,    // self, under aten::embedding
-    LayerNorm,      // layer_norm, native_layer_norm, group_norm: weight and bias
-    RmsNorm,        // weight
+    Linear,       // aten::linear: weight and bias
+    Convolution,  // aten::conv*, _convolution, cudnn_convolution: weight and bias
+    MmOrMatmul,   // mat2, under aten::linear
+    Addmm,        // bias and mat2, under aten::linear or with a 1-D bias (Conv1D layers)
+    Embedding,    // the table
+    IndexSelect,  // self, under aten::embedding
+    LayerNorm,    // layer_norm, native_layer_norm, group_norm: weight and bias
+    RmsNorm,      // weight
     NativeGroupNorm,
-    BatchNorm,      // weight, bias, running mean and var
+    BatchNorm,               // weight, bias, running mean and var
+    ConvolutionBackward,     // the weight (input 2)
+    BatchNormBackward,       // weight, running mean and var (inputs 2-4)
+    LayerNormBackward,       // weight and bias (inputs 5, 6)
+    GroupOrRmsNormBackward,  // the weight (input 4)
 };
 
 // What the inference asks about an op's name, worked out once per name.
@@ -83,6 +87,14 @@ bool weight_like(WeightRule rule, std::size_t index, Under&& under, Rank0&& rank
             return index == 1 || index == 2;
         case WeightRule::BatchNorm:
             return index >= 1 && index <= 4;
+        case WeightRule::ConvolutionBackward:
+            return index == 2;
+        case WeightRule::BatchNormBackward:
+            return index >= 2 && index <= 4;
+        case WeightRule::LayerNormBackward:
+            return index == 5 || index == 6;
+        case WeightRule::GroupOrRmsNormBackward:
+            return index == 4;
         case WeightRule::None:
             break;
     }
