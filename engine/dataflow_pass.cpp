@@ -356,7 +356,8 @@ class ThreadPass {
         const CpuOp& made = trace_.cpu_ops[op];
         const CpuOp& now = trace_.cpu_ops[current_];
         if (made.pid != now.pid || made.tid != now.tid) return false;
-        if (facts_.name(made.name).gradient_input != NameFacts::kNoSaved) return true;
+        const NameFacts& facts = facts_.name(made.name);
+        if (facts.gradient_input != NameFacts::kNoSaved || facts.autograd_node) return true;
         if (made.parent == kNoIndex) return false;
         const NameId parent = trace_.cpu_ops[made.parent].name;
         return facts_.name(parent).autograd_node ||

@@ -417,6 +417,30 @@ TEST(Dataflow, ABackwardOpsSavedInputsComeFromTheForward) {
     EXPECT_EQ(storage(t, 5, 0), output(t, 4));  // the input's gradient, [2, 16, 8, 8]
 }
 
+// Activation checkpointing recomputes forward ops in the backward pass, on its thread, inside the
+// autograd node that unpacks them (Kineto records the unpack hook and module frames only as
+// python_function events): a saved input may be their inner ops' output, never a gradient (a
+// backward op's output, or what an op an autograd node ran itself made).
+TEST(Dataflow, ASavedInputMayBeRecomputedInTheBackwardPass) {
+    TraceBuilder b;
+    const std::string f1 = "[\"float\"]";
+    b.op("aten::relu", 0, 5, "[[2, 8]]", f1);  // the forward's, not saved: checkpointed
+    b.on_thread(2);
+    b.op("aten::neg", 90, 5, "[[2, 8]]", f1);  // the gradient handed to the node
+    b.op("ReluBackward0", 100, 60, "[[2, 8]]", f1);
+    b.op("aten::layer_norm", 102, 20, "[[2, 8], [], [], [], [], []]",  // the recompute
+         "[\"float\", \"ScalarList\", \"\", \"\", \"Scalar\", \"Scalar\"]");
+    b.op("aten::neg", 104, 4, "[[2, 8]]", f1);                                // its inner op
+    b.op("aten::mul", 130, 5, "[[2, 8], [2, 8]]", "[\"float\", \"float\"]");  // the node's gradient
+    b.op("aten::native_batch_norm_backward", 170, 5,
+         "[[2, 8], [2, 8], [8], [8], [8], [8], [8], [], [], []]",
+         "[\"float\", \"float\", \"float\", \"float\", \"float\", \"float\", \"float\", "
+         "\"Scalar\", \"Scalar\", \"\"]");
+    replay::Trace t = inferred(b);
+    EXPECT_EQ(storage(t, 6, 0), output(t, 5));  // the gradient: the node's mul's
+    EXPECT_EQ(storage(t, 6, 1), output(t, 4));  // the saved input: the recomputed tensor
+}
+
 // An autograd node (AddmmBackward0) records the incoming gradient as its input; its results are
 // what its inner ops made. The bias-gradient sum after it read a storage the node itself was
 // given, one nothing wrote: a first touch, replayed from memory (BERT training +19%).
