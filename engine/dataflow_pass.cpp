@@ -340,8 +340,6 @@ class ThreadPass {
         return outer != kNoIndex && outer != chain_.ops().back() && chain_.holds(outer);
     }
 
-    // The most recent live output of these dims and a compatible dtype, not taken; for a
-    // weight-like input only what was made for the op being started from its own inputs.
     // Input `index` of `op` is a tensor its forward op saved (NameFacts::gradient_input).
     bool saved_by_forward(std::uint32_t op, std::size_t index) const {
         const std::size_t gradient = facts_.name(trace_.cpu_ops[op].name).gradient_input;
@@ -364,6 +362,9 @@ class ThreadPass {
                trace_.names.view(parent).starts_with("autograd::engine::evaluate_function");
     }
 
+    // The most recent live output of these dims and a compatible dtype, not taken; for a
+    // weight-like input only what was made for the op being started from its own inputs; for a
+    // saved one (`saved`) only a forward op's output no other backward read took.
     const Output* produced(const ArgFacts& arg, bool weight, bool saved) const {
         // The outputs of the input's dtype and those of any dtype, newest first, merged.
         const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
@@ -586,6 +587,7 @@ class ThreadPass {
     OpChain chain_;
     std::vector<Level> levels_;              // beside chain_
     std::array<std::uint32_t, 16> under_{};  // levels per WeightRule
+    static_assert(static_cast<std::size_t>(WeightRule::GroupOrRmsNormBackward) < 16);
     std::size_t step_ = static_cast<std::size_t>(-1);
     std::size_t step_at_ = 0;  // Steps::of's place for the op before
     std::size_t first_step_ = static_cast<std::size_t>(-1);

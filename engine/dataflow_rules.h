@@ -52,12 +52,13 @@ struct NameFacts {
     // mode, aten::to of the same dtype.
     bool may_alias = false;
     WeightRule weights = WeightRule::None;
-    // A backward op's tensor inputs other than its incoming gradient (this index) are what its
-    // forward op saved: made on the forward's thread, never an output of the backward pass
-    // itself (a gradient of the same dims made just before is not it). kNoSaved: not such an op.
     // An autograd node's record function (AddmmBackward0): its recorded inputs are the
     // incoming gradients, its results whatever its inner ops made.
     bool autograd_node = false;
+    // A backward op's tensor inputs other than its incoming gradient (this index) are what its
+    // forward op saved: a forward op's output (on the forward's thread, or recomputed on the
+    // backward's), never a gradient the backward pass made (one of the same dims made just
+    // before is not it). kNoSaved: not such an op.
     static constexpr std::size_t kNoSaved = static_cast<std::size_t>(-1);
     std::size_t gradient_input = kNoSaved;
 };
