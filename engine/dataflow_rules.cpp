@@ -60,12 +60,28 @@ std::int64_t window_output(std::int64_t in, std::int64_t kernel, std::int64_t st
 
 // A per-spatial-dimension argument (stride [2, 2], or [2] for every dimension); `fallback` where
 // the argument is empty (max_pool2d's stride defaults to its kernel size).
+// A window argument (kernel, stride, padding, dilation) above 2^20 or a length above 2^40 is a
+// hostile or corrupt trace's: no output dims then, and the window formula's products stay far
+// inside 64 bits.
+constexpr std::int64_t kLargestWindowArgument = std::int64_t{1} << 20;
+constexpr std::int64_t kLongestLength = std::int64_t{1} << 40;
+bool all_positive(const Dims& dims) {
+    return std::all_of(dims.begin(), dims.end(), [](std::int64_t v) { return v > 0; });
+}
+bool plausible_lengths(const Dims& dims) {
+    return std::all_of(dims.begin(), dims.end(),
+                       [](std::int64_t v) { return v >= 0 && v <= kLongestLength; });
+}
+
 std::optional<Dims> per_dim(std::string_view text, std::size_t spatial, const Dims& fallback) {
     auto list = parse_list(text);
     if (!list || list->empty()) {
         if (text.empty() || text == "[]") return fallback;
         return std::nullopt;
     }
+    if (std::any_of(list->begin(), list->end(),
+                    [](std::int64_t v) { return v < 0 || v > kLargestWindowArgument; }))
+        return std::nullopt;
     if (list->size() == 1) return Dims(spatial, list->front());
     if (list->size() != spatial) return std::nullopt;
     return list;
@@ -353,7 +369,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         return dims(1) != nullptr ? std::optional<Dims>(*dims(1)) : std::nullopt;
     if (name == "aten::embedding_dense_backward" || name == "aten::embedding_backward") {
         const auto rows = parse_int(concrete(2));  // num_weights
-        if (!rows || rank == 0) return std::nullopt;
+        if (!rows || *rows <= 0 || *rows > kLongestLength || rank == 0) return std::nullopt;
         return Dims{*rows, in0->back()};
     }
     if (auto conv = convolution_args(name)) {
@@ -377,7 +393,9 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
             conv->output_padding >= 0
                 ? per_dim(concrete(static_cast<std::size_t>(conv->output_padding)), spatial, zeros)
                 : std::optional<Dims>(zeros);
-        if (!stride || !pad || !dilation || !output_padding) return std::nullopt;
+        if (!stride || !pad || !dilation || !output_padding || !all_positive(*stride) ||
+            !all_positive(*dilation))
+            return std::nullopt;
         // A forward convolution's channels are weight[0]; a transposed one's weight[1] * groups.
         const std::int64_t channels =
             transposed
@@ -386,6 +404,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         Dims out(in0->begin(), in0->begin() + static_cast<std::ptrdiff_t>(lead));
         if (lead == 0) return std::nullopt;
         out.back() = channels;
+        if (!plausible_lengths(*in0) || !plausible_lengths(*w)) return std::nullopt;
         for (std::size_t i = 0; i < spatial; ++i) {
             const std::int64_t in = (*in0)[lead + i], k = (*w)[2 + i];
             if (same && !transposed)
@@ -409,8 +428,11 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
                             ? per_dim(concrete(static_cast<std::size_t>(pool->dilation)), spatial,
                                       Dims(spatial, 1))
                             : std::optional<Dims>(Dims(spatial, 1));
-        if (!stride || !pad || !dilation) return std::nullopt;
+        if (!stride || !pad || !dilation || !all_positive(*k) || !all_positive(*stride) ||
+            !all_positive(*dilation))
+            return std::nullopt;
         const bool ceil_mode = concrete(static_cast<std::size_t>(pool->ceil_mode)) == "True";
+        if (!plausible_lengths(*in0)) return std::nullopt;
         Dims out(in0->begin(), in0->end() - static_cast<std::ptrdiff_t>(spatial));
         for (std::size_t i = 0; i < spatial; ++i)
             out.push_back(window_output((*in0)[rank - spatial + i], (*k)[i], (*stride)[i],

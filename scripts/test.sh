@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite (everything but the `gpu` label), then the parser tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# The whole test suite (everything but the `gpu` label), then the parser and dataflow tests
+# again under AddressSanitizer + UndefinedBehaviorSanitizer (both read what a trace says).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # HolisticTraceAnalysis's venv (scripts/install_deps.sh) and Chromium are required here: their
@@ -13,5 +13,6 @@ REPLAY_E2E_REQUIRED=1 ctest --test-dir build --output-on-failure -j2 -LE gpu
 cmake -S . -B build-asan -G Ninja -DREPLAY_SANITIZE=ON -DREPLAY_TORCH=OFF -DREPLAY_CUDA=OFF \
   -DREPLAY_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build-asan --target test_parser test_bad_input test_mutations test_execution_trace \
-  test_shape_log test_fuzz_regressions
-ctest --test-dir build-asan --output-on-failure -j2 -R '^(Parser|BadInput|Mutations|ExecutionTrace|ShapeLog|FuzzRegressions)\.'
+  test_shape_log test_fuzz_regressions test_dataflow
+ctest --test-dir build-asan --output-on-failure -j2 \
+  -R '^(Parser|BadInput|Mutations|ExecutionTrace|ShapeLog|FuzzRegressions|Dataflow|DataflowAgainstEt|TensorLists)\.'

@@ -458,6 +458,29 @@ TEST(Dataflow, AnAutogradNodeMakesNoStorageOfItsOwn) {
     EXPECT_TRUE(read == output(t, 0) || read == output(t, 2)) << read;
 }
 
+// A hostile trace's window arguments (a stride of 2^63 - 1, a negative padding) or lengths give
+// a convolution no output dims, never a product past 64 bits (UBSan runs these tests too).
+TEST(Dataflow, HostileConvolutionArgumentsGiveNoOutputDims) {
+    TraceBuilder b;
+    const std::string types =
+        "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", "
+        "\"ScalarList\", \"Scalar\"]";
+    b.op("aten::conv2d", 0, 5, "[[2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []]", types,
+         "[\"\", \"\", \"\", \"[9223372036854775807, 1]\", \"[-4611686018427387904, 0]\", "
+         "\"[1, 1]\", \"1\"]");
+    b.op("aten::conv2d", 10, 5,
+         "[[2, 3, 4611686018427387904, 8], [4, 3, 4611686018427387904, 3], [], [], [], [], []]",
+         types, "[\"\", \"\", \"\", \"[1, 1]\", \"[0, 0]\", \"[1048576, 1]\", \"1\"]");
+    b.op("aten::max_pool2d", 20, 2, "[[2, 3, 8, 8], [], [], [], [], []]",
+         "[\"float\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]",
+         "[\"\", \"[3, 3]\", \"[0, 0]\", \"[1, 1]\", \"[1, 1]\", \"True\"]");  // stride 0
+    replay::Trace t = inferred(b);
+    for (std::uint32_t op = 0; op < 3; ++op)
+        EXPECT_EQ(t.storages.outputs(op) == 0 ? replay::kNoId : t.storages.output(op, 0).storage,
+                  replay::kNoId)
+            << "op " << op;
+}
+
 // Every batch norm of a bundled ResNet-50 capture (eager, no ET) reads an activation, the
 // convolution's output before it, never a tensor from before the step.
 TEST(Dataflow, EveryBatchNormOfAResNetReadsItsConvolutionsOutput) {
