@@ -254,7 +254,8 @@ DataflowSummary summarize_dataflow(const Trace& trace, DataflowSource source) {
         }
     }
     summary.persistent_storages = persistent.size();
-    for (const auto& [storage, bytes] : persistent) summary.persistent_bytes += bytes;
+    for (const auto& [storage, bytes] : persistent)
+        summary.persistent_bytes = saturating_add(summary.persistent_bytes, bytes);
     return summary;
 }
 

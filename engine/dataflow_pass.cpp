@@ -8,6 +8,7 @@
 
 #include "dataflow_rules.h"
 #include "op_chain.h"
+#include "replay/recipe.h"
 
 namespace replay::dataflow_detail {
 namespace {
@@ -308,7 +309,7 @@ class ThreadPass {
         if (at >= shared_.is_persistent.size()) shared_.is_persistent.resize(2 * at + 1024);
         shared_.is_persistent[at] = true;
         ++summary_.persistent_storages;
-        summary_.persistent_bytes += arg.bytes;
+        summary_.persistent_bytes = saturating_add(summary_.persistent_bytes, arg.bytes);
         if (step_ == first_step_ && weight_like(op, index)) {
             const auto dims = trace_.storages.dims(arg.dims);
             summary_.parameters.push_back({{dims.begin(), dims.end()}, arg.type, storage});

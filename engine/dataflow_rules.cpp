@@ -175,9 +175,7 @@ bool is_tensor_input(const Trace& trace, const OpArgument& arg) {
 }
 
 std::int64_t numel(std::span<const std::int64_t> dims) {
-    std::int64_t n = 1;
-    for (auto d : dims) n *= std::max<std::int64_t>(d, 0);
-    return n;
+    return saturating_product(dims);
 }
 
 std::int64_t tensor_bytes(const Trace& trace, std::span<const std::int64_t> dims, NameId type) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -175,16 +176,37 @@ std::vector<std::int64_t> TensorSpec::contiguous_strides() const {
     return s;
 }
 
+std::int64_t saturating_product(std::span<const std::int64_t> dims) {
+    std::int64_t n = 1;
+    for (auto d : dims) {
+        if (d <= 0) return 0;
+        if (__builtin_mul_overflow(n, d, &n) || n > kMostElements) n = kMostElements;
+    }
+    return n;
+}
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+    std::int64_t sum = 0;
+    if (__builtin_add_overflow(a, b, &sum))
+        return a > 0 ? std::numeric_limits<std::int64_t>::max()
+                     : std::numeric_limits<std::int64_t>::min();
+    return sum;
+}
+
 std::int64_t view_extent(std::span<const std::int64_t> dims,
                          std::span<const std::int64_t> strides) {
+    if (strides.size() != dims.size()) return saturating_product(dims);  // contiguous
     std::int64_t extent = 1;
-    if (strides.size() == dims.size()) {
-        for (std::size_t d = 0; d < dims.size(); ++d) {
-            if (dims[d] <= 0) return 0;
-            extent += (dims[d] - 1) * std::abs(strides[d]);
-        }
-    } else {  // contiguous
-        for (auto d : dims) extent *= std::max<std::int64_t>(d, 0);
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] <= 0) return 0;
+        // |stride| of INT64_MIN has no int64: it saturates as any other overflow.
+        const std::int64_t stride = strides[d] == std::numeric_limits<std::int64_t>::min()
+                                        ? kMostElements
+                                        : std::abs(strides[d]);
+        std::int64_t span = 0;
+        if (__builtin_mul_overflow(dims[d] - 1, stride, &span) ||
+            __builtin_add_overflow(extent, span, &extent) || extent > kMostElements)
+            return kMostElements;
     }
     return extent;
 }

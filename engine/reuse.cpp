@@ -102,7 +102,7 @@ void annotate_reuse(const KernelGraph& graph, NodeRecipes& recipes,
     };
     auto apply = [&](const std::vector<Touch>& touches) {
         for (const Touch& t : touches) {
-            clock += t.bytes;
+            clock = saturating_add(clock, t.bytes);
             last_touch.at(t.storage, 0) = clock;
         }
     };

@@ -49,8 +49,16 @@ std::size_t element_size(DType dtype);
 constexpr std::int64_t kReuseUnknown = -1;     // no storage ids (no Execution Trace)
 constexpr std::int64_t kReuseFirstTouch = -2;  // not touched earlier in the trace: from memory
 
+// Element counts and byte sums from recorded dims saturate here: a hostile or corrupt trace's
+// dims (2^62) must not overflow 64 bits, and no real tensor comes near (2^50 elements: 8 PiB of
+// bytes; sums of such stay representable).
+constexpr std::int64_t kMostElements = std::int64_t{1} << 50;
+std::int64_t saturating_product(std::span<const std::int64_t> dims);  // dims below 0 count as 0
+std::int64_t saturating_add(std::int64_t a, std::int64_t b);
+
 // Elements a view spans from its first one: 1 + sum of (dim - 1) x |stride|, with contiguous
-// strides when `strides` does not give one per dim; 0 when a dim is 0 or less.
+// strides when `strides` does not give one per dim; 0 when a dim is 0 or less. At most
+// kMostElements.
 std::int64_t view_extent(std::span<const std::int64_t> dims, std::span<const std::int64_t> strides);
 
 struct TensorSpec {
