@@ -338,17 +338,18 @@ TEST(Dataflow, ViewsAndInPlaceOpsKeepTheirInputStorage) {
     EXPECT_EQ(replay::input_origins(t)[2][0], InputOrigin::Activation);
 }
 
+// aten::conv2d(input, weight, bias, stride, padding, dilation, groups)'s recorded types.
+const std::string kConv2dTypes =
+    "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]";
+
 // A convolution's output has the weight's channels and the window formula's lengths, not its
 // input's dims: without these rules ResNet's batch norms read "first touch" inputs, and their
 // kernels replayed from memory what the recording read from L2 (+20-26%).
 TEST(Dataflow, ConvolutionsAndPoolsGiveTheirOutputsShapes) {
     TraceBuilder b;
-    const std::string t3 =
-        "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", "
-        "\"ScalarList\", \"Scalar\"]";
     // 7x7 stride 2 padding 3: 224 -> 112.
-    b.op("aten::conv2d", 0, 5, "[[2, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], []]", t3,
-         "[\"\", \"\", \"\", \"[2, 2]\", \"[3, 3]\", \"[1, 1]\", \"1\"]");
+    b.op("aten::conv2d", 0, 5, "[[2, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], []]",
+         kConv2dTypes, "[\"\", \"\", \"\", \"[2, 2]\", \"[3, 3]\", \"[1, 1]\", \"1\"]");
     b.op("aten::relu", 10, 2, "[[2, 64, 112, 112]]", "[\"float\"]");
     // 3x3 stride 2 padding 1: 112 -> 56.
     b.op("aten::max_pool2d", 20, 2, "[[2, 64, 112, 112], [], [], [], [], []]",
@@ -462,15 +463,12 @@ TEST(Dataflow, AnAutogradNodeMakesNoStorageOfItsOwn) {
 // a convolution no output dims, never a product past 64 bits (UBSan runs these tests too).
 TEST(Dataflow, HostileConvolutionArgumentsGiveNoOutputDims) {
     TraceBuilder b;
-    const std::string types =
-        "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", "
-        "\"ScalarList\", \"Scalar\"]";
-    b.op("aten::conv2d", 0, 5, "[[2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []]", types,
+    b.op("aten::conv2d", 0, 5, "[[2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []]", kConv2dTypes,
          "[\"\", \"\", \"\", \"[9223372036854775807, 1]\", \"[-4611686018427387904, 0]\", "
          "\"[1, 1]\", \"1\"]");
     b.op("aten::conv2d", 10, 5,
          "[[2, 3, 4611686018427387904, 8], [4, 3, 4611686018427387904, 3], [], [], [], [], []]",
-         types, "[\"\", \"\", \"\", \"[1, 1]\", \"[0, 0]\", \"[1048576, 1]\", \"1\"]");
+         kConv2dTypes, "[\"\", \"\", \"\", \"[1, 1]\", \"[0, 0]\", \"[1048576, 1]\", \"1\"]");
     b.op("aten::max_pool2d", 20, 2, "[[2, 3, 8, 8], [], [], [], [], []]",
          "[\"float\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]",
          "[\"\", \"[3, 3]\", \"[0, 0]\", \"[1, 1]\", \"[1, 1]\", \"True\"]");  // stride 0
