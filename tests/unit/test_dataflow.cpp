@@ -479,6 +479,32 @@ TEST(Dataflow, HostileConvolutionArgumentsGiveNoOutputDims) {
             << "op " << op;
 }
 
+// The whole analysis (dataflow, classifier, reuse distances) of a hostile trace whose ops record
+// dims of 2^62 and 2^31: sizes saturate, nothing overflows (UBSan runs this too), and the kernels
+// are still classified.
+TEST(Dataflow, AHostileTracesHugeDimsAreAnalysedWithoutOverflow) {
+    TraceBuilder b;
+    b.op("aten::mm", 0, 10, "[[4611686018427387904, 64], [64, 4611686018427387904]]",
+         "[\"float\", \"float\"]")
+        .kernel("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3", 1, 1);
+    b.op("aten::relu", 20, 5, "[[4611686018427387904, 4611686018427387904]]", "[\"float\"]")
+        .kernel("void at::native::vectorized_elementwise_kernel<4>()", 21, 1);
+    b.op("aten::conv2d", 40, 10,
+         "[[2147483648, 2147483648, 2147483648, 2147483648], [2147483648, 2147483648, 3, 3], [], "
+         "[], [], [], []]",
+         kConv2dTypes, "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"1\"]")
+        .kernel("void cudnn::engines_precompiled::nchwToNhwcKernel()", 41, 1);
+    b.op("aten::add", 60, 5, "[[2147483648, 2147483648, 2147483648, 2147483648], [], []]",
+         "[\"float\", \"Scalar\", \"Scalar\"]", "[\"\", \"1\", \"1\"]")
+        .kernel("void at::native::vectorized_elementwise_kernel<4>()", 61, 1);
+    TempFile file("hostile_dims.json", b.json());
+    replay::AnalysisOptions options;
+    options.trace_path = file.path();
+    const auto a = replay::analyze(options);
+    EXPECT_EQ(a->recipes.size(), 4u);
+    EXPECT_GE(a->dataflow.persistent_bytes, 0);
+}
+
 // Every batch norm of a bundled ResNet-50 capture (eager, no ET) reads an activation, the
 // convolution's output before it, never a tensor from before the step.
 TEST(Dataflow, EveryBatchNormOfAResNetReadsItsConvolutionsOutput) {
