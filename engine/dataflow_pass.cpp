@@ -347,13 +347,13 @@ class ThreadPass {
         return gradient != NameFacts::kNoSaved && index != gradient;
     }
 
-    // Whether `op`, on the thread of the op being given storages, made a gradient there: a
-    // backward op, or an op an autograd node or the engine ran itself (AddmmBackward0's mm, the
-    // add that sums two gradients). A forward op recomputed for activation checkpointing runs
-    // deeper (under the node's unpack hook and the module's frames) or on another thread.
-    bool makes_gradients(std::uint32_t op) const {
+    // Whether `op`, on the thread of `reader`, made a gradient there: a backward op, or an op an
+    // autograd node or the engine ran itself (AddmmBackward0's mm, the add that sums two
+    // gradients). A forward op recomputed for activation checkpointing runs deeper (under the
+    // node's unpack hook and the module's frames) or on another thread.
+    bool makes_gradients(std::uint32_t op, std::uint32_t reader) const {
         const CpuOp& made = trace_.cpu_ops[op];
-        const CpuOp& now = trace_.cpu_ops[current_];
+        const CpuOp& now = trace_.cpu_ops[reader];
         if (made.pid != now.pid || made.tid != now.tid) return false;
         const NameFacts& facts = facts_.name(made.name);
         if (facts.gradient_input != NameFacts::kNoSaved || facts.autograd_node) return true;
@@ -364,9 +364,10 @@ class ThreadPass {
     }
 
     // The most recent live output of these dims and a compatible dtype, not taken; for a
-    // weight-like input only what was made for the op being started from its own inputs; for a
-    // saved one (`saved`) only a forward op's output no other backward read took.
-    const Output* produced(const ArgFacts& arg, bool weight, bool saved) const {
+    // weight-like input only what was made for the op being started from its own inputs; for an
+    // input backward op `saved_by` saved (kNoIndex: none), only a forward op's output no other
+    // backward read took.
+    const Output* produced(const ArgFacts& arg, bool weight, std::uint32_t saved_by) const {
         // The outputs of the input's dtype and those of any dtype, newest first, merged.
         const LiveOutputs::List* typed = shared_.live.find(arg.dims, arg.type);
         const LiveOutputs::List* any = shared_.live.find(arg.dims, StringPool::kEmpty);
@@ -387,7 +388,8 @@ class ThreadPass {
             // made; and (without tensor ids to tell) each forward output serves one backward
             // read: else every batch norm backward of a stage read the stage's newest output,
             // each right after the last, as if from L2.
-            if (saved && (makes_gradients(o.producer) || shared_.saved.contains(o.storage)))
+            if (saved_by != kNoIndex &&
+                (makes_gradients(o.producer, saved_by) || shared_.saved.contains(o.storage)))
                 continue;
             // An untyped output whose storage was since written as another dtype (autocast's
             // empty_strided, then copy_ of float into it) is this input only when no output of
@@ -475,7 +477,6 @@ class ThreadPass {
     }
 
     void start(std::uint32_t op) {
-        current_ = op;
         if (first_step_ == static_cast<std::size_t>(-1)) first_step_ = step_;
         CpuOp& cpu = trace_.cpu_ops[op];
         adjust_shapes(cpu);
@@ -492,7 +493,7 @@ class ThreadPass {
             if (storage == kNoId) storage = inherited(arg);
             if (storage == kNoId) {
                 const bool saved = saved_by_forward(op, i);
-                const Output* from = produced(arg, weight_like(op, i), saved);
+                const Output* from = produced(arg, weight_like(op, i), saved ? op : kNoIndex);
                 if (from != nullptr && saved) shared_.saved.insert(from->storage);
                 storage = from != nullptr ? from->storage : persistent(op, i, arg);
             }
@@ -592,7 +593,6 @@ class ThreadPass {
     std::size_t step_ = static_cast<std::size_t>(-1);
     std::size_t step_at_ = 0;  // Steps::of's place for the op before
     std::size_t first_step_ = static_cast<std::size_t>(-1);
-    std::uint32_t current_ = kNoIndex;  // the op start() is giving its storages
     std::uint64_t epoch_ = 0;
 };
 
