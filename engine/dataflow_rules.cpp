@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <string>
+#include <utility>
 
 #include "replay/recipe.h"
 
@@ -58,11 +58,9 @@ std::int64_t window_output(std::int64_t in, std::int64_t kernel, std::int64_t st
     return out;
 }
 
-// A per-spatial-dimension argument (stride [2, 2], or [2] for every dimension); `fallback` where
-// the argument is empty (max_pool2d's stride defaults to its kernel size).
-// A window argument (kernel, stride, padding, dilation) above 2^20 or a length above 2^40 is a
-// hostile or corrupt trace's: no output dims then, and the window formula's products stay far
-// inside 64 bits.
+// A window argument (kernel, stride, padding, dilation, groups) above 2^20 or a length above 2^40
+// is a hostile or corrupt trace's: no output dims then, and the window formula's products stay
+// far inside 64 bits.
 constexpr std::int64_t kLargestWindowArgument = std::int64_t{1} << 20;
 constexpr std::int64_t kLongestLength = std::int64_t{1} << 40;
 bool all_positive(const Dims& dims) {
@@ -73,6 +71,8 @@ bool plausible_lengths(const Dims& dims) {
                        [](std::int64_t v) { return v >= 0 && v <= kLongestLength; });
 }
 
+// A per-spatial-dimension argument (stride [2, 2], or [2] for every dimension); `fallback` where
+// the argument is empty (max_pool2d's stride defaults to its kernel size).
 std::optional<Dims> per_dim(std::string_view text, std::size_t spatial, const Dims& fallback) {
     auto list = parse_list(text);
     if (!list || list->empty()) {
@@ -113,11 +113,19 @@ struct PoolingArgs {
     std::size_t spatial;
 };
 std::optional<PoolingArgs> pooling_args(std::string_view name) {
-    for (std::size_t d = 1; d <= 3; ++d) {
-        const std::string max = "aten::max_pool" + std::to_string(d) + "d";
-        if (name == max || name == max + "_with_indices") return PoolingArgs{4, 5, d};
-        if (name == "aten::avg_pool" + std::to_string(d) + "d") return PoolingArgs{-1, 4, d};
-    }
+    static constexpr std::pair<std::string_view, PoolingArgs> kPools[] = {
+        {"aten::max_pool1d", {4, 5, 1}},
+        {"aten::max_pool2d", {4, 5, 2}},
+        {"aten::max_pool3d", {4, 5, 3}},
+        {"aten::max_pool1d_with_indices", {4, 5, 1}},
+        {"aten::max_pool2d_with_indices", {4, 5, 2}},
+        {"aten::max_pool3d_with_indices", {4, 5, 3}},
+        {"aten::avg_pool1d", {-1, 4, 1}},
+        {"aten::avg_pool2d", {-1, 4, 2}},
+        {"aten::avg_pool3d", {-1, 4, 3}},
+    };
+    for (const auto& [pool, args] : kPools)
+        if (name == pool) return args;
     return std::nullopt;
 }
 
@@ -392,17 +400,15 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
                 ? per_dim(concrete(static_cast<std::size_t>(conv->output_padding)), spatial, zeros)
                 : std::optional<Dims>(zeros);
         if (!stride || !pad || !dilation || !output_padding || !all_positive(*stride) ||
-            !all_positive(*dilation))
+            !all_positive(*dilation) || lead == 0 || !plausible_lengths(*in0) ||
+            !plausible_lengths(*w))
             return std::nullopt;
         // A forward convolution's channels are weight[0]; a transposed one's weight[1] * groups.
-        const std::int64_t channels =
-            transposed
-                ? (*w)[1] * parse_int(concrete(static_cast<std::size_t>(conv->groups))).value_or(1)
-                : (*w)[0];
+        const std::int64_t groups =
+            parse_int(concrete(static_cast<std::size_t>(conv->groups))).value_or(1);
+        if (transposed && (groups <= 0 || groups > kLargestWindowArgument)) return std::nullopt;
         Dims out(in0->begin(), in0->begin() + static_cast<std::ptrdiff_t>(lead));
-        if (lead == 0) return std::nullopt;
-        out.back() = channels;
-        if (!plausible_lengths(*in0) || !plausible_lengths(*w)) return std::nullopt;
+        out.back() = transposed ? (*w)[1] * groups : (*w)[0];
         for (std::size_t i = 0; i < spatial; ++i) {
             const std::int64_t in = (*in0)[lead + i], k = (*w)[2 + i];
             if (same && !transposed)
