@@ -459,8 +459,9 @@ TEST(Dataflow, AnAutogradNodeMakesNoStorageOfItsOwn) {
     EXPECT_TRUE(read == output(t, 0) || read == output(t, 2)) << read;
 }
 
-// A hostile trace's window arguments (a stride of 2^63 - 1, a negative padding) or lengths give
-// a convolution no output dims, never a product past 64 bits (UBSan runs these tests too).
+// A hostile trace's window arguments (a stride of 2^63 - 1, a negative padding, groups of 2^62)
+// or lengths give a convolution no output dims, never a product past 64 bits (UBSan runs these
+// tests too).
 TEST(Dataflow, HostileConvolutionArgumentsGiveNoOutputDims) {
     TraceBuilder b;
     b.op("aten::conv2d", 0, 5, "[[2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []]", kConv2dTypes,
@@ -472,8 +473,15 @@ TEST(Dataflow, HostileConvolutionArgumentsGiveNoOutputDims) {
     b.op("aten::max_pool2d", 20, 2, "[[2, 3, 8, 8], [], [], [], [], []]",
          "[\"float\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]",
          "[\"\", \"[3, 3]\", \"[0, 0]\", \"[1, 1]\", \"[1, 1]\", \"True\"]");  // stride 0
+    // A transposed convolution's channels are weight[1] x groups: 2^40 x 2^62.
+    b.op("aten::conv_transpose2d", 30, 5,
+         "[[2, 3, 8, 8], [3, 1099511627776, 3, 3], [], [], [], [], [], []]",
+         "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", "
+         "\"Scalar\", \"ScalarList\"]",
+         "[\"\", \"\", \"\", \"[1, 1]\", \"[0, 0]\", \"[0, 0]\", \"4611686018427387904\", "
+         "\"[1, 1]\"]");
     replay::Trace t = inferred(b);
-    for (std::uint32_t op = 0; op < 3; ++op)
+    for (std::uint32_t op = 0; op < 4; ++op)
         EXPECT_EQ(t.storages.outputs(op) == 0 ? replay::kNoId : t.storages.output(op, 0).storage,
                   replay::kNoId)
             << "op " << op;
