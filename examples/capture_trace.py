@@ -25,6 +25,14 @@ Models (random weights) and modes:
   t5          T5-small, encoder-decoder      train (the default), inference
   vit         ViT-B/16 classifier            inference (the default), train; --seq is the image side
   resnet      ResNet-50 classifier           train (the default), inference; --seq is the image side
+  convnext    ConvNeXt-T classifier          train (the default), inference; --seq is the image side
+              (depthwise 7x7 convolutions, LayerNorm over channels)
+  whisper     Whisper-base's shape,          inference (the default), train; 30 s of 80 mel bins,
+              speech encoder-decoder         --seq decoder tokens
+  mamba       Mamba-130M's shape             inference; without the mamba-ssm package transformers
+                                             scans the sequence in PyTorch: thousands of small kernels
+  lstm        Embedding, 2-layer LSTM,       train (the default), inference; cuDNN's RNN kernels
+              vocabulary projection
 
 Examples:
   python3 examples/capture_trace.py --model bloom-560m --out /tmp/bloom
@@ -45,7 +53,8 @@ import statistics
 import tarfile
 import time
 
-MODELS = ("bloom-560m", "gpt2", "llama", "mixtral", "mlp", "qwen2", "bert", "t5", "vit", "resnet")
+MODELS = ("bloom-560m", "gpt2", "llama", "mixtral", "mlp", "qwen2", "bert", "t5", "vit", "resnet", "convnext",
+          "whisper", "mamba", "lstm")
 DTYPES = ("fp16", "bf16", "fp32")
 # Per model: default mode, dtype, batch, seq (prefill length, or the KV-cache length a decode
 # step sees).
@@ -60,6 +69,10 @@ DEFAULTS = {
     "t5": ("train", "bf16", 8, 128),
     "vit": ("inference", "fp16", 8, 224),
     "resnet": ("train", "bf16", 32, 224),
+    "convnext": ("train", "bf16", 32, 224),
+    "whisper": ("inference", "fp16", 4, 64),
+    "mamba": ("inference", "fp16", 2, 64),
+    "lstm": ("train", "bf16", 32, 128),
 }
 # Decode needs a model with a static KV cache (CUDA-graph capturable).
 MODES = {
@@ -73,12 +86,17 @@ MODES = {
     "t5": ("inference", "train"),
     "vit": ("inference", "train"),
     "resnet": ("inference", "train"),
+    "convnext": ("inference", "train"),
+    "whisper": ("inference", "train"),
+    "mamba": ("inference",),
+    "lstm": ("inference", "train"),
 }
 # What each model's forward takes: token ids (causal LMs: labels are the ids), masked-LM ids,
-# encoder and decoder ids, images, or float activations (the MLP).
+# encoder and decoder ids, images, log-mel spectrograms and decoder ids, or float activations
+# (the MLP).
 INPUTS = {"bloom-560m": "tokens", "gpt2": "tokens", "llama": "tokens", "mixtral": "tokens",
           "qwen2": "tokens", "bert": "masked", "t5": "seq2seq", "vit": "pixels", "resnet": "pixels",
-          "mlp": "floats"}
+          "convnext": "pixels", "whisper": "audio", "mamba": "tokens", "lstm": "tokens", "mlp": "floats"}
 
 
 def parse_args():
@@ -134,7 +152,7 @@ def parse_args():
     if a.mode == "train" and a.cuda_graph:
         p.error("--cuda-graph captures inference or decode steps")
     if a.channels_last and INPUTS[a.model] != "pixels":
-        p.error("--channels-last applies to image models (vit, resnet)")
+        p.error("--channels-last applies to image models (vit, resnet, convnext)")
     a.out = a.out or os.path.join("traces", f"{a.model}_{a.mode}")
     if a.compile_mode is not None:
         a.compile = True
@@ -185,8 +203,44 @@ def build_model(args, torch):
     if args.model == "vit":  # ViT-B/16
         cfg = transformers.ViTConfig(image_size=args.seq, num_hidden_layers=layers or 12, num_labels=1000)
         return transformers.ViTForImageClassification(cfg), cfg.num_labels
-    cfg = transformers.ResNetConfig(num_labels=1000)  # ResNet-50 (the config's defaults)
-    return transformers.ResNetForImageClassification(cfg), cfg.num_labels
+    if args.model == "resnet":
+        cfg = transformers.ResNetConfig(num_labels=1000)  # ResNet-50 (the config's defaults)
+        return transformers.ResNetForImageClassification(cfg), cfg.num_labels
+    if args.model == "convnext":
+        cfg = transformers.ConvNextConfig(num_labels=1000)  # ConvNeXt-T (the config's defaults)
+        return transformers.ConvNextForImageClassification(cfg), cfg.num_labels
+    if args.model == "whisper":  # whisper-base's shape
+        cfg = transformers.WhisperConfig(vocab_size=51865, num_mel_bins=80, d_model=512, encoder_layers=layers or 6,
+                                         decoder_layers=layers or 6, encoder_attention_heads=8,
+                                         decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+                                         max_source_positions=1500, max_target_positions=448)
+        return transformers.WhisperForConditionalGeneration(cfg), cfg.vocab_size
+    if args.model == "mamba":  # mamba-130m's shape
+        cfg = transformers.MambaConfig(vocab_size=50280, hidden_size=768, num_hidden_layers=layers or 24,
+                                       state_size=16, expand=2, conv_kernel=4)
+        return transformers.MambaForCausalLM(cfg), cfg.vocab_size
+    return lstm_language_model(torch, vocab=32000, hidden=1024, layers=layers or 2), 32000
+
+
+def lstm_language_model(torch, vocab, hidden, layers):
+    """Embedding, a stacked LSTM (cuDNN's RNN kernels) and a vocabulary projection, with the
+    transformers models' forward (input_ids, labels) and outputs (.logits, .loss)."""
+    import types
+
+    class LstmLanguageModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(vocab, hidden)
+            self.lstm = torch.nn.LSTM(hidden, hidden, num_layers=layers, batch_first=True)
+            self.head = torch.nn.Linear(hidden, vocab)
+
+        def forward(self, input_ids, labels=None, use_cache=False):
+            logits = self.head(self.lstm(self.embed(input_ids))[0])
+            loss = None
+            if labels is not None:
+                loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
+            return types.SimpleNamespace(logits=logits, loss=loss)
+    return LstmLanguageModel()
 
 
 def forward_inputs(args, torch, device, vocab, float_dtype):
@@ -200,6 +254,10 @@ def forward_inputs(args, torch, device, vocab, float_dtype):
         labels = torch.randint(0, vocab, (b,), device=device)
         return {"pixel_values": pixels}, {"pixel_values": pixels, "labels": labels}
     ids = torch.randint(0, vocab, (b, s), device=device)
+    if kind == "audio":  # 30 s of log-mel frames (Whisper's encoder takes exactly 3000)
+        features = torch.randn(b, 80, 3000, device=device, dtype=float_dtype)
+        return ({"input_features": features, "decoder_input_ids": ids, "use_cache": False},
+                {"input_features": features, "labels": ids, "use_cache": False})
     if kind == "masked":
         return {"input_ids": ids}, {"input_ids": ids, "labels": ids}
     if kind == "seq2seq":  # a decoder a quarter of the encoder's length

@@ -62,6 +62,11 @@ declare -A sets=(
   [resnet_train_nhwc_bench]="--model resnet --channels-last --cudnn-benchmark"
   [resnet_infer_bench]="--model resnet --mode inference --batch 16 --cudnn-benchmark"
   [qwen2_train]="--model qwen2 --mode train --batch 4 --seq 256"
+  [convnext_train]="--model convnext"
+  [whisper_infer]="--model whisper"
+  [mamba_infer]="--model mamba"
+  [lstm_train]="--model lstm"
+  [lstm_infer]="--model lstm --mode inference --batch 8"
 )
 order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_prefill gpt2_train gpt2_train.et
        mlp_compiled mixtral_prefill mixtral_decode qwen2_decode qwen2_decode_graph bert_infer t5_train vit_infer
@@ -69,7 +74,8 @@ order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_p
        qwen2_prefill_compiled bert_compiled qwen2_decode_compiled vit_train_compiled bert_compiled_autotune
        qwen2_decode_compiled_graph bert_compiled_graph resnet_compiled_graph vit_compiled_graph
        qwen2_prefill_compiled_graph llama_decode_compiled_graph bert_infer_fp32 bert_infer_tf32 gpt2_train_tf32 t5_infer llama_train gpt2_infer
-       resnet_train_nhwc_bench resnet_infer_bench qwen2_train)
+       resnet_train_nhwc_bench resnet_infer_bench qwen2_train convnext_train whisper_infer mamba_infer lstm_train
+       lstm_infer)
 [ $# -gt 0 ] && order=("$@")
 for name in "${order[@]}"; do
   start=$(date +%s)
