@@ -14,7 +14,12 @@ std::map<std::uint64_t, StepRecords> records_by_step(const std::vector<TimedActi
     std::map<std::uint64_t, StepRecords> out;
     for (const auto* r : tagged) {
         StepRecords& s = out[r->tag];
-        (r->warm_read ? s.warm_reads : s.work).push_back(r->name);
+        if (r->warm_read) {
+            s.warm_reads.push_back(r->name);
+            continue;
+        }
+        s.work.push_back(r->name);
+        s.work_by_lane[lane_of(*r)].push_back(r->name);
     }
     return out;
 }

@@ -12,17 +12,26 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "replay/backend.h"
 
 namespace replay::detail {
 
+// Where records run in order: a driver's stream (index, -1), or a library's own stream
+// (-1, the timer's id of it; TimedActivity::lane).
+using Lane = std::pair<std::int64_t, std::int64_t>;
+inline Lane lane_of(const TimedActivity& r) {
+    return r.lane < 0 ? Lane{r.stream, -1} : Lane{-1, r.lane};
+}
+
 // The records one step produced when it was tagged: its warm-up reads' and its work's kernel
-// names, each in start order.
+// names, each in start order; its work's names also by the lane that ran them.
 struct StepRecords {
     std::vector<std::string> warm_reads;
     std::vector<std::string> work;
+    std::map<Lane, std::vector<std::string>> work_by_lane;
 };
 // By tag, from tagged records (untagged ones are left out).
 std::map<std::uint64_t, StepRecords> records_by_step(const std::vector<TimedActivity>& records);

@@ -386,41 +386,52 @@ void SequentialReplay::capture_graphs() {
 
 std::size_t SequentialReplay::tie_untagged(std::vector<TimedActivity>& records, int iteration) {
     static const detail::StepRecords kNothing;
+    static const std::vector<std::string> kNoNames;
     untied_steps_.clear();
-    std::map<std::int64_t, std::vector<TimedActivity*>> untagged;  // stream -> records
+    std::map<detail::Lane, std::vector<TimedActivity*>> untagged;
     for (auto& r : records)
-        if (r.tag == 0) untagged[r.stream].push_back(&r);
+        if (r.tag == 0) untagged[detail::lane_of(r)].push_back(&r);
     if (untagged.empty()) return 0;
-    // What each stream was asked to run in the last pass, in order.
-    std::map<std::int64_t, std::vector<detail::ExpectedIssue>> issues;
+    // What each lane was asked to run in the last pass, in order: an issue's own stream gets
+    // its warm-up reads and the work that ran there, a library's own stream what ran there.
+    std::map<detail::Lane, std::vector<detail::ExpectedIssue>> issues;
     for (std::size_t u = 0; u < units_.size(); ++u) {
         if (units_[u].kind != LaunchUnit::Kind::Direct || issued_[u] == Issued::No) continue;
         const PlannedStep& step = plan_[units_[u].first];
         auto e = expected_.find(step.tag);
         const detail::StepRecords& expected = e == expected_.end() ? kNothing : e->second;
-        auto& stream = issues[step.stream];
+        const bool failed = issued_[u] == Issued::Failed;
+        const detail::Lane own{step.stream, -1};
+        auto& stream = issues[own];
         if (warmed_[u]) stream.push_back({step.tag, true, &expected.warm_reads});
-        stream.push_back({step.tag, false, issued_[u] == Issued::Failed ? nullptr : &expected.work});
+        const auto mine = expected.work_by_lane.find(own);
+        const auto* names = mine == expected.work_by_lane.end() ? &kNoNames : &mine->second;
+        stream.push_back({step.tag, false, failed ? nullptr : names});
+        for (const auto& [lane, elsewhere] : expected.work_by_lane)
+            if (lane != own) issues[lane].push_back({step.tag, false, failed ? nullptr : &elsewhere});
     }
     std::size_t untied = 0;
-    for (auto& [stream, recs] : untagged) {
+    for (auto& [lane, recs] : untagged) {
         std::stable_sort(recs.begin(), recs.end(), [](const auto* a, const auto* b) {
             return a->start_ns < b->start_ns;
         });
-        const auto match = detail::match_in_order(issues[stream], recs);
+        const auto match = detail::match_in_order(issues[lane], recs);
         untied += recs.size() - match.tied;
         if (match.why.empty()) continue;
         std::size_t steps_left = 0;
         for (std::size_t i : match.unmatched_issues)
-            if (!issues[stream][i].warm_read) {
+            if (!issues[lane][i].warm_read) {
                 ++steps_left;
-                untied_steps_.insert(issues[stream][i].tag);
+                untied_steps_.insert(issues[lane][i].tag);
             }
-        unmatched_.add("iteration " + std::to_string(iteration) + ", stream " +
-                       std::to_string(graph_.streams()[static_cast<std::size_t>(stream)].stream) +
-                       ": " + match.why + " (" + std::to_string(steps_left) +
-                       " steps untimed, " + std::to_string(recs.size() - match.tied) +
-                       " records tied to none)");
+        const std::string where =
+            lane.first >= 0
+                ? "stream " + std::to_string(
+                                  graph_.streams()[static_cast<std::size_t>(lane.first)].stream)
+                : "a library's own stream (CUPTI id " + std::to_string(lane.second) + ")";
+        unmatched_.add("iteration " + std::to_string(iteration) + ", " + where + ": " + match.why +
+                       " (" + std::to_string(steps_left) + " steps untimed, " +
+                       std::to_string(recs.size() - match.tied) + " records tied to none)");
     }
     return untied;
 }

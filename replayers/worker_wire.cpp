@@ -352,6 +352,7 @@ void encode(Encoder& e, const TimedActivity& a) {
     e.i64(static_cast<std::int64_t>(a.tag)).str(a.name).i64(a.start_ns).i64(a.end_ns);
     e.i64(a.stream).u8(a.per_kernel).u8(a.warm_read);
     for (std::int32_t g : a.grid) e.i64(g);
+    e.i64(a.lane);
 }
 
 TimedActivity decode_activity(Decoder& d) {
@@ -364,6 +365,7 @@ TimedActivity decode_activity(Decoder& d) {
     a.per_kernel = d.u8() != 0;
     a.warm_read = d.u8() != 0;
     for (std::int32_t& g : a.grid) g = static_cast<std::int32_t>(d.i64());
+    a.lane = d.i64();
     return a;
 }
 

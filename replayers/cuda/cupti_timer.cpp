@@ -89,6 +89,7 @@ class CuptiTimer final : public IssueTimer {
 
     void set_streams(const std::vector<cudaStream_t>& streams) override {
         stream_index_.clear();
+        library_streams_.clear();
         for (std::size_t i = 0; i < streams.size(); ++i) {
             std::uint32_t id = 0;
             REPLAY_CUPTI_CALL(
@@ -155,15 +156,24 @@ class CuptiTimer final : public IssueTimer {
                 t.tag = e->second & ~kWarmReadBit;
                 t.warm_read = (e->second & kWarmReadBit) != 0;
                 const auto s = tag_stream_.find(t.tag);
-                if (stream != stream_index_.end())
+                if (stream != stream_index_.end()) {
                     t.stream = stream->second;
-                else if (s != tag_stream_.end())
+                } else if (s != tag_stream_.end()) {  // a library's own stream (cuDNN's RNNs)
                     t.stream = s->second;
-                else
+                    t.lane = a.stream_id;
+                    library_streams_[a.stream_id] = s->second;
+                } else {
                     continue;
-            } else {
-                if (stream == stream_index_.end()) continue;  // not on the driver's streams
+                }
+            } else if (stream != stream_index_.end()) {
                 t.stream = stream->second;
+            } else {
+                // Untagged: a library's own stream that our issues used in the Plan phase, or
+                // not ours at all.
+                const auto library = library_streams_.find(a.stream_id);
+                if (library == library_streams_.end()) continue;
+                t.stream = library->second;
+                t.lane = a.stream_id;
             }
             out.push_back(std::move(t));
         }
@@ -216,6 +226,9 @@ class CuptiTimer final : public IssueTimer {
     std::string memory_note_;  // why allocations are not counted, or ""
     std::unordered_map<std::uint32_t, int> stream_index_;  // CUPTI stream id -> driver's index
     std::unordered_map<std::uint64_t, int> tag_stream_;    // tag -> stream, since the last collect
+    // CUPTI id of a stream a library made (cuDNN's RNNs) -> the driver's stream that last issued
+    // work onto it, as seen in the Plan phase.
+    std::unordered_map<std::uint32_t, int> library_streams_;
     std::uint64_t dropped_ = 0;
     std::uint64_t unowned_graph_records_ = 0;
 };

@@ -98,6 +98,7 @@ TEST(WorkerWire, EnvironmentAndActivitiesRoundTrip) {
     a.stream = 3;
     a.per_kernel = true;
     a.warm_read = true;
+    a.lane = 17;  // a library's own stream
     Encoder e(Command::Ready);
     detail::encode(e, env);
     detail::encode(e, a);
@@ -118,6 +119,7 @@ TEST(WorkerWire, EnvironmentAndActivitiesRoundTrip) {
     EXPECT_TRUE(a2.per_kernel);
     EXPECT_TRUE(a2.warm_read);
     EXPECT_EQ(a2.stream, 3);
+    EXPECT_EQ(a2.lane, 17);
 }
 
 TEST(WorkerWire, AShortMessageIsAnError) {

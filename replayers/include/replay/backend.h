@@ -40,6 +40,11 @@ struct TimedActivity {
     bool warm_read = false;   // an L2 warm-up read of warm_inputs(), not the work itself
     // A kernel record's launch grid (CUPTI); zeros where the backend does not know it.
     std::array<std::int32_t, 3> grid{};
+    // -1: it ran on the stream `stream` names. Otherwise the timer's id of a stream the driver
+    // did not make, where a library ran part of an issue (cuDNN's RNNs run layers on internal
+    // streams of their own): `stream` is then the issuing stream's index, and untagged records
+    // are tied to issues in the order of this lane.
+    std::int64_t lane = -1;
 };
 
 // Sequential mode's phases. Plan: recipes are prepared, streams made, graphs captured, and the
