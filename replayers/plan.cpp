@@ -123,9 +123,19 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
                                          const std::function<void(const std::string&)>& progress) {
     const KernelGraph& graph = analysis.graph;
     const auto& nodes = graph.nodes();
+    const std::vector<Step> steps =
+        plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
+    // A wait is for the stream that re-creates its producer: an op's kernels recorded on a
+    // library's own streams (cuDNN's RNNs) are re-created by the op's issue on its step's
+    // stream, and the recorded stream they ran on gets no work in the replay.
+    std::vector<int> issued_on(nodes.size(), -1);
+    for (const Step& step : steps)
+        for (auto n : step.nodes) issued_on[n] = step.stream;
     std::unordered_map<std::uint32_t, std::vector<int>> waits_before;  // waiter -> producer slots
     for (const auto& w : graph.waits())
-        waits_before[w.waiter].push_back(static_cast<int>(nodes[w.producer].stream_slot));
+        waits_before[w.waiter].push_back(issued_on[w.producer] >= 0
+                                             ? issued_on[w.producer]
+                                             : static_cast<int>(nodes[w.producer].stream_slot));
     // The recorded step starts with its first launch, replayed or not.
     Nanos origin = 0, gpu_origin = 0;
     for (std::size_t n = 0; n < nodes.size(); ++n) {
@@ -134,8 +144,6 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
         gpu_origin = n == 0 ? start : std::min(gpu_origin, start);
     }
 
-    const std::vector<Step> steps =
-        plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
     std::vector<PlannedStep> plan;
     std::unordered_set<std::int64_t> touched;  // storages the ready steps so far read or wrote
     ProgressLine progress_line("plan", "steps prepared", steps.size(), progress);

@@ -305,6 +305,10 @@ class FakeBackend : public replay::Backend {
     bool untag_when_timed = false;
     // Timed phase: this instance key's first record gets another name (a kernel that changed).
     std::map<std::string, std::string> renamed_when_timed;
+    // Per-kernel records by name that run on a library's own stream (as cuDNN's RNN kernels do):
+    // its lane id, and how long after the issue's records before it the kernel starts (it may
+    // start after later issues' records on the issuing stream).
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> library_lane;
     bool graphs = false;                    // capture_blocker says yes (except not_capturable)
     std::set<std::string> not_capturable;   // instance keys that cannot be captured
     bool fail_begin_capture = false;        // begin_capture() throws (and opens nothing)
@@ -543,6 +547,13 @@ class FakeBackend : public replay::Backend {
         a.warm_read = warm;
         if (auto g = grid_of.find(name); g != grid_of.end() && per_kernel_record)
             a.grid = g->second;
+        if (auto l = library_lane.find(name); l != library_lane.end() && per_kernel_record) {
+            a.lane = l->second.first;
+            a.start_ns = clock_ + l->second.second;
+            a.end_ns = a.start_ns + ns;
+            pending_.push_back(a);
+            return;
+        }
         clock_ += ns + 500;
         pending_.push_back(a);
     }
@@ -1460,6 +1471,69 @@ TEST(Drivers, RecordsThatStopMatchingAreLeftOutNotMisattributed) {
         noted |= n.find("could not be tied to their steps") != std::string::npos &&
                  n.find("'other_gemm_k'") != std::string::npos;
     EXPECT_TRUE(noted);
+}
+
+// cuDNN's RNNs run part of an op on streams of their own. Untagged, those records are tied to the
+// op on their own stream's order: on the issuing stream they start after later ops' records.
+TEST(Drivers, RecordsOnALibrarysOwnStreamAreTiedToTheStepThatIssuedThem) {
+    TraceBuilder t;
+    t.op("aten::relu", 100, 20);
+    t.launch("relu_k", 105, 1000, 3);
+    t.op("aten::_cudnn_rnn", 130, 20);
+    t.launch("gemm_k", 135, 1010, 10);
+    t.launch("rnn_cell", 140, 1030, 1, 21);
+    t.op("aten::relu", 160, 20);
+    t.launch("relu_k", 165, 1040, 4);
+    const std::vector<Recipe> recipes = {relu(1), gemm(10), gemm(10, true), relu(2)};
+    auto a = analysis_of(t, "library_stream.json",
+                         [&](const std::string&, std::size_t n) { return recipes.at(n); });
+    FakeBackend tagged, untagged;
+    for (FakeBackend* b : {&tagged, &untagged}) {
+        b->per_kernel[relu(1).instance_key()] = {{"relu_k", 3000}};
+        b->per_kernel[relu(2).instance_key()] = {{"relu_k", 4000}};
+        b->per_kernel[gemm(10).instance_key()] = {{"gemm_k", 10000}, {"rnn_cell", 1000}};
+        b->library_lane["rnn_cell"] = {901, 20000};  // after the second relu's record
+    }
+    untagged.untag_when_timed = true;
+    replay::DriverOptions o;
+    o.iterations = 2;
+    const replay::Report want = replay::replay_sequential(*a, tagged, o, nullptr);
+    const replay::Report got = replay::replay_sequential(*a, untagged, o, nullptr);
+    EXPECT_EQ(kernel_named(got, "rnn_cell").samples_us, (std::vector<double>{1.0, 1.0}));
+    EXPECT_EQ(kernel_named(got, "gemm_k").samples_us, (std::vector<double>{10.0, 10.0}));
+    ASSERT_EQ(got.kernels.size(), want.kernels.size());
+    for (std::size_t k = 0; k < want.kernels.size(); ++k)
+        EXPECT_EQ(got.kernels[k].samples_us, want.kernels[k].samples_us) << want.kernels[k].name;
+    for (const auto& it : got.timeline->iterations) EXPECT_EQ(it.unattributed, 0u);
+    EXPECT_FALSE(has_note(got, "could not be tied to their steps"));
+}
+
+// cuDNN's RNN forks the op's stream to streams of its own and joins them back: an op that waits
+// for the RNN waits for the stream the RNN's issue ran on, since the recorded streams its kernels
+// ran on get no work in the replay (the next op would overlap the RNN's last kernels).
+TEST(Drivers, AWaitForALibrarysOwnStreamWaitsForTheStreamItsOpWasIssuedOn) {
+    TraceBuilder t;
+    t.op("aten::relu", 100, 20);
+    t.launch("relu_k", 105, 1000, 3);
+    t.call("cudaEventRecord", 110);
+    t.op("aten::_cudnn_rnn", 130, 30);
+    t.call("cudaStreamWaitEvent", 132);
+    t.launch("gemm_k", 135, 1010, 10, 13);
+    t.launch("rnn_cell", 140, 1030, 1, 21);
+    t.call("cudaEventRecord", 145);
+    t.call("cudaStreamWaitEvent", 150);
+    t.op("aten::relu", 170, 20);
+    t.launch("relu_k", 175, 1040, 4);
+    const std::vector<Recipe> recipes = {relu(1), gemm(10), gemm(10, true), relu(2)};
+    auto a = analysis_of(t, "library_wait.json",
+                         [&](const std::string&, std::size_t n) { return recipes.at(n); });
+    FakeBackend b;
+    replay::DriverOptions o;
+    replay::replay_sequential(*a, b, o, nullptr);
+    const int s7 = slot_of(*a, 7), s13 = slot_of(*a, 13);
+    std::set<std::pair<int, std::int64_t>> waits;  // (waiter, producer)
+    for (const Call& c : b.of("wait")) waits.insert({c.stream, c.value});
+    EXPECT_EQ(waits, (std::set<std::pair<int, std::int64_t>>{{s13, s7}, {s7, s13}}));
 }
 
 // A capture that cannot begin costs the graph, not the run: its steps are issued directly, with
