@@ -109,6 +109,16 @@ TensorSpec tensor_from(const Trace& trace, const OpArgument& arg, std::size_t fi
     return t;
 }
 
+// The dtype of the first tensor (not list) argument that records one.
+DType first_tensor_dtype(const Trace& trace, const std::vector<OpArgument>& inputs) {
+    for (const OpArgument& in : inputs) {
+        if (!in.list_ranks.empty()) continue;
+        const DType d = dtype_from_kineto(trace.names.view(in.type));
+        if (d != DType::Unknown) return d;
+    }
+    return DType::Unknown;
+}
+
 // Argument `input` of the chain's op `op`.
 AtenArgument argument_from(const Context& c, ChainPlace op, std::size_t input) {
     const Trace& trace = c.trace;
@@ -128,8 +138,12 @@ AtenArgument argument_from(const Context& c, ChainPlace op, std::size_t input) {
             arg.tensors.push_back(std::move(t));
             first += in.list_ranks[i];
         }
-        // Kineto records no element dtype for lists; the Execution Trace does.
-        const DType element = dtype_from_kineto(trace.names.view(in.element_type));
+        // Kineto records no element dtype for lists; the Execution Trace does, and the dataflow
+        // pass where earlier ops made the elements. Otherwise float32 (optimizers' parameter
+        // lists), or a recurrent op's input's dtype (its weights: cuDNN takes no other).
+        DType element = dtype_from_kineto(trace.names.view(in.element_type));
+        if (element == DType::Unknown && is_recurrent_op(c.op_name(c.op(op))))
+            element = first_tensor_dtype(trace, c.shapes(c.op(op))->inputs);
         for (auto& t : arg.tensors)
             if (t.dtype == DType::Unknown)
                 t.dtype = element == DType::Unknown ? DType::Float32 : element;

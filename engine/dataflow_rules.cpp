@@ -198,9 +198,7 @@ std::int64_t tensor_bytes(const Trace& trace, std::span<const std::int64_t> dims
 std::size_t gradient_input(std::string_view name) {
     if (!name.starts_with("aten::") || name.find("_backward") == std::string_view::npos)
         return NameFacts::kNoSaved;
-    if (name.find("rnn") != std::string_view::npos || name.find("lstm") != std::string_view::npos ||
-        name.find("gru") != std::string_view::npos)
-        return NameFacts::kNoSaved;
+    if (is_recurrent_op(name)) return NameFacts::kNoSaved;
     if (name == "aten::linear_backward" || name == "aten::cudnn_batch_norm_backward" ||
         name == "aten::miopen_batch_norm_backward")
         return 1;

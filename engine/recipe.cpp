@@ -66,6 +66,14 @@ DType dtype_from_name(std::string_view name) {
     return DType::Unknown;
 }
 
+bool is_recurrent_op(std::string_view name) {
+    if (!name.starts_with("aten::")) return false;
+    name.remove_prefix(6);
+    return name.find("rnn") != std::string_view::npos ||
+           name.find("lstm") != std::string_view::npos ||
+           name.find("gru") != std::string_view::npos;
+}
+
 DType dtype_from_kineto(std::string_view type) {
     if (type.starts_with("Tensor(") && type.ends_with(")")) type = type.substr(7, type.size() - 8);
     if (type == "c10::Half" || type == "half" || type == "Half") return DType::Float16;

@@ -426,6 +426,33 @@ TEST(Classifier, LlamaCatListsHaveTheElementSizeTheirKernelCopies) {
     EXPECT_EQ(bf16, 4u);  // the two rotate_half cats (q and k), two bf16 halves each
 }
 
+// cuDNN's RNN takes its weights in its input's dtype ("Input and parameter tensors are not the
+// same dtype"). Kineto records the weight list's dims but no dtype, and in inference no earlier
+// op made the weights: the list takes the input's dtype (bf16 here, not the float32 default),
+// with the dataflow inferred or not. In training, autocast's copies of the weights give them
+// their dtype (fp16: autocast runs cuDNN's RNN in half).
+TEST(Classifier, RecurrentOpsWeightListsHaveTheirInputsDtype) {
+    for (const bool infer : {true, false}) {
+        for (const auto& [trace, want] :
+             {std::pair{"h200/lstm_infer.json.gz", replay::DType::BFloat16},
+              std::pair{"h200/lstm_train.json.gz", replay::DType::Float16}}) {
+            auto a = analyze(trace, "", infer);
+            std::size_t lists = 0;
+            for (const auto& k : a->kernels) {
+                const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+                if (aten == nullptr || !aten->op.starts_with("aten::_cudnn_rnn")) continue;
+                for (const auto& arg : aten->args) {
+                    if (arg.kind != replay::ArgKind::TensorList) continue;
+                    for (const auto& t : arg.tensors)
+                        EXPECT_EQ(t.dtype, want) << trace << " " << aten->op;
+                    lists += !arg.tensors.empty();
+                }
+            }
+            EXPECT_GT(lists, 0u) << trace;
+        }
+    }
+}
+
 // Kineto records a Python number PyTorch wrapped (`x + 1`) and a 0-dim device tensor alike
 // (`long int`, dims []); the recorded kernel tells them apart (CUDAFunctorOnSelf_add folds a CPU
 // scalar `other` into the functor, CUDAFunctor_add reads two device tensors), and the recipe

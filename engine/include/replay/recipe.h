@@ -43,6 +43,11 @@ DType dtype_from_kineto(std::string_view type);  // "c10::Half", "float", "long 
 DType dtype_from_name(std::string_view name);    // to_string() inverse
 std::size_t element_size(DType dtype);
 
+// A recurrent ATen op (lstm, gru, rnn_tanh, rnn_relu, _cudnn_rnn, their backward ops): its tensor
+// lists hold weights and states in its input's dtype (cuDNN requires it), and its backward takes
+// several gradients.
+bool is_recurrent_op(std::string_view name);
+
 // Reuse distance of a recorded input: the bytes the recorded step touched (read or written, over
 // all GPU ops) between the last touch of the input's storage and this use; the replay keeps an
 // input in L2 before a timed run when it would still have been there (see reuse.h).
