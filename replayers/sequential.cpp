@@ -408,7 +408,8 @@ std::size_t SequentialReplay::tie_untagged(std::vector<TimedActivity>& records, 
         const auto* names = mine == expected.work_by_lane.end() ? &kNoNames : &mine->second;
         stream.push_back({step.tag, false, failed ? nullptr : names});
         for (const auto& [lane, elsewhere] : expected.work_by_lane)
-            if (lane != own) issues[lane].push_back({step.tag, false, failed ? nullptr : &elsewhere});
+            if (lane != own)
+                issues[lane].push_back({step.tag, false, failed ? nullptr : &elsewhere});
     }
     std::size_t untied = 0;
     for (auto& [lane, recs] : untagged) {
@@ -426,8 +427,8 @@ std::size_t SequentialReplay::tie_untagged(std::vector<TimedActivity>& records, 
             }
         const std::string where =
             lane.first >= 0
-                ? "stream " + std::to_string(
-                                  graph_.streams()[static_cast<std::size_t>(lane.first)].stream)
+                ? "stream " +
+                      std::to_string(graph_.streams()[static_cast<std::size_t>(lane.first)].stream)
                 : "a library's own stream (CUPTI id " + std::to_string(lane.second) + ")";
         unmatched_.add("iteration " + std::to_string(iteration) + ", " + where + ": " + match.why +
                        " (" + std::to_string(steps_left) + " steps untimed, " +
