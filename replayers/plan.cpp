@@ -13,14 +13,63 @@
 
 namespace replay {
 
+namespace {
+
+// The op instance an aten recipe issues for node `n`: the nearest op enclosing its kernel (its own
+// op included) of the recipe's name; kNoIndex when none is (a recipe from elsewhere).
+std::uint32_t issuing_op(const KernelGraph& graph, const Recipe& recipe, std::uint32_t n) {
+    const auto* aten = std::get_if<AtenRecipe>(&recipe.detail);
+    if (aten == nullptr || recipe.tier != Tier::AtenOp) return kNoIndex;
+    const Trace& trace = graph.trace();
+    for (std::uint32_t q = graph.nodes()[n].op; q != kNoIndex; q = trace.cpu_ops[q].parent)
+        if (trace.names.view(trace.cpu_ops[q].name) == aten->op) return q;
+    return kNoIndex;
+}
+
+}  // namespace
+
 std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes,
                              bool collectives) {
-    std::vector<Step> steps;
-    std::unordered_map<std::uint32_t, std::size_t> last_step_of_op;  // op instance -> step
-    std::unordered_map<std::uint32_t, std::size_t> last_step_of_stream;  // stream slot -> step
     const auto& nodes = graph.nodes();
+    const Trace& trace = graph.trace();
+    // Issuing an aten op re-creates everything launched inside it: the kernels, memsets and
+    // copies of its child ops too (embedding_dense_backward's sorts and memsets), whatever their
+    // own recipes. Such nodes join the op's step, so that it is issued once, not once per child.
+    std::unordered_map<std::uint32_t, std::uint32_t> issue_node_of;  // issued op -> first node
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
         const Recipe& r = recipes.decision(n);
+        if (!r.replayable()) continue;
+        if (const std::uint32_t op = issuing_op(graph, r, n); op != kNoIndex)
+            issue_node_of.try_emplace(op, n);
+    }
+    const auto owner_of = [&](std::uint32_t n) {  // the nearest issued op enclosing node n
+        for (std::uint32_t q = nodes[n].op; q != kNoIndex; q = trace.cpu_ops[q].parent)
+            if (issue_node_of.count(q)) return q;
+        return kNoIndex;
+    };
+
+    std::vector<Step> steps;
+    std::unordered_map<std::uint32_t, std::size_t> step_of_owner;    // issued op -> step
+    std::unordered_map<std::uint32_t, std::size_t> last_step_of_op;  // op instance -> step
+    std::unordered_map<std::uint32_t, std::size_t> last_step_of_stream;  // stream slot -> step
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const Recipe& r = recipes.decision(n);
+        if (const std::uint32_t owner =
+                issue_node_of.empty() || !r.replayable() ? kNoIndex : owner_of(n);
+            owner != kNoIndex) {
+            const std::uint32_t issue = issue_node_of.at(owner);
+            auto [it, added] = step_of_owner.try_emplace(owner, steps.size());
+            if (added) {
+                Step step;
+                step.issue_node = issue;
+                step.stream = static_cast<int>(nodes[issue].stream_slot);
+                last_step_of_op[nodes[issue].op] = steps.size();
+                last_step_of_stream[nodes[issue].stream_slot] = steps.size();
+                steps.push_back(std::move(step));
+            }
+            steps[it->second].nodes.push_back(n);
+            continue;
+        }
         if (!r.replayable() || (r.tier == Tier::Collective && !collectives)) continue;
         const std::uint32_t op = nodes[n].op;
         auto previous = op == kNoIndex ? last_step_of_op.end() : last_step_of_op.find(op);
