@@ -14,6 +14,7 @@
 #include "plan.h"
 #include "record_matching.h"
 #include "session.h"
+#include "step_overlap.h"
 
 namespace replay {
 namespace {
@@ -210,6 +211,7 @@ class SequentialReplay {
     std::map<int, std::int64_t> held_start_;  // per stream: the last held step's recorded start
     std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
     Problems unmatched_, miscounted_, not_captured_;
+    detail::StepOverlap overlap_;  // of the ops on several streams, in the last iteration
     std::function<std::int64_t()> now_ = steady_ns;
     std::function<void(std::int64_t)> wait_until_ = spin_until;
 };
@@ -443,6 +445,7 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
     for (const auto& r : records)
         if (r.tag != 0 && !r.warm_read) work.push_back(r);
     auto groups = detail::by_tag(std::move(work));
+    overlap_.clear();
     static const std::vector<TimedActivity> kNone;
     std::size_t dropped = 0;
     for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -469,6 +472,8 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
                 continue;
             }
             detail::attribute(session_, step.kernels, got, step.recorded_us);
+            if (auto spans = detail::spans_on_several_streams(graph_, step.nodes); !spans.empty())
+                overlap_.add(std::move(spans), got);
         }
     }
     return dropped;
@@ -640,6 +645,7 @@ void SequentialReplay::run(Timeline* timeline) {
     }
     unmatched_.report(report, "timed records that could not be tied to their steps");
     miscounted_.report(report, "steps whose records came back incomplete (left out)");
+    if (!overlap_.empty()) report.notes.push_back(overlap_.note());
     if (result.iterations.size() > 1) {
         const double first = result.iterations.front().replayed.max_gap_us;
         const double last = result.iterations.back().replayed.max_gap_us;

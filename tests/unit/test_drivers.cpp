@@ -1507,6 +1507,10 @@ TEST(Drivers, RecordsOnALibrarysOwnStreamAreTiedToTheStepThatIssuedThem) {
         EXPECT_EQ(got.kernels[k].samples_us, want.kernels[k].samples_us) << want.kernels[k].name;
     for (const auto& it : got.timeline->iterations) EXPECT_EQ(it.unattributed, 0u);
     EXPECT_FALSE(has_note(got, "could not be tied to their steps"));
+    // The op ran kernels on two streams: the report says how much they overlapped (the fake's
+    // ran apart; the recorded ones too).
+    EXPECT_TRUE(has_note(got, "1 op ran kernels on several streams"));
+    EXPECT_TRUE(has_note(got, "at once for 0 us of 11 us busy, recorded 0 us of 11 us"));
 }
 
 // cuDNN's RNN forks the op's stream to streams of its own and joins them back: an op that waits
@@ -1562,8 +1566,9 @@ TEST(Drivers, EveryBundledTraceIssuesEachOpOnce) {
                 std::uint32_t q = a->graph.nodes()[step.issue_node].op;
                 while (q != replay::kNoIndex && trace.names.view(trace.cpu_ops[q].name) != aten->op)
                     q = trace.cpu_ops[q].parent;
-                if (q != replay::kNoIndex)
+                if (q != replay::kNoIndex) {
                     EXPECT_TRUE(issued_ops.insert(q).second) << aten->op << " issued twice";
+                }
             }
             ++traces;
         }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../../replayers/record_matching.h"
+#include "../../replayers/step_overlap.h"
 
 namespace {
 
@@ -101,3 +102,26 @@ TEST(RecordMatching, NothingWithinTheWindowLeavesTheRestUntimed) {
 }
 
 }  // namespace
+
+TEST(StepOverlap, CountsTheTimeTwoOrMoreSpansRun) {
+    using replay::detail::overlapped_ns;
+    EXPECT_EQ(overlapped_ns({}), 0);
+    EXPECT_EQ(overlapped_ns({{0, 10}, {10, 20}}), 0);  // back to back
+    EXPECT_EQ(overlapped_ns({{0, 10}, {5, 20}}), 5);
+    EXPECT_EQ(overlapped_ns({{0, 100}, {10, 20}, {15, 30}}), 20);  // 10-30 has two or three
+    EXPECT_EQ(overlapped_ns({{5, 20}, {0, 10}, {7, 7}}), 5);       // unsorted; an empty span
+}
+
+TEST(StepOverlap, TheNoteGivesReplayedAndRecordedOverlapOfTheLastIteration) {
+    replay::detail::StepOverlap overlap;
+    std::vector<TimedActivity> ran(2);
+    ran[0].start_ns = 0, ran[0].end_ns = 4000;
+    ran[1].start_ns = 1000, ran[1].end_ns = 5000;
+    overlap.add({{0, 2000}, {2000, 4000}}, ran);  // recorded apart, replayed 3 us together
+    EXPECT_NE(overlap.note().find("1 op ran"), std::string::npos) << overlap.note();
+    EXPECT_NE(overlap.note().find("for 3 us of 5 us busy, recorded 0 us of 4 us"),
+              std::string::npos)
+        << overlap.note();
+    overlap.clear();
+    EXPECT_TRUE(overlap.empty());
+}
