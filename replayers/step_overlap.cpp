@@ -80,8 +80,8 @@ std::string StepOverlap::note() const {
            us(replayed_overlap_) + " of " + us(replayed_busy_) + " busy, recorded " +
            us(recorded_overlap_) + " of " + us(recorded_busy_) +
            ". Overlapping kernels slow each other, and how much they overlap follows how fast "
-           "the library's launches came (a profiled run's came slower): their errors are partly "
-           "the overlap's. --pace recorded issues each op at its recorded time";
+           "the library's launches came (a profiled run's came slower; a CUDA graph launches "
+           "them all at once): their errors are partly the overlap's";
 }
 
 }  // namespace replay::detail
