@@ -174,6 +174,12 @@ std::unique_ptr<Analysis> analyze(const AnalysisOptions& options) {
         analysis->notes.push_back(describe(analysis->dataflow));
     analysis->tensor_lists =
         recover_tensor_lists(multi_tensor, trace, analysis->dataflow.parameters);
+    TensorListSummary stacks = recover_stack_lists(trace);
+    for (std::size_t i = 0; i < stacks.ops.size(); ++i) {
+        analysis->tensor_lists.ops.push_back(stacks.ops[i]);
+        analysis->tensor_lists.how.push_back(std::move(stacks.how[i]));
+    }
+    analysis->tensor_lists.unrecovered += stacks.unrecovered;
     // The classifier walks the op chains on a second thread; what the walk found is kept for the
     // reuse annotation.
     std::vector<std::uint32_t> shaped_ops;

@@ -1,9 +1,11 @@
 #include "replay/tensor_lists.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "replay/recipe.h"
 
@@ -233,6 +235,152 @@ TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trac
                               "; their " + std::to_string(blocks) +
                               " multi_tensor_apply blocks match the recorded " +
                               std::to_string(launch_count) + " launch(es)");
+    }
+    return summary;
+}
+
+namespace {
+
+std::optional<std::int64_t> integer(std::string_view text) {
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+// One recovered list element.
+struct Element {
+    std::vector<std::int64_t> dims, strides;
+};
+
+void fill_list(OpArgument& arg, const std::vector<Element>& elements, NameId dtype) {
+    arg.dims.clear();
+    arg.strides.clear();
+    arg.list_ranks.clear();
+    for (const Element& e : elements) {
+        arg.dims.insert(arg.dims.end(), e.dims.begin(), e.dims.end());
+        arg.strides.insert(arg.strides.end(), e.strides.begin(), e.strides.end());
+        arg.list_ranks.push_back(static_cast<std::uint8_t>(e.dims.size()));
+    }
+    arg.has_strides = true;
+    arg.element_type = dtype;
+}
+
+std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& dims) {
+    std::vector<std::int64_t> strides(dims.size(), 1);
+    for (std::size_t i = dims.size(); i-- > 1;)
+        strides[i - 1] = saturating_product(std::span(dims).subspan(i));
+    return strides;
+}
+
+// `e` unsqueezed at `dim` (negative counts from the end of the result), by PyTorch's rule: the
+// new dim's stride is the size times the stride of the dim it goes in front of, 1 at the end.
+std::optional<Element> unsqueezed(Element e, std::int64_t dim) {
+    const auto rank = static_cast<std::int64_t>(e.dims.size());
+    if (dim < 0) dim += rank + 1;
+    if (dim < 0 || dim > rank || rank >= 255) return std::nullopt;
+    constexpr std::int64_t kMost = std::int64_t{1} << 40;  // a hostile trace's sizes: no overflow
+    if (dim < rank &&
+        (e.dims[dim] < 0 || e.dims[dim] > kMost || e.strides[dim] < 0 || e.strides[dim] > kMost))
+        return std::nullopt;
+    const std::int64_t stride = dim == rank ? 1 : e.dims[dim] * e.strides[dim];
+    e.dims.insert(e.dims.begin() + dim, 1);
+    e.strides.insert(e.strides.begin() + dim, stride);
+    return e;
+}
+
+}  // namespace
+
+TensorListSummary recover_stack_lists(Trace& trace) {
+    TensorListSummary summary;
+    const auto empty_list = [&](const CpuOp& op) {
+        if (op.shapes == kNoIndex) return false;
+        const auto& inputs = trace.op_shapes[op.shapes].inputs;
+        return !inputs.empty() && is_empty_tensor_list(trace, inputs.front());
+    };
+    std::unordered_set<std::uint32_t> stacks;
+    for (std::uint32_t op = 0; op < trace.cpu_ops.size(); ++op)
+        if (trace.names.view(trace.cpu_ops[op].name) == "aten::stack" &&
+            empty_list(trace.cpu_ops[op]))
+            stacks.insert(op);
+    if (stacks.empty()) return summary;
+    // torch.stack unsqueezes each tensor and concatenates them: its children, in order.
+    std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> unsqueezes;
+    std::unordered_map<std::uint32_t, std::uint32_t> cat_of;
+    for (std::uint32_t op = 0; op < trace.cpu_ops.size(); ++op) {
+        const CpuOp& cpu = trace.cpu_ops[op];
+        if (cpu.parent == kNoIndex || !stacks.count(cpu.parent)) continue;
+        const std::string_view name = trace.names.view(cpu.name);
+        if (name == "aten::unsqueeze") unsqueezes[cpu.parent].push_back(op);
+        if (name == "aten::cat" && empty_list(cpu)) cat_of[cpu.parent] = op;
+    }
+    std::vector<std::uint32_t> order(stacks.begin(), stacks.end());
+    std::sort(order.begin(), order.end());
+    for (const std::uint32_t stack : order) {
+        auto& kids = unsqueezes[stack];
+        std::sort(kids.begin(), kids.end(), [&](std::uint32_t a, std::uint32_t b) {
+            return trace.cpu_ops[a].ts < trace.cpu_ops[b].ts;
+        });
+        // The stack's own dim, for unsqueezes recorded without theirs (traces before 2.x).
+        const CpuOp& stack_op = trace.cpu_ops[stack];
+        const auto& stack_inputs = trace.op_shapes[stack_op.shapes].inputs;
+        const std::optional<std::int64_t> stack_dim =
+            stack_inputs.size() > 1 ? integer(trace.names.view(stack_inputs[1].concrete))
+                                    : std::nullopt;
+        std::vector<Element> inputs, outputs;
+        NameId dtype = StringPool::kEmpty;
+        bool complete = !kids.empty() && kids.size() < 65536, unsqueezed_all = true;
+        for (const std::uint32_t kid : kids) {
+            const CpuOp& cpu = trace.cpu_ops[kid];
+            const OpShapes* shapes =
+                cpu.shapes == kNoIndex ? nullptr : &trace.op_shapes[cpu.shapes];
+            if (shapes == nullptr || shapes->inputs.empty() ||
+                !shapes->inputs[0].list_ranks.empty() || shapes->inputs[0].dims.size() >= 255 ||
+                (dtype != StringPool::kEmpty && shapes->inputs[0].type != dtype)) {
+                complete = false;
+                break;
+            }
+            const OpArgument& in = shapes->inputs[0];
+            dtype = in.type;
+            // Without recorded strides the engine takes every tensor as contiguous.
+            Element e{in.dims, in.has_strides && in.strides.size() == in.dims.size()
+                                   ? in.strides
+                                   : contiguous_strides(in.dims)};
+            std::optional<std::int64_t> dim =
+                shapes->inputs.size() > 1 ? integer(trace.names.view(shapes->inputs[1].concrete))
+                                          : std::nullopt;
+            if (!dim) dim = stack_dim;
+            const std::optional<Element> out = dim ? unsqueezed(e, *dim) : std::nullopt;
+            if (out) outputs.push_back(*out);
+            unsqueezed_all = unsqueezed_all && out.has_value();
+            inputs.push_back(std::move(e));
+        }
+        if (!complete) {
+            ++summary.unrecovered;
+            continue;
+        }
+        const std::string how = "tensor list recovered (Kineto recorded [] for a list of " +
+                                std::to_string(kids.size()) + "): ";
+        CpuOp& cpu = trace.cpu_ops[stack];
+        OpShapes shapes = trace.shapes_of(cpu);
+        fill_list(shapes.inputs.front(), inputs, dtype);
+        trace.set_shapes(cpu, std::move(shapes));
+        summary.ops.push_back(stack);
+        summary.how.push_back(how + "the inputs of its " + std::to_string(kids.size()) +
+                              " aten::unsqueeze ops");
+        auto cat = cat_of.find(stack);
+        if (cat == cat_of.end()) continue;
+        if (!unsqueezed_all) {  // the stack's list, but not where each element went
+            ++summary.unrecovered;
+            continue;
+        }
+        CpuOp& child = trace.cpu_ops[cat->second];
+        OpShapes cat_shapes = trace.shapes_of(child);
+        fill_list(cat_shapes.inputs.front(), outputs, dtype);
+        trace.set_shapes(child, std::move(cat_shapes));
+        summary.ops.push_back(cat->second);
+        summary.how.push_back(how + "the outputs of the " + std::to_string(kids.size()) +
+                              " aten::unsqueeze ops of its aten::stack");
     }
     return summary;
 }

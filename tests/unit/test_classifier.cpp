@@ -453,6 +453,35 @@ TEST(Classifier, RecurrentOpsWeightListsHaveTheirInputsDtype) {
     }
 }
 
+// Kineto records a list of 64 tensors as []: Mamba's torch.stack of its scan steps. The stack ran
+// one aten::unsqueeze per element; their inputs are the stack's list and their outputs the list of
+// the aten::cat inside it, which replays with the recovered list (the one kernel of the trace that
+// had no recipe).
+TEST(Classifier, MambasStackListsComeFromTheirUnsqueezes) {
+    auto a = analyze("h200/mamba_infer.json.gz");
+    EXPECT_DOUBLE_EQ(a->coverage, 1.0);
+    std::size_t cats = 0;
+    for (const auto& k : a->kernels) {
+        const auto* aten = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        if (aten == nullptr || aten->op != "aten::cat") continue;
+        ++cats;
+        EXPECT_TRUE(k.recipe.replayable()) << k.recipe.reason;
+        EXPECT_NE(k.recipe.reason.find("the outputs of the 64 aten::unsqueeze ops"),
+                  std::string::npos)
+            << k.recipe.reason;
+        ASSERT_FALSE(aten->args.empty());
+        const auto& list = aten->args[0].tensors;
+        ASSERT_EQ(list.size(), 64u);
+        for (const auto& t : list) {
+            EXPECT_EQ(t.dims, (std::vector<std::int64_t>{2, 1536, 1}));
+            EXPECT_EQ(t.strides,
+                      (std::vector<std::int64_t>{1536, 1, 1}));  // as_strided's, recorded
+            EXPECT_EQ(t.dtype, replay::DType::Float16);
+        }
+    }
+    EXPECT_EQ(cats, 1u);
+}
+
 // Kineto records a Python number PyTorch wrapped (`x + 1`) and a 0-dim device tensor alike
 // (`long int`, dims []); the recorded kernel tells them apart (CUDAFunctorOnSelf_add folds a CPU
 // scalar `other` into the functor, CUDAFunctor_add reads two device tensors), and the recipe

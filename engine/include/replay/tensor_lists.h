@@ -1,6 +1,7 @@
 // Tensor lists Kineto recorded as [] (record_shapes sees no element shapes): the lists of an
 // optimizer's _foreach_* ops recovered from the model's parameters (dataflow.h) and checked
-// against the blocks of the op's recorded multi_tensor_apply launches.
+// against the blocks of the op's recorded multi_tensor_apply launches; torch.stack's from the
+// unsqueeze ops it ran.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,11 @@ MultiTensorLaunches multi_tensor_launches(const KernelGraph& graph);
 // `launches` is multi_tensor_launches() of the graph the ops are linked in.
 TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trace& trace,
                                        const std::vector<ParameterShape>& parameters);
+
+// Fills the empty TensorList of each aten::stack (and of the aten::cat inside it) from the
+// aten::unsqueeze ops it ran, one per element: Kineto records a long list (64 tensors) as [].
+// Needs the ops' nesting (CpuOp::parent); changes their OpShapes before the classifier reads them.
+TensorListSummary recover_stack_lists(Trace& trace);
 
 // Says in the reason of each recovered op's recipes how its list was recovered.
 void explain_recovered_lists(const KernelGraph& graph, const TensorListSummary& lists,
