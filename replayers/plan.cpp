@@ -28,8 +28,8 @@ std::uint32_t issuing_op(const KernelGraph& graph, const Recipe& recipe, std::ui
 
 }  // namespace
 
-std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes,
-                             bool collectives) {
+std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes, bool collectives,
+                             StepOwner step_owner) {
     const auto& nodes = graph.nodes();
     const Trace& trace = graph.trace();
     // Issuing an aten op re-creates everything launched inside it: the kernels, memsets and
@@ -42,10 +42,15 @@ std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipe
         if (const std::uint32_t op = issuing_op(graph, r, n); op != kNoIndex)
             issue_node_of.try_emplace(op, n);
     }
-    const auto owner_of = [&](std::uint32_t n) {  // the nearest issued op enclosing node n
-        for (std::uint32_t q = nodes[n].op; q != kNoIndex; q = trace.cpu_ops[q].parent)
-            if (issue_node_of.count(q)) return q;
-        return kNoIndex;
+    // The issued op enclosing node n (StepOwner).
+    const auto owner_of = [&](std::uint32_t n) {
+        std::uint32_t owner = kNoIndex;
+        for (std::uint32_t q = nodes[n].op; q != kNoIndex; q = trace.cpu_ops[q].parent) {
+            if (!issue_node_of.count(q)) continue;
+            owner = q;
+            if (step_owner == StepOwner::Nearest) break;
+        }
+        return owner;
     };
 
     std::vector<Step> steps;
@@ -172,8 +177,35 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
                                          const std::function<void(const std::string&)>& progress) {
     const KernelGraph& graph = analysis.graph;
     const auto& nodes = graph.nodes();
-    const std::vector<Step> steps =
-        plan_steps(graph, analysis.recipes, session.backend().runs_collectives());
+    const auto prepare = [&](const Step& step) -> Prepared& {
+        const Recipe recorded = analysis.recipes.recipe(step.issue_node);
+        return session.prepare(recorded.tier == Tier::Collective
+                                   ? collective_recipe(analysis, step.issue_node)
+                                   : recorded);
+    };
+    // Each op issued once, the ops inside it with it; where it cannot be replayed, the ops inside
+    // it that can are issued on their own.
+    const bool collectives = session.backend().runs_collectives();
+    const std::vector<Step> outermost = plan_steps(graph, analysis.recipes, collectives);
+    const std::vector<Step> nearest =
+        plan_steps(graph, analysis.recipes, collectives, StepOwner::Nearest);
+    std::vector<std::size_t> nearest_of(nodes.size(), nearest.size());
+    for (std::size_t s = 0; s < nearest.size(); ++s)
+        for (auto n : nearest[s].nodes) nearest_of[n] = s;
+    std::vector<Step> steps;
+    ProgressLine progress_line("plan", "steps prepared", outermost.size(), progress);
+    for (std::size_t s = 0; s < outermost.size(); ++s) {
+        progress_line.tick(s);
+        const Step& step = outermost[s];
+        std::set<std::size_t> inner;
+        for (auto n : step.nodes)
+            if (nearest_of[n] < nearest.size()) inner.insert(nearest_of[n]);
+        if (inner.size() <= 1 || prepare(step).disposition == Disposition::Ready) {
+            steps.push_back(step);
+            continue;
+        }
+        for (std::size_t k : inner) steps.push_back(nearest[k]);
+    }
     // A wait is for the stream that re-creates its producer: an op's kernels recorded on a
     // library's own streams (cuDNN's RNNs) are re-created by the op's issue on its step's
     // stream, and the recorded stream they ran on gets no work in the replay.
@@ -195,14 +227,10 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
 
     std::vector<PlannedStep> plan;
     std::unordered_set<std::int64_t> touched;  // storages the ready steps so far read or wrote
-    ProgressLine progress_line("plan", "steps prepared", steps.size(), progress);
     for (std::size_t s = 0; s < steps.size(); ++s) {
-        progress_line.tick(s);
         const Step& step = steps[s];
         const Recipe recorded = analysis.recipes.recipe(step.issue_node);
-        Prepared& prepared = session.prepare(recorded.tier == Tier::Collective
-                                                 ? collective_recipe(analysis, step.issue_node)
-                                                 : recorded);
+        Prepared& prepared = prepare(step);
         PlannedStep p;
         for (auto n : step.nodes) {
             p.kernels.push_back(kernel_of[n]);
@@ -268,7 +296,10 @@ std::vector<Template> plan_unique(const Analysis& analysis,
     std::map<std::vector<std::size_t>, std::size_t> template_of;
     std::map<std::size_t, std::set<std::string>> instance_keys;
     std::set<std::size_t> covered;
-    const std::vector<Step> steps = plan_steps(analysis.graph, analysis.recipes);
+    // The innermost ops: a template per op whose kernels no template before times, so an outer
+    // op that cannot be replayed leaves the ones inside it their own templates.
+    const std::vector<Step> steps =
+        plan_steps(analysis.graph, analysis.recipes, false, StepOwner::Nearest);
     std::map<int, std::size_t> last_on_stream;  // stream -> previous step index
     std::vector<std::optional<Recipe>> predecessor(steps.size());
     std::vector<bool> after_graph_node(steps.size(), false);  // Template::in_graph

@@ -105,12 +105,12 @@ class TraceBuilder {
     int correlation_ = 1000;
 };
 
-Recipe relu(std::int64_t storage) {
+Recipe aten_op(const std::string& op, std::int64_t storage) {
     Recipe r;
     r.tier = Tier::AtenOp;
     r.rule = "test-aten";
     replay::AtenRecipe a;
-    a.op = "aten::relu";
+    a.op = op;
     replay::AtenArgument arg;
     arg.kind = replay::ArgKind::Tensor;
     arg.type = "float";
@@ -122,6 +122,10 @@ Recipe relu(std::int64_t storage) {
     a.args.push_back(arg);
     r.detail = a;
     return r;
+}
+
+Recipe relu(std::int64_t storage) {
+    return aten_op("aten::relu", storage);
 }
 
 Recipe gemm(std::int64_t a_storage, bool reduction = false) {
@@ -1570,10 +1574,47 @@ TEST(Drivers, EveryBundledTraceIssuesEachOpOnce) {
                     EXPECT_TRUE(issued_ops.insert(q).second) << aten->op << " issued twice";
                 }
             }
+            // Nor inside another issued op (which re-creates it).
+            for (std::uint32_t op : issued_ops)
+                for (std::uint32_t q = trace.cpu_ops[op].parent; q != replay::kNoIndex;
+                     q = trace.cpu_ops[q].parent)
+                    EXPECT_FALSE(issued_ops.count(q))
+                        << trace.names.view(trace.cpu_ops[op].name) << " issued inside "
+                        << trace.names.view(trace.cpu_ops[q].name);
             ++traces;
         }
     }
     EXPECT_GT(traces, 40u);
+}
+
+// An op issued through libtorch re-creates the ops inside it: they are not issued again on their
+// own. Where it cannot be replayed (a libtorch without it), the ones inside it that can are.
+TEST(Drivers, AnOpInsideAnIssuedOpIsIssuedWithItUnlessTheOuterOneCannotBe) {
+    TraceBuilder t;
+    t.op("aten::outer", 100, 50);
+    t.launch("outer_k", 105, 1000, 3);
+    t.op("aten::relu", 110, 10);
+    t.launch("relu_k", 112, 1010, 2);
+    t.op("aten::relu", 200, 10);
+    t.launch("relu_k", 202, 1020, 2);
+    const std::vector<Recipe> recipes = {aten_op("aten::outer", 1), relu(2), relu(3)};
+    auto a = analysis_of(t, "nested_ops.json",
+                         [&](const std::string&, std::size_t n) { return recipes.at(n); });
+    for (const bool outer_replays : {true, false}) {
+        SCOPED_TRACE(outer_replays ? "the outer op replays" : "the outer op cannot");
+        FakeBackend b;
+        if (!outer_replays) b.skip.insert(recipes[0].instance_key());
+        replay::DriverOptions o;
+        const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+        std::map<std::string, int> timed_issues;
+        for (const Call& c : b.of("issue"))
+            if (c.phase == replay::Phase::Timed) ++timed_issues[c.recipe];
+        EXPECT_EQ(timed_issues[recipes[0].instance_key()], outer_replays ? 1 : 0);
+        EXPECT_EQ(timed_issues[recipes[1].instance_key()], outer_replays ? 0 : 1);
+        EXPECT_EQ(timed_issues[recipes[2].instance_key()], 1);
+        EXPECT_EQ(kernel_named(r, "outer_k").outcome,
+                  outer_replays ? KernelOutcome::Replayed : KernelOutcome::Skipped);
+    }
 }
 
 // A capture that cannot begin costs the graph, not the run: its steps are issued directly, with

@@ -119,9 +119,15 @@ struct Step {
     std::vector<std::uint32_t> nodes;  // graph nodes this issue re-creates, in launch order
     int stream = 0;                    // stream slot
 };
+// Which issued aten op a kernel's step is: issuing an op re-creates everything launched inside
+// it (child ops' kernels, memsets, copies), so those join its step. Outermost: the outermost
+// issued op enclosing the kernel, each op issued once (a copy_ inside convolution_backward is
+// not issued again on its own); Nearest: the innermost one (what an outer op that cannot be
+// replayed, a libtorch without it, leaves to issue on their own).
+enum class StepOwner : std::uint8_t { Outermost, Nearest };
 // Collectives are steps only when the backend runs them (several ranks, Backend::runs_collectives).
 std::vector<Step> plan_steps(const KernelGraph& graph, const NodeRecipes& recipes,
-                             bool collectives = false);
+                             bool collectives = false, StepOwner owner = StepOwner::Outermost);
 
 // Sequential mode runs in phases (backend.h's Phase): the launch plan (every recipe prepared,
 // every wait and recorded offset decided), one untimed pass of the whole plan (first uses: lazy
