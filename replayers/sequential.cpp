@@ -212,6 +212,7 @@ class SequentialReplay {
     std::set<std::uint64_t> untied_steps_;  // steps whose untagged records matching gave up on
     Problems unmatched_, miscounted_, not_captured_;
     detail::StepOverlap overlap_;  // of the ops on several streams, in the last iteration
+    detail::LeftOver left_over_;   // records no recorded kernel took, in the last iteration
     std::function<std::int64_t()> now_ = steady_ns;
     std::function<void(std::int64_t)> wait_until_ = spin_until;
 };
@@ -446,6 +447,7 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
         if (r.tag != 0 && !r.warm_read) work.push_back(r);
     auto groups = detail::by_tag(std::move(work));
     overlap_.clear();
+    left_over_ = {};
     static const std::vector<TimedActivity> kNone;
     std::size_t dropped = 0;
     for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -471,7 +473,7 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
                 dropped += got.size();
                 continue;
             }
-            detail::attribute(session_, step.kernels, got, step.recorded_us);
+            left_over_ += detail::attribute(session_, step.kernels, got, step.recorded_us);
             if (auto spans = detail::spans_on_several_streams(graph_, step.nodes); !spans.empty())
                 overlap_.add(std::move(spans), got);
         }
@@ -646,6 +648,7 @@ void SequentialReplay::run(Timeline* timeline) {
     unmatched_.report(report, "timed records that could not be tied to their steps");
     miscounted_.report(report, "steps whose records came back incomplete (left out)");
     if (!overlap_.empty()) report.notes.push_back(overlap_.note());
+    if (left_over_.records > 0) report.notes.push_back(detail::left_over_note(left_over_));
     if (result.iterations.size() > 1) {
         const double first = result.iterations.front().replayed.max_gap_us;
         const double last = result.iterations.back().replayed.max_gap_us;

@@ -333,9 +333,9 @@ std::string other_grids_note(const std::vector<KernelResult>& kernels) {
            names + (count > 3 ? "; ..." : "");
 }
 
-void attribute(Session& session, const std::vector<std::size_t>& positions,
-               const std::vector<TimedActivity>& recs, const std::vector<double>& recorded_us) {
-    if (positions.empty()) return;
+LeftOver attribute(Session& session, const std::vector<std::size_t>& positions,
+                   const std::vector<TimedActivity>& recs, const std::vector<double>& recorded_us) {
+    if (positions.empty()) return {};
     if (recs.empty() ? session.per_kernel_timing() : recs.front().per_kernel) {
         std::vector<ExpectedActivity> expected;
         expected.reserve(positions.size());
@@ -349,19 +349,25 @@ void attribute(Session& session, const std::vector<std::size_t>& positions,
                                 session.recorded_grid(positions[i])});
         }
         const auto matches = match_records(expected, recs);
+        std::vector<bool> taken(recs.size(), false);
         for (std::size_t i = 0; i < positions.size(); ++i) {
             const RecordMatch& m = matches[i];
+            for (std::size_t r : m.shared) taken[r] = true;
             if (!m.shared.empty()) {
                 session.add_shared_sample(positions[i], shared_part(recs, m), m.reason);
             } else if (m.record == RecordMatch::kNone) {
                 session.add_miss(positions[i], m.reason);
             } else {
+                taken[m.record] = true;
                 session.add_sample(positions[i], recs[m.record]);
             }
         }
-        return;
+        LeftOver left;
+        for (std::size_t r = 0; r < recs.size(); ++r)
+            if (!taken[r]) left += {1, recs[r].end_ns - recs[r].start_ns};
+        return left;
     }
-    if (recs.empty()) return;
+    if (recs.empty()) return {};
     // Whole-issue timing: split by the recorded shares so sums stay comparable.
     double total = 0;
     for (double d : recorded_us) total += d;
@@ -374,6 +380,17 @@ void attribute(Session& session, const std::vector<std::size_t>& positions,
         part.end_ns = part.start_ns + static_cast<std::int64_t>(span * share);
         session.add_sample(positions[i], part);
     }
+    return {};
+}
+
+std::string left_over_note(const LeftOver& left) {
+    if (left.records == 0) return {};
+    char us[32];
+    std::snprintf(us, sizeof us, "%.1f us", static_cast<double>(left.ns) / 1000.0);
+    return std::to_string(left.records) + " timed record" + (left.records == 1 ? "" : "s") +
+           " of the last iteration (" + us +
+           ") came back from steps whose recorded kernels none of them is: a replayed op ran work "
+           "its recording did not (a library launching more, or an op issued twice)";
 }
 
 }  // namespace replay::detail

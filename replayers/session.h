@@ -96,9 +96,22 @@ void add_options(Report& report, const DriverOptions& options, bool unique);
 // their recorded durations): per-kernel records by match_records (a record that is not the kernel's
 // own is a miss, never a sample; records no kernel can be told apart in are shared by the recorded
 // durations), a whole-issue record split by the recorded shares. `records` may
-// be empty: nothing came back for the issue.
-void attribute(Session& session, const std::vector<std::size_t>& positions,
-               const std::vector<TimedActivity>& records, const std::vector<double>& recorded_us);
+// be empty: nothing came back for the issue. Returns the per-kernel records no kernel took.
+struct LeftOver {
+    std::size_t records = 0;
+    std::int64_t ns = 0;
+    LeftOver& operator+=(const LeftOver& o) {
+        records += o.records, ns += o.ns;
+        return *this;
+    }
+};
+LeftOver attribute(Session& session, const std::vector<std::size_t>& positions,
+                   const std::vector<TimedActivity>& records,
+                   const std::vector<double>& recorded_us);
+// The sequential report's note on records its steps brought back that no recorded kernel took:
+// work a replayed op ran that its recording did not (an op issued twice, as the plan did with
+// ops inside ops until 2026-11-29, or a library launching more); "" when there were none.
+std::string left_over_note(const LeftOver& left);
 
 // The report's note on kernels timed by records of another launch grid than the recorded one
 // (KernelResult::replayed_grids); "" when there are none.

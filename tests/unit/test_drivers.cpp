@@ -1617,6 +1617,22 @@ TEST(Drivers, AnOpInsideAnIssuedOpIsIssuedWithItUnlessTheOuterOneCannotBe) {
     }
 }
 
+// A step's record that none of its recorded kernels is (the replayed op ran more than recorded,
+// as an op issued twice did) is no sample, and the report says how many came back.
+TEST(Drivers, RecordsNoRecordedKernelTookAreNoted) {
+    auto a = two_stream_trace();
+    FakeBackend b;
+    b.per_kernel[relu(1).instance_key()] = {{"relu_k", 3000}, {"extra_k", 500}};
+    replay::DriverOptions o;
+    o.iterations = 2;
+    const replay::Report r = replay::replay_sequential(*a, b, o, nullptr);
+    EXPECT_EQ(kernel_named(r, "relu_k").samples_us, (std::vector<double>{3.0, 3.0}));
+    EXPECT_TRUE(has_note(r, "1 timed record of the last iteration (0.5 us) came back from steps"));
+    FakeBackend plain;
+    plain.per_kernel[relu(1).instance_key()] = {{"relu_k", 3000}};
+    EXPECT_FALSE(has_note(replay::replay_sequential(*a, plain, o, nullptr), "timed record"));
+}
+
 // A capture that cannot begin costs the graph, not the run: its steps are issued directly, with
 // the reason noted.
 TEST(Drivers, AGraphThatCannotBeCapturedIsIssuedDirectly) {
