@@ -1,6 +1,7 @@
 #include "replay/tensor_lists.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <optional>
 #include <string>
@@ -279,11 +280,10 @@ std::optional<Element> unsqueezed(Element e, std::int64_t dim) {
     const auto rank = static_cast<std::int64_t>(e.dims.size());
     if (dim < 0) dim += rank + 1;
     if (dim < 0 || dim > rank || rank >= 255) return std::nullopt;
-    constexpr std::int64_t kMost = std::int64_t{1} << 40;  // a hostile trace's sizes: no overflow
-    if (dim < rank &&
-        (e.dims[dim] < 0 || e.dims[dim] > kMost || e.strides[dim] < 0 || e.strides[dim] > kMost))
-        return std::nullopt;
-    const std::int64_t stride = dim == rank ? 1 : e.dims[dim] * e.strides[dim];
+    if (dim < rank && (e.dims[dim] < 0 || e.strides[dim] < 0)) return std::nullopt;
+    // Saturating: a hostile trace's sizes must not overflow.
+    const std::int64_t stride =
+        dim == rank ? 1 : saturating_product(std::array{e.dims[dim], e.strides[dim]});
     e.dims.insert(e.dims.begin() + dim, 1);
     e.strides.insert(e.strides.begin() + dim, stride);
     return e;
@@ -329,6 +329,7 @@ TensorListSummary recover_stack_lists(Trace& trace) {
                                     : std::nullopt;
         std::vector<Element> inputs, outputs;
         NameId dtype = StringPool::kEmpty;
+        // A list's recipe holds every element: a bound keeps a hostile trace's small.
         bool complete = !kids.empty() && kids.size() < 65536, unsqueezed_all = true;
         for (const std::uint32_t kid : kids) {
             const CpuOp& cpu = trace.cpu_ops[kid];

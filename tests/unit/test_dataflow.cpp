@@ -689,6 +689,40 @@ TEST(TensorLists, LeftAloneWhenTheBlocksDisagree) {
     EXPECT_FALSE(a->recipes.decision(1).replayable());
 }
 
+// torch.stack of a list Kineto recorded as []: the stack's list is its unsqueezes' inputs, and
+// the cat inside it takes their outputs (PyTorch's unsqueeze strides). A hostile trace's sizes
+// saturate instead of overflowing (the sanitizer run covers this suite).
+TEST(TensorLists, AStacksListComesFromItsUnsqueezes) {
+    for (const bool hostile : {false, true}) {
+        // 2^39 x 2^39: unsqueezed in front, the new stride is their product, 2^78.
+        const std::string dims = hostile ? "[[549755813888, 549755813888], []]" : "[[2, 3], []]";
+        const std::string dim = hostile ? "0" : "1";
+        TraceBuilder b;
+        b.op("aten::stack", 0, 100, "[[], []]", "[\"TensorList\", \"Scalar\"]", "[\"\", \"1\"]");
+        for (int k = 0; k < 3; ++k)
+            b.op("aten::unsqueeze", 10 + 10 * k, 2, dims, "[\"float\", \"Scalar\"]",
+                 "[\"\", \"" + dim + "\"]");
+        b.op("aten::cat", 50, 10, "[[], []]", "[\"TensorList\", \"Scalar\"]", "[\"\", \"1\"]");
+        TempFile file("stack.json", b.json());
+        replay::AnalysisOptions options;
+        options.trace_path = file.path();
+        const auto a = replay::analyze(options);
+        ASSERT_EQ(a->tensor_lists.ops.size(), 2u) << hostile;
+        const replay::OpArgument& stacked = input(a->trace(), 0, 0);
+        const replay::OpArgument& cat = input(a->trace(), 4, 0);
+        EXPECT_EQ(stacked.list_ranks, (std::vector<std::uint8_t>{2, 2, 2}));
+        EXPECT_EQ(cat.list_ranks, (std::vector<std::uint8_t>{3, 3, 3}));
+        if (hostile) {
+            for (std::int64_t s : cat.strides) EXPECT_GE(s, 0);
+            continue;
+        }
+        EXPECT_EQ(stacked.dims, (std::vector<std::int64_t>{2, 3, 2, 3, 2, 3}));
+        EXPECT_EQ(cat.dims, (std::vector<std::int64_t>{2, 1, 3, 2, 1, 3, 2, 1, 3}));
+        EXPECT_EQ(cat.strides, (std::vector<std::int64_t>{3, 3, 1, 3, 3, 1, 3, 3, 1}));
+        EXPECT_EQ(a->trace().names.view(cat.element_type), "float");
+    }
+}
+
 // The backward pass's AccumulateGrad ops (on the autograd engine's thread) with these gradient
 // shapes, then one _foreach op per entry of `grids` launching one multi_tensor_apply kernel of
 // that many blocks, after a linear layer whose weight and bias the parameter inference sees.
