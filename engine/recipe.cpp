@@ -178,9 +178,13 @@ std::int64_t TensorSpec::numel() const {
 }
 
 std::vector<std::int64_t> TensorSpec::contiguous_strides() const {
+    return replay::contiguous_strides(dims);
+}
+
+std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> dims) {
     std::vector<std::int64_t> s(dims.size(), 1);
     for (std::size_t i = dims.size(); i-- > 1;)
-        s[i - 1] = s[i] * std::max<std::int64_t>(dims[i], 1);
+        s[i - 1] = saturating_product(std::array{s[i], std::max<std::int64_t>(dims[i], 1)});
     return s;
 }
 

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "replay/recipe.h"
+
 namespace replay::shape_rewrite_detail {
 
 std::optional<std::vector<std::int64_t>> view_strides(const std::vector<std::int64_t>& dims,
@@ -44,12 +46,6 @@ std::optional<std::vector<std::int64_t>> view_strides(const std::vector<std::int
         }
     }
     if (view_d != -1) return std::nullopt;
-    return out;
-}
-
-std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& dims) {
-    std::vector<std::int64_t> out(dims.size(), 1);
-    for (std::size_t j = dims.size(); j-- > 1;) out[j - 1] = out[j] * std::max<std::int64_t>(dims[j], 1);
     return out;
 }
 

@@ -26,7 +26,6 @@ namespace replay::shape_rewrite_detail {
 std::optional<std::vector<std::int64_t>> view_strides(const std::vector<std::int64_t>& dims,
                                                       const std::vector<std::int64_t>& strides,
                                                       const std::vector<std::int64_t>& shape);
-std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& dims);
 // A size list with its -1 worked out from the element count of `dims`.
 std::vector<std::int64_t> resolve_size_list(const std::vector<std::int64_t>& dims,
                                             std::vector<std::int64_t> list);

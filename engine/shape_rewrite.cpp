@@ -70,13 +70,6 @@ int stride_list_of(std::string_view op, std::size_t arg) {
     return -1;
 }
 
-std::optional<std::int64_t> parse_int(std::string_view text) {
-    std::int64_t v = 0;
-    auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) return std::nullopt;
-    return v;
-}
-
 // A reshape whose input, rewritten, no longer allows a view of the target sizes copies it: the
 // rewritten input (what the copy reads), with the copy's layout noted in `copied` for the
 // tensors recorded as views of the result; nullopt when it stays a view.

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "replay/int_list.h"
 #include "replay/recipe.h"
 
 namespace replay {
@@ -242,13 +242,6 @@ TensorListSummary recover_tensor_lists(const MultiTensorLaunches& launches, Trac
 
 namespace {
 
-std::optional<std::int64_t> integer(std::string_view text) {
-    std::int64_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-    return value;
-}
-
 // One recovered list element.
 struct Element {
     std::vector<std::int64_t> dims, strides;
@@ -265,13 +258,6 @@ void fill_list(OpArgument& arg, const std::vector<Element>& elements, NameId dty
     }
     arg.has_strides = true;
     arg.element_type = dtype;
-}
-
-std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& dims) {
-    std::vector<std::int64_t> strides(dims.size(), 1);
-    for (std::size_t i = dims.size(); i-- > 1;)
-        strides[i - 1] = saturating_product(std::span(dims).subspan(i));
-    return strides;
 }
 
 // `e` unsqueezed at `dim` (negative counts from the end of the result), by PyTorch's rule: the
@@ -298,10 +284,13 @@ TensorListSummary recover_stack_lists(Trace& trace) {
         const auto& inputs = trace.op_shapes[op.shapes].inputs;
         return !inputs.empty() && is_empty_tensor_list(trace, inputs.front());
     };
+    const NameId stack_name = trace.names.find("aten::stack");
+    if (stack_name == kNoIndex) return summary;  // most traces: no pass over their ops
+    const NameId unsqueeze_name = trace.names.find("aten::unsqueeze");
+    const NameId cat_name = trace.names.find("aten::cat");
     std::unordered_set<std::uint32_t> stacks;
     for (std::uint32_t op = 0; op < trace.cpu_ops.size(); ++op)
-        if (trace.names.view(trace.cpu_ops[op].name) == "aten::stack" &&
-            empty_list(trace.cpu_ops[op]))
+        if (trace.cpu_ops[op].name == stack_name && empty_list(trace.cpu_ops[op]))
             stacks.insert(op);
     if (stacks.empty()) return summary;
     // torch.stack unsqueezes each tensor and concatenates them: its children, in order.
@@ -310,9 +299,8 @@ TensorListSummary recover_stack_lists(Trace& trace) {
     for (std::uint32_t op = 0; op < trace.cpu_ops.size(); ++op) {
         const CpuOp& cpu = trace.cpu_ops[op];
         if (cpu.parent == kNoIndex || !stacks.count(cpu.parent)) continue;
-        const std::string_view name = trace.names.view(cpu.name);
-        if (name == "aten::unsqueeze") unsqueezes[cpu.parent].push_back(op);
-        if (name == "aten::cat" && empty_list(cpu)) cat_of[cpu.parent] = op;
+        if (cpu.name == unsqueeze_name) unsqueezes[cpu.parent].push_back(op);
+        if (cpu.name == cat_name && empty_list(cpu)) cat_of[cpu.parent] = op;
     }
     std::vector<std::uint32_t> order(stacks.begin(), stacks.end());
     std::sort(order.begin(), order.end());
@@ -325,7 +313,7 @@ TensorListSummary recover_stack_lists(Trace& trace) {
         const CpuOp& stack_op = trace.cpu_ops[stack];
         const auto& stack_inputs = trace.op_shapes[stack_op.shapes].inputs;
         const std::optional<std::int64_t> stack_dim =
-            stack_inputs.size() > 1 ? integer(trace.names.view(stack_inputs[1].concrete))
+            stack_inputs.size() > 1 ? parse_int(trace.names.view(stack_inputs[1].concrete))
                                     : std::nullopt;
         std::vector<Element> inputs, outputs;
         NameId dtype = StringPool::kEmpty;
@@ -348,7 +336,7 @@ TensorListSummary recover_stack_lists(Trace& trace) {
                                    ? in.strides
                                    : contiguous_strides(in.dims)};
             std::optional<std::int64_t> dim =
-                shapes->inputs.size() > 1 ? integer(trace.names.view(shapes->inputs[1].concrete))
+                shapes->inputs.size() > 1 ? parse_int(trace.names.view(shapes->inputs[1].concrete))
                                           : std::nullopt;
             if (!dim) dim = stack_dim;
             const std::optional<Element> out = dim ? unsqueezed(e, *dim) : std::nullopt;

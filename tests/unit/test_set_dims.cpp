@@ -14,7 +14,6 @@
 namespace replay {
 namespace {
 
-using shape_rewrite_detail::contiguous_strides;
 using shape_rewrite_detail::LayoutRemaps;
 using shape_rewrite_detail::resolve_size_list;
 using shape_rewrite_detail::view_strides;
@@ -179,7 +178,7 @@ TEST(ReshapeCopies, ViewStridesFollowPyTorchsRule) {
     // A broadcast dim splits, but does not merge with a real one.
     EXPECT_EQ(view_strides({16, 5, 5}, {5, 0, 1}, {16, 5, 5}), (Dims{5, 0, 1}));
     EXPECT_FALSE(view_strides({16, 5, 5}, {5, 0, 1}, {80, 5}));
-    EXPECT_EQ(contiguous_strides({64, 128, 64}), (Dims{8192, 64, 1}));
+    EXPECT_EQ(contiguous_strides(Dims{64, 128, 64}), (Dims{8192, 64, 1}));
     EXPECT_EQ(resolve_size_list({4, 16, 128, 64}, {64, -1, 64}), (Dims{64, 128, 64}));
 }
 

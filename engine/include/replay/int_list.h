@@ -11,6 +11,15 @@
 
 namespace replay {
 
+// nullopt unless `text` is one integer and nothing else ("-1", as `Concrete Inputs` has a dim).
+inline std::optional<std::int64_t> parse_int(std::string_view text) {
+    std::int64_t v = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size())
+        return std::nullopt;
+    return v;
+}
+
 // nullopt unless `text` is "[" integers separated by commas (spaces allowed) "]".
 inline std::optional<std::vector<std::int64_t>> parse_int_list(std::string_view text) {
     if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;

@@ -60,6 +60,8 @@ constexpr std::int64_t kReuseFirstTouch = -2;  // not touched earlier in the tra
 constexpr std::int64_t kMostElements = std::int64_t{1} << 50;
 std::int64_t saturating_product(std::span<const std::int64_t> dims);  // dims below 0 count as 0
 std::int64_t saturating_add(std::int64_t a, std::int64_t b);
+// A contiguous tensor's strides, as PyTorch computes them (a dim of 0 counts as 1), saturating.
+std::vector<std::int64_t> contiguous_strides(std::span<const std::int64_t> dims);
 
 // Elements a view spans from its first one: 1 + sum of (dim - 1) x |stride|, with contiguous
 // strides when `strides` does not give one per dim; 0 when a dim is 0 or less. At most
