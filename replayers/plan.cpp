@@ -187,24 +187,34 @@ std::vector<PlannedStep> plan_sequential(const Analysis& analysis, Session& sess
     // it that can are issued on their own.
     const bool collectives = session.backend().runs_collectives();
     const std::vector<Step> outermost = plan_steps(graph, analysis.recipes, collectives);
-    const std::vector<Step> nearest =
-        plan_steps(graph, analysis.recipes, collectives, StepOwner::Nearest);
-    std::vector<std::size_t> nearest_of(nodes.size(), nearest.size());
-    for (std::size_t s = 0; s < nearest.size(); ++s)
-        for (auto n : nearest[s].nodes) nearest_of[n] = s;
+    // The innermost ops' plan, made only once an outer op cannot be prepared.
+    std::optional<std::vector<Step>> nearest;
+    std::vector<std::size_t> nearest_of;  // node -> its step in *nearest
+    const auto inner_steps = [&](const Step& step) {
+        if (!nearest) {
+            nearest = plan_steps(graph, analysis.recipes, collectives, StepOwner::Nearest);
+            nearest_of.assign(nodes.size(), nearest->size());
+            for (std::size_t s = 0; s < nearest->size(); ++s)
+                for (auto n : (*nearest)[s].nodes) nearest_of[n] = s;
+        }
+        std::set<std::size_t> inner;
+        for (auto n : step.nodes)
+            if (nearest_of[n] < nearest->size()) inner.insert(nearest_of[n]);
+        return inner;
+    };
     std::vector<Step> steps;
     ProgressLine progress_line("plan", "steps prepared", outermost.size(), progress);
     for (std::size_t s = 0; s < outermost.size(); ++s) {
         progress_line.tick(s);
         const Step& step = outermost[s];
-        std::set<std::size_t> inner;
-        for (auto n : step.nodes)
-            if (nearest_of[n] < nearest.size()) inner.insert(nearest_of[n]);
-        if (inner.size() <= 1 || prepare(step).disposition == Disposition::Ready) {
+        const std::set<std::size_t> inner = prepare(step).disposition == Disposition::Ready
+                                                ? std::set<std::size_t>{}
+                                                : inner_steps(step);
+        if (inner.size() <= 1) {
             steps.push_back(step);
             continue;
         }
-        for (std::size_t k : inner) steps.push_back(nearest[k]);
+        for (std::size_t k : inner) steps.push_back((*nearest)[k]);
     }
     // A wait is for the stream that re-creates its producer: an op's kernels recorded on a
     // library's own streams (cuDNN's RNNs) are re-created by the op's issue on its step's

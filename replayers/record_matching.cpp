@@ -18,7 +18,6 @@ std::map<std::uint64_t, StepRecords> records_by_step(const std::vector<TimedActi
             s.warm_reads.push_back(r->name);
             continue;
         }
-        s.work.push_back(r->name);
         s.work_by_lane[lane_of(*r)].push_back(r->name);
     }
     return out;

@@ -26,12 +26,16 @@ inline Lane lane_of(const TimedActivity& r) {
     return r.lane < 0 ? Lane{r.stream, -1} : Lane{-1, r.lane};
 }
 
-// The records one step produced when it was tagged: its warm-up reads' and its work's kernel
-// names, each in start order; its work's names also by the lane that ran them.
+// The records one step produced when it was tagged: its warm-up reads' kernel names in start
+// order, and its work's in start order per lane that ran them.
 struct StepRecords {
     std::vector<std::string> warm_reads;
-    std::vector<std::string> work;
     std::map<Lane, std::vector<std::string>> work_by_lane;
+    std::size_t work_records() const {
+        std::size_t n = 0;
+        for (const auto& [lane, names] : work_by_lane) n += names.size();
+        return n;
+    }
 };
 // By tag, from tagged records (untagged ones are left out).
 std::map<std::uint64_t, StepRecords> records_by_step(const std::vector<TimedActivity>& records);

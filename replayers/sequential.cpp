@@ -461,7 +461,7 @@ std::size_t SequentialReplay::attribute(const std::vector<TimedActivity>& record
             // As many records as the same issue gave untimed, or none of them: a graph whose
             // records were partly lost must not give its kernels each other's times.
             auto e = expected_.find(step.tag);
-            const std::size_t expected = e == expected_.end() ? 0 : e->second.work.size();
+            const std::size_t expected = e == expected_.end() ? 0 : e->second.work_records();
             if (got.size() != expected) {
                 const std::string what = std::to_string(got.size()) + " records, " +
                                          std::to_string(expected) + " expected";
