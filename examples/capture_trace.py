@@ -33,6 +33,13 @@ Models (random weights) and modes:
                                              scans the sequence in PyTorch: thousands of small kernels
   lstm        Embedding, 2-layer LSTM,       train (the default), inference; cuDNN's RNN kernels
               vocabulary projection
+  dlrm        DLRM-shaped recommender        train (the default), inference; 8 EmbeddingBag tables
+                                             of 200k rows, bags of 1..--seq rows, --batch samples
+  gcn         3-layer graph convolution      train (the default), inference; --batch nodes, --seq
+                                             edges per node (index_select, index_add_, scatter_add_)
+  unet        diffusion-style UNet           inference (the default), train; --seq is the latent side
+  mlp-fp8     Linear-GELU-Linear blocks      inference; float8 GEMMs (torch._scaled_mm), bf16 out
+              in float8 (e4m3)
 
 Examples:
   python3 examples/capture_trace.py --model bloom-560m --out /tmp/bloom
@@ -43,6 +50,9 @@ Examples:
   python3 examples/capture_trace.py --model gpt2 --et            # train step with an Execution Trace
   python3 examples/capture_trace.py --model bert --dtype fp32 --tf32   # fp32 GEMMs on TF32 tensor cores
   python3 examples/capture_trace.py --model resnet --channels-last --cudnn-benchmark  # as CNNs train
+  python3 examples/capture_trace.py --model dlrm --batch 4096   # embedding bags, index ops
+
+The hand-built models (lstm, dlrm, gcn, unet, mlp-fp8) are in examples/custom_models.py.
 """
 import argparse
 import gzip
@@ -53,9 +63,13 @@ import statistics
 import tarfile
 import time
 
+import custom_models  # beside this script
+
 MODELS = ("bloom-560m", "gpt2", "llama", "mixtral", "mlp", "qwen2", "bert", "t5", "vit", "resnet", "convnext",
-          "whisper", "mamba", "lstm")
+          "whisper", "mamba", "lstm", "dlrm", "gcn", "unet", "mlp-fp8")
 DTYPES = ("fp16", "bf16", "fp32")
+DLRM_TABLES, DLRM_ROWS = 8, 200_000
+GCN_FEATURES, GCN_CLASSES = 128, 47  # ogbn-products' classes
 # Per model: default mode, dtype, batch, seq (prefill length, or the KV-cache length a decode
 # step sees).
 DEFAULTS = {
@@ -73,6 +87,10 @@ DEFAULTS = {
     "whisper": ("inference", "fp16", 4, 64),
     "mamba": ("inference", "fp16", 2, 64),
     "lstm": ("train", "bf16", 32, 128),
+    "dlrm": ("train", "bf16", 2048, 32),  # seq: the longest bag
+    "gcn": ("train", "bf16", 50000, 16),  # batch: nodes, seq: edges per node
+    "unet": ("inference", "fp16", 4, 64),
+    "mlp-fp8": ("inference", "bf16", 8, 512),
 }
 # Decode needs a model with a static KV cache (CUDA-graph capturable).
 MODES = {
@@ -90,11 +108,17 @@ MODES = {
     "whisper": ("inference", "train"),
     "mamba": ("inference",),
     "lstm": ("inference", "train"),
+    "dlrm": ("inference", "train"),
+    "gcn": ("inference", "train"),
+    "unet": ("inference", "train"),
+    "mlp-fp8": ("inference",),
 }
 # What each model's forward takes: token ids (causal LMs: labels are the ids), masked-LM ids,
 # encoder and decoder ids, images, log-mel spectrograms and decoder ids, or float activations
-# (the MLP).
-INPUTS = {"bloom-560m": "tokens", "gpt2": "tokens", "llama": "tokens", "mixtral": "tokens",
+# (the MLPs), a recommender's dense features and bags, a graph's node features and edges, or
+# a diffusion model's noisy latents and timesteps.
+INPUTS = {"dlrm": "bags", "gcn": "graph", "unet": "latents", "mlp-fp8": "floats",
+          "bloom-560m": "tokens", "gpt2": "tokens", "llama": "tokens", "mixtral": "tokens",
           "qwen2": "tokens", "bert": "masked", "t5": "seq2seq", "vit": "pixels", "resnet": "pixels",
           "convnext": "pixels", "whisper": "audio", "mamba": "tokens", "lstm": "tokens", "mlp": "floats"}
 
@@ -160,7 +184,16 @@ def parse_args():
 
 
 def build_model(args, torch):
-    """Return (model, vocab_size or number of classes); None for the float-input MLP."""
+    """Return (model, vocab_size or number of classes); None for the float-input MLPs."""
+    if args.model == "mlp-fp8":
+        return custom_models.mlp_fp8(torch, args.hidden, args.layers or 2), None
+    if args.model == "dlrm":
+        return custom_models.dlrm(torch, DLRM_TABLES, DLRM_ROWS, dim=64), DLRM_ROWS
+    if args.model == "gcn":
+        return custom_models.gcn(torch, GCN_FEATURES, hidden=256, classes=GCN_CLASSES,
+                                 layers=args.layers or 3), GCN_CLASSES
+    if args.model == "unet":
+        return custom_models.unet(torch), 0
     if args.model == "mlp":
         h = args.hidden
         layers = []
@@ -219,34 +252,19 @@ def build_model(args, torch):
         cfg = transformers.MambaConfig(vocab_size=50280, hidden_size=768, num_hidden_layers=layers or 24,
                                        state_size=16, expand=2, conv_kernel=4)
         return transformers.MambaForCausalLM(cfg), cfg.vocab_size
-    return lstm_language_model(torch, vocab=32000, hidden=1024, layers=layers or 2), 32000
-
-
-def lstm_language_model(torch, vocab, hidden, layers):
-    """Embedding, a stacked LSTM (cuDNN's RNN kernels) and a vocabulary projection, with the
-    transformers models' forward (input_ids, labels) and outputs (.logits, .loss)."""
-    import types
-
-    class LstmLanguageModel(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = torch.nn.Embedding(vocab, hidden)
-            self.lstm = torch.nn.LSTM(hidden, hidden, num_layers=layers, batch_first=True)
-            self.head = torch.nn.Linear(hidden, vocab)
-
-        def forward(self, input_ids, labels=None, use_cache=False):
-            logits = self.head(self.lstm(self.embed(input_ids))[0])
-            loss = None
-            if labels is not None:
-                loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
-            return types.SimpleNamespace(logits=logits, loss=loss)
-    return LstmLanguageModel()
+    return custom_models.lstm_language_model(torch, vocab=32000, hidden=1024, layers=layers or 2), 32000
 
 
 def forward_inputs(args, torch, device, vocab, float_dtype):
     """The forward's keyword arguments: (for inference, for training, with labels)."""
     kind = INPUTS[args.model]
     b, s = args.batch, args.seq
+    if kind == "bags":
+        return custom_models.dlrm_inputs(torch, device, b, DLRM_TABLES, DLRM_ROWS, s, float_dtype)
+    if kind == "graph":
+        return custom_models.gcn_inputs(torch, device, b, s, GCN_FEATURES, GCN_CLASSES, float_dtype)
+    if kind == "latents":
+        return custom_models.unet_inputs(torch, device, b, s, float_dtype)
     if kind == "pixels":
         pixels = torch.randn(b, 3, s, s, device=device, dtype=float_dtype)
         if args.channels_last:
@@ -290,7 +308,10 @@ def make_step(args, torch, device):
     with torch.device(device):  # initialise the random weights where they run: fast on a GPU
         model, vocab = build_model(args, torch)
     train = args.mode == "train"
-    model = model.to(device, dtype=torch.float32 if train else dtype).train(train)
+    if args.model == "mlp-fp8":  # its float8 weights and float32 scales keep their dtypes
+        model = model.to(device).train(train)
+    else:
+        model = model.to(device, dtype=torch.float32 if train else dtype).train(train)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     eager_model = model

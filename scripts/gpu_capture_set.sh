@@ -67,6 +67,12 @@ declare -A sets=(
   [mamba_infer]="--model mamba"
   [lstm_train]="--model lstm"
   [lstm_infer]="--model lstm --mode inference --batch 8"
+  [dlrm_train]="--model dlrm"
+  [dlrm_infer]="--model dlrm --mode inference"
+  [gcn_train]="--model gcn"
+  [unet_infer]="--model unet"
+  [unet_train]="--model unet --mode train"
+  [mlp_fp8_infer]="--model mlp-fp8"
 )
 order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_prefill gpt2_train gpt2_train.et
        mlp_compiled mixtral_prefill mixtral_decode qwen2_decode qwen2_decode_graph bert_infer t5_train vit_infer
@@ -75,7 +81,7 @@ order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_p
        qwen2_decode_compiled_graph bert_compiled_graph resnet_compiled_graph vit_compiled_graph
        qwen2_prefill_compiled_graph llama_decode_compiled_graph bert_infer_fp32 bert_infer_tf32 gpt2_train_tf32 t5_infer llama_train gpt2_infer
        resnet_train_nhwc_bench resnet_infer_bench qwen2_train convnext_train whisper_infer mamba_infer lstm_train
-       lstm_infer)
+       lstm_infer dlrm_train dlrm_infer gcn_train unet_infer unet_train mlp_fp8_infer)
 [ $# -gt 0 ] && order=("$@")
 for name in "${order[@]}"; do
   start=$(date +%s)

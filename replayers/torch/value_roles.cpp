@@ -346,6 +346,17 @@ const std::vector<TableEntry>& table() {
             t.push_back({op, "indices", dim_of("weight", 0)});
             t.push_back({op, "offsets", bag_offsets});
         }
+        // embedding_bag's backward takes the forward's bookkeeping: offset2bag names each
+        // index's bag (a row of grad), maximum_indices (max mode) rows of the weight.
+        for (std::string_view op :
+             {"aten::_embedding_bag_backward", "aten::_embedding_bag_dense_backward",
+              "aten::_embedding_bag_sparse_backward"}) {
+            t.push_back({op, "indices", count_in("num_weights")});
+            t.push_back({op, "offset2bag", dim_of("grad", 0)});
+            t.push_back({op, "maximum_indices", count_in("num_weights")});
+        }
+        t.push_back({"aten::_embedding_bag_backward", "offsets", bag_offsets});
+        t.push_back({"aten::_embedding_bag_sparse_backward", "offsets", bag_offsets});
         for (std::string_view op :
              {"aten::nll_loss", "aten::nll_loss_forward", "aten::nll_loss_nd", "aten::nll_loss2d",
               "aten::nll_loss2d_forward", "aten::nll_loss_backward", "aten::nll_loss2d_backward",

@@ -278,6 +278,36 @@ TEST(ValueRoles, TheTableCoversWhatSchemasCannotSay) {
     EXPECT_GE(values_of(f.stack->stack[1].toTensor()).front(), 1);
 }
 
+// embedding_bag's backward (DLRM training) indexes with the forward's bookkeeping: each index's
+// bag (offset2bag) is a row of grad, indices and max mode's maximum_indices rows of the weight.
+TEST(ValueRoles, EmbeddingBagBackwardsBookkeepingStaysInRange) {
+    const auto b = build(op("aten::_embedding_bag_dense_backward",
+                            {tensor(spec({64, 16}, DType::Float32)),
+                             tensor(spec({900}, DType::Int64)), tensor(spec({900}, DType::Int64)),
+                             tensor(spec({64}, DType::Int64)), tensor(spec({64, 16}, DType::Int64)),
+                             scalar("1000"), scalar("False"), scalar("2"), none(), scalar("-1")}));
+    ASSERT_TRUE(b.stack) << b.why;
+    EXPECT_EQ(constraint_on(*b.stack, 1)->bound, 1000);
+    EXPECT_EQ(constraint_on(*b.stack, 2)->bound, 64);
+    EXPECT_EQ(constraint_on(*b.stack, 4)->bound, 1000);
+    for (const std::int64_t bag : values_of(b.stack->stack[2].toTensor())) {
+        EXPECT_GE(bag, 0);
+        EXPECT_LT(bag, 64);
+    }
+    const auto s =
+        build(op("aten::_embedding_bag_backward",
+                 {tensor(spec({64, 16}, DType::Float32)), tensor(spec({900}, DType::Int64)),
+                  tensor(spec({64}, DType::Int64)), tensor(spec({900}, DType::Int64)),
+                  tensor(spec({64}, DType::Int64)), tensor(spec({0}, DType::Int64)), scalar("1000"),
+                  scalar("False"), scalar("0"), scalar("False"), none(), scalar("-1")}));
+    ASSERT_TRUE(s.stack) << s.why;
+    const auto offsets = values_of(s.stack->stack[2].toTensor());
+    EXPECT_EQ(offsets.front(), 0);
+    EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
+    EXPECT_LE(offsets.back(), 900);
+    EXPECT_EQ(constraint_on(*s.stack, 3)->bound, 64);
+}
+
 TEST(ValueRoles, GroupedGemmOffsetsSplitTheRoutedRows) {
     // Mixtral's expert GEMM: 1024 routed rows x [8 experts, 1024, 7168] (a transposed view).
     const auto b = build(
