@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "classifier_facts.h"
+#include "replay/int_list.h"
 
 namespace replay::classifier_detail {
 
@@ -530,22 +531,36 @@ bool broadcasts_to(const std::vector<std::int64_t>& dims, const std::vector<std:
     return true;
 }
 
-// The index tensors of an index op whose Tensor?[] Kineto recorded as []. PyTorch's
-// AdvancedIndex (the path of index and of index_put_ without accumulation) restrides self with an
-// as_strided child to index dims + self's remaining dims, then reshapes each index tensor to
-// [1]*before + its dims + [1]*after: the op's integer reshape/view children are its indices, in
-// order. Empty unless that pattern is there and consistent (the as_strided sizes recorded in
-// Concrete Inputs, the reshape sizes too where recorded; index_put_'s values broadcast to the
-// indexed shape):
-// other paths (index_put_ with accumulate sorts linearized indices) and indices of non-leading
-// dims (a None element before them, which a recipe's tensor list cannot say) stay unknown.
-std::vector<TensorSpec> indices_from_children(const Context& c, const OpRef& op) {
+// The index list of an index op whose Tensor?[] Kineto recorded as []: `leading_nones` None
+// elements (x[:, i] indexes dim 1), then `tensors`. Empty tensors: not recovered.
+struct RecoveredIndices {
+    std::vector<TensorSpec> tensors;
+    std::uint32_t leading_nones = 0;
+};
+
+// The index op's children show its indices, on either of PyTorch's two CUDA paths:
+// - AdvancedIndex (index, and index_put_ without accumulation) restrides self with an as_strided
+//   child to self's dims before the indexed ones + the index dims + self's dims after them, then
+//   reshapes each index tensor to [1]*before + its dims + [1]*after: the op's integer
+//   reshape/view children are its indices, in order, and the restride's sizes say `before`;
+// - index_put_ with accumulation (autograd's backward of x[:, i]) linearizes the indices,
+//   remainder(index, size of its dim) for each: its integer remainder children, and index_put_'s
+//   values (the indexed shape, broadcast) say `before`.
+// Recovered only where the pattern is there and the recorded sizes (Concrete Inputs) admit
+// exactly one `before`; indices of non-adjacent dims (transposed to the front first) and traces
+// without Concrete Inputs (x[:, i] and x[i] look alike there) stay unknown.
+RecoveredIndices indices_from_children(const Context& c, const OpRef& op) {
     const OpShapes* s = c.shapes(op);
     if (s == nullptr || s->inputs.empty()) return {};
     const std::vector<std::int64_t>& self = s->inputs[0].dims;
-    std::vector<TensorSpec> indices;
-    std::vector<std::vector<std::int64_t>> targets;
-    std::optional<std::vector<std::int64_t>> restride;  // the as_strided child's sizes, if recorded
+    const bool index = c.op_name(op) == "aten::index" || c.op_name(op) == "aten::_unsafe_index";
+    const std::vector<std::int64_t>* values =
+        !index && s->inputs.size() >= 3 ? &s->inputs[2].dims : nullptr;
+    if (!index && values == nullptr) return {};
+    std::vector<TensorSpec> reshaped, linearized;
+    std::vector<std::vector<std::int64_t>> targets;  // each reshape's recorded sizes
+    std::vector<std::int64_t> linearized_sizes;      // each remainder's recorded divisor
+    std::optional<std::vector<std::int64_t>> restride, restride_strides;
     for (std::uint32_t j = 0; j < c.aten_children.size(); ++j) {
         const OpRef& child = c.aten_children[j];
         const std::string_view name = c.op_name(child);
@@ -558,45 +573,84 @@ std::vector<TensorSpec> indices_from_children(const Context& c, const OpRef& op)
         };
         if (name == "aten::as_strided" && in.dims == self && !restride) {
             restride = concrete(1);
+            restride_strides = concrete(2);
             continue;
         }
-        if (name != "aten::reshape" && name != "aten::view") continue;
+        const bool reshape = name == "aten::reshape" || name == "aten::view";
+        if (!reshape && name != "aten::remainder") continue;
         const DType dtype = dtype_from_kineto(c.trace.names.view(in.type));
         if (dtype != DType::Int64 && dtype != DType::Int32) continue;
-        indices.push_back(
-            tensor_from(c.trace, in, 0, in.dims.size(), c.storage({ChainPlace::AtenChild, j}, 0)));
-        targets.push_back(concrete(1));
+        TensorSpec spec =
+            tensor_from(c.trace, in, 0, in.dims.size(), c.storage({ChainPlace::AtenChild, j}, 0));
+        if (reshape) {
+            reshaped.push_back(std::move(spec));
+            targets.push_back(concrete(1));
+            continue;
+        }
+        const auto divisor = cs->inputs.size() > 1
+                                 ? parse_int(c.trace.names.view(cs->inputs[1].concrete))
+                                 : std::nullopt;
+        if (!divisor) return {};  // remainder by a tensor: not the linearization
+        linearized.push_back(std::move(spec));
+        linearized_sizes.push_back(*divisor);
     }
-    // Without the restride's recorded sizes (traces before Concrete Inputs), x[:, i, j] and
-    // x[i, j] look alike.
-    if (!restride || restride->empty() || indices.empty() || indices.size() > self.size())
-        return {};
-    // The indexed shape: the (broadcast) index dims, then self's dims after the indexed ones.
-    std::vector<std::int64_t> indexed = indices.front().dims;
-    for (const auto& index : indices)
-        if (index.dims != indexed) return {};
-    indexed.insert(indexed.end(), self.begin() + static_cast<std::ptrdiff_t>(indices.size()),
-                   self.end());
-    if (*restride != indexed) return {};
-    const std::size_t after = self.size() - indices.size();
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-        const auto& dims = indices[k].dims;
-        const auto& target = targets[k];
-        if (target.empty()) continue;  // no Concrete Inputs: the restride check stands
-        if (target.size() != dims.size() + after ||
-            !std::equal(dims.begin(), dims.end(), target.begin()) ||
-            !std::all_of(target.begin() + static_cast<std::ptrdiff_t>(dims.size()), target.end(),
-                         [](std::int64_t v) { return v == 1; }))
-            return {};
+    // The accumulating path reshapes its linear index too: remainder children decide.
+    const bool advanced = linearized.empty();
+    if (advanced && (reshaped.empty() || !restride || restride->empty())) return {};
+    if (!advanced && index) return {};
+    std::vector<TensorSpec>& indices = advanced ? reshaped : linearized;
+    const std::size_t n = indices.size();
+    if (n > self.size()) return {};
+    const std::vector<std::int64_t>& shape = indices.front().dims;  // all alike: no broadcast
+    for (const TensorSpec& t : indices)
+        if (t.dims != shape) return {};
+    // The indexed shape were the indices to start at dim `before`.
+    auto indexed = [&](std::size_t before) {
+        std::vector<std::int64_t> out(self.begin(),
+                                      self.begin() + static_cast<std::ptrdiff_t>(before));
+        out.insert(out.end(), shape.begin(), shape.end());
+        out.insert(out.end(), self.begin() + static_cast<std::ptrdiff_t>(before + n), self.end());
+        return out;
+    };
+    auto fits = [&](std::size_t before) {
+        const std::vector<std::int64_t> want = indexed(before);
+        if (values != nullptr && !broadcasts_to(*values, want)) return false;
+        if (!advanced) {
+            for (std::size_t k = 0; k < n; ++k)
+                if (linearized_sizes[k] != self[before + k]) return false;
+            return *values == want;  // the backward's gradient: the indexed shape itself
+        }
+        if (*restride != want) return false;
+        // The index dims are the restride's zero strides, where it recorded them.
+        if (restride_strides && restride_strides->size() == want.size())
+            for (std::size_t d = 0; d < want.size(); ++d)
+                if (((*restride_strides)[d] == 0) != (d >= before && d < before + shape.size()))
+                    return false;
+        const std::size_t after = self.size() - before - n;
+        for (std::size_t k = 0; k < n; ++k) {
+            const auto& target = targets[k];
+            if (target.empty()) continue;  // no Concrete Inputs: the restride check stands
+            const auto& dims = indices[k].dims;
+            if (target.size() != before + dims.size() + after) return false;
+            for (std::size_t d = 0; d < target.size(); ++d) {
+                const bool own = d >= before && d < before + dims.size();
+                if (target[d] != (own ? dims[d - before] : 1)) return false;
+            }
+        }
+        return true;
+    };
+    std::optional<std::size_t> found;
+    for (std::size_t before = 0; before + n <= self.size(); ++before) {
+        if (!fits(before)) continue;
+        if (found) return {};  // two readings: say nothing
+        found = before;
     }
-    if (c.op_name(op) != "aten::index" && c.op_name(op) != "aten::_unsafe_index" &&
-        (s->inputs.size() < 3 || !broadcasts_to(s->inputs[2].dims, indexed)))
-        return {};
-    return indices;
+    if (!found) return {};
+    return {std::move(indices), static_cast<std::uint32_t>(*found)};
 }
 
 bool index_list_from_children(const Context& c) {
-    return index_list_unrecorded(c) && !indices_from_children(c, *c.aten_op).empty();
+    return index_list_unrecorded(c) && !indices_from_children(c, *c.aten_op).tensors.empty();
 }
 
 Recipe index_op_from_children(const Context& c) {
@@ -605,10 +659,12 @@ Recipe index_op_from_children(const Context& c) {
     AtenArgument& list = aten.args[1];
     list.kind = ArgKind::TensorList;
     list.type = "Tensor?[]";
-    list.tensors = indices_from_children(c, op);
+    RecoveredIndices indices = indices_from_children(c, op);
+    list.tensors = std::move(indices.tensors);
+    list.leading_nones = indices.leading_nones;
     Recipe r;
     r.tier = Tier::AtenOp;
-    r.reason = "indices taken from the op's reshape children (Kineto records its Tensor?[] as [])";
+    r.reason = "indices taken from the op's children (Kineto records its Tensor?[] as [])";
     r.detail = std::move(aten);
     return r;
 }
@@ -665,8 +721,9 @@ const std::vector<Rule>& rules() {
          [](const Context& c) { return gemm_or_reason(c, false, "gemm"); }},
         {{"index-list-from-children",
           "kernel under aten::index/index_put_ whose Tensor?[] indices Kineto recorded as [] and "
-          "whose own children show them (self restrided, each index reshaped): tier 3 libtorch "
-          "op with those index tensors"},
+          "whose own children show them (self restrided and each index reshaped, or each index "
+          "linearized for an accumulating index_put_): tier 3 libtorch op with those index "
+          "tensors, after None for the dims before them"},
          index_list_from_children,
          index_op_from_children},
         {{"tensor-list-unrecorded",

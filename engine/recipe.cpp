@@ -248,6 +248,7 @@ std::string Recipe::key() const {
                 out << '|' << d.op << (d.overload.empty() ? "" : ".") << d.overload;
                 for (const auto& a : d.args) {
                     out << '|' << to_string(a.kind) << ':' << a.type;
+                    if (a.leading_nones > 0) out << "None*" << a.leading_nones;
                     for (const auto& t : a.tensors) {
                         append_dims(out, t.dims);
                         append_dims(out, t.strides);

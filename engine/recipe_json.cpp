@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <ostream>
 
 #include "replay/input_error.h"
@@ -227,6 +228,9 @@ Recipe read_recipe(od::value v) {
                         arg.type = get_str(av);
                     else if (ak == "value")
                         arg.value = get_str(av);
+                    else if (ak == "leading_nones")
+                        arg.leading_nones = static_cast<std::uint32_t>(
+                            std::clamp<std::int64_t>(get_i64(av), 0, 64));
                     else if (ak == "placement") {
                         const std::string s = get_str(av);
                         for (auto p : {Placement::Host, Placement::Device})
@@ -325,6 +329,7 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                     if (!a.value.empty()) json.field("value", a.value);
                     if (a.placement != Placement::Unknown)
                         json.field("placement", to_string(a.placement));
+                    if (a.leading_nones > 0) json.field("leading_nones", a.leading_nones);
                     if (!a.tensors.empty()) {
                         json.key("tensors").begin_array();
                         for (const auto& t : a.tensors) write_tensor(json, t);

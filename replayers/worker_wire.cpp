@@ -50,7 +50,7 @@ void encode_detail(Encoder& e, const AtenRecipe& a) {
     e.str(a.op).str(a.overload).str(a.schema).u32(static_cast<std::uint32_t>(a.args.size()));
     for (const auto& arg : a.args) {
         e.u8(static_cast<std::uint8_t>(arg.kind)).str(arg.type).str(arg.value);
-        e.u8(static_cast<std::uint8_t>(arg.placement));
+        e.u8(static_cast<std::uint8_t>(arg.placement)).u32(arg.leading_nones);
         e.u32(static_cast<std::uint32_t>(arg.tensors.size()));
         for (const auto& t : arg.tensors) encode(e, t);
     }
@@ -127,6 +127,7 @@ AtenRecipe decode_aten(Decoder& d) {
         arg.type = d.str();
         arg.value = d.str();
         arg.placement = static_cast<Placement>(d.u8());
+        arg.leading_nones = d.u32();
         arg.tensors.resize(d.count());
         for (auto& t : arg.tensors) t = decode_tensor(d);
     }

@@ -69,6 +69,11 @@ at::Tensor whole_storage(const at::Tensor& t) {
     return at::empty({0}, t.options()).set_(t.storage(), 0, {count}, {1});
 }
 
+bool is_integer_dtype(DType d) {
+    return d == DType::Int64 || d == DType::Int32 || d == DType::Int16 || d == DType::Int8 ||
+           d == DType::UInt8;
+}
+
 }  // namespace
 
 bool host_scalar_operand(const AtenArgument* recorded, const std::string& param,
@@ -320,6 +325,15 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
                 stack.emplace_back(device_);
                 continue;
             case Source::None:
+                // Dividing an integer tensor in place needs a rounding mode (true division
+                // makes floats). PyTorch's own such divisions (index_put_'s linearized indices)
+                // pass "trunc", and Kineto records the string without its value.
+                if (argument.name() == "rounding_mode" && schema.is_mutable() &&
+                    !recipe.args.empty() && !recipe.args.front().tensors.empty() &&
+                    is_integer_dtype(recipe.args.front().tensors.front().dtype)) {
+                    stack.emplace_back(std::string("trunc"));
+                    continue;
+                }
                 stack.emplace_back();
                 continue;
             case Source::UndefinedTensor:
@@ -362,6 +376,9 @@ std::optional<BuiltStack> InputSynthesis::build_stack(const Plan& plan, const At
             }
             case Slot::TensorList: {
                 c10::impl::GenericList list(a.info.element_type);
+                if (a.info.optional_elements)  // x[:, i]: [None, i]
+                    for (std::uint32_t k = 0; k < rec->leading_nones; ++k)
+                        list.push_back(c10::IValue());
                 for (std::size_t j = 0; j < rec->tensors.size(); ++j) {
                     auto t = tensor(rec->tensors[j], i, j, a.info.optional_elements);
                     if (!t) return std::nullopt;
@@ -499,9 +516,9 @@ std::vector<RecordedInput> inputs_of(const Plan& plan, const std::vector<c10::IV
             add(stack[i].toTensor(), 0);
         } else if (stack[i].isList()) {
             const auto list = stack[i].toList();
-            for (std::size_t j = 0; j < list.size(); ++j) {
+            for (std::size_t j = rec->leading_nones; j < list.size(); ++j) {
                 const c10::IValue element = list.get(j);
-                if (element.isTensor()) add(element.toTensor(), j);
+                if (element.isTensor()) add(element.toTensor(), j - rec->leading_nones);
             }
         }
     }

@@ -172,11 +172,14 @@ Resolver bounds_over(std::string_view target, std::int64_t dim) {
 }
 
 // embedding_bag offsets: bag starts into `indices`, with the end appended when
-// include_last_offset.
+// include_last_offset. Kineto records how many indices and bags, not the bags' sizes: each index
+// falls in a bag uniformly at random (`routed`), so sizes vary around their mean as real bags do
+// (equal bags would make every thread's loop as long, and the kernel faster than recorded).
 bool bag_offsets(const StackView& v, ValueConstraint& c, std::string& why) {
     const at::Tensor* indices = v.tensor("indices");
     if (indices == nullptr) return missing(why, "indices");
     c.role = ValueRole::Offsets;
+    c.routed = true;
     c.total = indices->numel();
     c.leading_zero = true;
     c.ends_at_total = v.boolean("include_last_offset");

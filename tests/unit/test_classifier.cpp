@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "classifier_facts.h"
@@ -399,6 +400,24 @@ TEST(Classifier, IndexListsComeFromTheOpsChildren) {
         EXPECT_EQ(op->args[1].tensors[0].dtype, replay::DType::Int64);
     }
     EXPECT_EQ(index_kernels, 4u);
+    // DLRM's interaction takes the upper triangle, x[:, rows, cols]: [None, rows, cols] on
+    // [2048, 9, 9], in the forward (AdvancedIndex: self restrided to [2048, 36]) and in the
+    // backward's accumulating index_put_ (remainder by 9 for each index; values [2048, 36]).
+    auto ours = analyze("h200/dlrm_train.json.gz");
+    std::set<std::string> recovered;
+    for (const auto& k : ours->kernels) {
+        const auto* op = std::get_if<replay::AtenRecipe>(&k.recipe.detail);
+        if (op == nullptr || (op->op != "aten::index" && op->op != "aten::_index_put_impl_"))
+            continue;
+        EXPECT_EQ(k.recipe.rule, "index-list-from-children");
+        ASSERT_EQ(op->args[1].kind, replay::ArgKind::TensorList);
+        EXPECT_EQ(op->args[1].leading_nones, 1u);
+        ASSERT_EQ(op->args[1].tensors.size(), 2u);
+        for (const auto& t : op->args[1].tensors)
+            EXPECT_EQ(t.dims, (std::vector<std::int64_t>{36}));
+        recovered.insert(op->op);
+    }
+    EXPECT_EQ(recovered.size(), 2u);
     auto dlrm = analyze("public/HolisticTraceAnalysis/control.json.gz");
     for (const auto& r : dlrm->recipes.table()) EXPECT_NE(r.rule, "index-list-from-children");
 }

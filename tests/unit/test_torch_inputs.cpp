@@ -504,8 +504,20 @@ std::vector<Expected> expected_ranges(const AtenRecipe& r) {
         out.push_back({3, 0, ValueRole::Index, size(dims(1), value(2))});
     if ((o == "aten::index" || o == "aten::_index_put_impl_" || o == "aten::index_put_") &&
         r.args.size() > 1 && r.args[1].kind == ArgKind::TensorList)
-        for (std::size_t k = 0; k < r.args[1].tensors.size(); ++k)
-            out.push_back({1, k, ValueRole::Index, dims(0).at(k)});
+        for (std::size_t k = 0; k < r.args[1].tensors.size(); ++k) {
+            const std::size_t item = r.args[1].leading_nones + k;  // x[:, i]: [None, i]
+            out.push_back({1, item, ValueRole::Index, dims(0).at(item)});
+        }
+    if ((o == "aten::embedding_bag" || o == "aten::_embedding_bag") && int_at(1))
+        out.push_back({1, 0, ValueRole::Index, dims(0).at(0)});
+    if (o == "aten::_embedding_bag_backward" && int_at(3)) {
+        out.push_back({1, 0, ValueRole::Index, value(6)});
+        out.push_back({3, 0, ValueRole::Index, dims(0).at(0)});
+    }
+    if (o == "aten::_embedding_bag_dense_backward" && int_at(2)) {
+        out.push_back({1, 0, ValueRole::Index, value(5)});
+        out.push_back({2, 0, ValueRole::Index, dims(0).at(0)});
+    }
     if ((o == "aten::nll_loss" || o == "aten::nll_loss_forward" || o == "aten::nll_loss_nd" ||
          o == "aten::cross_entropy_loss") &&
         int_at(1))
@@ -632,11 +644,12 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
     }
     std::filesystem::remove_all(scratch);
     // The ops the bundled traces are known to hold were all found and checked.
-    for (const char* op : {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm",
-                           "aten::gather", "aten::index_select", "aten::index_copy_",
-                           "aten::nll_loss_forward", "aten::embedding_dense_backward",
-                           "aten::floor_divide", "aten::max_pool2d_with_indices_backward",
-                           "aten::scatter_add_", "aten::index_add_", "aten::masked_fill_"})
+    for (const char* op :
+         {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm", "aten::gather",
+          "aten::index_select", "aten::index_copy_", "aten::nll_loss_forward",
+          "aten::embedding_dense_backward", "aten::floor_divide",
+          "aten::max_pool2d_with_indices_backward", "aten::scatter_add_", "aten::index_add_",
+          "aten::masked_fill_", "aten::_embedding_bag", "aten::_embedding_bag_dense_backward"})
         EXPECT_GT(checked[op], 0) << op << " was not found in the bundled traces";
 }
 

@@ -149,6 +149,8 @@ struct AtenArgument {
     std::vector<TensorSpec> tensors;  // one for Tensor, several for TensorList
     std::string value;  // concrete scalar / list text ("1", "0.125", "[1024]", "True")
     Placement placement = Placement::Unknown;  // 0-dim tensors only
+    // Tensor?[] only: None elements before `tensors` (x[:, i] indexes dim 1: [None, i]).
+    std::uint32_t leading_nones = 0;
     bool operator==(const AtenArgument&) const = default;
 };
 
