@@ -7,7 +7,9 @@ recorded as most people profile: record_shapes on, no Execution Trace (--et adds
 Writes, for --out PREFIX:
   PREFIX.json.gz           Kineto trace (prof.export_chrome_trace), gzipped
   PREFIX.timing.json       the unprofiled step: median GPU time (CUDA events), median host wall
-                           time per step, and energy per step read from NVML's energy counter
+                           time per step (each step alone, after a sync), time per step of
+                           back-to-back steps (steady_us), and energy per step read from NVML's
+                           energy counter
   PREFIX.et.json.gz        PyTorch Execution Trace (ExecutionTraceObserver), with --et
   PREFIX.inductor.tar.gz   Inductor's cache (Triton binaries and launch metadata), with --compile
 
@@ -395,6 +397,22 @@ def time_steps(step, runs, torch):
     return statistics.median(gpu), statistics.median(host)
 
 
+def steady_steps(step, torch, windows=5, seconds=0.3):
+    """Microseconds per step of back-to-back steps (one sync per window, as a training loop runs),
+    per window: a step timed alone (time_steps) starts from an idle GPU and a sleeping host
+    thread, which on these hosts moves a host-bound step by -45% to +85%."""
+    per_step = []
+    for _ in range(windows):
+        torch.cuda.synchronize()
+        t0, steps = time.perf_counter(), 0
+        while time.perf_counter() - t0 < seconds:
+            step()
+            steps += 1
+        torch.cuda.synchronize()
+        per_step.append((time.perf_counter() - t0) * 1e6 / steps)
+    return per_step
+
+
 def settled_power_mw(pynvml, handle, timeout_s=10.0):
     """The board's power once it has stopped falling after the last work: NVML's reading is an
     average over about a second, and the clocks take seconds to come down, so a reading 0.5 s
@@ -493,6 +511,8 @@ def main():
               "compile_mode": args.compile_mode, "tf32": args.tf32,
               "cudnn_benchmark": args.cudnn_benchmark, "channels_last": args.channels_last,
               "median_us": median_us, "host_median_us": host_us, "runs": args.runs}
+    windows = steady_steps(step, torch)
+    timing.update({"steady_us": statistics.median(windows), "steady_windows_us": windows})
     if args.energy_seconds > 0:
         timing.update(measure_energy(step, args.energy_seconds, torch))
 
@@ -532,7 +552,8 @@ def main():
     energy = timing.get("energy_mj_per_step")
     print(f"{args.model} {args.mode} {args.dtype} batch={args.batch} seq={args.seq}"
           f"{' cuda-graph' if args.cuda_graph else ''}{' compiled' if args.compile else ''}: "
-          f"median {median_us:.1f} us GPU, {host_us:.1f} us host per step over {args.runs} runs"
+          f"median {median_us:.1f} us GPU, {host_us:.1f} us host per step over {args.runs} runs, "
+          f"{timing['steady_us']:.1f} us back to back"
           f"{f', {energy:.1f} mJ/step' if energy is not None else ''} on {timing['gpu']}")
     for path in written:
         print(f"wrote {path}")
