@@ -16,7 +16,10 @@ import math
 import types
 
 
-def outputs(torch, logits, loss):
+def outputs(logits, labels, loss_fn):
+    """The transformers models' output: .logits and .loss (loss_fn of the fp32 logits and the
+    labels; None without labels)."""
+    loss = None if labels is None else loss_fn(logits.float(), labels)
     return types.SimpleNamespace(logits=logits, loss=loss)
 
 
@@ -30,10 +33,8 @@ def lstm_language_model(torch, vocab, hidden, layers):
 
         def forward(self, input_ids, labels=None, use_cache=False):
             logits = self.head(self.lstm(self.embed(input_ids))[0])
-            loss = None
-            if labels is not None:
-                loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
-            return outputs(torch, logits, loss)
+            return outputs(logits, labels,
+                           lambda lg, lb: torch.nn.functional.cross_entropy(lg.flatten(0, 1), lb.flatten()))
     return LstmLanguageModel()
 
 
@@ -61,10 +62,7 @@ def dlrm(torch, tables, rows, dim):
             interactions = torch.bmm(features, features.transpose(1, 2))
             pairs = interactions[:, self.pairs[0], self.pairs[1]]  # the upper triangle: aten::index
             logits = self.top(torch.cat([x, pairs], dim=1)).squeeze(1)
-            loss = None
-            if labels is not None:
-                loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), labels)
-            return outputs(torch, logits, loss)
+            return outputs(logits, labels, torch.nn.functional.binary_cross_entropy_with_logits)
     return Dlrm()
 
 
@@ -107,11 +105,7 @@ def gcn(torch, features, hidden, classes, layers):
                 else:  # the same sum as PyG's scatter: an expanded (stride-0) index
                     x = h.new_zeros(h.shape).scatter_add_(0, dst.unsqueeze(1).expand_as(messages), messages)
                 x = torch.relu(x)
-            logits = self.out(x)
-            loss = None
-            if labels is not None:
-                loss = torch.nn.functional.cross_entropy(logits.float(), labels)
-            return outputs(torch, logits, loss)
+            return outputs(self.out(x), labels, torch.nn.functional.cross_entropy)
     return Gcn()
 
 
@@ -197,10 +191,7 @@ def unet(torch, channels=(128, 256, 512), latent=4, heads=8):
                 if not isinstance(up, nn.Identity):
                     h = up(F.interpolate(h, scale_factor=2.0, mode="nearest"))
             noise = self.conv_out(F.silu(self.norm_out(h)))
-            loss = None
-            if labels is not None:
-                loss = F.mse_loss(noise.float(), labels.float())
-            return outputs(torch, noise, loss)
+            return outputs(noise, labels, lambda n, target: F.mse_loss(n, target.float()))
     return Unet()
 
 
