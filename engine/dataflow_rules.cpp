@@ -356,6 +356,22 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         out.push_back((*in0)[1]);
         return out;
     }
+    if (name == "aten::embedding_bag" || name == "aten::_embedding_bag" ||
+        name == "aten::_embedding_bag_forward_only") {
+        // One row per bag: a 2-D indices' rows, else the offsets (less the appended end). The
+        // elementwise rule below took the table's dims: the output was a second table, and the
+        // next embedding_bag's table that output (read warm in the replay, cold as recorded).
+        const Dims* idx = dims(1);
+        const Dims* offsets = dims(2);
+        if (idx == nullptr || rank != 2) return std::nullopt;
+        std::int64_t bags = 0;
+        if (idx->size() == 2)
+            bags = (*idx)[0];
+        else if (offsets != nullptr && offsets->size() == 1)
+            bags = (*offsets)[0] - (concrete(7) == "True" ? 1 : 0);
+        if (bags <= 0) return std::nullopt;
+        return Dims{bags, (*in0)[1]};
+    }
     if (name == "aten::index_select") {
         const Dims* idx = dims(2);
         auto d = parse_int(concrete(1));
