@@ -372,6 +372,26 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         if (bags <= 0) return std::nullopt;
         return Dims{bags, (*in0)[1]};
     }
+    if (name == "aten::gather") {  // one element per index
+        const Dims* idx = dims(2);
+        return idx != nullptr ? std::optional<Dims>(*idx) : std::nullopt;
+    }
+    if (name == "aten::nll_loss" || name == "aten::nll_loss_nd" ||
+        name == "aten::nll_loss_forward" || name == "aten::cross_entropy_loss") {
+        // reduction="none" (0): one loss per target; mean or sum: a scalar.
+        const auto reduction = parse_int(concrete(3)).value_or(1);
+        const Dims* target = dims(1);
+        if (reduction != 0) return Dims{};
+        return target != nullptr ? std::optional<Dims>(*target) : std::nullopt;
+    }
+    if (name == "aten::nll_loss_backward" || name == "aten::nll_loss2d_backward")
+        return dims(1) != nullptr ? std::optional<Dims>(*dims(1)) : std::nullopt;  // self's
+    if (name == "aten::_embedding_bag_backward" || name == "aten::_embedding_bag_dense_backward") {
+        // The table's gradient: num_weights rows of grad's width.
+        const auto rows = parse_int(concrete(name == "aten::_embedding_bag_backward" ? 6 : 5));
+        if (!rows || *rows <= 0 || *rows > kLongestLength || rank != 2) return std::nullopt;
+        return Dims{*rows, (*in0)[1]};
+    }
     if (name == "aten::index_select") {
         const Dims* idx = dims(2);
         auto d = parse_int(concrete(1));

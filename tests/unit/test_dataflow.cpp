@@ -362,6 +362,26 @@ TEST(Dataflow, EmbeddingBagsOutputOneRowPerBag) {
     EXPECT_EQ(origins[2][0], InputOrigin::Activation);
 }
 
+// A loss is a scalar (or one per target without reduction), gather's output has its index's
+// dims: the elementwise rule gave them their first input's, so a later op of those dims read
+// the loss (cross_entropy's [N, vocab] logits the next step's).
+TEST(Dataflow, LossesAndGathersHaveTheirOwnOutputShapes) {
+    TraceBuilder b;
+    b.op("aten::gather", 0, 2, "[[8, 100], [], [8, 4], []]",
+         "[\"float\", \"Scalar\", \"long int\", \"Scalar\"]", "[\"\", \"1\", \"\", \"False\"]");
+    b.op("aten::nll_loss_nd", 10, 2, "[[8, 100], [8], [], [], []]",
+         "[\"float\", \"long int\", \"\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"\", \"\", \"1\", \"-100\"]");
+    b.op("aten::relu", 20, 2, "[[8, 4]]", "[\"float\"]");
+    b.op("aten::mul", 30, 2, "[[], []]", "[\"float\", \"Scalar\"]", "[\"\", \"2\"]");
+    b.op("aten::relu", 40, 2, "[[8, 100]]", "[\"float\"]");
+    replay::Trace t = inferred(b);
+    EXPECT_EQ(storage(t, 2, 0), output(t, 0));  // [8, 4]: the gather's output
+    EXPECT_EQ(storage(t, 3, 0), output(t, 1));  // the scalar loss
+    EXPECT_NE(storage(t, 4, 0), output(t, 1));  // [8, 100] is not the loss
+    EXPECT_NE(storage(t, 4, 0), output(t, 0));
+}
+
 // aten::conv2d(input, weight, bias, stride, padding, dilation, groups)'s recorded types.
 const std::string kConv2dTypes =
     "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]";
