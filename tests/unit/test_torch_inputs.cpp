@@ -545,6 +545,21 @@ bool has_integer_tensor(const AtenRecipe& r) {
     return false;
 }
 
+// The bytes a recipe's tensors take once built (an unknown dtype as 4 bytes).
+std::int64_t recipe_bytes(const AtenRecipe& r) {
+    std::int64_t bytes = 0;
+    for (const auto& a : r.args)
+        for (const auto& t : a.tensors)
+            bytes += std::max<std::int64_t>(t.numel(), 1) *
+                     (t.dtype == DType::Unknown ? 4 : replay::element_size(t.dtype));
+    return bytes;
+}
+// Larger recipes (the GCN's 800,000-edge gathers and sums, vocabulary-sized embeddings:
+// gigabytes on the cpu backend) are left to the GPU runs: built beside the other tests on CI's
+// 24 GiB, they ran it out of memory (7.9 GiB for this test alone; 3.9 GiB without them). Every
+// op the list below names is still checked on its smaller recipes.
+constexpr std::int64_t kLargestCheckedRecipe = std::int64_t{256} << 20;
+
 AnalysisOptions options_for(const std::string& trace, const std::string& execution_trace) {
     AnalysisOptions options;
     options.trace_path = trace;
@@ -586,6 +601,7 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
     TorchOpRunner runner(TorchDevice{TorchDevice::Kind::Cpu, 0}, 11, false);
     std::set<std::string> seen_keys;
     std::map<std::string, int> checked;  // op -> recipes whose inputs were checked
+    int too_large = 0;                   // recipes over kLargestCheckedRecipe
     for (const AnalysisOptions& options : bundled_traces(scratch)) {
         SCOPED_TRACE(options.trace_path + (options.execution_trace_path.empty() ? "" : " + ET"));
         const auto analysis = analyze(options);
@@ -593,6 +609,10 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
             const auto* recipe = std::get_if<AtenRecipe>(&k.recipe.detail);
             if (recipe == nullptr || !has_integer_tensor(*recipe)) continue;
             if (!seen_keys.insert(k.recipe.key()).second) continue;
+            if (recipe_bytes(*recipe) > kLargestCheckedRecipe) {
+                ++too_large;
+                continue;
+            }
             SCOPED_TRACE(recipe->op);
             const Built b = build(*recipe);
             const std::vector<Expected> expected = expected_ranges(*recipe);
@@ -643,6 +663,8 @@ TEST(BundledTraces, EveryIndexConsumingOpReplaysWithInRangeInputs) {
         }
     }
     std::filesystem::remove_all(scratch);
+    // 22 of the bundled traces' recipes are that large: a new trace's should not all be.
+    EXPECT_LE(too_large, 24) << "recipes left out as too large for the cpu backend";
     // The ops the bundled traces are known to hold were all found and checked.
     for (const char* op :
          {"aten::index", "aten::_index_put_impl_", "aten::_grouped_mm", "aten::gather",
