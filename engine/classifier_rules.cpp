@@ -503,24 +503,6 @@ std::vector<std::uint32_t> aten_children_of(const Trace& trace, std::uint32_t op
     return children_of(trace, op);
 }
 
-// "[1024, 1]" -> {1024, 1}; empty when the text is not a list of integers.
-std::vector<std::int64_t> int_list(std::string_view text) {
-    std::vector<std::int64_t> values;
-    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return values;
-    text = text.substr(1, text.size() - 2);
-    while (!text.empty()) {
-        const auto comma = text.find(',');
-        std::string item(text.substr(0, comma));
-        try {
-            values.push_back(std::stoll(item));
-        } catch (...) {
-            return {};
-        }
-        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    }
-    return values;
-}
-
 // Whether `dims` broadcast to `shape` (numpy rules, aligned at the last dimension).
 bool broadcasts_to(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
     if (dims.size() > shape.size()) return false;
@@ -568,8 +550,10 @@ RecoveredIndices indices_from_children(const Context& c, const OpRef& op) {
         if (cs == nullptr || cs->inputs.empty()) continue;
         const OpArgument& in = cs->inputs[0];
         auto concrete = [&](std::size_t i) {
-            return i < cs->inputs.size() ? int_list(c.trace.names.view(cs->inputs[i].concrete))
-                                         : std::vector<std::int64_t>{};
+            return i < cs->inputs.size()
+                       ? parse_int_list(c.trace.names.view(cs->inputs[i].concrete))
+                             .value_or(std::vector<std::int64_t>{})
+                       : std::vector<std::int64_t>{};
         };
         if (name == "aten::as_strided" && in.dims == self && !restride) {
             restride = concrete(1);
