@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <span>
+#include <string>
 #include <utility>
 
 #include "replay/recipe.h"
@@ -29,6 +32,39 @@ std::optional<Dims> parse_list(std::string_view text) {
         out.push_back(*v);
         if (comma == std::string_view::npos) break;
         text.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+// "[2., 2.]": a list of floats (upsampling's scale factors).
+std::optional<std::vector<double>> parse_float_list(std::string_view text) {
+    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+    text = text.substr(1, text.size() - 2);
+    std::vector<double> out;
+    while (!text.empty()) {
+        const auto comma = text.find(',');
+        std::string item(text.substr(0, comma));
+        char* end = nullptr;
+        const double v = std::strtod(item.c_str(), &end);
+        if (end == item.c_str()) return std::nullopt;
+        for (; *end != '\0'; ++end)
+            if (*end != ' ') return std::nullopt;
+        out.push_back(v);
+        if (comma == std::string_view::npos) break;
+        text.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+// A TensorList argument's elements' dims (none for a plain tensor).
+std::vector<Dims> list_elements(const OpArgument& arg) {
+    std::vector<Dims> out;
+    std::size_t at = 0;
+    for (const std::uint8_t rank : arg.list_ranks) {
+        if (at + rank > arg.dims.size()) return {};
+        out.emplace_back(arg.dims.begin() + static_cast<std::ptrdiff_t>(at),
+                         arg.dims.begin() + static_cast<std::ptrdiff_t>(at + rank));
+        at += rank;
     }
     return out;
 }
@@ -245,11 +281,93 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         name == "aten::full" || name == "aten::empty_strided" || name == "aten::randn" ||
         name == "aten::rand")
         return parse_list(concrete(0));
+    if (name == "aten::cat" || name == "aten::concat" || name == "aten::concatenate" ||
+        name == "aten::_cat" || name == "aten::stack") {
+        // A TensorList's elements, joined along `dim` (cat; legacy empty 1-D elements are
+        // skipped, as ATen does) or stacked in a new one. No rule gave them an output: the
+        // group norm after a UNet's skip-connection cat read its input cold in the replay.
+        const std::vector<Dims> parts =
+            list_elements(s.inputs.empty() ? OpArgument{} : s.inputs[0]);
+        const bool stack = name == "aten::stack";
+        const Dims* first = nullptr;
+        for (const Dims& p : parts)
+            if (stack || !(p.size() == 1 && p[0] == 0)) {
+                first = &p;
+                break;
+            }
+        if (first == nullptr || first->empty() || !plausible_lengths(*first)) return std::nullopt;
+        const std::size_t rank = first->size() + (stack ? 1 : 0);
+        const auto d = parse_int(concrete(1)).value_or(0);
+        const auto at = wrap_dim(d, rank);
+        if (at < 0 || at >= static_cast<std::int64_t>(rank)) return std::nullopt;
+        const auto axis = static_cast<std::size_t>(at);
+        Dims out = *first;
+        if (stack) {
+            for (const Dims& p : parts)
+                if (p != *first) return std::nullopt;
+            out.insert(out.begin() + at, static_cast<std::int64_t>(parts.size()));
+            return out;
+        }
+        out[axis] = 0;
+        for (const Dims& p : parts) {
+            if (p.size() == 1 && p[0] == 0) continue;
+            if (p.size() != first->size() || !plausible_lengths(p)) return std::nullopt;
+            for (std::size_t i = 0; i < p.size(); ++i)
+                if (i != axis && p[i] != (*first)[i]) return std::nullopt;
+            out[axis] += p[axis];
+        }
+        return out;
+    }
     if (in0 == nullptr) return std::nullopt;
     const std::size_t rank = in0->size();
+    if (name.starts_with("aten::upsample_") && !name.ends_with("_backward")) {
+        // (input, output_size, ...) or the .vec overload's (input, output_size?, scale_factors?):
+        // the trailing spatial lengths from the sizes, else from the scales (floored, as ATen).
+        const std::size_t spatial = name.find("1d") != std::string_view::npos   ? 1
+                                    : name.find("2d") != std::string_view::npos ? 2
+                                    : name.find("3d") != std::string_view::npos ? 3
+                                                                                : 0;
+        if (spatial == 0 || spatial > rank || !plausible_lengths(*in0)) return std::nullopt;
+        Dims out(in0->begin(), in0->end() - static_cast<std::ptrdiff_t>(spatial));
+        if (const auto size = parse_list(concrete(1)); size && size->size() == spatial) {
+            if (!plausible_lengths(*size)) return std::nullopt;
+            out.insert(out.end(), size->begin(), size->end());
+            return out;
+        }
+        const auto scales = parse_float_list(concrete(2));
+        if (!scales || scales->size() != spatial) return std::nullopt;
+        for (std::size_t i = 0; i < spatial; ++i) {
+            const double length = static_cast<double>((*in0)[rank - spatial + i]) * (*scales)[i];
+            if (!(length >= 0 && length <= static_cast<double>(kLongestLength)))
+                return std::nullopt;
+            out.push_back(static_cast<std::int64_t>(length));
+        }
+        return out;
+    }
+    if (name == "aten::flatten") {
+        const auto start = wrap_dim(parse_int(concrete(1)).value_or(0), rank);
+        const auto end = wrap_dim(parse_int(concrete(2)).value_or(-1), rank);
+        if (rank == 0) return Dims{1};
+        if (start < 0 || end < start || end >= static_cast<std::int64_t>(rank)) return std::nullopt;
+        Dims out(in0->begin(), in0->begin() + start);
+        out.push_back(
+            numel(std::span(in0->data() + start, static_cast<std::size_t>(end - start + 1))));
+        out.insert(out.end(), in0->begin() + end + 1, in0->end());
+        return out;
+    }
+    if (name == "aten::scaled_dot_product_attention") {
+        // The query's dims with the value's width (cross-attention's key and value have their
+        // own lengths: the elementwise rule's broadcast of the three is no shape).
+        const Dims* v = dims(2);
+        if (v == nullptr || v->empty() || rank == 0) return std::nullopt;
+        Dims out = *in0;
+        out.back() = v->back();
+        return out;
+    }
     if (name == "aten::view" || name == "aten::reshape" || name == "aten::_unsafe_view" ||
         name == "aten::expand" || name == "aten::resize_" || name == "aten::as_strided" ||
-        name == "aten::new_empty" || name == "aten::new_zeros" || name == "aten::empty_like") {
+        name == "aten::new_empty" || name == "aten::new_zeros" || name == "aten::empty_like" ||
+        name == "aten::_reshape_alias") {
         if (name == "aten::empty_like") return *in0;
         auto out = parse_list(concrete(1));
         if (!out) return std::nullopt;

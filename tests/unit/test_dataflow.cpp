@@ -382,6 +382,44 @@ TEST(Dataflow, LossesAndGathersHaveTheirOwnOutputShapes) {
     EXPECT_NE(storage(t, 4, 0), output(t, 0));
 }
 
+// A UNet's decoder: upsample, then cat with the skip connection, then a group norm. Neither
+// upsample nor cat had an output rule (cat's first input is a list: none at all; upsample took
+// its input's dims), so the group norm read "first touch" and replayed 1.65x slow in unique mode
+// where the recording read the cat's output from L2 (tests/gpu/VALIDATION.md, thirtieth session).
+TEST(Dataflow, CatsStacksUpsamplesAndFlattensHaveTheirOwnOutputShapes) {
+    TraceBuilder b;
+    b.op("aten::relu", 0, 2, "[[4, 256, 32, 32]]", "[\"c10::Half\"]");
+    b.op("aten::upsample_nearest2d", 10, 2, "[[4, 256, 32, 32], [], []]",
+         "[\"c10::Half\", \"\", \"ScalarList\"]", "[\"\", \"\", \"[2., 2.]\"]");
+    b.op("aten::relu", 20, 2, "[[4, 256, 64, 64]]", "[\"c10::Half\"]");
+    b.op("aten::cat", 30, 2, "[[[4, 256, 64, 64], [4, 128, 64, 64]], []]",
+         "[\"TensorList\", \"Scalar\"]", "[\"\", \"1\"]");
+    b.op("aten::native_group_norm", 40, 2, "[[4, 384, 64, 64], [384], [384], [], [], [], [], []]",
+         "[\"c10::Half\", \"c10::Half\", \"c10::Half\", \"Scalar\", \"Scalar\", \"Scalar\", "
+         "\"Scalar\", \"Scalar\"]");
+    b.op("aten::stack", 50, 2, "[[[4, 64], [4, 64], [4, 64]], []]", "[\"TensorList\", \"Scalar\"]",
+         "[\"\", \"-1\"]");
+    b.op("aten::flatten", 60, 2, "[[4, 64, 3], [], []]", "[\"float\", \"Scalar\", \"Scalar\"]",
+         "[\"\", \"1\", \"-1\"]");
+    b.op("aten::relu", 70, 2, "[[4, 192]]", "[\"float\"]");
+    // An upsample to a given size ([4, 384, 64, 64] -> 96 x 80), a cross-attention.
+    b.op("aten::upsample_bilinear2d", 80, 2, "[[4, 384, 64, 64], [], [], [], []]",
+         "[\"c10::Half\", \"ScalarList\", \"Scalar\", \"\", \"\"]",
+         "[\"\", \"[96, 80]\", \"False\", \"\", \"\"]");
+    b.op("aten::relu", 90, 2, "[[4, 384, 96, 80]]", "[\"c10::Half\"]");
+    b.op("aten::scaled_dot_product_attention", 100, 2,
+         "[[2, 8, 128, 64], [2, 8, 77, 64], [2, 8, 77, 32], [], [], [], [], []]",
+         "[\"c10::Half\", \"c10::Half\", \"c10::Half\", \"\", \"Scalar\", \"Scalar\", \"\", "
+         "\"Scalar\"]");
+    b.op("aten::relu", 110, 2, "[[2, 8, 128, 32]]", "[\"c10::Half\"]");
+    replay::Trace t = inferred(b);
+    EXPECT_EQ(storage(t, 4, 0), output(t, 3));    // the group norm reads the cat's output
+    EXPECT_EQ(storage(t, 7, 0), output(t, 6));    // [4, 64, 3] flattened from the stack's
+    EXPECT_EQ(storage(t, 9, 0), output(t, 8));    // the upsample to [96, 80]
+    EXPECT_EQ(storage(t, 11, 0), output(t, 10));  // attention: query's dims, value's width
+    EXPECT_EQ(storage(t, 2, 0), output(t, 1));    // the upsample's: twice its input's lengths
+}
+
 // aten::conv2d(input, weight, bias, stride, padding, dilation, groups)'s recorded types.
 const std::string kConv2dTypes =
     "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]";
