@@ -152,6 +152,35 @@ std::string base_of(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// The file name of the path in the wrapper's `# kernel path: /.../4x/c4xee....py` comment
+// that belongs to the kernel source string opening at `quote` (after the string before it);
+// empty when there is none.
+std::string kernel_file_before(const std::string& text, std::size_t quote) {
+    static constexpr std::string_view kComment = "# kernel path: ";
+    if (quote == std::string::npos || quote == 0) return {};
+    const std::size_t at = text.rfind(kComment, quote);
+    if (at == std::string::npos) return {};
+    const std::size_t previous = text.rfind("'''", quote - 1);
+    if (previous != std::string::npos && previous > at) return {};
+    const std::size_t start = at + kComment.size();
+    const std::size_t end = text.find('\n', start);
+    std::string path =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    while (!path.empty() && std::isspace(static_cast<unsigned char>(path.back())) != 0)
+        path.pop_back();
+    return base_of(path);
+}
+
+// The file name of the first source location of a Triton IR (`#loc =
+// loc("/.../c4xee....py":18:0)`).
+std::string ir_source_file(std::string_view ir) {
+    const std::size_t at = ir.find("loc(\"");
+    if (at == std::string_view::npos) return {};
+    const std::size_t end = ir.find('"', at + 5);
+    if (end == std::string_view::npos || end - at > 4096) return {};
+    return base_of(std::string(ir.substr(at + 5, end - at - 5)));
+}
+
 }  // namespace
 
 // XBLOCK and YBLOCK of a Triton IR (TritonVariant::x_block, y_block): the constant that
@@ -373,10 +402,10 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache) {
         // The kernel's body: from its `def` to the end of the source string it is in.
         const auto body_start = static_cast<std::size_t>(it->position() + it->length());
         const std::size_t body_end = text.find("'''", body_start);
-        defined[name] = {
-            std::move(params),
-            positive_arguments(std::string_view(text).substr(body_start, body_end - body_start),
-                               pointers)};
+        const std::string_view body =
+            std::string_view(text).substr(body_start, body_end - body_start);
+        defined[name] = {std::move(params), positive_arguments(body, pointers),
+                         index_bounds(body, pointers), kernel_file_before(text, from)};
     }
     for (auto& [at, extern_call] : externs) {
         extern_call.file = file;
@@ -461,8 +490,10 @@ InductorCache read_inductor_cache(const std::string& path) {
         const auto ptx = files.find(stem + ".ptx");
         if (cubin == files.end() || ptx == files.end()) continue;
         v.cubin = cubin->second;
-        if (const auto ttir = files.find(stem + ".ttir"); ttir != files.end())
+        if (const auto ttir = files.find(stem + ".ttir"); ttir != files.end()) {
             std::tie(v.x_block, v.y_block) = triton_program_blocks(ttir->second);
+            v.source_file = ir_source_file(ttir->second);
+        }
         for (const auto& e : parse_ptx_entries(ptx->second, path + ":" + ptx->first))
             if (e.name == v.name) v.params = e.params;
         v.num_warps = static_cast<int>(json_number(content, "num_warps").value_or(0));
@@ -528,6 +559,7 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
     InductorStats stats;
     std::set<std::string> reasons;
     std::unordered_map<std::string, std::size_t> launches;  // kernel -> launches seen so far
+    std::unordered_map<std::string, std::size_t> skipped_sites;  // kernel -> sites passed over
     const auto& nodes = graph.nodes();
     for (std::uint32_t n = 0; n < nodes.size(); ++n) {
         if (recipes.decision(n).rule != "triton") continue;
@@ -565,14 +597,42 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
         std::vector<const TritonCallSite*> sites;
         for (const TritonCallSite* c : all_sites)
             if (fitting_files.empty() || fitting_files.count(c->file)) sites.push_back(c);
-        // The wrapper runs once per step: the k-th launch is the k-th call site, step after step.
-        const TritonCallSite& site = *sites[launch % sites.size()];
+        // The variants a call site can launch: those compiled from its own kernel file where
+        // the wrapper and the IR name it (a training step's forward and backward graphs may
+        // each have a `triton_poi_fused__to_copy_10`, with other sizes: the other's image wrote
+        // past the buffers), that fit its arguments.
+        auto fitting_of = [&](const TritonCallSite& site) {
+            const TritonDefinition* d = cache.definition_of(site);
+            const std::string own = d != nullptr ? d->kernel_file : std::string();
+            std::vector<const TritonVariant*> out;
+            for (const bool by_file : {true, false}) {
+                for (const TritonVariant* v : variants)
+                    if ((!by_file || (!own.empty() && v->source_file == own)) && fits(site, *v))
+                        out.push_back(v);
+                if (!out.empty()) break;
+            }
+            return out;
+        };
+        // The wrapper runs once per step: the k-th launch is the k-th call site, step after
+        // step; where that site's variants do not cover the recorded grid and a later one's do
+        // (the files' order is not the graphs'), the later one, and the count goes on from it.
+        std::size_t& skip = skipped_sites[name];
+        std::size_t pick = (launch + skip) % sites.size();
+        for (std::size_t i = 0; i < sites.size(); ++i) {
+            const TritonCallSite& candidate = *sites[(launch + skip + i) % sites.size()];
+            const TritonDefinition* d = cache.definition_of(candidate);
+            if (covering(fitting_of(candidate), candidate, d != nullptr ? &d->params : nullptr,
+                         a)) {
+                pick = (launch + skip + i) % sites.size();
+                skip += i;
+                break;
+            }
+        }
+        const TritonCallSite& site = *sites[pick];
         stats.site_of_node[n] = static_cast<std::size_t>(&site - cache.calls.data());
         const TritonDefinition* defined = cache.definition_of(site);
         const auto* sig = defined != nullptr ? &defined->params : nullptr;
-        std::vector<const TritonVariant*> fitting;
-        for (const TritonVariant* v : variants)
-            if (fits(site, *v)) fitting.push_back(v);
+        std::vector<const TritonVariant*> fitting = fitting_of(site);
         if (fitting.empty()) fitting.push_back(variants.front());
         const TritonVariant* chosen = covering(fitting, site, sig, a);
         const TritonVariant& v = chosen != nullptr ? *chosen : *fitting.front();
@@ -616,6 +676,9 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
                         const auto& [param, type] = (*sig)[i];
                         arg.read = param.starts_with("in_ptr") || param.starts_with("in_out_ptr");
                         arg.positive = defined->positive.count(param) > 0;
+                        if (const auto b = defined->index_bounds.find(param);
+                            b != defined->index_bounds.end())
+                            arg.index_bound = b->second;
                         if (type.starts_with("*")) arg.dtype = dtype_of_triton(type.substr(1));
                     }
                     const WrapperBuffer& b = c.size;

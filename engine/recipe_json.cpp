@@ -357,6 +357,7 @@ void write_recipe(JsonWriter& json, const Recipe& recipe) {
                         if (a.read) json.field("read", true);
                         if (a.graph_input) json.field("graph_input", true);
                         if (a.positive) json.field("positive", true);
+                        if (a.index_bound > 0) json.field("index_bound", a.index_bound);
                     } else
                         json.field("bits", a.bits).field("value", a.value);
                     json.end_object();

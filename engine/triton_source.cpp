@@ -1,8 +1,12 @@
 // What a Triton kernel's Python source says about the values of its arguments: which pointer
-// arguments hold values that reach a square root or a logarithm. See inductor_cache.h.
+// arguments hold values that reach a square root or a logarithm, and which hold indices checked
+// against a bound. See inductor_cache.h.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -66,17 +70,9 @@ bool reduction(std::string_view function) {
     return names.count(function) > 0;
 }
 
-}  // namespace
-
-std::set<std::string> positive_arguments(std::string_view body,
-                                         const std::vector<std::string>& parameters) {
-    const std::set<std::string_view> params(parameters.begin(), parameters.end());
-    // Per variable, the parameters its value comes from. Statements are one per line, each an
-    // assignment (`tmp3 = tmp1 - tmp2`, `a, b, c = triton_helpers.welford_reduce(...)`) or a call
-    // (`tl.store(...)`); a reduction loop's carried variables need a second pass.
-    std::map<std::string, std::set<std::string>, std::less<>> sources;
-    std::set<std::string> positive;
-    // One statement per entry: a call's arguments may go on over lines (`welford_reduce(` ...).
+// The kernel's statements, one per entry: a call's arguments may go on over lines
+// (`welford_reduce(` ...).
+std::vector<std::string> statements(std::string_view body) {
     std::vector<std::string> lines;
     int open = 0;
     for (std::size_t start = 0; start < body.size();) {
@@ -91,6 +87,163 @@ std::set<std::string> positive_arguments(std::string_view body,
         open = std::max(open, 0);
         start = end + 1;
     }
+    return lines;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0)
+        s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0)
+        s.remove_suffix(1);
+    return s;
+}
+
+// `name = expression` with one plain name on the left (not `==`, `<=`, a tuple or a call).
+std::optional<std::pair<std::string_view, std::string_view>> assignment(std::string_view line) {
+    line = trim(line);
+    const std::size_t eq = line.find(" = ");
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string_view target = trim(line.substr(0, eq));
+    if (target.empty() || !std::all_of(target.begin(), target.end(), identifier_char))
+        return std::nullopt;
+    return std::pair{target, trim(line.substr(eq + 3))};
+}
+
+std::optional<std::int64_t> whole_number(std::string_view text) {
+    text = trim(text);
+    if (text.empty() || text.size() > 18) return std::nullopt;
+    std::int64_t value = 0;
+    for (char c : text) {
+        if (std::isdigit(static_cast<unsigned char>(c)) == 0) return std::nullopt;
+        value = value * 10 + (c - '0');
+    }
+    return value;
+}
+
+// The comma-separated arguments of the call whose parenthesis opens at `open`, at depth one.
+std::vector<std::string_view> call_arguments(std::string_view text, std::size_t open) {
+    const std::string_view inside = parenthesised(text, open);
+    std::vector<std::string_view> out;
+    int depth = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= inside.size(); ++i) {
+        if (i == inside.size() || (inside[i] == ',' && depth == 0)) {
+            out.push_back(trim(inside.substr(start, i - start)));
+            start = i + 1;
+            continue;
+        }
+        if (inside[i] == '(' || inside[i] == '[') ++depth;
+        if (inside[i] == ')' || inside[i] == ']') --depth;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::int64_t> index_bounds(std::string_view body,
+                                                 const std::vector<std::string>& parameters) {
+    const std::set<std::string_view> params(parameters.begin(), parameters.end());
+    const std::vector<std::string> lines = statements(body);
+    std::map<std::string_view, std::string_view> defined;  // variable -> its expression
+    for (const std::string& line : lines)
+        if (const auto a = assignment(line)) defined[a->first] = a->second;
+
+    // The parameter a checked value was loaded from, through what Inductor writes between the
+    // load and the check and nothing else: the wrap of a negative index (`tmp1 = tmp0 + 50000`,
+    // `tmp2 = tmp0 < 0`, `tmp3 = tl.where(tmp2, tmp1, tmp0)`), casts and broadcasts. Any other
+    // arithmetic (`tmp0 + 1`) would move values drawn below the bound past it: no parameter.
+    std::function<bool(std::string_view, std::int64_t, int, std::set<std::string_view>&)> source;
+    source = [&](std::string_view expr, std::int64_t bound, int depth,
+                 std::set<std::string_view>& found) -> bool {
+        expr = trim(expr);
+        if (depth > 32) return false;
+        if (whole_number(expr)) return true;
+        if (const auto d = defined.find(expr); d != defined.end())
+            return source(d->second, bound, depth + 1, found);
+        auto call = [&](std::string_view name) -> std::optional<std::vector<std::string_view>> {
+            if (!expr.starts_with(name) || expr.size() <= name.size() || expr[name.size()] != '(' ||
+                parenthesised(expr, name.size()).size() + name.size() + 2 != expr.size())
+                return std::nullopt;
+            return call_arguments(expr, name.size());
+        };
+        if (const auto a = call("tl.load")) {
+            const auto ids = identifiers(a->empty() ? std::string_view() : a->front());
+            if (ids.empty() || !params.count(ids.front())) return false;
+            found.insert(ids.front());
+            return true;
+        }
+        if (const auto a = call("tl.broadcast_to"); a && !a->empty())
+            return source(a->front(), bound, depth + 1, found);
+        if (const auto a = call("tl.full"); a && a->size() >= 2)  // a constant, checked below
+            return whole_number(a->at(1)).has_value();
+        if (const auto a = call("tl.where"); a && a->size() == 3)  // the condition picks a branch
+            return source(a->at(1), bound, depth + 1, found) &&
+                   source(a->at(2), bound, depth + 1, found);
+        if (const std::size_t to = expr.rfind(".to(");
+            to != std::string_view::npos && expr.back() == ')' &&
+            parenthesised(expr, to + 3).size() + to + 5 == expr.size())
+            return source(expr.substr(0, to), bound, depth + 1, found);
+        if (const std::size_t plus = expr.find(" + "); plus != std::string_view::npos) {
+            // The wrap: the value plus the bound (only ever taken for a negative value).
+            const std::string_view lhs = trim(expr.substr(0, plus)),
+                                   rhs = trim(expr.substr(plus + 3));
+            std::optional<std::int64_t> added = whole_number(rhs);
+            if (const auto d = defined.find(rhs); !added && d != defined.end())
+                if (d->second.starts_with("tl.full(")) {
+                    const auto a = call_arguments(d->second, 7);
+                    if (a.size() >= 2) added = whole_number(a[1]);
+                }
+            return added == bound && source(lhs, bound, depth + 1, found);
+        }
+        return false;
+    };
+
+    std::map<std::string, std::int64_t> bounds;
+    std::set<std::string> unsure;  // checked through other arithmetic somewhere: left alone
+    static constexpr std::string_view kMessage = "index out of bounds: 0 <= ";
+    for (const std::string& line : lines) {
+        const std::size_t at = line.find(kMessage);
+        if (line.find("tl.device_assert(") == std::string::npos || at == std::string::npos)
+            continue;
+        const std::size_t end = line.find('"', at);
+        const std::string_view message =
+            std::string_view(line).substr(at + kMessage.size(), end - at - kMessage.size());
+        const std::size_t less = message.rfind(" < ");
+        if (less == std::string_view::npos) continue;
+        const std::optional<std::int64_t> bound = whole_number(message.substr(less + 3));
+        std::set<std::string_view> found;
+        const bool clean = bound && *bound > 0 && source(message.substr(0, less), *bound, 0, found);
+        if (!clean || found.size() != 1) {
+            // Every parameter that reaches such a check stays as it was (a symbolic bound: `ks0`).
+            std::set<std::string_view> seen;
+            std::function<void(std::string_view)> reach = [&](std::string_view expr) {
+                for (std::string_view id : identifiers(expr)) {
+                    if (params.count(id)) unsure.insert(std::string(id));
+                    if (const auto d = defined.find(id);
+                        d != defined.end() && seen.insert(id).second)
+                        reach(d->second);
+                }
+            };
+            reach(message);
+            continue;
+        }
+        const std::string param(*found.begin());
+        const auto [it, added] = bounds.emplace(param, *bound);
+        if (!added) it->second = std::min(it->second, *bound);
+    }
+    for (const std::string& p : unsure) bounds.erase(p);
+    return bounds;
+}
+
+std::set<std::string> positive_arguments(std::string_view body,
+                                         const std::vector<std::string>& parameters) {
+    const std::set<std::string_view> params(parameters.begin(), parameters.end());
+    // Per variable, the parameters its value comes from. Statements are one per line, each an
+    // assignment (`tmp3 = tmp1 - tmp2`, `a, b, c = triton_helpers.welford_reduce(...)`) or a call
+    // (`tl.store(...)`); a reduction loop's carried variables need a second pass.
+    std::map<std::string, std::set<std::string>, std::less<>> sources;
+    std::set<std::string> positive;
+    const std::vector<std::string> lines = statements(body);
     auto sources_of = [&](std::string_view expression) {
         std::set<std::string> from;
         for (std::string_view id : identifiers(expression)) {

@@ -69,6 +69,7 @@ void encode_detail(Encoder& e, const TritonRecipe& t) {
     for (const auto& a : t.args) {
         e.u8(a.pointer).i64(a.bits).i64(a.value).i64(a.bytes).str(a.buffer);
         e.u8(static_cast<std::uint8_t>(a.dtype)).u8(a.read).u8(a.graph_input).u8(a.positive);
+        e.i64(a.index_bound);
     }
 }
 
@@ -164,6 +165,7 @@ TritonRecipe decode_triton(Decoder& d) {
         a.read = d.u8() != 0;
         a.graph_input = d.u8() != 0;
         a.positive = d.u8() != 0;
+        a.index_bound = d.i64();
     }
     return t;
 }

@@ -229,6 +229,7 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
         void* data = nullptr;
         if (a.bytes > 0) {
             auto [it, added] = buffers.emplace(a.buffer, nullptr);
+            const int index_bytes = a.dtype == DType::Int64 ? 8 : a.dtype == DType::Int32 ? 4 : 0;
             if (added) {
                 const std::optional<FillType> fill = fill_type(a.dtype);
                 const std::size_t size = fill ? element_size(a.dtype) : 1;
@@ -241,8 +242,20 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
                 it->second = buffer(MemoryKind::Device, role, fill, elements, size, why,
                                     a.positive ? FillRange::Positive : FillRange::Signed);
                 if (it->second == nullptr) return skipped(why);
-                // Integers (indices, offsets) are zeros: always in range.
-                if (!fill) REPLAY_CUDA_CALL(cudaMemsetAsync(it->second, 0, elements, setup_stream_.get()));
+                // Indices the kernel checks against a bound are drawn below it (in-place
+                // kernels pass a buffer twice: its smallest bound); other integers (offsets,
+                // positions) are zeros, which every check passes.
+                std::int64_t bound = 0;
+                for (const auto& other : t.args)
+                    if (other.pointer && other.buffer == a.buffer && other.index_bound > 0)
+                        bound = bound == 0 ? other.index_bound : std::min(bound, other.index_bound);
+                if (!fill && bound > 0 && index_bytes > 0)
+                    REPLAY_CUDA_CALL(launch_fill_indices(
+                        it->second, elements / static_cast<std::size_t>(index_bytes), index_bytes,
+                        bound, options_.seed * 0x9E3779B97F4A7C15ull + ++fills_,
+                        setup_stream_.get()));
+                else if (!fill)
+                    REPLAY_CUDA_CALL(cudaMemsetAsync(it->second, 0, elements, setup_stream_.get()));
             }
             data = it->second;
             if (a.read && added)

@@ -50,6 +50,21 @@ __global__ void fill_uniform_kernel(void* data, std::size_t count, int type, std
     }
 }
 
+__global__ void fill_indices_kernel(void* data, std::size_t count, int element_bytes,
+                                    std::uint64_t bound, std::uint64_t seed) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride) {
+        // The high 64 bits of bits x bound: uniform in [0, bound) to within 2^-64.
+        const std::uint64_t bits = splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull));
+        const std::uint64_t value = __umul64hi(bits, bound);
+        if (element_bytes == 8)
+            static_cast<std::int64_t*>(data)[i] = static_cast<std::int64_t>(value);
+        else
+            static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(value);
+    }
+}
+
 __global__ void l2_touch_kernel(const unsigned* sectors, std::size_t count, unsigned* sink) {
     constexpr std::size_t kWordsPerSector = 8;
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -193,6 +208,20 @@ cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, st
     const bool positive = range == FillRange::Positive;
     fill_uniform_kernel<<<blocks, kThreads, 0, stream>>>(
         data, count, static_cast<int>(type), seed, positive ? 0.5f : 1.0f, positive ? 1.0f : 0.0f);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_fill_indices(void* data, std::size_t count, int element_bytes,
+                                std::int64_t bound, std::uint64_t seed, cudaStream_t stream) {
+    if (count == 0) return cudaSuccess;
+    if (bound <= 0 || (element_bytes != 4 && element_bytes != 8) ||
+        (element_bytes == 4 && bound > 2147483647))
+        return cudaErrorInvalidValue;
+    constexpr unsigned kThreads = 256;
+    const std::size_t wanted = (count + kThreads - 1) / kThreads;
+    const unsigned blocks = static_cast<unsigned>(wanted < 4096 ? wanted : 4096);
+    fill_indices_kernel<<<blocks, kThreads, 0, stream>>>(data, count, element_bytes,
+                                                         static_cast<std::uint64_t>(bound), seed);
     return cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
 // Small device helpers of the CUDA backend (compiled by nvcc, C++17, no ATen): random fills for
-// GEMM operands, reads that bring buffers into L2 (warm-up reads, L2 eviction), and code that
-// empties the SMs' instruction caches.
+// GEMM operands and indices, reads that bring buffers into L2 (warm-up reads, L2 eviction), and
+// code that empties the SMs' instruction caches.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,6 +20,11 @@ enum class FillRange : int { Signed = 0, Positive = 1 };
 // (Positive); random bytes for Bytes. A pure function of (seed, index). Returns the launch error.
 cudaError_t launch_fill_uniform(void* data, std::size_t count, FillType type, std::uint64_t seed,
                                 cudaStream_t stream, FillRange range = FillRange::Signed);
+
+// Fills `count` integers of `element_bytes` (4 or 8) at `data` with uniform values in [0, bound):
+// indices that a kernel checks against `bound`. A pure function of (seed, index).
+cudaError_t launch_fill_indices(void* data, std::size_t count, int element_bytes,
+                                std::int64_t bound, std::uint64_t seed, cudaStream_t stream);
 
 // Reads [data, data + bytes) once through L2 (one load per 32-byte sector, the unit L2 fills),
 // so a following kernel finds it there. `sink` (4 bytes of device memory) receives a value only

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -286,6 +287,46 @@ TEST(InductorCache, TwoGraphsThatDefineOneKernelNameOtherwiseEachKeepTheirOwn) {
     EXPECT_TRUE(seen);
 }
 
+// Every Triton launch of every bundled compiled capture takes a variant whose block covers the
+// recorded grid with its call site's element count, and one compiled from the site's own
+// kernel file: the forward and backward graphs of a compiled DLRM each define a
+// `triton_poi_fused__to_copy_10` (131072 and 102400 elements) whose images were taken for one
+// another, and the one launched with the other's count wrote past its buffers (a device assert
+// two kernels later; tests/gpu/VALIDATION.md, thirtieth session).
+TEST(InductorCache, EveryTritonLaunchTakesAVariantOfItsOwnKernelThatCoversItsGrid) {
+    std::size_t checked = 0;
+    for (const char* name : {"dlrm_train_compiled", "gcn_train_compiled", "gpt2_compiled",
+                             "qwen2_decode_compiled", "resnet_compiled", "vit_compiled",
+                             "bert_compiled_graph", "llama_decode_compiled_graph"}) {
+        const auto a = compiled(name);
+        const auto cache = replay::read_inductor_cache(
+            trace_path(std::string("h200/") + name + ".inductor.tar.gz"));
+        std::map<std::string, const replay::TritonVariant*> by_hash;
+        for (const auto& v : cache.variants) by_hash[v.hash] = &v;
+        std::set<std::string> files_of_copy_10;
+        for (const auto& k : a->kernels) {
+            if (k.recipe.tier != replay::Tier::Triton) continue;
+            const auto& t = std::get<replay::TritonRecipe>(k.recipe.detail);
+            const replay::TritonVariant* v = by_hash.at(t.variant);
+            EXPECT_FALSE(v->source_file.empty()) << name << " " << t.kernel;
+            if (t.kernel == "triton_poi_fused__to_copy_10") files_of_copy_10.insert(v->source_file);
+            if (v->x_block <= 0 || v->y_block > 0 || t.grid[1] > 1) continue;
+            // One of its integers is its xnumel (others: a seed's offset, r0_numel).
+            bool covered = false;
+            for (const auto& arg : t.args)
+                covered |= !arg.pointer && arg.value > 0 &&
+                           (arg.value + v->x_block - 1) / v->x_block == t.grid[0];
+            EXPECT_TRUE(covered) << name << " " << t.kernel << " XBLOCK " << v->x_block << " grid "
+                                 << t.grid[0];
+            ++checked;
+        }
+        if (std::string(name) == "dlrm_train_compiled") {
+            EXPECT_EQ(files_of_copy_10.size(), 2u);
+        }
+    }
+    EXPECT_GT(checked, 100u);
+}
+
 TEST(InductorCache, AFolderReadsLikeItsTar) {
     const auto dir = std::filesystem::temp_directory_path() /
                      ("replay_inductor_" + std::to_string(::getpid()));
@@ -416,6 +457,70 @@ TEST(InductorCache, ArgumentsThatReachASquareRootOrALogarithmArePositive) {
                     "in_ptr0, out_ptr0):\n    tmp0 = tl.load(in_ptr0 + (x0))\n    tmp1 = "
                     "tl.sigmoid(tmp0)\n    tl.store(out_ptr0 + (x0), tmp1)\n",
                     {"in_ptr0", "out_ptr0"})
+                    .empty());
+}
+
+// Inductor's index checks give the indices' bounds (tests/gpu/VALIDATION.md, thirtieth session:
+// zeros put a compiled GCN's scatter_add on one row, 22x slower than recorded).
+TEST(InductorCache, IndexBoundsComeFromTheKernelsChecks) {
+    // A compiled GCN's gather-multiply-scatter (its source, shortened): in_ptr0 holds both rows
+    // of the edge index, each checked below 50000, the second after the negative-index wrap.
+    const std::string scatter =
+        R"(in_ptr0, in_ptr1, in_ptr2, out_ptr0, ynumel, xnumel, YBLOCK : tl.constexpr, XBLOCK : tl.constexpr):
+    tmp0 = tl.load(in_ptr0 + (800000 + y0), ymask, eviction_policy='evict_last')
+    tmp2 = tl.load(in_ptr0 + (y0), ymask, eviction_policy='evict_last')
+    tmp10 = tl.load(in_ptr2 + (y0), ymask, eviction_policy='evict_last')
+    tl.device_assert(((0 <= tmp0) & (tmp0 < 50000)) | ~(ymask), "index out of bounds: 0 <= tmp0 < 50000")
+    tmp3 = tl.full([1, 1], 50000, tl.int32)
+    tmp4 = tmp2 + tmp3
+    tmp5 = tmp2 < 0
+    tmp6 = tl.where(tmp5, tmp4, tmp2)
+    tl.device_assert(((0 <= tmp6) & (tmp6 < 50000)) | ~(ymask), "index out of bounds: 0 <= tmp6 < 50000")
+    tmp8 = tl.load(in_ptr1 + (x1 + 256*tmp6), xmask & ymask).to(tl.float32)
+    tl.atomic_add(out_ptr0 + (tl.broadcast_to(x1 + 256*tmp0, [YBLOCK, XBLOCK])), tmp8 * tmp10, xmask & ymask, sem='relaxed')
+)";
+    const std::vector<std::string> four = {"in_ptr0", "in_ptr1", "in_ptr2", "out_ptr0"};
+    EXPECT_EQ(replay::index_bounds(scatter, four),
+              (std::map<std::string, std::int64_t>{{"in_ptr0", 50000}}));
+    // A compiled DLRM's interaction: a cast after the load, the check on a broadcast, and the
+    // smaller of two bounds.
+    const std::string cat = R"(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    tmp9 = tl.load(in_ptr1 + ((-64) + x0), tmp6, eviction_policy='evict_last', other=0.0).to(tl.int64)
+    tmp10 = tl.full([XBLOCK], 9, tl.int32)
+    tmp11 = tmp9 + tmp10
+    tmp12 = tmp9 < 0
+    tmp13 = tl.where(tmp12, tmp11, tmp9)
+    tl.device_assert(((0 <= tl.broadcast_to(tmp13, [XBLOCK])) & (tl.broadcast_to(tmp13, [XBLOCK]) < 9)) | ~(tmp6), "index out of bounds: 0 <= tl.broadcast_to(tmp13, [XBLOCK]) < 9")
+    tmp15 = tl.load(in_ptr1 + (36 + x0), tmp6)
+    tl.device_assert((0 <= tmp15) & (tmp15 < 7), "index out of bounds: 0 <= tmp15 < 7")
+    tmp20 = tl.load(in_ptr0 + (tmp15 + 9*tmp13), tmp6).to(tl.float32)
+    tl.store(out_ptr0 + (x2), tmp20, None)
+)";
+    EXPECT_EQ(replay::index_bounds(cat, {"in_ptr0", "in_ptr1", "out_ptr0"}),
+              (std::map<std::string, std::int64_t>{{"in_ptr1", 7}}));
+    // Other arithmetic between the load and the check (values below the bound would pass it
+    // plus one), a wrap by another constant, a symbolic bound: no bound, the parameter stays zeros.
+    for (const char* between :
+         {"    tmp1 = tmp0 + 1\n    tl.device_assert((0 <= tmp1) & (tmp1 < 64), \"index out of "
+          "bounds: 0 <= tmp1 < 64\")\n",
+          "    tmp1 = tmp0 + 32\n    tmp2 = tmp0 < 0\n    tmp3 = tl.where(tmp2, tmp1, tmp0)\n    "
+          "tl.device_assert((0 <= tmp3) & (tmp3 < 64), \"index out of bounds: 0 <= tmp3 < 64\")\n",
+          "    tl.device_assert((0 <= tmp0) & (tmp0 < ks0), \"index out of bounds: 0 <= tmp0 < "
+          "ks0\")\n"}) {
+        const std::string body =
+            "in_ptr0, out_ptr0, ks0, xnumel):\n    tmp0 = tl.load(in_ptr0 + (x0), xmask)\n" +
+            std::string(between) +
+            "    tl.device_assert((0 <= tmp0) & (tmp0 < 64), \"index out of bounds: 0 <= tmp0 < "
+            "64\")\n";
+        EXPECT_TRUE(replay::index_bounds(body, {"in_ptr0", "out_ptr0"}).empty()) << between;
+    }
+    // Two parameters in one checked value: neither.
+    EXPECT_TRUE(replay::index_bounds(
+                    "a):\n    tmp0 = tl.load(in_ptr0 + (x0))\n    tmp1 = tl.load(in_ptr1 + (x0))\n"
+                    "    tmp2 = tl.where(tmp0 < 0, tmp0, tmp1)\n"
+                    "    tl.device_assert((0 <= tmp2) & (tmp2 < 8), \"index out of bounds: 0 <= "
+                    "tmp2 < 8\")\n",
+                    {"in_ptr0", "in_ptr1"})
                     .empty());
 }
 

@@ -59,6 +59,10 @@ struct TritonVariant {
     // differ in them.
     std::int64_t x_block = 0;
     std::int64_t y_block = 0;
+    // The kernel's own Python file (its name, "c4xee....py"), as its Triton IR's first location
+    // names it; empty when not known. Two compiled graphs (a training step's forward and
+    // backward) may each define a kernel of one name with other code.
+    std::string source_file;
 };
 
 // A buffer of the wrapper: its allocation's bytes (after following reinterpret_tensor and
@@ -117,6 +121,12 @@ struct TritonDefinition {
     // Its pointer arguments whose values reach a square root or a logarithm (positive_arguments):
     // a variance, a scale.
     std::set<std::string> positive;
+    // Its pointer arguments that hold indices and the bound each is checked against
+    // (index_bounds).
+    std::map<std::string, std::int64_t> index_bounds;
+    // Its own Python file's name, from the wrapper's `# kernel path:` comment before it
+    // (TritonVariant::source_file); empty when the wrapper has none.
+    std::string kernel_file;
 };
 
 struct InductorCache {
@@ -150,6 +160,16 @@ void parse_wrapper_code(std::string_view python, InductorCache& cache);
 // slow path: a compiled ResNet-50's batch-norm kernels ran 17-55% slower on it.
 std::set<std::string> positive_arguments(std::string_view body,
                                          const std::vector<std::string>& parameters);
+
+// Which of `parameters` hold indices that `body` checks against a bound, with the bound: the
+// parameters loaded, wrapped when negative (`tl.where(tmp0 < 0, tmp0 + 50000, tmp0)`) and checked
+// by Inductor's `tl.device_assert(... "index out of bounds: 0 <= tmp3 < 50000")`. Values drawn in
+// [0, bound) pass the check and spread over the indexed rows as the recording's did; zeros (what
+// integers get without a bound) send a scatter's every atomic to one row (a compiled GCN's
+// scatter_add ran 22x slower) and let a gather read one row from L1. A parameter that also
+// reaches a check through other arithmetic (`tmp0 + 1`) or a symbolic bound is left out.
+std::map<std::string, std::int64_t> index_bounds(std::string_view body,
+                                                 const std::vector<std::string>& parameters);
 
 struct InductorStats {
     std::size_t triton_kernels = 0;  // Triton launches in the trace

@@ -179,7 +179,7 @@ struct TritonArgument {
     std::int64_t value = 0;    // integers
     std::int64_t bytes = 0;    // pointers: the buffer's size; 0: a null pointer
     std::string buffer;        // pointers: the wrapper's buffer (arguments naming one share it)
-    DType dtype = DType::Unknown;  // pointers: the pointee (random floats; integers are zeros)
+    DType dtype = DType::Unknown;  // pointers: the pointee (random floats; integers: index_bound)
     // Pointers: the kernel reads it (Inductor's `in_ptr`/`in_out_ptr` parameters), and the buffer
     // is one of the compiled graph's inputs (`arg*`, `primals*`: weights and the step's inputs,
     // from before the step) rather than one an earlier kernel of the graph wrote (`buf*`). With
@@ -189,6 +189,9 @@ struct TritonArgument {
     // Pointers: its values reach a square root or a logarithm in the kernel (a variance): they
     // are filled positive, as the recording's were (see positive_arguments in inductor_cache.h).
     bool positive = false;
+    // Pointers to integers: the kernel checks its values as indices below this bound (see
+    // index_bounds in inductor_cache.h); they are drawn uniform in [0, index_bound). 0: zeros.
+    std::int64_t index_bound = 0;
     bool operator==(const TritonArgument&) const = default;
 };
 
