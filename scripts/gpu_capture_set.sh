@@ -73,6 +73,15 @@ declare -A sets=(
   [unet_infer]="--model unet"
   [unet_train]="--model unet --mode train"
   [mlp_fp8_infer]="--model mlp-fp8"
+  # The same hand-built models as users also run them: torch.compile, a CUDA graph, both.
+  [dlrm_infer_graph]="--model dlrm --mode inference --cuda-graph"
+  [dlrm_infer_compiled]="--model dlrm --mode inference --compile"
+  [dlrm_train_compiled]="--model dlrm --compile"
+  [gcn_train_compiled]="--model gcn --compile"
+  [unet_infer_graph]="--model unet --cuda-graph"
+  [unet_infer_compiled]="--model unet --compile"
+  [unet_infer_compiled_graph]="--model unet --compile-mode reduce-overhead"
+  [unet_train_compiled]="--model unet --mode train --compile"
 )
 order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_prefill gpt2_train gpt2_train.et
        mlp_compiled mixtral_prefill mixtral_decode qwen2_decode qwen2_decode_graph bert_infer t5_train vit_infer
@@ -81,7 +90,9 @@ order=(bloom_b1 bloom_b1.et bloom_b4s128 llama_decode llama_decode_graph llama_p
        qwen2_decode_compiled_graph bert_compiled_graph resnet_compiled_graph vit_compiled_graph
        qwen2_prefill_compiled_graph llama_decode_compiled_graph bert_infer_fp32 bert_infer_tf32 gpt2_train_tf32 t5_infer llama_train gpt2_infer
        resnet_train_nhwc_bench resnet_infer_bench qwen2_train convnext_train whisper_infer mamba_infer lstm_train
-       lstm_infer dlrm_train dlrm_infer gcn_train unet_infer unet_train mlp_fp8_infer)
+       lstm_infer dlrm_train dlrm_infer gcn_train unet_infer unet_train mlp_fp8_infer dlrm_infer_graph
+       dlrm_infer_compiled dlrm_train_compiled gcn_train_compiled unet_infer_graph unet_infer_compiled
+       unet_infer_compiled_graph unet_train_compiled)
 [ $# -gt 0 ] && order=("$@")
 for name in "${order[@]}"; do
   start=$(date +%s)
