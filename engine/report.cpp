@@ -217,11 +217,13 @@ void finalize_report(Report& r) {
     double predicted = 0;
     std::vector<double> abs_errors;
     std::vector<std::pair<double, std::int64_t>> abs_errors_per_launch;
+    double abs_error_us = 0;
     for (const auto& k : r.kernels) {
         if (!was_replayed(k)) continue;
         const double n = static_cast<double>(k.count);
         replayed_total += k.replayed_us.mean * n;
         recorded_total += k.recorded_us.sum;
+        abs_error_us += std::fabs(k.replayed_us.mean * n - k.recorded_us.sum);
         predicted += k.replayed_us.median * n;
         if (k.kind == "kernel") {
             covered += k.recorded_us.sum;
@@ -240,6 +242,7 @@ void finalize_report(Report& r) {
     t.replayed_recorded_us = recorded_total;
     t.total_error_pct =
         recorded_total > 0 ? (replayed_total - recorded_total) / recorded_total * 100.0 : NAN;
+    t.weighted_abs_error_pct = recorded_total > 0 ? abs_error_us / recorded_total * 100.0 : NAN;
     t.median_abs_error_pct = stats::median(std::move(abs_errors));
     t.median_abs_error_pct_per_launch = stats::median_of_counted(std::move(abs_errors_per_launch));
     // Only CUPTI records name the kernels a replay ran; other timings carry the recipe's label.

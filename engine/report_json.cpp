@@ -132,6 +132,7 @@ const std::vector<TotalsField>& totals_fields() {
         {"median_abs_error_pct", &T::median_abs_error_pct, R::NonNegative, true},
         {"median_abs_error_pct_per_launch", &T::median_abs_error_pct_per_launch, R::NonNegative,
          false},
+        {"weighted_abs_error_pct", &T::weighted_abs_error_pct, R::NonNegative, false},
         {"gemm_name_match", &T::gemm_name_match, R::ShareOrNull, true},
         {"predicted_total_us", &T::predicted_total_us, R::NonNegative, true},
         {"sequential_kernel_us", &T::sequential_kernel_us, R::NonNegative, true},

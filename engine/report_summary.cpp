@@ -181,6 +181,11 @@ void write_report_summary(std::ostream& out, const Report& r) {
         print(out, "  median |error| per kernel %12.2f%% (unique kernels), %s (launches)\n",
               t.median_abs_error_pct,
               figure("%.2f%%", t.median_abs_error_pct_per_launch, nothing).c_str());
+    if (std::isfinite(t.weighted_abs_error_pct))
+        print(out,
+              "  |error| weighted by time  %12.2f%% of the recorded time (kernel by kernel: "
+              "errors of opposite sign do not offset)\n",
+              t.weighted_abs_error_pct);
     std::size_t two_speeds = 0;
     double two_speeds_us = 0;
     for (const auto& k : r.kernels)

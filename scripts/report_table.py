@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """One line per report.json: mode, share of recorded kernel time replayed, replayed vs recorded
-total, median per-kernel |error|, GEMM name match, failures. For GPU sessions' logs.
+total, median per-kernel |error|, |error| weighted by time (errors of opposite sign do not
+offset), GEMM name match, failures. For GPU sessions' logs.
 
 Usage: scripts/report_table.py REPORT_OR_DIR...   (a folder means its report.json)
 """
@@ -14,7 +15,7 @@ def num(value, fmt):
 
 
 def main(paths):
-    print(f"{'report':<44}{'mode':<11}{'replayed':>9}{'total err':>10}{'med |err|':>10}"
+    print(f"{'report':<44}{'mode':<11}{'replayed':>9}{'total err':>10}{'med |err|':>10}{'w |err|':>9}"
           f"{'gemm names':>11}{'failed':>7}")
     status = 0
     for path in paths:
@@ -30,7 +31,8 @@ def main(paths):
         failed = sum(1 for k in report.get("kernels", []) if k.get("disposition") == "failed")
         print(f"{path[-43:]:<44}{report.get('mode', '?'):<11}"
               f"{num(t.get('replayed_coverage'), '.4f'):>9}{num(t.get('total_error_pct'), '+.2f'):>10}"
-              f"{num(t.get('median_abs_error_pct'), '.2f'):>10}{num(t.get('gemm_name_match'), '.3f'):>11}"
+              f"{num(t.get('median_abs_error_pct'), '.2f'):>10}{num(t.get('weighted_abs_error_pct'), '.2f'):>9}"
+              f"{num(t.get('gemm_name_match'), '.3f'):>11}"
               f"{failed:>7}")
     return status
 

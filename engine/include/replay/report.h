@@ -123,6 +123,10 @@ struct ReportTotals {
     // handful of sub-microsecond one-off kernels, whose error is mostly timer quantisation,
     // weigh as much as they occur.
     double median_abs_error_pct_per_launch = NAN;
+    // Sum over replayed kernels of |replayed - recorded| time (each unique kernel's mean error
+    // times its count), as a share of their recorded time: what the replay got wrong kernel by
+    // kernel, where errors of opposite sign do not offset as they do in total_error_pct.
+    double weighted_abs_error_pct = NAN;
     double gemm_name_match = NAN;       // share of replayed GEMM time whose kernel name matched
     double predicted_total_us = NAN;    // unique mode: sum of count x replayed median
     double sequential_kernel_us = NAN;  // unique mode: kernel time of one sequential pass, when run
