@@ -63,6 +63,9 @@ void summary(std::ostream& out, const Report& r) {
              ? number(t.median_abs_error_pct_per_launch, 1) + " %"
              : "n/a",
          "median |error| per launch");
+    if (std::isfinite(t.weighted_abs_error_pct))
+        card(out, number(t.weighted_abs_error_pct, 1) + " %",
+             "|error| weighted by time (no offsetting)");
     card(out, percent(t.gemm_name_match), "GEMM time with the recorded kernel name");
     if (std::isfinite(t.predicted_total_us))
         card(out, microseconds(t.predicted_total_us), "unique: count x replayed median");

@@ -206,8 +206,11 @@ Report Session::finish(const char* mode, double seconds) {
     }
     for (auto& k : report_.kernels)
         if (k.outcome == KernelOutcome::Pending) {
+            // Its reason so far is its recipe's ("variant ... of ..."), which says what it was
+            // to run, not why it did not (a compiled DLRM's kernel after a worker's fault).
             k.outcome = KernelOutcome::Skipped;
-            if (k.reason.empty()) k.reason = "no timed activity came back for it";
+            k.reason = "no timed activity came back for it" +
+                       (k.reason.empty() ? std::string() : " (its recipe: " + k.reason + ")");
         }
     for (const auto& n : notes_) report_.notes.push_back(n);
     if (std::string note = other_grids_note(report_.kernels); !note.empty())

@@ -1446,7 +1446,9 @@ TEST(Drivers, RecordsThatStopMatchingAreLeftOutNotMisattributed) {
     t.launch("relu_k", 165, 1030, 4);
     t.op("aten::copy_", 250, 20);
     t.launch("Memcpy DtoD (Device -> Device)", 255, 1070, 2, 7, true);
-    const std::vector<Recipe> recipes = {relu(1), gemm(10), gemm(10, true), relu(2), copy()};
+    Recipe described = gemm(10);
+    described.reason = "cuBLASLt from the op's shapes";  // what the classifier said of it
+    const std::vector<Recipe> recipes = {relu(1), described, gemm(10, true), relu(2), copy()};
     auto a = analysis_of(t, "mismatch.json",
                          [&](const std::string&, std::size_t n) { return recipes.at(n); });
     FakeBackend b;
@@ -1467,6 +1469,9 @@ TEST(Drivers, RecordsThatStopMatchingAreLeftOutNotMisattributed) {
     EXPECT_EQ(kernel_named(r, "Memcpy DtoD (Device -> Device)").samples_us,
               (std::vector<double>{2.0, 2.0}));
     EXPECT_EQ(kernel_named(r, "gemm_k").outcome, KernelOutcome::Skipped);
+    // Why, not its recipe's text (which stays, named as such).
+    EXPECT_EQ(kernel_named(r, "gemm_k").reason,
+              "no timed activity came back for it (its recipe: cuBLASLt from the op's shapes)");
     ASSERT_EQ(r.timeline->iterations.size(), 2u);
     EXPECT_EQ(r.timeline->iterations[0].unattributed, 2u);  // the GEMM's two records
     // The figures still see every record the iteration ran.
