@@ -8,33 +8,11 @@
 #include <string>
 #include <utility>
 
+#include "replay/int_list.h"
 #include "replay/recipe.h"
 
 namespace replay::dataflow_detail {
 namespace {
-
-std::optional<std::int64_t> parse_int(std::string_view text) {
-    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc()) return std::nullopt;
-    return v;
-}
-
-std::optional<Dims> parse_list(std::string_view text) {
-    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
-    text = text.substr(1, text.size() - 2);
-    Dims out;
-    while (!text.empty()) {
-        const auto comma = text.find(',');
-        auto v = parse_int(text.substr(0, comma));
-        if (!v) return std::nullopt;
-        out.push_back(*v);
-        if (comma == std::string_view::npos) break;
-        text.remove_prefix(comma + 1);
-    }
-    return out;
-}
 
 // "[2., 2.]": a list of floats (upsampling's scale factors).
 std::optional<std::vector<double>> parse_float_list(std::string_view text) {
@@ -110,7 +88,7 @@ bool plausible_lengths(const Dims& dims) {
 // A per-spatial-dimension argument (stride [2, 2], or [2] for every dimension); `fallback` where
 // the argument is empty (max_pool2d's stride defaults to its kernel size).
 std::optional<Dims> per_dim(std::string_view text, std::size_t spatial, const Dims& fallback) {
-    auto list = parse_list(text);
+    auto list = parse_int_list(text);
     if (!list || list->empty()) {
         if (text.empty() || text == "[]") return fallback;
         return std::nullopt;
@@ -280,7 +258,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
     if (name == "aten::empty" || name == "aten::zeros" || name == "aten::ones" ||
         name == "aten::full" || name == "aten::empty_strided" || name == "aten::randn" ||
         name == "aten::rand")
-        return parse_list(concrete(0));
+        return parse_int_list(concrete(0));
     if (name == "aten::cat" || name == "aten::concat" || name == "aten::concatenate" ||
         name == "aten::_cat" || name == "aten::stack") {
         // A TensorList's elements, joined along `dim` (cat; legacy empty 1-D elements are
@@ -329,7 +307,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
                                                                                 : 0;
         if (spatial == 0 || spatial > rank || !plausible_lengths(*in0)) return std::nullopt;
         Dims out(in0->begin(), in0->end() - static_cast<std::ptrdiff_t>(spatial));
-        if (const auto size = parse_list(concrete(1)); size && size->size() == spatial) {
+        if (const auto size = parse_int_list(concrete(1)); size && size->size() == spatial) {
             if (!plausible_lengths(*size)) return std::nullopt;
             out.insert(out.end(), size->begin(), size->end());
             return out;
@@ -369,7 +347,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         name == "aten::new_empty" || name == "aten::new_zeros" || name == "aten::empty_like" ||
         name == "aten::_reshape_alias") {
         if (name == "aten::empty_like") return *in0;
-        auto out = parse_list(concrete(1));
+        auto out = parse_int_list(concrete(1));
         if (!out) return std::nullopt;
         std::int64_t known = 1, unknown = -1;
         for (std::size_t i = 0; i < out->size(); ++i) {
@@ -396,7 +374,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         return out;
     }
     if (name == "aten::permute") {
-        auto order = parse_list(concrete(1));
+        auto order = parse_int_list(concrete(1));
         if (!order || order->size() != rank) return std::nullopt;
         Dims out;
         for (auto d : *order) {
@@ -489,6 +467,36 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
             bags = (*offsets)[0] - (concrete(7) == "True" ? 1 : 0);
         if (bags <= 0) return std::nullopt;
         return Dims{bags, (*in0)[1]};
+    }
+    if (name == "aten::_grouped_mm") {
+        // (self, mat2, offs, ...): a MoE's experts' GEMMs in one call. 2-D x 3-D: the routed
+        // rows times each group's [k, n]; 3-D x 3-D: a batch; 2-D x 2-D: a group per offset
+        // (k split); 3-D x 2-D: n split. The elementwise rule broadcast [rows, k] with
+        // [groups, k, n].
+        const Dims* b = dims(1);
+        if (b == nullptr) return std::nullopt;
+        if (rank == 2 && b->size() == 3) return Dims{(*in0)[0], (*b)[2]};
+        if (rank == 3 && b->size() == 3) return Dims{(*in0)[0], (*in0)[1], (*b)[2]};
+        if (rank == 3 && b->size() == 2) return Dims{(*in0)[1], (*b)[1]};
+        const Dims* offs = dims(2);
+        if (rank == 2 && b->size() == 2 && offs != nullptr && offs->size() == 1)
+            return Dims{(*offs)[0], (*in0)[0], (*b)[1]};
+        return std::nullopt;
+    }
+    if (name == "aten::index") {
+        // x[idx] with one integer index tensor: its dims, then the rest of self's. A list Kineto
+        // recorded as [] (its usual record), several tensors, a leading None it does not show,
+        // or a mask of self's leading dims (a data-dependent count): no output, rather than the
+        // elementwise rule's self dims, which a later read of that size would take for it.
+        const std::vector<Dims> parts =
+            s.inputs.size() > 1 ? list_elements(s.inputs[1]) : std::vector<Dims>{};
+        if (parts.size() != 1 || parts[0].empty() || rank == 0) return std::nullopt;
+        const Dims& idx = parts[0];
+        if (idx.size() <= rank && std::equal(idx.begin(), idx.end(), in0->begin()))
+            return std::nullopt;
+        Dims out = idx;
+        out.insert(out.end(), in0->begin() + 1, in0->end());
+        return out;
     }
     if (name == "aten::gather") {  // one element per index
         const Dims* idx = dims(2);
@@ -596,7 +604,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
         return out;
     }
     if (name.starts_with("aten::adaptive_") || name.starts_with("aten::_adaptive_")) {
-        const auto size = parse_list(concrete(1));
+        const auto size = parse_int_list(concrete(1));
         if (!size || size->empty() || size->size() > rank) return std::nullopt;
         Dims out(in0->begin(), in0->end() - static_cast<std::ptrdiff_t>(size->size()));
         for (std::size_t i = 0; i < size->size(); ++i)  // None keeps the input's length
@@ -605,7 +613,7 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
     }
     if (name == "aten::sum" || name == "aten::mean" || name == "aten::amax" ||
         name == "aten::amin") {
-        auto reduced = parse_list(concrete(1));
+        auto reduced = parse_int_list(concrete(1));
         if (!reduced) return s.inputs.size() == 1 || concrete(1).empty() ? std::optional<Dims>(Dims{})
                                                                           : std::nullopt;
         const bool keep = concrete(2) == "True";

@@ -420,6 +420,25 @@ TEST(Dataflow, CatsStacksUpsamplesAndFlattensHaveTheirOwnOutputShapes) {
     EXPECT_EQ(storage(t, 2, 0), output(t, 1));    // the upsample's: twice its input's lengths
 }
 
+// A MoE's grouped GEMM gives the routed rows times each expert's width (the elementwise rule had
+// broadcast [rows, k] with [experts, k, n]: [8, 1024, 1024]); aten::index with its list
+// recorded as [] (Kineto's usual record) gives no output rather than self's dims, which a later
+// read of that size would take for it.
+TEST(Dataflow, GroupedGemmsHaveTheirOutputShapeAndAnUnseenIndexNone) {
+    TraceBuilder b;
+    b.op("aten::_grouped_mm", 0, 2, "[[1024, 1024], [8, 1024, 7168], [8], [], []]",
+         "[\"c10::BFloat16\", \"c10::BFloat16\", \"int\", \"\", \"\"]");
+    b.op("aten::silu", 10, 2, "[[1024, 7168]]", "[\"c10::BFloat16\"]");
+    b.op("aten::relu", 20, 2, "[[512, 1024]]", "[\"c10::BFloat16\"]");
+    b.op("aten::index", 30, 2, "[[512, 1024], []]", "[\"c10::BFloat16\", \"\"]");
+    b.op("aten::relu", 40, 2, "[[512, 1024]]", "[\"c10::BFloat16\"]");
+    replay::Trace t = inferred(b);
+    EXPECT_EQ(storage(t, 1, 0), output(t, 0));  // silu reads the grouped GEMM's [1024, 7168]
+    // The second relu reads the first relu's output, not the index's (which has none).
+    EXPECT_NE(storage(t, 4, 0), t.storages.output(3, 0).storage);
+    EXPECT_EQ(storage(t, 4, 0), output(t, 2));
+}
+
 // aten::conv2d(input, weight, bias, stride, padding, dilation, groups)'s recorded types.
 const std::string kConv2dTypes =
     "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]";
