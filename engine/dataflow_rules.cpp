@@ -483,6 +483,18 @@ std::optional<Dims> output_dims(const Trace& trace, std::string_view name, const
             return Dims{(*offs)[0], (*in0)[0], (*b)[1]};
         return std::nullopt;
     }
+    if (name == "aten::_cudnn_rnn") {
+        // (input, weights[], weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size,
+        // num_layers, batch_first, dropout, train, bidirectional, ...): the input's layout with
+        // each step's features, hidden (or projected) size times the directions.
+        const auto hidden = parse_int(concrete(7)), proj = parse_int(concrete(8));
+        if (!hidden || *hidden <= 0 || *hidden > kLongestLength || rank == 0) return std::nullopt;
+        const std::int64_t width = proj && *proj > 0 ? *proj : *hidden;
+        Dims out = *in0;
+        out.back() = width * (concrete(13) == "True" ? 2 : 1);
+        return out;
+    }
+    if (name == "aten::_cudnn_rnn_backward") return *in0;  // the input's gradient first
     if (name == "aten::index") {
         // x[idx] with one integer index tensor: its dims, then the rest of self's. A list Kineto
         // recorded as [] (its usual record), several tensors, a leading None it does not show,

@@ -439,6 +439,24 @@ TEST(Dataflow, GroupedGemmsHaveTheirOutputShapeAndAnUnseenIndexNone) {
     EXPECT_EQ(storage(t, 4, 0), output(t, 2));
 }
 
+// cuDNN's RNN: the input's layout with the hidden size times the directions (an LSTM of 512
+// from 1024 features, bidirectional: 1024 wide; the elementwise rule kept the input's 1024 only
+// when the sizes happened to agree).
+TEST(Dataflow, CudnnRnnsOutputTheirHiddenWidth) {
+    TraceBuilder b;
+    b.op("aten::_cudnn_rnn", 0, 2,
+         "[[32, 128, 256], [[2048, 256], [2048, 512], [2048], [2048]], [], [], [2, 32, 512], [2, "
+         "32, 512], [], [], [], [], [], [], [], [], [], []]",
+         "[\"float\", \"TensorList\", \"Scalar\", \"\", \"float\", \"float\", \"Scalar\", "
+         "\"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", "
+         "\"ScalarList\", \"\"]",
+         "[\"\", \"\", \"4\", \"\", \"\", \"\", \"2\", \"512\", \"0\", \"1\", \"True\", "
+         "\"0.\", \"True\", \"True\", \"[]\", \"\"]");
+    b.op("aten::relu", 10, 2, "[[32, 128, 1024]]", "[\"float\"]");
+    replay::Trace t = inferred(b);
+    EXPECT_EQ(storage(t, 1, 0), output(t, 0));
+}
+
 // aten::conv2d(input, weight, bias, stride, padding, dilation, groups)'s recorded types.
 const std::string kConv2dTypes =
     "[\"float\", \"float\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]";
