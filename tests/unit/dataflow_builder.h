@@ -9,8 +9,13 @@
 #include "replay/dataflow.h"
 #include "replay/kernel_graph.h"
 #include "replay/kineto_parser.h"
+#include "test_support.h"
 
 namespace dataflow_testing {
+
+using replay::InputOrigin;
+using replay::testing::source_path;
+using replay::testing::TempFile;
 
 // A Kineto trace written event by event: cpu ops with record_shapes arguments, and kernels
 // launched from an op (a cudaLaunchKernel inside it, correlated with the kernel).

@@ -21,9 +21,6 @@
 namespace {
 
 using namespace dataflow_testing;
-using replay::InputOrigin;
-using replay::testing::source_path;
-using replay::testing::TempFile;
 
 TEST(Dataflow, EachLayerWeightHasItsOwnStorage) {
     TraceBuilder b;

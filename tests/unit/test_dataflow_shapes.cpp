@@ -17,9 +17,6 @@
 namespace {
 
 using namespace dataflow_testing;
-using replay::InputOrigin;
-using replay::testing::source_path;
-using replay::testing::TempFile;
 
 // embedding_bag's output is one row per bag, not its table's dims: taken as the table's, it made
 // the next table of the same shape that output (DLRM's eight tables: seven read warm in the

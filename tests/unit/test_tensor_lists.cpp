@@ -15,9 +15,6 @@
 namespace {
 
 using namespace dataflow_testing;
-using replay::InputOrigin;
-using replay::testing::source_path;
-using replay::testing::TempFile;
 
 TEST(TensorLists, MultiTensorBlocksCountChunks) {
     std::vector<replay::ParameterShape> tensors{{{768}}, {{768, 2304}}, {{65536}}, {{65537}}};
