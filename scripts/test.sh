@@ -13,6 +13,6 @@ REPLAY_E2E_REQUIRED=1 ctest --test-dir build --output-on-failure -j2 -LE gpu
 cmake -S . -B build-asan -G Ninja -DREPLAY_SANITIZE=ON -DREPLAY_TORCH=OFF -DREPLAY_CUDA=OFF \
   -DREPLAY_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build-asan --target test_parser test_bad_input test_mutations test_execution_trace \
-  test_shape_log test_fuzz_regressions test_dataflow
+  test_shape_log test_fuzz_regressions test_dataflow test_dataflow_shapes test_tensor_lists
 ctest --test-dir build-asan --output-on-failure -j2 \
   -R '^(Parser|BadInput|Mutations|ExecutionTrace|ShapeLog|FuzzRegressions|Dataflow|DataflowAgainstEt|TensorLists)\.'
