@@ -13,9 +13,14 @@
 #include <vector>
 
 #include "replay/inductor_cache.h"
+#include "wrapper_text.h"
 
 namespace replay {
 namespace {
+
+using wrapper_text::integer;
+using wrapper_text::split;
+using wrapper_text::trim;
 
 bool identifier_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
@@ -90,14 +95,6 @@ std::vector<std::string> statements(std::string_view body) {
     return lines;
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0)
-        s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0)
-        s.remove_suffix(1);
-    return s;
-}
-
 // `name = expression` with one plain name on the left (not `==`, `<=`, a tuple or a call).
 std::optional<std::pair<std::string_view, std::string_view>> assignment(std::string_view line) {
     line = trim(line);
@@ -109,33 +106,16 @@ std::optional<std::pair<std::string_view, std::string_view>> assignment(std::str
     return std::pair{target, trim(line.substr(eq + 3))};
 }
 
+// A literal count or bound ("50000"): no sign, and short enough that it cannot overflow.
 std::optional<std::int64_t> whole_number(std::string_view text) {
     text = trim(text);
-    if (text.empty() || text.size() > 18) return std::nullopt;
-    std::int64_t value = 0;
-    for (char c : text) {
-        if (std::isdigit(static_cast<unsigned char>(c)) == 0) return std::nullopt;
-        value = value * 10 + (c - '0');
-    }
-    return value;
+    if (text.size() > 18 || text.starts_with('-')) return std::nullopt;
+    return integer(text);
 }
 
-// The comma-separated arguments of the call whose parenthesis opens at `open`, at depth one.
+// The comma-separated arguments of the call whose parenthesis opens at `open`.
 std::vector<std::string_view> call_arguments(std::string_view text, std::size_t open) {
-    const std::string_view inside = parenthesised(text, open);
-    std::vector<std::string_view> out;
-    int depth = 0;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= inside.size(); ++i) {
-        if (i == inside.size() || (inside[i] == ',' && depth == 0)) {
-            out.push_back(trim(inside.substr(start, i - start)));
-            start = i + 1;
-            continue;
-        }
-        if (inside[i] == '(' || inside[i] == '[') ++depth;
-        if (inside[i] == ')' || inside[i] == ']') --depth;
-    }
-    return out;
+    return split(parenthesised(text, open), ',');
 }
 
 }  // namespace
