@@ -617,25 +617,25 @@ InductorStats apply_inductor_cache(const KernelGraph& graph, NodeRecipes& recipe
         // step; where that site's variants do not cover the recorded grid and a later one's do
         // (the files' order is not the graphs'), the later one, and the count goes on from it.
         std::size_t& skip = skipped_sites[name];
-        std::size_t pick = (launch + skip) % sites.size();
-        for (std::size_t i = 0; i < sites.size(); ++i) {
-            const TritonCallSite& candidate = *sites[(launch + skip + i) % sites.size()];
+        const std::size_t first = launch + skip;
+        std::size_t pick = first % sites.size();
+        const TritonVariant* chosen = nullptr;
+        for (std::size_t i = 0; i < sites.size() && chosen == nullptr; ++i) {
+            const TritonCallSite& candidate = *sites[(first + i) % sites.size()];
             const TritonDefinition* d = cache.definition_of(candidate);
-            if (covering(fitting_of(candidate), candidate, d != nullptr ? &d->params : nullptr,
-                         a)) {
-                pick = (launch + skip + i) % sites.size();
-                skip += i;
-                break;
-            }
+            chosen =
+                covering(fitting_of(candidate), candidate, d != nullptr ? &d->params : nullptr, a);
+            if (chosen != nullptr) pick = (first + i) % sites.size(), skip += i;
         }
         const TritonCallSite& site = *sites[pick];
         stats.site_of_node[n] = static_cast<std::size_t>(&site - cache.calls.data());
         const TritonDefinition* defined = cache.definition_of(site);
         const auto* sig = defined != nullptr ? &defined->params : nullptr;
-        std::vector<const TritonVariant*> fitting = fitting_of(site);
-        if (fitting.empty()) fitting.push_back(variants.front());
-        const TritonVariant* chosen = covering(fitting, site, sig, a);
-        const TritonVariant& v = chosen != nullptr ? *chosen : *fitting.front();
+        if (chosen == nullptr) {  // no block tells: the site's first fitting variant, or any
+            const std::vector<const TritonVariant*> fitting = fitting_of(site);
+            chosen = fitting.empty() ? variants.front() : fitting.front();
+        }
+        const TritonVariant& v = *chosen;
         if (v.params.size() < site.args.size()) {
             fail("Triton kernel " + name + ": its PTX entry takes " +
                  std::to_string(v.params.size()) + " parameters, the call site passes " +
