@@ -233,6 +233,8 @@ class CudaBackend final : public Backend {
     std::vector<Launch> launches_;                    // handle h is launches_[h - 1]
     std::vector<std::vector<TouchList>> warm_reads_;  // per handle, decided when prepared
     std::uint64_t fills_ = 0;
+    // Each fill's own seed, from --seed: a replay draws the same data run after run.
+    std::uint64_t next_fill_seed() { return options_.seed * 0x9E3779B97F4A7C15ull + ++fills_; }
     int private_roles_ = 0;  // integer buffers of Triton launches: one each (prepare_triton)
 
     std::vector<CapturedGraph> graphs_;  // graph g is graphs_[g - 1]

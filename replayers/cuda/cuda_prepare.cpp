@@ -47,9 +47,8 @@ void* CudaBackend::buffer(MemoryKind kind, int role, std::optional<FillType> fil
     if (!lease) return nullptr;
     if (lease->created && fill) {
         // Fill the whole buffer: a later, larger recipe of the same dtype may reuse it.
-        const std::uint64_t seed = options_.seed * 0x9E3779B97F4A7C15ull + ++fills_;
-        REPLAY_CUDA_CALL(launch_fill_uniform(lease->data, lease->bytes / element_size, *fill, seed,
-                                             setup_stream_.get(), range));
+        REPLAY_CUDA_CALL(launch_fill_uniform(lease->data, lease->bytes / element_size, *fill,
+                                             next_fill_seed(), setup_stream_.get(), range));
     }
     return lease->data;
 }
@@ -229,7 +228,6 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
         void* data = nullptr;
         if (a.bytes > 0) {
             auto [it, added] = buffers.emplace(a.buffer, nullptr);
-            const int index_bytes = a.dtype == DType::Int64 ? 8 : a.dtype == DType::Int32 ? 4 : 0;
             if (added) {
                 const std::optional<FillType> fill = fill_type(a.dtype);
                 const std::size_t size = fill ? element_size(a.dtype) : 1;
@@ -245,6 +243,9 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
                 // Indices the kernel checks against a bound are drawn below it (in-place
                 // kernels pass a buffer twice: its smallest bound); other integers (offsets,
                 // positions) are zeros, which every check passes.
+                const int index_bytes = a.dtype == DType::Int64   ? 8
+                                        : a.dtype == DType::Int32 ? 4
+                                                                  : 0;
                 std::int64_t bound = 0;
                 for (const auto& other : t.args)
                     if (other.pointer && other.buffer == a.buffer && other.index_bound > 0)
@@ -252,8 +253,7 @@ Prepared CudaBackend::prepare_triton(const TritonRecipe& t) {
                 if (!fill && bound > 0 && index_bytes > 0)
                     REPLAY_CUDA_CALL(launch_fill_indices(
                         it->second, elements / static_cast<std::size_t>(index_bytes), index_bytes,
-                        bound, options_.seed * 0x9E3779B97F4A7C15ull + ++fills_,
-                        setup_stream_.get()));
+                        bound, next_fill_seed(), setup_stream_.get()));
                 else if (!fill)
                     REPLAY_CUDA_CALL(cudaMemsetAsync(it->second, 0, elements, setup_stream_.get()));
             }
