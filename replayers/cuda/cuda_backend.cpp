@@ -151,6 +151,10 @@ void CudaBackend::issue(std::uint32_t handle, int stream_index, std::uint64_t ta
 
     const NvtxRange range(next_range_);
     next_range_.clear();
+    if (!capture_) {
+        if (ran_uncaptured_.size() < handle) ran_uncaptured_.resize(handle, false);
+        ran_uncaptured_[handle - 1] = true;
+    }
     const IssueMark mark{tag, stream_index, false};
     timer_->begin(mark, stream);
     try {
@@ -275,6 +279,21 @@ std::string CudaBackend::capture_blocker(std::uint32_t handle, int stream_index)
     if (const auto* copy = std::get_if<CopyLaunch>(&launch); copy != nullptr && copy->pageable)
         return "a copy with pageable host memory, which the runtime stages synchronously, "
                "cannot be captured";
+    // A libtorch op's first run outside a capture: libtorch plans a cuDNN launch on first use
+    // and keeps the plan, and one made while capturing can be another. Planned first in a trial
+    // capture, a UNet's persistent cuDNN convolutions kept a fallback that launched 126 CTAs
+    // where the recording had 128 or 132, and ran 1.3x slow in every graph after (30 -> 39.7 us,
+    // H200). Only libtorch's ops: our own cuBLAS GEMMs run first outside a capture were timed
+    // 15-25% fast inside graphs (decode GEMMs, 8.6 -> 6.4 us; 8.35 recorded, 8.3 direct), for
+    // reasons not found (tests/gpu/VALIDATION.md, thirty-first session).
+    if (std::holds_alternative<AtenLaunch>(launch) &&
+        (handle > ran_uncaptured_.size() || !ran_uncaptured_[handle - 1])) {
+        try {
+            issue(handle, stream_index, 0);
+        } catch (const std::exception& e) {
+            return std::string("it failed when issued outside a capture: ") + e.what();
+        }
+    }
     // A trial capture on the step's own stream: what it records is discarded, nothing runs.
     // First without libtorch: a capture through libtorch that fails (an op that synchronizes)
     // is what can leave libtorch's generator in capture mode. Only an op that failed for want

@@ -232,6 +232,9 @@ class CudaBackend final : public Backend {
     std::map<std::string, std::shared_ptr<const TritonKernel>> triton_kernels_;  // by variant
     std::vector<Launch> launches_;                    // handle h is launches_[h - 1]
     std::vector<std::vector<TouchList>> warm_reads_;  // per handle, decided when prepared
+    // Per handle: it has run outside a capture (capture_blocker() makes sure it has before its
+    // trial capture).
+    std::vector<bool> ran_uncaptured_;
     std::uint64_t fills_ = 0;
     // Each fill's own seed, from --seed: a replay draws the same data run after run.
     std::uint64_t next_fill_seed() { return options_.seed * 0x9E3779B97F4A7C15ull + ++fills_; }

@@ -448,6 +448,29 @@ TEST_F(CudaBackendTest, AtenOpsNeedLibtorch) {
     }
 }
 
+// A libtorch op runs once outside any capture before its trial capture: libtorch keeps the
+// cuDNN plan of an op's first run, and one planned inside a capture can be a fallback (a UNet's
+// persistent convolutions launched 126 CTAs instead of 128 and ran 1.3x slow in every graph
+// after). The trial itself records nothing that runs; the first run leaves a kernel record.
+TEST_F(CudaBackendTest, ALibtorchOpRunsOutsideACaptureBeforeItsTrialCapture) {
+    if (backend_->environment().libtorch_version.empty()) GTEST_SKIP() << "no libtorch";
+    AtenRecipe op;
+    op.op = "aten::relu";
+    op.args.push_back(half_tensor({64, 1024}));
+    const std::uint32_t handle = prepare_ready(as_aten_recipe(op));
+    backend_->synchronize();
+    backend_->collect();
+    EXPECT_EQ(backend_->capture_blocker(handle, 0), "");
+    backend_->synchronize();
+    const auto first = backend_->collect();
+    ASSERT_EQ(first.size(), 1u) << "the op's first run, outside the trial capture";
+    EXPECT_NE(first.front().name.find("elementwise"), std::string::npos) << first.front().name;
+    // Once is enough: a second trial runs nothing.
+    EXPECT_EQ(backend_->capture_blocker(handle, 0), "");
+    backend_->synchronize();
+    EXPECT_TRUE(backend_->collect().empty());
+}
+
 // Unique mode's --context recorded and sequential mode read into L2 the inputs the recording had
 // cached: an elementwise add over two 8 MiB activations, both just written in the recording,
 // runs measurably faster after warm_inputs than after an L2 flush alone.
