@@ -201,6 +201,18 @@ void write_report_summary(std::ostream& out, const Report& r) {
               "n/a");
     else
         print(out, "  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
+    // A kernel timed by a launch of another grid ran as the library configured it here, not as
+    // recorded (session.cpp's note names them): a figure to see before reading its error.
+    std::size_t other_grid = 0;
+    double other_grid_us = 0;
+    for (const auto& k : r.kernels)
+        if (!k.replayed_grids.empty()) ++other_grid, other_grid_us += k.recorded_us.sum;
+    if (other_grid > 0)
+        print(out,
+              "  another launch grid       %12zu kernel(s), %.1f%% of the recorded time (the "
+              "library launched them otherwise than recorded; replayed_grids in report.json)\n",
+              other_grid,
+              t.recorded_kernel_us > 0 ? 100 * other_grid_us / t.recorded_kernel_us : 0.0);
     if (r.timeline) write_timeline_summary(out, *r.timeline);
     if (r.mode == "unique") {
         if (std::isfinite(t.predicted_total_us))

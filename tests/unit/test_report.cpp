@@ -303,6 +303,22 @@ TEST(Report, JsonRoundTrip) {
     EXPECT_NE(first.str().find("\"tier\": null"), std::string::npos);
 }
 
+TEST(Report, KernelsTimedByAnotherLaunchGridAreCountedInTheSummary) {
+    Report r = hand_made();
+    replay::finalize_report(r);
+    std::ostringstream none;
+    replay::write_report_summary(none, r);
+    EXPECT_EQ(none.str().find("another launch grid"), std::string::npos) << none.str();
+    r.kernels[0].replayed_grids = {{126, 1, 1}};
+    std::ostringstream summary;
+    replay::write_report_summary(summary, r);
+    const double share = 100 * r.kernels[0].recorded_us.sum / r.totals.recorded_kernel_us;
+    char expected[96];
+    std::snprintf(expected, sizeof expected,
+                  "another launch grid                  1 kernel(s), %.1f%%", share);
+    EXPECT_NE(summary.str().find(expected), std::string::npos) << summary.str();
+}
+
 TEST(Report, KernelsRecordedAtTwoSpeedsAreNamedInANoteAndKeepTheirGroups) {
     Report r = hand_made();
     // The GEMM's 8 instances ran at 5.5 and 7.1 us (their inputs' placement); the replay's eight
