@@ -116,6 +116,11 @@ Recipe decide(const Trace& trace, const Facts& facts, StorageIds& storages);
 
 bool is_gemm_op(std::string_view name);          // aten::mm, addmm, bmm, baddbmm, linear, matmul
 bool is_splitk_reduce(std::string_view kernel);  // cuBLAS's split-K reduction after a GEMM
+// A library's helper kernel, launched by the same call as its main kernel: before it (cuDNN's
+// workspace init, layout conversion into NHWC or padding, a memset kernel) or after it (a
+// split-K reduction, conversion back to NCHW).
+enum class HelperKernel : std::uint8_t { None, Before, After };
+HelperKernel helper_kernel(std::string_view kernel);
 bool kernel_uses_tf32(std::string_view kernel);  // an fp32 GEMM kernel on TF32 tensor cores
 DType dtype_from_kernel_name(std::string_view name);  // a GEMM kernel's operand type, by its name
 

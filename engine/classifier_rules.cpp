@@ -43,6 +43,16 @@ bool is_splitk_reduce(std::string_view name) {
     return contains_any(name, {"splitKreduce", "splitK_reduce", "reduce_1Block"});
 }
 
+HelperKernel helper_kernel(std::string_view name) {
+    if (is_splitk_reduce(name) || contains_any(name, {"nhwcToNchwKernel"}))
+        return HelperKernel::After;
+    if (contains_any(
+            name, {"init_device_workspace_kernel", "nchwToNhwcKernel", "nhwcAddPaddingKernel"}) ||
+        name == "memset32")
+        return HelperKernel::Before;
+    return HelperKernel::None;
+}
+
 // A CPU op that names a dispatcher operator ("aten::add", "c10d::allreduce_", "vllm::...").
 bool is_dispatcher_op(std::string_view name) {
     const auto colons = name.find("::");

@@ -403,25 +403,46 @@ ExternStats apply_inductor_externs(const KernelGraph& graph, NodeRecipes& recipe
         recipes.set(n, r);
         if (reasons.insert(why).second) stats.unmatched_reasons.push_back(why);
     };
-    // Which call launched each kernel: one call, all of them; as many calls as kernels, one
-    // each; several GEMM calls, each kernel but a split-K reduction (issued with the GEMM before
-    // it) the next call's; otherwise none (empty).
+    // Which call launched each kernel: one call, all of them; else, where the kernels that are
+    // not a library's helpers (helper_kernel) are as many as the calls, one call each, with each
+    // helper the call of the main kernel it goes with (cuDNN's workspace init before a
+    // convolution, a split-K reduction after a GEMM); else, as many calls as kernels, one each;
+    // otherwise none (empty).
     const auto owners = [&](const std::vector<std::size_t>& calls,
                             const std::vector<std::uint32_t>& kernels) {
+        using classifier_detail::HelperKernel;
         std::vector<std::size_t> owner(kernels.size(), 0);
         if (calls.size() == 1) return owner;
+        std::vector<HelperKernel> helper;
+        for (const std::uint32_t n : kernels)
+            helper.push_back(classifier_detail::helper_kernel(name(n)));
+        const auto mains =
+            static_cast<std::size_t>(std::count(helper.begin(), helper.end(), HelperKernel::None));
+        if (mains == calls.size()) {
+            // Each main kernel numbered in order; a helper before its main takes the next main's
+            // call, one after it the previous main's (or the other where there is none).
+            std::vector<std::size_t> main_at(kernels.size(), 0);
+            std::size_t seen = 0;
+            for (std::size_t k = 0; k < kernels.size(); ++k) {
+                if (helper[k] == HelperKernel::None) ++seen;
+                main_at[k] = seen;  // mains up to and including k
+            }
+            for (std::size_t k = 0; k < kernels.size(); ++k) {
+                const std::size_t before = main_at[k] - (helper[k] == HelperKernel::None);
+                if (helper[k] == HelperKernel::None)
+                    owner[k] = before;
+                else if (helper[k] == HelperKernel::Before)
+                    owner[k] = before < mains ? before : mains - 1;
+                else
+                    owner[k] = before > 0 ? before - 1 : 0;
+            }
+            return owner;
+        }
         if (calls.size() == kernels.size()) {
             std::iota(owner.begin(), owner.end(), std::size_t{0});
             return owner;
         }
-        const bool gemms = std::all_of(calls.begin(), calls.end(), [&](std::size_t c) {
-            return cache.externs[c].reason.empty() &&
-                   classifier_detail::is_gemm_op(cache.externs[c].op.op);
-        });
-        std::size_t call = 0;
-        for (std::size_t k = 1; k < kernels.size() && gemms; ++k)
-            owner[k] = classifier_detail::is_splitk_reduce(name(kernels[k])) ? call : ++call;
-        if (!gemms || call + 1 != calls.size()) owner.clear();
+        owner.clear();
         return owner;
     };
     // Gives the kernels launched between two Triton launches the library calls there.

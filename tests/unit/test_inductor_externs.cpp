@@ -302,4 +302,83 @@ def get_args():
                        {128, false}, {896, false}, {896, true}, {64, false}}));
 }
 
+// cuDNN launches helpers around a convolution's main kernel (a workspace init before it, layout
+// conversions into NHWC before and back after): between two Triton kernels of a reduce-overhead
+// UNet, two convolutions and a GEMM made 3 library calls and 6 kernels. Each helper goes with the
+// call of the main kernel beside it, issued with it; none is left without a recipe.
+TEST(InductorExterns, ALibrarysHelperKernelsGoWithTheirMainKernelsCall) {
+    replay::InductorCache cache;
+    replay::parse_wrapper_code(R"PY(
+def call(args):
+    arg0_1, arg1_1, arg2_1 = args
+    assert_size_stride(arg0_1, (4, 64, 8, 8), (4096, 64, 8, 1))
+    assert_size_stride(arg1_1, (64, 64, 3, 3), (576, 9, 3, 1))
+    assert_size_stride(arg2_1, (64, 64), (64, 1))
+    buf0 = empty_strided_cuda((4, 64, 8, 8), (4096, 64, 8, 1), torch.float16)
+    triton_poi_silu_0.run(arg0_1, buf0, 16384, stream=stream0)
+    buf1 = extern_kernels.convolution(buf0, arg1_1, stride=(1, 1), padding=(1, 1), dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=1, bias=None)
+    assert_size_stride(buf1, (4, 64, 8, 8), (4096, 64, 8, 1))
+    buf2 = extern_kernels.convolution(buf1, arg1_1, stride=(1, 1), padding=(1, 1), dilation=(1, 1), transposed=False, output_padding=(0, 0), groups=1, bias=None)
+    assert_size_stride(buf2, (4, 64, 8, 8), (4096, 64, 8, 1))
+    buf3 = empty_strided_cuda((256, 64), (64, 1), torch.float16)
+    extern_kernels.mm(reinterpret_tensor(buf2, (256, 64), (64, 1), 0), arg2_1, out=buf3)
+    triton_poi_silu_1.run(buf3, 16384, stream=stream0)
+
+def get_args():
+    arg0_1 = rand_strided((4, 64, 8, 8), (4096, 64, 8, 1), device='cuda:0', dtype=torch.float16)
+    arg1_1 = rand_strided((64, 64, 3, 3), (576, 9, 3, 1), device='cuda:0', dtype=torch.float16)
+    arg2_1 = rand_strided((64, 64), (64, 1), device='cuda:0', dtype=torch.float16)
+)PY",
+                               cache);
+    ASSERT_EQ(cache.externs.size(), 3u);
+    const std::string kernel =
+        R"(,"pid":0,"tid":7,"dur":2,"args":{"correlation":9,"stream":7,"device":0,"grid":[1,1,1],"block":[128,1,1]}})";
+    std::string json =
+        R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":1,"dur":5,"args":{"correlation":9}})";
+    const std::vector<std::string> names = {
+        "triton_poi_silu_0",
+        "void cask_plugin__5x_cudnn::xmma__5x_cudnn::init_device_workspace_kernel<x>(x)",
+        "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64",
+        "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float>(x)",
+        "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64",
+        "void cudnn::engines_precompiled::nhwcToNchwKernel<__half, __half, float>(x)",
+        "nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_TNN",
+        "triton_poi_silu_1"};
+    for (std::size_t i = 0; i < names.size(); ++i)
+        json += R"(,{"ph":"X","cat":"kernel","name":")" + names[i] + R"(","ts":)" +
+                std::to_string(10 + 3 * i) + kernel;
+    json += "]}";
+    const replay::testing::TempFile trace("externs_helpers.json", json);
+    replay::AnalysisOptions o;
+    o.trace_path = trace.path();
+    auto a = replay::analyze(o);
+    replay::InductorStats triton;
+    const auto& nodes = a->graph.nodes();
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const auto name = a->graph.trace().names.view(a->graph.activity(nodes[n]).name);
+        if (name.starts_with("triton_")) triton.site_of_node[n] = name.ends_with("_0") ? 0 : 1;
+    }
+    const replay::ExternStats e =
+        replay::apply_inductor_externs(a->graph, a->recipes, cache, triton);
+    EXPECT_EQ(e.candidates, 6u);
+    EXPECT_EQ(e.matched, 6u);
+    // Per kernel between the Triton launches: its recipe's op and whether it is issued with the
+    // kernel before it (by the same call).
+    std::vector<std::pair<std::string, bool>> got;
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const replay::Recipe r = a->recipes.recipe(n);
+        if (r.rule != "inductor-extern") continue;
+        std::string op = "?";
+        if (const auto* aten = std::get_if<replay::AtenRecipe>(&r.detail)) op = aten->op;
+        if (const auto* g = std::get_if<replay::GemmRecipe>(&r.detail)) op = g->op;
+        got.emplace_back(op, r.issued_with_op);
+    }
+    EXPECT_EQ(got, (std::vector<std::pair<std::string, bool>>{{"aten::convolution", false},
+                                                              {"aten::convolution", true},
+                                                              {"aten::convolution", false},
+                                                              {"aten::convolution", true},
+                                                              {"aten::convolution", true},
+                                                              {"aten::mm", false}}));
+}
+
 }  // namespace
