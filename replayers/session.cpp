@@ -347,7 +347,7 @@ LeftOver attribute(Session& session, const std::vector<std::size_t>& positions,
             expected.push_back({k.name,
                                 k.kind == "memcpy"   ? ActivityKind::Memcpy
                                 : k.kind == "memset" ? ActivityKind::Memset
-                                                     : ActivityKind::Kernel,
+                                                     : record_kind(k.name),
                                 i < recorded_us.size() ? recorded_us[i] : 0.0,
                                 session.recorded_grid(positions[i])});
         }

@@ -29,6 +29,10 @@ const ExpectedActivity kGemm{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize1
 
 TEST(RecordMatch, RecordKindsFollowCuptiAndKinetoNames) {
     EXPECT_EQ(replay::record_kind("Memset (Device)"), ActivityKind::Memset);
+    // A CUDA graph's memset node, recorded as a kernel.
+    EXPECT_EQ(replay::record_kind("memset32"), ActivityKind::Memset);
+    EXPECT_EQ(replay::record_kind("memset"), ActivityKind::Kernel);
+    EXPECT_EQ(replay::record_kind("memset32_kernel<float>"), ActivityKind::Kernel);
     EXPECT_EQ(replay::record_kind("Memcpy HtoD (Pinned -> Device)"), ActivityKind::Memcpy);
     EXPECT_EQ(replay::record_kind("void at::native::vectorized_elementwise_kernel<4>"),
               ActivityKind::Kernel);
@@ -41,6 +45,20 @@ TEST(RecordMatch, AMemsetNeverTimesAKernel) {
     EXPECT_EQ(m[0].record, RecordMatch::kNone);
     EXPECT_NE(m[0].reason.find("no kernel record of its own"), std::string::npos) << m[0].reason;
     EXPECT_NE(m[0].reason.find("Memset (Device)"), std::string::npos) << m[0].reason;
+}
+
+// A CUDA graph runs a captured memset as a kernel named memset32: the same work as the
+// replay's Memset (Device), and the other way round; a kernel is still never timed by it.
+TEST(RecordMatch, AGraphsMemsetKernelAndAMemsetTimeEachOther) {
+    const ExpectedActivity graph_memset{"memset32", replay::record_kind("memset32")};
+    const auto m =
+        replay::match_records({graph_memset, kGemm}, records({"Memset (Device)", kGemm.name}));
+    EXPECT_EQ(m[0].record, 0u);
+    EXPECT_FALSE(m[0].same_name);
+    EXPECT_EQ(m[1].record, 1u);
+    const ExpectedActivity memset{"Memset (Device)", ActivityKind::Memset};
+    EXPECT_EQ(replay::match_records({memset}, records({"memset32"}))[0].record, 0u);
+    EXPECT_EQ(replay::match_records({kGemm}, records({"memset32"}))[0].record, RecordMatch::kNone);
 }
 
 TEST(RecordMatch, NothingBackIsAMissWithAReason) {

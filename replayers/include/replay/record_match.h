@@ -41,7 +41,8 @@ struct RecordMatch {
 };
 
 // The kind of a record from its name as CUPTI and Kineto write it ("Memcpy HtoD (...)",
-// "Memset (Device)"); everything else is a kernel.
+// "Memset (Device)"; "memset32", a CUDA graph's memset node recorded as a kernel, is a memset
+// too); everything else is a kernel.
 ActivityKind record_kind(const std::string& name);
 
 // One match per expected activity, for per-kernel records (TimedActivity::per_kernel) of one
