@@ -834,7 +834,7 @@ TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor
             replay::replay_unique(*a, b, unique_options(replay::Context::Recorded, 1, 4));
         // relu_k's template comes first: its in-graph instance (node 2, after gelu_k's node 1),
         // then gelu_k's two (nodes 1 and 3, each after a relu_k node). Each is captured once:
-        // its warm-up reads, its predecessor untimed, then itself. relu_k's first node (the
+        // its predecessor untimed, its warm-up reads, then itself. relu_k's first node (the
         // first of its launch) and its eager launch are issued directly.
         std::vector<std::string> captured;
         for (const auto& c : b.calls)
@@ -842,9 +842,9 @@ TEST(Drivers, UniqueTimesAKernelRecordedInsideAGraphInsideOneAfterItsPredecessor
                 captured.push_back(c.what + " " + c.recipe + (c.tag ? " timed" : ""));
         const std::string relu0 = relu(1).instance_key(), relu2 = relu(3).instance_key();
         const std::vector<std::string> expected = {
-            "warm " + relu2, "issue " + gelu1, "issue " + relu2 + " timed",
-            "warm " + gelu1, "issue " + relu0, "issue " + gelu1 + " timed",
-            "warm " + gelu3, "issue " + relu2, "issue " + gelu3 + " timed"};
+            "issue " + gelu1, "warm " + relu2, "issue " + relu2 + " timed",
+            "issue " + relu0, "warm " + gelu1, "issue " + gelu1 + " timed",
+            "issue " + relu2, "warm " + gelu3, "issue " + gelu3 + " timed"};
         EXPECT_EQ(captured, expected);
         EXPECT_EQ(b.of("begin_capture").size(), 3u);
         // gelu_k: 1 warmup and 4 runs, each a launch of its instance's graph; relu_k's in-graph
