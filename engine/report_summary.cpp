@@ -186,16 +186,18 @@ void write_report_summary(std::ostream& out, const Report& r) {
               "  |error| weighted by time  %12.2f%% of the recorded time (kernel by kernel: "
               "errors of opposite sign do not offset)\n",
               t.weighted_abs_error_pct);
-    std::size_t two_speeds = 0;
-    double two_speeds_us = 0;
-    for (const auto& k : r.kernels)
-        if (replayed_at_two_recorded_speeds(k)) ++two_speeds, two_speeds_us += k.recorded_us.sum;
-    if (two_speeds > 0)
-        print(out,
-              "  recorded at two speeds    %12zu kernel(s), %.1f%% of the recorded time (a "
-              "median error says which speed held the middle; recorded_groups in report.json)\n",
-              two_speeds,
-              t.recorded_kernel_us > 0 ? 100 * two_speeds_us / t.recorded_kernel_us : 0.0);
+    // "<label> N kernel(s), X% of the recorded time (<why>)" for the kernels `which` picks, if any.
+    const auto kernels_line = [&](const char* label, const auto& which, const char* why) {
+        std::size_t n = 0;
+        double us = 0;
+        for (const auto& k : r.kernels)
+            if (which(k)) ++n, us += k.recorded_us.sum;
+        if (n > 0)
+            print(out, "  %-25s %12zu kernel(s), %.1f%% of the recorded time (%s)\n", label, n,
+                  t.recorded_kernel_us > 0 ? 100 * us / t.recorded_kernel_us : 0.0, why);
+    };
+    kernels_line("recorded at two speeds", replayed_at_two_recorded_speeds,
+                 "a median error says which speed held the middle; recorded_groups in report.json");
     if (std::isnan(t.gemm_name_match))
         print(out, "  GEMM time, same kernel    %12s (no GEMM replayed with kernel names)\n",
               "n/a");
@@ -203,16 +205,9 @@ void write_report_summary(std::ostream& out, const Report& r) {
         print(out, "  GEMM time, same kernel    %12.2f%%\n", 100 * t.gemm_name_match);
     // A kernel timed by a launch of another grid ran as the library configured it here, not as
     // recorded (session.cpp's note names them): a figure to see before reading its error.
-    std::size_t other_grid = 0;
-    double other_grid_us = 0;
-    for (const auto& k : r.kernels)
-        if (!k.replayed_grids.empty()) ++other_grid, other_grid_us += k.recorded_us.sum;
-    if (other_grid > 0)
-        print(out,
-              "  another launch grid       %12zu kernel(s), %.1f%% of the recorded time (the "
-              "library launched them otherwise than recorded; replayed_grids in report.json)\n",
-              other_grid,
-              t.recorded_kernel_us > 0 ? 100 * other_grid_us / t.recorded_kernel_us : 0.0);
+    kernels_line(
+        "another launch grid", [](const KernelResult& k) { return !k.replayed_grids.empty(); },
+        "the library launched them otherwise than recorded; replayed_grids in report.json");
     if (r.timeline) write_timeline_summary(out, *r.timeline);
     if (r.mode == "unique") {
         if (std::isfinite(t.predicted_total_us))

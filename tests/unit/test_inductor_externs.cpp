@@ -264,6 +264,34 @@ TEST(InductorExterns, WithoutRecordShapesTheWrappersCallsGiveTheGemmsTheirShapes
     EXPECT_EQ(gemms, 97);  // as many as with shapes
 }
 
+// A CUDA graph's kernels, launched in this order without ops (a reduce-overhead step), analysed
+// and given the library calls of `cache`: the Triton kernels named *_0 and *_1 took call sites 0
+// and 1. `stats`: what apply_inductor_externs said.
+std::unique_ptr<replay::Analysis> graph_kernels_with_externs(const std::vector<std::string>& names,
+                                                             const replay::InductorCache& cache,
+                                                             replay::ExternStats& stats) {
+    const std::string kernel =
+        R"(,"pid":0,"tid":7,"dur":2,"args":{"correlation":9,"stream":7,"device":0,"grid":[1,1,1],"block":[128,1,1]}})";
+    std::string json =
+        R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":1,"dur":5,"args":{"correlation":9}})";
+    for (std::size_t i = 0; i < names.size(); ++i)
+        json += R"(,{"ph":"X","cat":"kernel","name":")" + names[i] + R"(","ts":)" +
+                std::to_string(10 + 3 * i) + kernel;
+    json += "]}";
+    const replay::testing::TempFile trace("externs_graph.json", json);
+    replay::AnalysisOptions o;
+    o.trace_path = trace.path();
+    auto a = replay::analyze(o);
+    replay::InductorStats triton;
+    const auto& nodes = a->graph.nodes();
+    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+        const auto name = a->graph.trace().names.view(a->graph.activity(nodes[n]).name);
+        if (name.starts_with("triton_")) triton.site_of_node[n] = name.ends_with("_0") ? 0 : 1;
+    }
+    stats = replay::apply_inductor_externs(a->graph, a->recipes, cache, triton);
+    return a;
+}
+
 // Three projections of one input, back to back between two Triton kernels in one CUDA graph
 // (q, k, v of a decode step): cuBLAS split the second one's K, and its reduction is issued with
 // it; each GEMM takes its own call.
@@ -287,29 +315,12 @@ def get_args():
 )PY",
                                cache);
     ASSERT_EQ(cache.externs.size(), 3u);
-    const std::string kernel =
-        R"(,"pid":0,"tid":7,"dur":2,"args":{"correlation":9,"stream":7,"device":0,"grid":[1,1,1],"block":[128,1,1]}})";
-    std::string json =
-        R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":1,"dur":5,"args":{"correlation":9}})";
-    const char* names[] = {"triton_per_norm_0",     "gemv_bf16_kernel",
-                           "nvjet_tst_64x8_splitK", "cublasLt::splitKreduce_kernel",
-                           "gemv_bf16_kernel",      "triton_poi_rope_1"};
-    for (int i = 0; i < 6; ++i)
-        json += std::string(R"(,{"ph":"X","cat":"kernel","name":")") + names[i] + R"(","ts":)" +
-                std::to_string(10 + 3 * i) + kernel;
-    json += "]}";
-    const replay::testing::TempFile trace("externs_splitk.json", json);
-    replay::AnalysisOptions o;
-    o.trace_path = trace.path();
-    auto a = replay::analyze(o);
-    replay::InductorStats triton;  // the two Triton launches took call sites 0 and 1
+    replay::ExternStats e;
+    const auto a = graph_kernels_with_externs(
+        {"triton_per_norm_0", "gemv_bf16_kernel", "nvjet_tst_64x8_splitK",
+         "cublasLt::splitKreduce_kernel", "gemv_bf16_kernel", "triton_poi_rope_1"},
+        cache, e);
     const auto& nodes = a->graph.nodes();
-    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        const auto name = a->graph.trace().names.view(a->graph.activity(nodes[n]).name);
-        if (name.starts_with("triton_")) triton.site_of_node[n] = name.ends_with("_0") ? 0 : 1;
-    }
-    const replay::ExternStats e =
-        replay::apply_inductor_externs(a->graph, a->recipes, cache, triton);
     EXPECT_EQ(e.candidates, 4u);
     EXPECT_EQ(e.matched, 4u);
     std::vector<std::pair<std::int64_t, bool>> got;  // N of each GEMM, issued with the one before
@@ -351,35 +362,17 @@ def get_args():
 )PY",
                                cache);
     ASSERT_EQ(cache.externs.size(), 3u);
-    const std::string kernel =
-        R"(,"pid":0,"tid":7,"dur":2,"args":{"correlation":9,"stream":7,"device":0,"grid":[1,1,1],"block":[128,1,1]}})";
-    std::string json =
-        R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":1,"dur":5,"args":{"correlation":9}})";
-    const std::vector<std::string> names = {
-        "triton_poi_silu_0",
-        "void cask_plugin__5x_cudnn::xmma__5x_cudnn::init_device_workspace_kernel<x>(x)",
-        "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64",
-        "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float>(x)",
-        "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64",
-        "void cudnn::engines_precompiled::nhwcToNchwKernel<__half, __half, float>(x)",
-        "nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_TNN",
-        "triton_poi_silu_1"};
-    for (std::size_t i = 0; i < names.size(); ++i)
-        json += R"(,{"ph":"X","cat":"kernel","name":")" + names[i] + R"(","ts":)" +
-                std::to_string(10 + 3 * i) + kernel;
-    json += "]}";
-    const replay::testing::TempFile trace("externs_helpers.json", json);
-    replay::AnalysisOptions o;
-    o.trace_path = trace.path();
-    auto a = replay::analyze(o);
-    replay::InductorStats triton;
+    replay::ExternStats e;
+    const auto a = graph_kernels_with_externs(
+        {"triton_poi_silu_0",
+         "void cask_plugin__5x_cudnn::xmma__5x_cudnn::init_device_workspace_kernel<x>(x)",
+         "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64",
+         "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float>(x)",
+         "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64",
+         "void cudnn::engines_precompiled::nhwcToNchwKernel<__half, __half, float>(x)",
+         "nvjet_sm90_hsh_64x64_64x13_2x1_v_bz_TNN", "triton_poi_silu_1"},
+        cache, e);
     const auto& nodes = a->graph.nodes();
-    for (std::uint32_t n = 0; n < nodes.size(); ++n) {
-        const auto name = a->graph.trace().names.view(a->graph.activity(nodes[n]).name);
-        if (name.starts_with("triton_")) triton.site_of_node[n] = name.ends_with("_0") ? 0 : 1;
-    }
-    const replay::ExternStats e =
-        replay::apply_inductor_externs(a->graph, a->recipes, cache, triton);
     EXPECT_EQ(e.candidates, 6u);
     EXPECT_EQ(e.matched, 6u);
     // Per kernel between the Triton launches: its recipe's op and whether it is issued with the
