@@ -221,7 +221,8 @@ class Backend {
     // ---- CUDA graphs ----
     // Why prepared work cannot be captured into a graph on `stream` (a libtorch op that
     // synchronises, a copy from pageable memory, a backend without graphs); empty when it can.
-    // Work that has not run yet runs once first, outside any capture (untimed, tag 0).
+    // A libtorch op that has not run yet runs once first, outside any capture (untimed, tag 0),
+    // so that the plans libtorch keeps are not made inside one.
     virtual std::string capture_blocker(std::uint32_t handle, int stream) = 0;
     // From here to end_capture(), issue(), warm_inputs() and stream_wait() are recorded into a
     // graph instead of run. `home` is the stream the graph will be launched on; with
