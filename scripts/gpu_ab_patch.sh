@@ -6,10 +6,13 @@
 #        scripts/gpu_ab_patch.sh run TRACE...
 #   ROUNDS (default "1") round names, each a pass over every trace, mode and variant
 #   MODES  (default "sequential unique"); sequential runs 3 iterations
-# Prints per run: total replayed vs recorded, median per-kernel error and the share replayed.
+# A capture named as scripts/gpu_capture_set.sh names them takes its --recipes or --inductor-cache
+# (scripts/replay_inputs.sh). Prints per run: total replayed vs recorded, median per-kernel error,
+# the time-weighted |error| and the share replayed.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 source scripts/pytorch_nvidia_libs.sh  # the cuBLAS/CUPTI PyTorch uses
+source scripts/replay_inputs.sh        # replay_inputs: --recipes / --inductor-cache by name
 if [ "${1:-}" = build ]; then
   patch_file="$(realpath "${2:?usage: gpu_ab_patch.sh build PATCH}")"
   CTEST_ARGS="-N" scripts/gpu_build.sh build-gpu > /tmp/build_after.log 2>&1 ||
@@ -37,6 +40,7 @@ try:
 except (OSError, ValueError, KeyError) as e:
     print(f"no report ({e!r})"); sys.exit()
 print(f"total {t['total_error_pct']:+.2f}% median {t['median_abs_error_pct']:.2f}% "
+      f"weighted {t.get('weighted_abs_error_pct', float('nan')):.2f}% "
       f"replayed {100 * t['replayed_coverage']:.1f}%")
 PY
 }
@@ -47,7 +51,8 @@ for round in ${ROUNDS:-1}; do
       for variant in after before; do
         replay=build-gpu/cli/replay
         [ "$variant" = before ] && replay=/tmp/before/build-gpu/cli/replay
-        args=(--mode "$mode")
+        replay_inputs "$trace"  # a graph capture's recipes, a compiled one's Inductor cache
+        args=("${extra[@]}" --mode "$mode")
         [ "$mode" = sequential ] && args+=(--iterations 3)
         dir="/tmp/ab/$name.$mode.$variant.$round"
         "$replay" "$trace" "${args[@]}" --out "$dir" -q > /dev/null 2>&1

@@ -24,6 +24,7 @@ mkdir -p "$out" "$work"
 build=build-gpu
 replay="$build/cli/replay"
 source scripts/pytorch_nvidia_libs.sh  # the cuBLAS/CUPTI PyTorch uses
+source scripts/replay_inputs.sh        # replay_inputs: --recipes / --inductor-cache by name
 late() { [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; }
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
@@ -49,14 +50,7 @@ reports=()
 for name in "${captured[@]}"; do
   trace="$captures/$name.json.gz"
   [ -f "$trace" ] || continue
-  extra=()
-  case "$name" in
-    *_compiled_graph)  # torch.compile's reduce-overhead: Triton kernels and others in CUDA graphs;
-      # the wrapper code's library calls give the others their recipes
-      extra=(--inductor-cache "$captures/$name.inductor.tar.gz") ;;
-    *_graph) extra=(--recipes "$captures/${name%_graph}.json.gz") ;;
-    *_compiled | *_compiled_*) extra=(--inductor-cache "$captures/$name.inductor.tar.gz") ;;
-  esac
+  replay_inputs "$trace"  # sets `extra`
   for mode in sequential unique; do
     late && { echo "DEADLINE: no $mode replay of $name"; break 2; }
     iterations=()
