@@ -48,7 +48,7 @@ HelperKernel helper_kernel(std::string_view name) {
         return HelperKernel::After;
     if (contains_any(
             name, {"init_device_workspace_kernel", "nchwToNhwcKernel", "nhwcAddPaddingKernel"}) ||
-        name == "memset32")
+        is_graph_memset_kernel(name))
         return HelperKernel::Before;
     return HelperKernel::None;
 }

@@ -49,6 +49,12 @@ const char* to_string(ActivityKind kind) {
     return "?";
 }
 
+bool is_graph_memset_kernel(std::string_view name) {
+    constexpr std::string_view kPrefix = "memset";
+    return name.size() > kPrefix.size() && name.starts_with(kPrefix) &&
+           name.find_first_not_of("0123456789", kPrefix.size()) == std::string_view::npos;
+}
+
 std::uint64_t content_hash(const OpShapes& shapes) {
     std::uint64_t h = 0x243F6A8885A308D3ULL;
     const auto mix = [&](std::uint64_t v) {

@@ -56,10 +56,7 @@ void share_out(const std::vector<ExpectedActivity>& expected, const std::vector<
 ActivityKind record_kind(const std::string& name) {
     if (starts_with(name, "Memcpy ")) return ActivityKind::Memcpy;
     if (starts_with(name, "Memset ")) return ActivityKind::Memset;
-    // A CUDA graph's memset node, which CUPTI records as a kernel of this name.
-    if (starts_with(name, "memset") && name.size() > 6 &&
-        std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return ActivityKind::Memset;
+    if (is_graph_memset_kernel(name)) return ActivityKind::Memset;
     return ActivityKind::Kernel;
 }
 

@@ -47,6 +47,9 @@ class StringPool {
 
 enum class ActivityKind : std::uint8_t { Kernel, Memcpy, Memset };
 const char* to_string(ActivityKind kind);
+// A CUDA graph's memset node, which CUPTI records as a kernel named by its word size
+// ("memset32"): a memset's work under a kernel's name.
+bool is_graph_memset_kernel(std::string_view name);
 
 // One record_shapes argument of a cpu_op (or of an Execution Trace node). Storage ids are not
 // here: they belong to one op instance (OpStorages), the argument to every op recorded alike.
