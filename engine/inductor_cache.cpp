@@ -164,11 +164,8 @@ std::string kernel_file_before(const std::string& text, std::size_t quote) {
     if (previous != std::string::npos && previous > at) return {};
     const std::size_t start = at + kComment.size();
     const std::size_t end = text.find('\n', start);
-    std::string path =
-        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    while (!path.empty() && std::isspace(static_cast<unsigned char>(path.back())) != 0)
-        path.pop_back();
-    return base_of(path);
+    return base_of(std::string(trim(std::string_view(text).substr(
+        start, end == std::string::npos ? std::string::npos : end - start))));
 }
 
 // The file name of the first source location of a Triton IR (`#loc =

@@ -169,8 +169,8 @@ std::map<std::string, std::int64_t> index_bounds(std::string_view body,
                                    rhs = trim(expr.substr(plus + 3));
             std::optional<std::int64_t> added = whole_number(rhs);
             if (const auto d = defined.find(rhs); !added && d != defined.end())
-                if (d->second.starts_with("tl.full(")) {
-                    const auto a = call_arguments(d->second, 7);
+                if (constexpr std::string_view kFull = "tl.full("; d->second.starts_with(kFull)) {
+                    const auto a = call_arguments(d->second, kFull.size() - 1);  // at its '('
                     if (a.size() >= 2) added = whole_number(a[1]);
                 }
             return added == bound && source(lhs, bound, depth + 1, found);
