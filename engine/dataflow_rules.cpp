@@ -2,10 +2,7 @@
 #include "dataflow_rules.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
 #include <span>
-#include <string>
 #include <utility>
 
 #include "replay/int_list.h"
@@ -13,26 +10,6 @@
 
 namespace replay::dataflow_detail {
 namespace {
-
-// "[2., 2.]": a list of floats (upsampling's scale factors).
-std::optional<std::vector<double>> parse_float_list(std::string_view text) {
-    if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
-    text = text.substr(1, text.size() - 2);
-    std::vector<double> out;
-    while (!text.empty()) {
-        const auto comma = text.find(',');
-        std::string item(text.substr(0, comma));
-        char* end = nullptr;
-        const double v = std::strtod(item.c_str(), &end);
-        if (end == item.c_str()) return std::nullopt;
-        for (; *end != '\0'; ++end)
-            if (*end != ' ') return std::nullopt;
-        out.push_back(v);
-        if (comma == std::string_view::npos) break;
-        text.remove_prefix(comma + 1);
-    }
-    return out;
-}
 
 // A TensorList argument's elements' dims (none for a plain tensor).
 std::vector<Dims> list_elements(const OpArgument& arg) {
